@@ -1,0 +1,81 @@
+# Developer entry points. `make run` serves, `make test` is what CI runs (.ci/run).
+#
+#   make run  [HOST=0.0.0.0] [PORT=8000]   runtime install into .venv, then start the server
+#   make test                               dev install, ruff, mypy, pytest
+#   make bench-engine [QUICK=1] [DATA=..]   engine speed against peers
+#
+# Installs are stamped: .venv/.installed (dev) and .venv/.installed-runtime (runtime only) are
+# rebuilt when pyproject.toml changes (or a package appears), so repeated runs stay offline.
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(VENV)/bin/pip
+HOST   ?= 0.0.0.0
+PORT   ?= 8000
+DATA   ?= ../shared/data
+QUICK  ?=
+# torch is installed on its own first: on this machine pip's find-links holds the CPU wheel
+# for exactly this pin; it then satisfies the pyproject pin without pulling CUDA packages.
+TORCH_PIN := torch==2.13.0
+
+# An editable install maps the top-level packages that exist when it runs: reinstall when
+# pyproject.toml changes or when a package appears.
+INSTALL_DEPS  := pyproject.toml $(wildcard server/__init__.py model_store/__init__.py \
+                   converters/__init__.py trainer/__init__.py)
+DEV_STAMP     := $(VENV)/.installed
+RUNTIME_STAMP := $(VENV)/.installed-runtime
+
+# --quick is passed to the engine benchmark only when QUICK is set to something other than 0.
+QUICK_FLAG := $(if $(filter-out 0,$(QUICK)),--quick,)
+
+.PHONY: venv venv-runtime run test lint bench-engine bench-serve eval train-default clean distclean
+
+venv: $(DEV_STAMP)
+
+venv-runtime: $(RUNTIME_STAMP)
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --upgrade pip
+
+$(DEV_STAMP): $(INSTALL_DEPS) | $(VENV)/bin/python
+	$(PIP) install $(TORCH_PIN)
+	$(PIP) install -e '.[dev]'
+	touch $(DEV_STAMP) $(RUNTIME_STAMP)
+
+$(RUNTIME_STAMP): $(INSTALL_DEPS) | $(VENV)/bin/python
+	$(PIP) install $(TORCH_PIN)
+	$(PIP) install -e .
+	touch $(RUNTIME_STAMP)
+
+run: $(RUNTIME_STAMP)
+	$(PY) -m server --host $(HOST) --port $(PORT)
+
+lint: $(DEV_STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy server model_store converters trainer
+
+test: $(DEV_STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy server model_store converters trainer
+	$(VENV)/bin/pytest -q
+
+bench-engine: $(DEV_STAMP)
+	$(PY) -m benchmarks.engine_speed --data $(DATA) $(QUICK_FLAG)
+
+bench-serve: $(DEV_STAMP)
+	$(PY) -m benchmarks.serve_load --data $(DATA)
+
+eval: $(DEV_STAMP)
+	$(PY) -m benchmarks.evaluate --data $(DATA)
+
+train-default: $(RUNTIME_STAMP)
+	$(PY) -m trainer.recipes.default_en_fr --data $(DATA)
+
+clean:
+	find . -path ./$(VENV) -prune -o -type d -name __pycache__ -exec rm -rf {} +
+	rm -rf .mypy_cache .ruff_cache .pytest_cache build dist *.egg-info benchmarks/results/tmp
+
+distclean: clean
+	rm -rf $(VENV)

@@ -1,0 +1,51 @@
+"""Storage layer for artifacts (backbones, domain modules, classifiers).
+
+See `store.py` for atomic publication and layering, and docs/ARCHITECTURE.md
+("Artifacts (model_store)") for the manifest contract.
+"""
+
+from .archive import pack_artifact_dir, unpack_artifact
+from .artifact import ArtifactId, LoadedArtifact, build_manifest, verify_artifact
+from .errors import ArtifactError, ConflictError, NotFoundError, StoreError
+from .hashing import FINGERPRINT_FILES, backbone_fingerprint, canonical_json, sha256_hex
+from .jobs import Job, JobState
+from .manifest import KINDS, REQUIRED_FILES, ArtifactKind, FileEntry, Manifest
+from .registry import ArtifactRecord, Event, Registry
+from .storage import LocalStorage, Storage
+from .store import BUILTIN_DIR, PublishHook, PublishStep, Store
+from .tensors import check_safetensors, load_safetensors
+
+__all__ = [
+    "BUILTIN_DIR",
+    "FINGERPRINT_FILES",
+    "KINDS",
+    "REQUIRED_FILES",
+    "ArtifactError",
+    "ArtifactId",
+    "ArtifactKind",
+    "ArtifactRecord",
+    "ConflictError",
+    "Event",
+    "FileEntry",
+    "Job",
+    "JobState",
+    "LoadedArtifact",
+    "LocalStorage",
+    "Manifest",
+    "NotFoundError",
+    "PublishHook",
+    "PublishStep",
+    "Registry",
+    "Storage",
+    "Store",
+    "StoreError",
+    "backbone_fingerprint",
+    "build_manifest",
+    "canonical_json",
+    "check_safetensors",
+    "load_safetensors",
+    "pack_artifact_dir",
+    "sha256_hex",
+    "unpack_artifact",
+    "verify_artifact",
+]

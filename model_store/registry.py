@@ -1,0 +1,331 @@
+"""The registry: which artifacts exist, which version of each is active, training jobs,
+and a change counter (`events`) that servers poll to notice activations.
+
+SQLAlchemy Core only and portable SQL: concurrency is arbitrated by primary keys and by
+conditional UPDATEs (`... WHERE state = 'queued'`), not by database-specific locking.
+On SQLite, write transactions start with `BEGIN IMMEDIATE` so that two processes never
+both read and then fail to upgrade to a write lock; WAL lets readers proceed meanwhile.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    Connection,
+    Engine,
+    create_engine,
+    event,
+    func,
+    insert,
+    select,
+    update,
+)
+from sqlalchemy import delete as sql_delete
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.pool import ConnectionPoolEntry, StaticPool
+
+from .errors import ConflictError, NotFoundError
+from .hashing import canonical_json
+from .jobs import Job, JobState, JobUpdate, job_from_row
+from .manifest import ArtifactKind, Manifest
+from .tables import active, artifacts, events, jobs, metadata
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+_WRITE = "model_store_write"
+
+
+@dataclass(frozen=True)
+class ArtifactRecord:
+    """One `artifacts` row: a visible artifact and where its bytes live."""
+
+    kind: ArtifactKind
+    name: str
+    version: int
+    location: str
+    fingerprint: str
+    manifest: Manifest
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class Event:
+    id: int
+    kind: str
+    name: str
+    version: int | None
+    action: str
+    at: datetime
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for `url`; SQLite gets WAL, a busy timeout and explicit BEGINs."""
+    if not url.startswith("sqlite"):
+        return create_engine(url, pool_pre_ping=True)
+    memory = url in ("sqlite://", "sqlite:///:memory:")
+    # One shared connection for in-memory databases, else each connection sees its own.
+    engine = create_engine(url, poolclass=StaticPool) if memory else create_engine(url)
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
+        # Take BEGIN away from the sqlite3 module; _on_begin emits it (SQLAlchemy's recipe).
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+        if not memory:
+            cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        immediate = conn.get_execution_options().get(_WRITE, False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+    return engine
+
+
+class Registry:
+    """Artifacts, active versions, jobs and events in one SQL database."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._engine = make_engine(url)
+        with self._write() as conn:
+            metadata.create_all(conn)
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+    @contextmanager
+    def _read(self) -> Iterator[Connection]:
+        with self._engine.begin() as conn:
+            yield conn
+
+    @contextmanager
+    def _write(self) -> Iterator[Connection]:
+        with self._engine.connect() as conn:
+            conn = conn.execution_options(**{_WRITE: True})
+            with conn.begin():
+                yield conn
+
+    # -- artifacts ---------------------------------------------------------------
+
+    def add_artifact(self, manifest: Manifest, *, location: str) -> None:
+        """Insert the row that makes an artifact visible; ConflictError if the version is taken."""
+        row = {
+            "kind": manifest.kind,
+            "name": manifest.name,
+            "version": manifest.version,
+            "location": location,
+            "fingerprint": manifest.backbone_fingerprint,
+            "manifest_json": manifest.model_dump_json(),
+            "created_at": manifest.created_at,
+        }
+        try:
+            with self._write() as conn:
+                conn.execute(insert(artifacts).values(row))
+                self._event(
+                    conn, manifest.kind, manifest.name, version=manifest.version, action="publish"
+                )
+        except IntegrityError as exc:
+            raise ConflictError(f"{manifest.label} is already registered") from exc
+
+    def get_artifact(self, kind: ArtifactKind, name: str, version: int) -> ArtifactRecord | None:
+        query = select(artifacts).where(
+            artifacts.c.kind == kind, artifacts.c.name == name, artifacts.c.version == version
+        )
+        with self._read() as conn:
+            row = conn.execute(query).mappings().first()
+        return None if row is None else _record(row)
+
+    def list_artifacts(self, kind: ArtifactKind | None = None) -> list[ArtifactRecord]:
+        query = select(artifacts).order_by(artifacts.c.kind, artifacts.c.name, artifacts.c.version)
+        if kind is not None:
+            query = query.where(artifacts.c.kind == kind)
+        with self._read() as conn:
+            return [_record(row) for row in conn.execute(query).mappings()]
+
+    def next_version(self, kind: ArtifactKind, name: str) -> int:
+        """1 + the highest registered version (a hint: the insert's unique key decides)."""
+        query = select(func.max(artifacts.c.version)).where(
+            artifacts.c.kind == kind, artifacts.c.name == name
+        )
+        with self._read() as conn:
+            highest = conn.execute(query).scalar()
+        return 1 if highest is None else int(highest) + 1
+
+    def list_versions(self, kind: ArtifactKind, name: str) -> list[int]:
+        with self._read() as conn:
+            return self._versions(conn, kind, name)
+
+    def list_names(self, kind: ArtifactKind) -> list[str]:
+        with self._read() as conn:
+            return self._names(conn, kind)
+
+    # -- active versions -----------------------------------------------------------
+
+    def get_active(self, kind: ArtifactKind, name: str) -> int | None:
+        query = select(active.c.version).where(active.c.kind == kind, active.c.name == name)
+        with self._read() as conn:
+            version = conn.execute(query).scalar()
+        return None if version is None else int(version)
+
+    def active_versions(self, kind: ArtifactKind) -> dict[str, int]:
+        query = select(active.c.name, active.c.version).where(active.c.kind == kind)
+        with self._read() as conn:
+            return {str(n): int(v) for n, v in conn.execute(query)}
+
+    def set_active(self, kind: ArtifactKind, name: str, version: int) -> None:
+        """Make `version` the active one (activation and rollback alike); records an event."""
+        with self._write() as conn:
+            versions = self._versions(conn, kind, name)
+            if not versions:
+                raise NotFoundError(kind, name, self._names(conn, kind))
+            if version not in versions:
+                raise NotFoundError(f"{kind} {name!r} version", version, versions)
+            where = (active.c.kind == kind, active.c.name == name)
+            values = {"version": version, "updated_at": _now()}
+            if conn.execute(update(active).where(*where).values(values)).rowcount == 0:
+                conn.execute(insert(active).values(kind=kind, name=name, **values))
+            self._event(conn, kind, name, version=version, action="activate")
+
+    def clear_active(self, kind: ArtifactKind, name: str) -> None:
+        """Deactivate `name` (a deleted domain); its artifacts stay for a later rollback."""
+        with self._write() as conn:
+            where = (active.c.kind == kind, active.c.name == name)
+            if conn.execute(sql_delete(active).where(*where)).rowcount == 0:
+                known = conn.execute(select(active.c.name).where(active.c.kind == kind))
+                raise NotFoundError(f"active {kind}", name, sorted(known.scalars()))
+            self._event(conn, kind, name, version=None, action="deactivate")
+
+    # -- events -----------------------------------------------------------------------
+
+    def latest_event_id(self) -> int:
+        """Cheap change counter: servers reload when it differs from what they last saw."""
+        with self._read() as conn:
+            latest = conn.execute(select(func.max(events.c.id))).scalar()
+        return 0 if latest is None else int(latest)
+
+    def events_since(self, event_id: int) -> list[Event]:
+        query = select(events).where(events.c.id > event_id).order_by(events.c.id)
+        with self._read() as conn:
+            return [Event(**dict(row)) for row in conn.execute(query).mappings()]
+
+    # -- jobs ---------------------------------------------------------------------------
+
+    def create_job(self, domain: str, *, config: dict[str, Any], data_location: str) -> Job:
+        now = _now()
+        job_id = str(uuid.uuid4())
+        row = {
+            "id": job_id,
+            "domain": domain,
+            "state": "queued",
+            "progress": 0.0,
+            "scores_json": "{}",
+            "config_json": canonical_json(config),
+            "data_location": data_location,
+            "created_at": now,
+            "updated_at": now,
+            "attempts": 0,
+        }
+        with self._write() as conn:
+            conn.execute(insert(jobs).values(row))
+        return self.get_job(job_id)
+
+    def get_job(self, job_id: str) -> Job:
+        with self._read() as conn:
+            row = conn.execute(select(jobs).where(jobs.c.id == job_id)).mappings().first()
+        if row is None:
+            raise NotFoundError("job", job_id)
+        return job_from_row(row)
+
+    def update_job(self, job_id: str, **fields: Any) -> Job:
+        """Update the named fields (see `JobUpdate`); `updated_at` is set automatically."""
+        values = JobUpdate.model_validate(fields).to_columns()
+        values["updated_at"] = _now()
+        with self._write() as conn:
+            if conn.execute(update(jobs).where(jobs.c.id == job_id).values(values)).rowcount == 0:
+                raise NotFoundError("job", job_id)
+        return self.get_job(job_id)
+
+    def claim_next_job(self, worker: str) -> Job | None:
+        """Atomically move the oldest queued job to running for `worker`; None if none queued.
+
+        The conditional UPDATE (`state = 'queued'`) makes the claim exclusive on any
+        database: a worker that loses the race updates zero rows and tries the next job.
+        """
+        while True:
+            with self._write() as conn:
+                oldest = (
+                    select(jobs.c.id)
+                    .where(jobs.c.state == "queued")
+                    .order_by(jobs.c.created_at, jobs.c.id)
+                    .limit(1)
+                )
+                job_id = conn.execute(oldest).scalar()
+                if job_id is None:
+                    return None
+                now = _now()
+                claim = (
+                    update(jobs)
+                    .where(jobs.c.id == job_id, jobs.c.state == "queued")
+                    .values(
+                        state="running",
+                        worker=worker,
+                        attempts=jobs.c.attempts + 1,
+                        heartbeat_at=now,
+                        updated_at=now,
+                    )
+                )
+                claimed = conn.execute(claim).rowcount == 1
+            if claimed:
+                return self.get_job(str(job_id))
+
+    def list_jobs(self, state: JobState | None = None) -> list[Job]:
+        query = select(jobs).order_by(jobs.c.created_at, jobs.c.id)
+        if state is not None:
+            query = query.where(jobs.c.state == state)
+        with self._read() as conn:
+            return [job_from_row(row) for row in conn.execute(query).mappings()]
+
+    # -- helpers ------------------------------------------------------------------------
+
+    @staticmethod
+    def _event(conn: Connection, kind: str, name: str, *, version: int | None, action: str) -> None:
+        values = {"kind": kind, "name": name, "version": version, "action": action, "at": _now()}
+        conn.execute(insert(events).values(values))
+
+    @staticmethod
+    def _versions(conn: Connection, kind: str, name: str) -> list[int]:
+        query = (
+            select(artifacts.c.version)
+            .where(artifacts.c.kind == kind, artifacts.c.name == name)
+            .order_by(artifacts.c.version)
+        )
+        return [int(v) for v in conn.execute(query).scalars()]
+
+    @staticmethod
+    def _names(conn: Connection, kind: str) -> list[str]:
+        query = select(artifacts.c.name).where(artifacts.c.kind == kind).distinct()
+        return sorted(str(n) for n in conn.execute(query).scalars())
+
+
+def _record(row: Any) -> ArtifactRecord:
+    return ArtifactRecord(
+        kind=row["kind"],
+        name=row["name"],
+        version=row["version"],
+        location=row["location"],
+        fingerprint=row["fingerprint"],
+        manifest=Manifest.model_validate_json(row["manifest_json"]),
+        created_at=row["created_at"],
+    )

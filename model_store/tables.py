@@ -1,0 +1,103 @@
+"""Registry schema (SQLAlchemy Core, portable: SQLite by default, any SQL database works)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import (
+    CheckConstraint,
+    Column,
+    DateTime,
+    Dialect,
+    Float,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
+from sqlalchemy.types import TypeDecorator
+
+JOB_STATES = ("queued", "running", "evaluating", "published", "failed")
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC datetimes on every backend (SQLite keeps no zone: store naive UTC)."""
+
+    impl = DateTime
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to the registry; use UTC-aware datetimes")
+        return value.astimezone(UTC).replace(tzinfo=None)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        return None if value is None else value.replace(tzinfo=UTC)
+
+
+metadata = MetaData()
+
+# An artifact is visible exactly when its row exists; the composite key arbitrates
+# concurrent publishers of the same (kind, name).
+artifacts = Table(
+    "artifacts",
+    metadata,
+    Column("kind", String(16), primary_key=True),
+    Column("name", String(64), primary_key=True),
+    Column("version", Integer, primary_key=True, autoincrement=False),
+    Column("location", Text, nullable=False),
+    Column("fingerprint", String(64), nullable=False),
+    Column("manifest_json", Text, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
+active = Table(
+    "active",
+    metadata,
+    Column("kind", String(16), primary_key=True),
+    Column("name", String(64), primary_key=True),
+    Column("version", Integer, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+
+jobs = Table(
+    "jobs",
+    metadata,
+    Column("id", String(36), primary_key=True),
+    Column("domain", String(64), nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("progress", Float, nullable=False, default=0.0),
+    Column("loss", Float, nullable=True),
+    Column("scores_json", Text, nullable=False, default="{}"),
+    Column("error", Text, nullable=True),
+    Column("config_json", Text, nullable=False, default="{}"),
+    Column("data_location", Text, nullable=False),
+    Column("worker", String(128), nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Column("heartbeat_at", UTCDateTime, nullable=True),
+    Column("attempts", Integer, nullable=False, default=0),
+    Column("result_json", Text, nullable=True),
+    CheckConstraint(
+        "state IN (" + ", ".join(f"'{s}'" for s in JOB_STATES) + ")", name="ck_jobs_state"
+    ),
+)
+Index("ix_jobs_state_created", jobs.c.state, jobs.c.created_at)
+
+# sqlite_autoincrement: ids never reused, so "latest id changed" reliably means "something
+# changed" for pollers.
+events = Table(
+    "events",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("kind", String(16), nullable=False),
+    Column("name", String(64), nullable=False),
+    Column("version", Integer, nullable=True),
+    Column("action", String(16), nullable=False),
+    Column("at", UTCDateTime, nullable=False),
+    sqlite_autoincrement=True,
+)

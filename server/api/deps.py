@@ -1,0 +1,65 @@
+"""Typed dependencies: the objects the lifespan put on `app.state`, and admin auth.
+Tests replace any of them with `app.dependency_overrides`."""
+
+from __future__ import annotations
+
+import hmac
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from server.admin import DomainAdmin
+from server.errors import Forbidden, Unauthorized
+from server.metrics import Metrics
+from server.runtime import Runtime
+from server.settings import Settings
+from server.translation import Translator
+
+bearer = HTTPBearer(auto_error=False, description="NMT_ADMIN_TOKEN")
+
+
+def get_settings(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+def get_metrics(request: Request) -> Metrics:
+    metrics: Metrics = request.app.state.metrics
+    return metrics
+
+
+def get_runtime(request: Request) -> Runtime:
+    runtime: Runtime = request.app.state.runtime
+    return runtime
+
+
+def get_translator(request: Request) -> Translator:
+    translator: Translator = request.app.state.translator
+    return translator
+
+
+def get_admin(request: Request) -> DomainAdmin:
+    admin: DomainAdmin = request.app.state.admin
+    return admin
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+MetricsDep = Annotated[Metrics, Depends(get_metrics)]
+RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
+TranslatorDep = Annotated[Translator, Depends(get_translator)]
+AdminDep = Annotated[DomainAdmin, Depends(get_admin)]
+
+
+def require_admin(settings: SettingsDep,
+                  credentials: Annotated[HTTPAuthorizationCredentials | None,
+                                         Depends(bearer)]) -> None:
+    """Admin endpoints: 403 when admin is disabled (no NMT_ADMIN_TOKEN), 401 without a
+    well-formed bearer token, 403 with a wrong one (constant-time comparison)."""
+    token = settings.admin_secret()
+    if token is None:
+        raise Forbidden("the admin API is disabled: set NMT_ADMIN_TOKEN to enable it")
+    if credentials is None or not credentials.credentials:
+        raise Unauthorized("admin endpoints need an 'Authorization: Bearer <token>' header")
+    if not hmac.compare_digest(credentials.credentials.encode(), token.encode()):
+        raise Forbidden("the admin token is not valid")

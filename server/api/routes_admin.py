@@ -1,0 +1,111 @@
+"""Admin endpoints under /admin (bearer token `NMT_ADMIN_TOKEN`): domain versions, upload,
+activation and rollback, deletion.
+
+Training a new domain from data (`POST /admin/domains`) and following its job
+(`GET /admin/jobs/{id}`) belong to the training sidecar: their router lives in
+`server/api/jobs.py` (see server/api/__init__.py, TRAINING SIDECAR).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request, status
+from starlette.datastructures import UploadFile
+
+from server.api.deps import AdminDep, SettingsDep, require_admin
+from server.api.schemas import (
+    ActivateRequest,
+    AdminDomain,
+    AdminDomainsResponse,
+    DeleteResponse,
+    ErrorResponse,
+    VersionInfo,
+    VersionResponse,
+)
+from server.errors import InvalidInput, TooLarge
+
+router = APIRouter(prefix="/admin", tags=["admin"], dependencies=[Depends(require_admin)],
+                   responses={401: {"model": ErrorResponse, "description": "no bearer token"},
+                              403: {"model": ErrorResponse,
+                                    "description": "wrong token, or admin disabled"}})
+ARCHIVE_TYPES = ("application/gzip", "application/x-gzip", "application/x-tar",
+                 "application/octet-stream", "application/x-compressed-tar")
+UPLOAD_BODY: dict[str, Any] = {"requestBody": {"required": True, "content": {
+    "application/gzip": {"schema": {"type": "string", "format": "binary"}},
+    "multipart/form-data": {"schema": {"type": "object", "required": ["file"], "properties": {
+        "file": {"type": "string", "format": "binary"}}}}}}}
+
+
+@router.get("/domains", response_model=AdminDomainsResponse)
+async def list_domains(admin: AdminDep) -> AdminDomainsResponse:
+    """Every domain with all its versions and which one is active."""
+    listed = await admin.list_domains()
+    return AdminDomainsResponse(domains=[
+        AdminDomain(name=d.name, active_version=d.active_version, versions=[
+            VersionInfo(version=v.version, created_at=v.created_at, family=v.family,
+                        active=v.active, scores=dict(v.scores)) for v in d.versions])
+        for d in listed])
+
+
+@router.post("/domains/{name}/versions", response_model=VersionResponse,
+             status_code=status.HTTP_201_CREATED, openapi_extra=UPLOAD_BODY,
+             responses={413: {"model": ErrorResponse}, 422: {"model": ErrorResponse}})
+async def upload_version(name: str, request: Request, admin: AdminDep, settings: SettingsDep,
+                         activate: Annotated[bool, Query(
+                             description="serve it right away")] = False) -> VersionResponse:
+    """Upload a prebuilt module artifact (tar.gz body, or multipart field `file`). It is
+    verified (hashes, backbone fingerprint, tensor shapes) before it is published."""
+    data = await _read_upload(request, limit=settings.limits.max_upload_bytes)
+    manifest = await admin.upload(name, data, activate=activate)
+    entry = admin.runtime.state.domains.get(name)
+    served = entry is not None and entry.version == manifest.version
+    return VersionResponse(name=name, version=manifest.version, active=served,
+                           family=str(manifest.config.get("family", "")),
+                           size=entry.size if entry is not None and served else None)
+
+
+@router.post("/domains/{name}/activate", response_model=VersionResponse,
+             responses={404: {"model": ErrorResponse}, 422: {"model": ErrorResponse}})
+async def activate_version(name: str, body: ActivateRequest, admin: AdminDep) -> VersionResponse:
+    """Serve a version (roll forward or back); answers once it is loaded and served."""
+    entry = await admin.activate(name, body.version)
+    return VersionResponse(name=name, version=entry.version, active=True, family=entry.family,
+                           size=entry.size)
+
+
+@router.delete("/domains/{name}", response_model=DeleteResponse,
+               responses={404: {"model": ErrorResponse}})
+async def delete_domain(name: str, admin: AdminDep) -> DeleteResponse:
+    """Stop serving a domain once in-flight requests using it finish; artifacts stay."""
+    deleted = await admin.delete(name)
+    return DeleteResponse(name=deleted.name, deactivated_version=deleted.deactivated_version,
+                          drained=deleted.drained)
+
+
+async def _read_upload(request: Request, *, limit: int) -> bytes:
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise TooLarge(f"upload of {declared} bytes; at most {limit}", field="body")
+    if content_type == "multipart/form-data":
+        form = await request.form(max_files=1, max_fields=0)
+        upload = form.get("file")
+        if not isinstance(upload, UploadFile):
+            raise InvalidInput("multipart upload needs a file field named 'file'", field="file")
+        data = await upload.read(limit + 1)
+    elif content_type in ARCHIVE_TYPES or not content_type:
+        buffer = bytearray()
+        async for chunk in request.stream():
+            buffer += chunk
+            if len(buffer) > limit:
+                break
+        data = bytes(buffer)
+    else:
+        raise InvalidInput(f"unsupported content type {content_type!r}: send a tar.gz body "
+                           f"({ARCHIVE_TYPES[0]}) or multipart/form-data", field="body")
+    if len(data) > limit:
+        raise TooLarge(f"upload larger than {limit} bytes", field="body")
+    if not data:
+        raise InvalidInput("the upload is empty", field="body")
+    return bytes(data)

@@ -1,0 +1,122 @@
+"""Public translation endpoints: /translate, /translate/batch, /domains."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+from typing import Any, TypeVar
+
+from fastapi import APIRouter, Request
+
+from server.api.deps import RuntimeDep, TranslatorDep
+from server.api.errors import ClientGone
+from server.api.schemas import (
+    Alternative,
+    BackboneInfo,
+    BatchRequest,
+    BatchResponse,
+    DecodingOptions,
+    DomainInfo,
+    DomainsResponse,
+    ErrorResponse,
+    Routing,
+    TranslateRequest,
+    TranslateResponse,
+)
+from server.translation import DecodingRequest, Item, ItemResult
+
+T = TypeVar("T")
+router = APIRouter(tags=["translation"])
+ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorResponse, "description": description}
+    for status, description in (
+        (404, "unknown domain (the message names the known ones)"),
+        (413, "a size limit is exceeded"), (422, "invalid request (the field is named)"),
+        (429, "the queue is full (see Retry-After)"), (503, "not ready"),
+        (504, "the request's deadline passed"))}
+
+
+@router.post("/translate", response_model=TranslateResponse, responses=ERRORS)
+async def translate(body: TranslateRequest, request: Request,
+                    translator: TranslatorDep) -> TranslateResponse:
+    """Translate one text; `routing` says which domain module(s) did it and why."""
+    item = Item(body.text, body.domain)
+    results = await until_disconnected(
+        request, translator.translate([item], decoding_request(body.options)))
+    return to_response(results[0])
+
+
+@router.post("/translate/batch", response_model=BatchResponse, responses=ERRORS)
+async def translate_batch(body: BatchRequest, request: Request,
+                          translator: TranslatorDep) -> BatchResponse:
+    """Translate many texts (domains may differ); results come in the items' order."""
+    items = [Item(item.text, item.domain if "domain" in item.model_fields_set else body.domain,
+                  text_field=f"items[{index}].text",
+                  domain_field=(f"items[{index}].domain" if "domain" in item.model_fields_set
+                                else "domain"))
+             for index, item in enumerate(body.items)]
+    results = await until_disconnected(
+        request, translator.translate(items, decoding_request(body.options)))
+    return BatchResponse(results=[to_response(result) for result in results])
+
+
+@router.get("/domains", response_model=DomainsResponse)
+async def domains(runtime: RuntimeDep) -> DomainsResponse:
+    """The servable domains and their active versions (plus "generic", the backbone)."""
+    state = runtime.state
+    backbone = runtime.backbone
+    listed = [DomainInfo(name=entry.name, version=entry.version, family=entry.family,
+                         size=entry.size,
+                         status=("stale: " + state.module_failures[name])
+                         if name in state.module_failures else "ready")
+              for name, entry in sorted(state.domains.items())]
+    info = (BackboneInfo(name=backbone.name, version=backbone.version,
+                         fingerprint=backbone.backbone_fingerprint) if backbone else None)
+    return DomainsResponse(backbone=info, domains=listed)
+
+
+def decoding_request(options: DecodingOptions) -> DecodingRequest:
+    return DecodingRequest(beam_size=options.beam_size, n_best=options.n_best,
+                           max_length=options.max_length)
+
+
+def to_response(result: ItemResult) -> TranslateResponse:
+    decision = result.decision
+    single = decision.mode in ("explicit", "classifier")
+    routing = Routing(
+        mode=decision.mode, domain=decision.domain, confidence=decision.confidence,
+        weights=decision.weights,
+        module_version=result.versions.get(decision.domain or "") if single else None,
+        module_versions=dict(result.versions) if decision.mode == "ensemble" else None)
+    alternatives = None
+    if result.alternatives is not None:
+        alternatives = [Alternative(translation=a.translation, score=a.score)
+                        for a in result.alternatives]
+    return TranslateResponse(translation=result.translation, routing=routing,
+                             alternatives=alternatives)
+
+
+async def until_disconnected(request: Request, work: Awaitable[T]) -> T:
+    """Await `work`, cancelling it when the client disconnects first (its queued sentences
+    are then dropped before compute)."""
+    task = asyncio.ensure_future(work)
+    watcher = asyncio.ensure_future(_disconnect(request))
+    try:
+        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+        if task.done():
+            return task.result()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        raise ClientGone("the client disconnected")
+    finally:
+        watcher.cancel()
+        if not task.done():
+            task.cancel()
+
+
+async def _disconnect(request: Request) -> None:
+    """Returns when the ASGI server reports `http.disconnect` (the body was read already)."""
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            return

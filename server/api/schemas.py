@@ -1,0 +1,163 @@
+"""Request and response bodies (pydantic v2): the public HTTP contract."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+DOMAIN_DESCRIPTION = (
+    'A served domain name; "generic" (plain backbone); absent, null or "auto" (routed '
+    'automatically); or a mixture {"medical": 0.7, "law": 0.3} (an ensemble with these '
+    'weights, "generic" allowed as a member).')
+DomainField = str | dict[str, float] | None
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def _valid_unicode(text: str) -> str:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("text is not valid Unicode (lone surrogate)") from None
+    return text
+
+
+class DecodingOptions(Strict):
+    beam_size: int | None = Field(
+        None, ge=1, le=64, description="beam size (default: the server's; bounded by "
+                                       "NMT_DECODING__MAX_BEAM_SIZE)")
+    n_best: int = Field(1, ge=1, le=64, description="alternatives to return, with scores "
+                                                    "(at most beam_size)")
+    max_length: int | None = Field(None, ge=1, le=4096,
+                                   description="most target tokens per sentence")
+
+
+class TranslateRequest(Strict):
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
+        {"text": "The patient takes one tablet a day.", "domain": "medical"},
+        {"text": "Member states shall comply.", "domain": {"law": 0.7, "generic": 0.3}},
+        {"text": "Click the button.", "options": {"beam_size": 4, "n_best": 2}}]})
+
+    text: str = Field(description="the text to translate (sentences and paragraphs kept)")
+    domain: DomainField = Field(None, description=DOMAIN_DESCRIPTION)
+    options: DecodingOptions = Field(default_factory=DecodingOptions)
+
+    _check_text = field_validator("text")(_valid_unicode)
+
+
+class BatchItem(Strict):
+    text: str = Field(description="the text to translate")
+    domain: DomainField = Field(None, description=DOMAIN_DESCRIPTION + " Default: the "
+                                                  "request's domain.")
+
+    _check_text = field_validator("text")(_valid_unicode)
+
+
+class BatchRequest(Strict):
+    items: list[BatchItem] = Field(min_length=1, description="texts, answered in this order")
+    domain: DomainField = Field(None, description="default domain of items without one")
+    options: DecodingOptions = Field(default_factory=DecodingOptions)
+
+
+class Routing(BaseModel):
+    mode: Literal["explicit", "classifier", "ensemble", "generic"]
+    domain: str | None = Field(description="the domain used; null for an ensemble")
+    confidence: float | None = Field(description="the classifier's confidence, when asked")
+    weights: dict[str, float] | None = Field(description="ensemble weights (sum to 1)")
+    module_version: int | None = Field(description="version of the single module used")
+    module_versions: dict[str, int] | None = Field(
+        description="ensembles: the version of every module used")
+
+
+class Alternative(BaseModel):
+    translation: str
+    score: float = Field(description="length-normalised log-probability (mean over sentences)")
+
+
+class TranslateResponse(BaseModel):
+    translation: str
+    routing: Routing
+    alternatives: list[Alternative] | None = Field(
+        None, description="n-best alternatives, best first (only when n_best > 1)")
+
+
+class BatchResponse(BaseModel):
+    results: list[TranslateResponse]
+
+
+class BackboneInfo(BaseModel):
+    name: str
+    version: int
+    fingerprint: str
+
+
+class DomainInfo(BaseModel):
+    name: str
+    version: int = Field(description="the active (served) version")
+    family: str
+    size: int = Field(description="parameter count of the module")
+    status: str = Field(description='"ready", or "stale: ..." when a newer version failed')
+
+
+class DomainsResponse(BaseModel):
+    backbone: BackboneInfo | None
+    domains: list[DomainInfo]
+
+
+class VersionInfo(BaseModel):
+    version: int
+    created_at: datetime
+    family: str
+    active: bool
+    scores: dict[str, Any]
+
+
+class AdminDomain(BaseModel):
+    name: str
+    active_version: int | None
+    versions: list[VersionInfo]
+
+
+class AdminDomainsResponse(BaseModel):
+    domains: list[AdminDomain]
+
+
+class ActivateRequest(Strict):
+    version: int = Field(ge=1, description="the version to serve (newer or older)")
+
+
+class VersionResponse(BaseModel):
+    name: str
+    version: int
+    active: bool
+    family: str
+    size: int | None = Field(None, description="parameter count, when loaded")
+
+
+class DeleteResponse(BaseModel):
+    name: str
+    deactivated_version: int
+    drained: bool = Field(description="in-flight requests using it finished before the answer")
+
+
+class ErrorDetail(BaseModel):
+    code: str
+    message: str
+    field: str | None = None
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorDetail
+
+
+class LiveResponse(BaseModel):
+    status: Literal["alive"]
+
+
+class ReadyResponse(BaseModel):
+    status: Literal["ready"]
+    checks: dict[str, Any]

@@ -1,0 +1,75 @@
+"""`create_app(settings)`: the FastAPI application. The lifespan builds the store, the
+runtime (engine + served modules + classifier), the scheduler, the translator and the
+registry poller, and puts them on `app.state`; routes reach them through `api/deps.py`."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+from fastapi import FastAPI
+
+from model_store import BUILTIN_DIR, Store
+from server.admin import DomainAdmin
+from server.api import ROUTERS
+from server.api.errors import install_error_handlers
+from server.api.middleware import MetricsMiddleware
+from server.metrics import Metrics
+from server.routing.policy import RoutingPolicy
+from server.runtime import Runtime
+from server.scheduling.scheduler import EngineThread, Scheduler
+from server.settings import Settings
+from server.translation import Translator
+
+DESCRIPTION = """One frozen Transformer backbone shared by hot-swappable domain modules.
+Requests name a domain, a mixture of domains, or let the classifier route them.
+Admin endpoints need `Authorization: Bearer $NMT_ADMIN_TOKEN`. See docs/API.md."""
+
+
+@contextlib.asynccontextmanager
+async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    settings: Settings = app.state.settings
+    metrics: Metrics = app.state.metrics
+    store = await asyncio.to_thread(
+        Store.open, settings.store_dir, registry_url=settings.registry_url,
+        builtin_dir=BUILTIN_DIR if settings.builtin_artifacts else None)
+    engine_thread = EngineThread()
+    runtime = Runtime(store, settings, metrics=metrics, engine_thread=engine_thread)
+    await runtime.refresh()
+    scheduler = Scheduler(runtime.run_batch, engine_thread, settings.scheduler,
+                          max_modules=settings.engine.slots_per_bank, metrics=metrics)
+    scheduler.start()
+    policy = RoutingPolicy(settings.routing, max_members=settings.engine.slots_per_bank)
+    app.state.store = store
+    app.state.runtime = runtime
+    app.state.scheduler = scheduler
+    app.state.engine_thread = engine_thread
+    app.state.translator = Translator(
+        runtime, scheduler, policy, limits=settings.limits, decoding=settings.decoding,
+        timeout_s=settings.scheduler.request_timeout_s, metrics=metrics)
+    app.state.admin = DomainAdmin(store, runtime, drain_timeout_s=settings.drain_timeout_s)
+    poller = asyncio.create_task(runtime.poll_forever(settings.poll_interval_s),
+                                 name="nmt-registry-poller")
+    try:
+        yield
+    finally:
+        poller.cancel()
+        await asyncio.gather(poller, return_exceptions=True)
+        await scheduler.stop()
+        await asyncio.to_thread(engine_thread.shutdown)
+        store.close()
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings()
+    metrics = Metrics()
+    app = FastAPI(title="nmt-server", version="0.1.0", description=DESCRIPTION,
+                  lifespan=lifespan)
+    app.state.settings = settings
+    app.state.metrics = metrics
+    install_error_handlers(app, metrics)
+    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    for router in ROUTERS:
+        app.include_router(router)
+    return app

@@ -1,0 +1,257 @@
+"""The Transformer encoder-decoder backbone, driven by `BackboneConfig`.
+
+Parameter names (the engine's own spec; converters map external checkpoints onto them):
+
+    embed.weight                          shared embedding (shared_embeddings="all")
+    encoder.embed.weight / decoder.embed.weight   when not shared
+    encoder.positions.weight / decoder.positions.weight   learned positions only
+    {encoder,decoder}.layers.N.self_attn.{q,k,v,o}_proj.{weight,bias}
+    {encoder,decoder}.layers.N.self_attn_norm.{weight,bias}
+    decoder.layers.N.cross_attn.{q,k,v,o}_proj.{weight,bias}
+    decoder.layers.N.cross_attn_norm.{weight,bias}
+    {encoder,decoder}.layers.N.ffn.{fc1,fc2}.{weight,bias}
+    {encoder,decoder}.layers.N.ffn_norm.{weight,bias}
+    {encoder,decoder}.final_norm.{weight,bias}     pre-norm only
+    output.weight                          shared_embeddings="none" only
+    output_bias                            output_bias=True only
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor, nn
+
+from server.engine.config import BackboneConfig
+from server.engine.hooks import ModuleHooks, Side
+from server.engine.layers import Attention, FeedForward, Positions
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, config: BackboneConfig) -> None:
+        super().__init__()
+        self.pre_norm = config.normalize_before
+        self.self_attn = Attention(config)
+        self.self_attn_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
+        self.ffn = FeedForward(config)
+        self.ffn_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x: Tensor, mask: Tensor) -> Tensor:
+        if self.pre_norm:
+            h = self.self_attn_norm(x)
+            k, v = self.self_attn.project_kv(h)
+            x = x + self.dropout(self.self_attn.attend(h, k, v, mask=mask))
+            return x + self.dropout(self.ffn(self.ffn_norm(x)))
+        k, v = self.self_attn.project_kv(x)
+        x = self.self_attn_norm(x + self.dropout(self.self_attn.attend(x, k, v, mask=mask)))
+        return self.ffn_norm(x + self.dropout(self.ffn(x)))
+
+
+@dataclass
+class LayerCache:
+    """Cached keys/values of one decoder layer, each [batch, heads, len, head_dim]."""
+
+    cross_k: Tensor
+    cross_v: Tensor
+    self_k: Tensor | None = None
+    self_v: Tensor | None = None
+
+
+@dataclass
+class DecoderState:
+    """Everything incremental decoding carries between steps."""
+
+    memory_mask: Tensor  # [batch, 1, 1, src_len] True = attend
+    layers: list[LayerCache] = field(default_factory=list)
+    length: int = 0  # target positions already decoded
+
+    def reorder(self, index: Tensor) -> None:
+        """Keep rows `index` (beam reordering, dropping finished rows): the one state hook."""
+        self.memory_mask = self.memory_mask.index_select(0, index)
+        for cache in self.layers:
+            cache.cross_k = cache.cross_k.index_select(0, index)
+            cache.cross_v = cache.cross_v.index_select(0, index)
+            if cache.self_k is not None and cache.self_v is not None:
+                cache.self_k = cache.self_k.index_select(0, index)
+                cache.self_v = cache.self_v.index_select(0, index)
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, config: BackboneConfig) -> None:
+        super().__init__()
+        self.pre_norm = config.normalize_before
+        self.self_attn = Attention(config)
+        self.self_attn_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
+        self.cross_attn = Attention(config)
+        self.cross_attn_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
+        self.ffn = FeedForward(config)
+        self.ffn_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def self_block(self, x: Tensor, cache: LayerCache | None) -> Tensor:
+        k, v = self.self_attn.project_kv(x)
+        if cache is None:  # teacher forcing: whole target at once
+            return self.self_attn.attend(x, k, v, mask=None, causal=True)
+        if x.shape[1] != 1:
+            raise ValueError("incremental decoding takes one target position per step")
+        if cache.self_k is not None and cache.self_v is not None:
+            k = torch.cat([cache.self_k, k], dim=2)
+            v = torch.cat([cache.self_v, v], dim=2)
+        cache.self_k, cache.self_v = k, v
+        # One query sees every cached position: no causal mask is needed.
+        return self.self_attn.attend(x, k, v, mask=None)
+
+    def forward(self, x: Tensor, cross_k: Tensor, cross_v: Tensor, memory_mask: Tensor,
+                cache: LayerCache | None) -> Tensor:
+        if self.pre_norm:
+            x = x + self.dropout(self.self_block(self.self_attn_norm(x), cache))
+            h = self.cross_attn_norm(x)
+            x = x + self.dropout(self.cross_attn.attend(h, cross_k, cross_v, mask=memory_mask))
+            return x + self.dropout(self.ffn(self.ffn_norm(x)))
+        x = self.self_attn_norm(x + self.dropout(self.self_block(x, cache)))
+        x = self.cross_attn_norm(
+            x + self.dropout(self.cross_attn.attend(x, cross_k, cross_v, mask=memory_mask)))
+        return self.ffn_norm(x + self.dropout(self.ffn(x)))
+
+
+class Stack(nn.Module):
+    """Embedding + positions + layers (+ final norm for pre-norm) of one side."""
+
+    def __init__(self, config: BackboneConfig, side: Side, vocab_size: int,
+                 embed: nn.Embedding | None) -> None:
+        super().__init__()
+        self.side: Side = side
+        self.config = config
+        if embed is None:
+            self.embed = nn.Embedding(vocab_size, config.d_model, padding_idx=None)
+        # Not registered as a child: the shared matrix has one name (`embed.weight`).
+        object.__setattr__(self, "_shared_embed", embed)
+        self.positions = Positions(config)
+        self.embed_scale = math.sqrt(config.d_model) if config.scale_embedding else 1.0
+        layer_type = EncoderLayer if side == "encoder" else DecoderLayer
+        count = config.encoder_layers if side == "encoder" else config.decoder_layers
+        self.layers = nn.ModuleList([layer_type(config) for _ in range(count)])
+        if config.normalize_before:
+            self.final_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def embedding(self) -> nn.Embedding:
+        return self._shared_embed if self._shared_embed is not None else self.embed
+
+    def embed_ids(self, ids: Tensor, offset: int, hooks: ModuleHooks | None) -> Tensor:
+        x = self.embedding()(ids)  # [batch, len, d_model]
+        if hooks is not None:
+            x = hooks.embed(self.side, ids, x)
+        x = x * self.embed_scale + self.positions(ids.shape[1], offset)
+        return self.dropout(x)
+
+    def finish(self, x: Tensor, states: list[Tensor], hooks: ModuleHooks | None) -> Tensor:
+        if hooks is not None:
+            x = hooks.after_stack(self.side, x, states)
+        if self.config.normalize_before:
+            x = self.final_norm(x)
+        return x
+
+
+class Backbone(nn.Module):
+    """Encoder-decoder Transformer; `forward` for training, `encode`/`decode_step` for
+    incremental inference."""
+
+    def __init__(self, config: BackboneConfig) -> None:
+        super().__init__()
+        self.config = config
+        shared: nn.Embedding | None = None
+        if config.shared_embeddings == "all":
+            self.embed = nn.Embedding(config.tgt_vocab_size, config.d_model)
+            shared = self.embed
+        self.encoder = Stack(config, "encoder", config.src_vocab_size, shared)
+        self.decoder = Stack(config, "decoder", config.tgt_vocab_size, shared)
+        if config.shared_embeddings == "none":
+            self.output = nn.Linear(config.d_model, config.tgt_vocab_size, bias=False)
+        if config.output_bias:
+            self.output_bias = nn.Parameter(torch.zeros(config.tgt_vocab_size))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Xavier for matrices, N(0, d^-1/2) for embeddings (scaled by sqrt(d) at use)."""
+        for name, param in self.named_parameters():
+            if name.endswith("norm.weight"):
+                nn.init.ones_(param)
+            elif name.endswith("bias"):
+                nn.init.zeros_(param)
+            elif "embed" in name:
+                nn.init.normal_(param, std=self.config.d_model ** -0.5)
+            elif param.dim() == 2:
+                nn.init.xavier_uniform_(param)
+
+    def output_weight(self) -> Tensor:
+        if self.config.shared_embeddings == "none":
+            return self.output.weight
+        return self.decoder.embedding().weight
+
+    def logits(self, hidden: Tensor) -> Tensor:
+        """hidden [..., d_model] -> [..., tgt_vocab]."""
+        out = hidden @ self.output_weight().t()
+        if self.config.output_bias:
+            out = out + self.output_bias
+        return out
+
+    def encode(self, src_ids: Tensor, hooks: ModuleHooks | None = None) -> tuple[Tensor, Tensor]:
+        """src_ids [batch, src_len] -> (memory [batch, src_len, d], mask [batch, 1, 1, src_len])."""
+        mask = (src_ids != self.config.pad_id)[:, None, None, :]
+        x = self.encoder.embed_ids(src_ids, 0, hooks)
+        collect = hooks is not None and hooks.needs_layer_states
+        states: list[Tensor] = []
+        for index, layer in enumerate(self.encoder.layers):
+            x = layer(x, mask)
+            if hooks is not None:
+                x = hooks.after_layer("encoder", index, x)
+            if collect:
+                states.append(x)
+        return self.encoder.finish(x, states, hooks), mask
+
+    def start_state(self, memory: Tensor, mask: Tensor) -> DecoderState:
+        """Project the cross-attention keys/values once for the whole decode."""
+        state = DecoderState(memory_mask=mask)
+        for layer in self.decoder.layers:
+            k, v = layer.cross_attn.project_kv(memory)
+            state.layers.append(LayerCache(cross_k=k, cross_v=v))
+        return state
+
+    def decode(self, tgt_ids: Tensor, memory: Tensor, mask: Tensor,
+               hooks: ModuleHooks | None = None, state: DecoderState | None = None) -> Tensor:
+        """Decoder hidden states [batch, tgt_len, d]. With `state`, tgt_ids is the next
+        position only ([batch, 1]) and caches grow; without, teacher forcing."""
+        offset = state.length if state is not None else 0
+        x = self.decoder.embed_ids(tgt_ids, offset, hooks)
+        collect = hooks is not None and hooks.needs_layer_states
+        states: list[Tensor] = []
+        for index, layer in enumerate(self.decoder.layers):
+            if state is not None:
+                cache = state.layers[index]
+                x = layer(x, cache.cross_k, cache.cross_v, state.memory_mask, cache)
+            else:
+                k, v = layer.cross_attn.project_kv(memory)
+                x = layer(x, k, v, mask, None)
+            if hooks is not None:
+                x = hooks.after_layer("decoder", index, x)
+            if collect:
+                states.append(x)
+        if state is not None:
+            state.length += tgt_ids.shape[1]
+        return self.decoder.finish(x, states, hooks)
+
+    def decode_step(self, tokens: Tensor, state: DecoderState,
+                    hooks: ModuleHooks | None = None) -> Tensor:
+        """tokens [batch] (the previous output) -> next-token logits [batch, vocab]."""
+        hidden = self.decode(tokens[:, None], torch.empty(0), state.memory_mask, hooks, state)
+        return self.logits(hidden[:, -1])
+
+    def forward(self, src_ids: Tensor, tgt_in: Tensor,
+                hooks: ModuleHooks | None = None) -> Tensor:
+        """Teacher forcing: logits [batch, tgt_len, vocab]."""
+        memory, mask = self.encode(src_ids, hooks)
+        return self.logits(self.decode(tgt_in, memory, mask, hooks))

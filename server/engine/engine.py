@@ -1,0 +1,182 @@
+"""The engine: one frozen backbone, module residency, and batched translation in which
+every sentence may use a different module or a weighted mixture of modules.
+
+Engine calls are idempotent and dumb: policy (which module, which weights, batch shapes)
+belongs to the router and the scheduler.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from server.decoding.search import Hypothesis, SearchOptions, search
+from server.engine.backbone import Backbone
+from server.engine.config import BackboneConfig
+from server.engine.families import Params
+from server.engine.residency import Lease, Loader, ModuleManager, Observer
+from server.engine.stepper import MemberRow, MemberStepper
+from server.engine.tokenizer import Tokenizer
+
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    device: str = "cpu"
+    dtype: str = "float32"  # float16 / bfloat16 on CUDA
+    int8: bool = False  # dynamic int8 quantization of linear layers (CPU)
+    slots_per_bank: int = 16
+    host_capacity: int = 64
+
+
+@dataclass(frozen=True)
+class Member:
+    """One ensemble member: a module id (None = plain backbone) and its weight."""
+
+    module_id: str | None
+    weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class SentenceJob:
+    source_ids: list[int]  # ends with EOS
+    members: tuple[Member, ...]
+    max_length: int  # target tokens, EOS included
+
+
+def load_backbone(config: BackboneConfig, tensors: dict[str, Tensor]) -> Backbone:
+    """A backbone with exactly these tensors; lists every missing/unexpected/mis-shaped one."""
+    model = Backbone(config)
+    expected = model.state_dict()
+    problems = [f"missing tensor {k!r}" for k in expected if k not in tensors]
+    problems += [f"unexpected tensor {k!r}" for k in tensors if k not in expected]
+    problems += [f"tensor {k!r} has shape {list(tensors[k].shape)}, expected {list(v.shape)}"
+                 for k, v in expected.items() if k in tensors and tensors[k].shape != v.shape]
+    if problems:
+        raise ValueError(f"{len(problems)} problems loading the backbone: " + "; ".join(problems))
+    model.load_state_dict({k: tensors[k].float() for k in expected})
+    return model.eval().requires_grad_(False)
+
+
+class Engine:
+    def __init__(self, config: BackboneConfig, tensors: dict[str, Tensor], *,
+                 source_tokenizer: Tokenizer, target_tokenizer: Tokenizer,
+                 options: EngineOptions = EngineOptions(), loader: Loader | None = None,
+                 observer: Observer | None = None) -> None:
+        self.config = config
+        self.options = options
+        self.device = torch.device(options.device)
+        self.dtype = DTYPES[options.dtype]
+        self.source_tokenizer, self.target_tokenizer = source_tokenizer, target_tokenizer
+        model = load_backbone(config, tensors)
+        self.project: nn.Module = _projection(model)
+        if options.int8:
+            model, self.project = _quantize(model, self.project)
+        self.model = model.to(self.device, self.dtype)
+        self.project = self.project.to(self.device, self.dtype)
+        self.modules = ModuleManager(config, slots_per_bank=options.slots_per_bank,
+                                     host_capacity=options.host_capacity, device=self.device,
+                                     dtype=self.dtype, loader=loader, observer=observer)
+
+    def register_module(self, module_id: str, config: dict[str, Any], params: Params) -> None:
+        self.modules.register(module_id, config, params)
+
+    def max_length(self, source_len: int, *, ratio: float = 1.5, extra: int = 10,
+                   limit: int = 512) -> int:
+        """Default target budget: proportional to the source, within the position table."""
+        return max(1, min(limit, self.config.max_positions, int(ratio * source_len) + extra))
+
+    @torch.inference_mode()
+    def translate(self, jobs: Sequence[SentenceJob],
+                  options: SearchOptions) -> list[list[Hypothesis]]:
+        """n-best hypotheses per job, in input order."""
+        if not jobs:
+            return []
+        module_ids = [m.module_id for job in jobs for m in job.members if m.module_id]
+        lease = self.modules.acquire(module_ids)
+        try:
+            return self._translate(jobs, options, lease)
+        finally:
+            self.modules.release(lease)
+
+    def _translate(self, jobs: Sequence[SentenceJob], options: SearchOptions,
+                   lease: Lease) -> list[list[Hypothesis]]:
+        ranks = _key_ranks(lease)
+        order = sorted(range(len(jobs)), key=lambda i: min(
+            ranks[m.module_id] for m in jobs[i].members))
+        rows: list[MemberRow] = []
+        for sentence, job_index in enumerate(order):
+            job = jobs[job_index]
+            total = sum(m.weight for m in job.members)
+            for number, member in enumerate(job.members):
+                ref = lease.refs.get(member.module_id) if member.module_id else None
+                key = (ref.bank, ref.slot) if ref else (None, -1)
+                rows.append(MemberRow(ranks[member.module_id], key, sentence, number,
+                                      math.log(member.weight / total)))
+        rows.sort(key=lambda r: (r.rank, r.sentence, r.member))
+        source = _pad([jobs[order[r.sentence]].source_ids for r in rows], self.config.pad_id)
+        stepper = MemberStepper(self.model, self.project, None, rows)
+        hooks = stepper.hooks if stepper.hooks.runs else None
+        memory, mask = self.model.encode(source.to(self.device), hooks)
+        stepper.state = self.model.start_state(memory, mask)
+        results = search(stepper, [jobs[i].max_length for i in order],
+                         _with_ids(options, self.config))
+        ordered: list[list[Hypothesis]] = [[] for _ in jobs]
+        for sentence, job_index in enumerate(order):
+            ordered[job_index] = results[sentence]
+        return ordered
+
+    def translate_texts(self, texts: Sequence[str], members: Sequence[Member] = (),
+                        options: SearchOptions | None = None) -> list[str]:
+        """Convenience for tools and tests: same members for every text, best hypothesis."""
+        chosen = tuple(members) or (Member(None),)
+        ids = self.source_tokenizer.encode(texts)
+        jobs = [SentenceJob(i, chosen, self.max_length(len(i))) for i in ids]
+        results = self.translate(jobs, options or SearchOptions())
+        return [self.target_tokenizer.decode(r[0].tokens) for r in results]
+
+
+def _key_ranks(lease: Lease) -> dict[str | None, int]:
+    """A sort rank per module id: rows of one (bank, slot) become contiguous."""
+    ranks: dict[str | None, int] = {None: -1}
+    keyed = sorted(lease.refs.items(), key=lambda item: (id(item[1].bank), item[1].slot))
+    for rank, (module_id, _) in enumerate(keyed):
+        ranks[module_id] = rank
+    return ranks
+
+
+def _with_ids(options: SearchOptions, config: BackboneConfig) -> SearchOptions:
+    return SearchOptions(beam_size=options.beam_size, n_best=options.n_best,
+                         length_penalty=options.length_penalty, min_length=options.min_length,
+                         start_id=config.decoder_start_id, eos_id=config.eos_id)
+
+
+def _pad(sequences: Sequence[Sequence[int]], pad_id: int) -> Tensor:
+    out = torch.full((len(sequences), max(len(s) for s in sequences)), pad_id, dtype=torch.long)
+    for row, sequence in enumerate(sequences):
+        out[row, : len(sequence)] = torch.tensor(sequence, dtype=torch.long)
+    return out
+
+
+def _projection(model: Backbone) -> nn.Module:
+    """The output layer as an nn.Linear (so int8 quantization covers it too)."""
+    weight = model.output_weight()
+    linear = nn.Linear(weight.shape[1], weight.shape[0], bias=model.config.output_bias)
+    linear.weight = nn.Parameter(weight.detach().clone(), requires_grad=False)
+    if model.config.output_bias:
+        linear.bias = nn.Parameter(model.output_bias.detach().clone(), requires_grad=False)
+    return linear.eval()
+
+
+def _quantize(model: Backbone, project: nn.Module) -> tuple[Backbone, nn.Module]:
+    from torch.ao.quantization import quantize_dynamic  # deprecated upstream, still shipped
+
+    quantized = quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8)
+    quantized_project = quantize_dynamic(nn.Sequential(project), {nn.Linear}, dtype=torch.qint8)
+    return quantized, quantized_project

@@ -1,0 +1,22 @@
+"""Module families, by name. Adding a family = one class + one entry here."""
+
+from __future__ import annotations
+
+from server.engine.families.adapters import GatedAdapter, HighwayAdapter, ResidualAdapter
+from server.engine.families.base import Family, ModuleConfigError, Params
+from server.engine.families.ldr import LexicalDomainEmbedding
+
+FAMILIES: dict[str, Family] = {
+    family.name: family
+    for family in (ResidualAdapter(), HighwayAdapter(), GatedAdapter(), LexicalDomainEmbedding())
+}
+
+
+def get_family(name: str) -> Family:
+    try:
+        return FAMILIES[name]
+    except KeyError:
+        raise ModuleConfigError(f"unknown module family {name!r}; known: {sorted(FAMILIES)}") from None
+
+
+__all__ = ["FAMILIES", "Family", "ModuleConfigError", "Params", "get_family"]

@@ -1,0 +1,121 @@
+"""Residual, highway and gated adapters (Bapna & Firat 2019; Pham et al. 2020).
+
+One adapter per layer and side: `A(h) = up(ReLU(down(LayerNorm(h))))`, `up` zero-initialised
+so a fresh module is exactly the backbone.
+- residual (family "adapter"): after every layer, `h <- h + A_l(h)`.
+- highway: adapters read every layer's output; their sum is added at the top of the stack:
+  `top <- top + sum_l A_l(h_l)` (lower layers are shared by all domains).
+- gated: like highway, scaled per token by `z(top) = sigmoid(w . top + b)`, the module's
+  token-level estimate that the token belongs to its domain.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from server.engine.config import BackboneConfig
+from server.engine.families.base import Family, Params
+from server.engine.hooks import Side
+
+SIDES: tuple[Side, ...] = ("encoder", "decoder")
+
+
+def adapter(params: Params, side: Side, index: int, hidden: Tensor) -> Tensor:
+    """A_l(h) for layer `index` of `side`: hidden [rows, len, d] -> [rows, len, d]."""
+    p = side[:3]
+    h = F.layer_norm(hidden, hidden.shape[-1:], params[f"{p}.norm_w"][index],
+                     params[f"{p}.norm_b"][index])
+    h = torch.relu(h @ params[f"{p}.down_w"][index] + params[f"{p}.down_b"][index])
+    return h @ params[f"{p}.up_w"][index] + params[f"{p}.up_b"][index]
+
+
+class ResidualAdapter(Family):
+    name = "adapter"
+    sites = frozenset({"layer"})
+    merge_refusal = ("a residual adapter adds a non-linear block after every layer; it cannot "
+                     "be folded into the backbone's weights, so CTranslate2 cannot run it")
+
+    def defaults(self) -> dict[str, Any]:
+        return {"bottleneck": 64}
+
+    def problems(self, config: dict[str, Any]) -> list[str]:
+        size = config.get("bottleneck")
+        if not isinstance(size, int) or isinstance(size, bool) or not 1 <= size <= 8192:
+            return [f"bottleneck must be an integer in [1, 8192] (got {size!r})"]
+        return []
+
+    def shapes(self, backbone: BackboneConfig, config: dict[str, Any]) -> dict[str, tuple[int, ...]]:
+        d, b = backbone.d_model, int(config["bottleneck"])
+        shapes: dict[str, tuple[int, ...]] = {}
+        for side, layers in (("enc", backbone.encoder_layers), ("dec", backbone.decoder_layers)):
+            shapes |= {f"{side}.norm_w": (layers, d), f"{side}.norm_b": (layers, d),
+                       f"{side}.down_w": (layers, d, b), f"{side}.down_b": (layers, b),
+                       f"{side}.up_w": (layers, b, d), f"{side}.up_b": (layers, d)}
+        return shapes
+
+    def initial(self, backbone: BackboneConfig, config: dict[str, Any],
+                generator: torch.Generator) -> Params:
+        params: Params = {}
+        for name, shape in self.shapes(backbone, config).items():
+            if name.endswith("norm_w"):
+                params[name] = torch.ones(shape)
+            elif name.endswith("down_w"):
+                bound = math.sqrt(6.0 / (shape[1] + shape[2]))  # Xavier uniform
+                params[name] = (torch.rand(shape, generator=generator) * 2 - 1) * bound
+            else:  # biases, norm offsets and the zero `up`: the module starts as identity
+                params[name] = torch.zeros(shape)
+        return params
+
+    def after_layer(self, params: Params, side: Side, index: int, hidden: Tensor) -> Tensor:
+        return hidden + adapter(params, side, index, hidden)
+
+
+class HighwayAdapter(ResidualAdapter):
+    name = "highway"
+    sites = frozenset({"stack"})
+    merge_refusal = ("a highway adapter adds non-linear blocks over every layer's output; it "
+                     "cannot be folded into the backbone's weights")
+
+    def after_layer(self, params: Params, side: Side, index: int, hidden: Tensor) -> Tensor:
+        return hidden
+
+    def highway_sum(self, params: Params, side: Side, states: list[Tensor]) -> Tensor:
+        total = adapter(params, side, 0, states[0])
+        for index in range(1, len(states)):
+            total = total + adapter(params, side, index, states[index])
+        return total
+
+    def after_stack(self, params: Params, side: Side, hidden: Tensor,
+                    states: list[Tensor]) -> Tensor:
+        return hidden + self.highway_sum(params, side, states)
+
+
+class GatedAdapter(HighwayAdapter):
+    name = "gated"
+
+    def shapes(self, backbone: BackboneConfig, config: dict[str, Any]) -> dict[str, tuple[int, ...]]:
+        d = backbone.d_model
+        return super().shapes(backbone, config) | {
+            "enc.gate_w": (d,), "enc.gate_b": (1,), "dec.gate_w": (d,), "dec.gate_b": (1,)}
+
+    def initial(self, backbone: BackboneConfig, config: dict[str, Any],
+                generator: torch.Generator) -> Params:
+        params = super().initial(backbone, config, generator)
+        for side in ("enc", "dec"):
+            params[f"{side}.gate_w"] = torch.zeros(backbone.d_model)
+            params[f"{side}.gate_b"] = torch.zeros(1)
+        return params
+
+    def gate(self, params: Params, side: Side, hidden: Tensor) -> Tensor:
+        """z(top): [rows, len, 1] in (0, 1)."""
+        p = side[:3]
+        return torch.sigmoid(hidden @ params[f"{p}.gate_w"][:, None] + params[f"{p}.gate_b"])
+
+    def after_stack(self, params: Params, side: Side, hidden: Tensor,
+                    states: list[Tensor]) -> Tensor:
+        return hidden + self.gate(params, side, hidden) * self.highway_sum(params, side, states)

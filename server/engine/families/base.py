@@ -1,0 +1,79 @@
+"""What a module family is: parameter shapes, identity initialisation, and what it does at
+the backbone's hook sites for the rows of one slot."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from server.engine.config import BackboneConfig
+from server.engine.hooks import Side
+
+Params = dict[str, Tensor]  # one module's tensors (or one slot's views into a bank)
+
+
+class ModuleConfigError(ValueError):
+    """A module configuration that the family cannot build; lists every problem."""
+
+
+class Family(ABC):
+    """A kind of domain module. Subclasses are stateless: all state is in `Params`."""
+
+    name: str = ""
+    sites: frozenset[str] = frozenset()  # of "embed", "layer", "stack"
+    mergeable: bool = False  # can be folded into plain backbone weights (CTranslate2 export)
+    merge_refusal: str = ""  # why not, when not mergeable
+
+    @abstractmethod
+    def defaults(self) -> dict[str, Any]:
+        """The family's hyper-parameters with their default values."""
+
+    def normalise(self, config: dict[str, Any]) -> dict[str, Any]:
+        """Defaults filled in, unknown keys and bad values refused (all problems at once)."""
+        allowed = self.defaults()
+        merged = {**allowed, **{k: v for k, v in config.items() if k != "family"}}
+        problems = [f"unknown option {k!r} for family {self.name!r}; allowed: {sorted(allowed)}"
+                    for k in merged if k not in allowed]
+        problems += self.problems(merged)
+        if problems:
+            raise ModuleConfigError("; ".join(problems))
+        return {"family": self.name, **merged}
+
+    def problems(self, config: dict[str, Any]) -> list[str]:
+        return []
+
+    @abstractmethod
+    def shapes(self, backbone: BackboneConfig, config: dict[str, Any]) -> dict[str, tuple[int, ...]]:
+        """Every parameter's shape."""
+
+    @abstractmethod
+    def initial(self, backbone: BackboneConfig, config: dict[str, Any],
+                generator: torch.Generator) -> Params:
+        """Fresh parameters that leave the backbone's outputs exactly unchanged."""
+
+    def embed(self, params: Params, side: Side, ids: Tensor, embedded: Tensor) -> Tensor:
+        return embedded
+
+    def after_layer(self, params: Params, side: Side, index: int, hidden: Tensor) -> Tensor:
+        return hidden
+
+    def after_stack(self, params: Params, side: Side, hidden: Tensor,
+                    states: list[Tensor]) -> Tensor:
+        return hidden
+
+    def merge(self, backbone_tensors: Params, params: Params,
+              backbone: BackboneConfig) -> tuple[Params, BackboneConfig]:
+        """Plain backbone weights (and config) equivalent to backbone + this module."""
+        raise NotImplementedError(self.merge_refusal)
+
+    def parameter_count(self, backbone: BackboneConfig, config: dict[str, Any]) -> int:
+        total = 0
+        for shape in self.shapes(backbone, config).values():
+            count = 1
+            for size in shape:
+                count *= size
+            total += count
+        return total

@@ -1,0 +1,107 @@
+"""Transformer building blocks: attention with key/value caching, feed-forward, positions."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from server.engine.config import BackboneConfig
+
+
+def activation_fn(name: str) -> nn.Module:
+    if name == "relu":
+        return nn.ReLU()
+    if name == "gelu":
+        return nn.GELU()
+    if name == "gelu_tanh":
+        return nn.GELU(approximate="tanh")
+    if name == "swish":
+        return nn.SiLU()
+    raise ValueError(f"unknown activation {name!r}")
+
+
+def sinusoidal_table(n_positions: int, dim: int, *, interleaved: bool) -> Tensor:
+    """Fixed position encodings from position 0; `interleaved` alternates sin/cos
+    (OpenNMT-py), otherwise all sines then all cosines (Marian). CTranslate2's built-in
+    table uses other timescales and starts at 1, so exports pass this table explicitly."""
+    position = torch.arange(n_positions, dtype=torch.float64).unsqueeze(1)
+    inv_freq = torch.exp(torch.arange(0, dim, 2, dtype=torch.float64) * -(math.log(10000.0) / dim))
+    angles = position * inv_freq  # [n_positions, dim/2]
+    table = torch.zeros(n_positions, dim, dtype=torch.float64)
+    if interleaved:
+        table[:, 0::2] = torch.sin(angles)
+        table[:, 1::2] = torch.cos(angles)
+    else:
+        half = dim // 2
+        table[:, :half] = torch.sin(angles)
+        table[:, half:] = torch.cos(angles[:, : dim - half])
+    return table.float()
+
+
+class Positions(nn.Module):
+    """Position encodings added to token embeddings; learned or sinusoidal."""
+
+    def __init__(self, config: BackboneConfig) -> None:
+        super().__init__()
+        self.learned = config.positions == "learned"
+        if self.learned:
+            self.weight = nn.Parameter(torch.zeros(config.max_positions, config.d_model))
+        else:
+            table = sinusoidal_table(config.max_positions, config.d_model,
+                                     interleaved=config.positions == "sinusoidal_interleaved")
+            self.register_buffer("table", table, persistent=False)
+
+    def forward(self, length: int, offset: int = 0) -> Tensor:
+        source = self.weight if self.learned else self.table
+        if offset + length > source.shape[0]:
+            raise ValueError(f"sequence of {offset + length} positions exceeds max_positions "
+                             f"{source.shape[0]}")
+        return source[offset: offset + length]  # [length, d_model]
+
+
+class Attention(nn.Module):
+    """Multi-head attention; projections q/k/v/o with biases (Marian, OpenNMT-py)."""
+
+    def __init__(self, config: BackboneConfig) -> None:
+        super().__init__()
+        d = config.d_model
+        self.n_heads = config.n_heads
+        self.head_dim = config.head_dim
+        self.dropout = config.attention_dropout
+        self.q_proj = nn.Linear(d, d)
+        self.k_proj = nn.Linear(d, d)
+        self.v_proj = nn.Linear(d, d)
+        self.o_proj = nn.Linear(d, d)
+
+    def split_heads(self, x: Tensor) -> Tensor:
+        batch, length, _ = x.shape
+        return x.view(batch, length, self.n_heads, self.head_dim).transpose(1, 2)
+
+    def project_kv(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """Keys and values of `x`: each [batch, heads, len, head_dim]."""
+        return self.split_heads(self.k_proj(x)), self.split_heads(self.v_proj(x))
+
+    def attend(self, query: Tensor, key: Tensor, value: Tensor, *,
+               mask: Tensor | None, causal: bool = False) -> Tensor:
+        q = self.split_heads(self.q_proj(query))  # [batch, heads, q_len, head_dim]
+        out = F.scaled_dot_product_attention(
+            q, key, value, attn_mask=mask, is_causal=causal and mask is None,
+            dropout_p=self.dropout if self.training else 0.0)
+        batch, _, length, _ = out.shape
+        out = out.transpose(1, 2).reshape(batch, length, self.n_heads * self.head_dim)
+        return self.o_proj(out)  # [batch, q_len, d_model]
+
+
+class FeedForward(nn.Module):
+    def __init__(self, config: BackboneConfig) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(config.d_model, config.d_ff)
+        self.fc2 = nn.Linear(config.d_ff, config.d_model)
+        self.activation = activation_fn(config.activation)
+        self.dropout = nn.Dropout(config.activation_dropout)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.fc2(self.dropout(self.activation(self.fc1(x))))

@@ -1,0 +1,130 @@
+"""Preallocated module banks and the per-batch hooks that apply them row group by row group.
+
+A bank holds `n_slots` modules of one family and one shape in stacked tensors
+(`[n_slots, *shape]`); activating a module is a copy into a slot, never an allocation.
+A batch's rows are ordered so that rows sharing a slot are contiguous; `BatchHooks` runs
+each family once per run of rows on a view of the hidden states.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from server.engine.config import BackboneConfig
+from server.engine.families import Family, Params, get_family
+from server.engine.hooks import Side
+
+
+def bank_key(config: dict[str, Any]) -> str:
+    """Modules with equal keys share a bank (same family, same shapes)."""
+    return json.dumps(config, sort_keys=True)
+
+
+class ModuleBank:
+    """`n_slots` preallocated modules of one family/shape on the engine's device."""
+
+    def __init__(self, family: Family, config: dict[str, Any], backbone: BackboneConfig, *,
+                 n_slots: int, device: torch.device, dtype: torch.dtype) -> None:
+        self.family = family
+        self.config = config
+        self.n_slots = n_slots
+        self.shapes = family.shapes(backbone, config)
+        self.tensors = {name: torch.zeros((n_slots, *shape), device=device, dtype=dtype)
+                        for name, shape in self.shapes.items()}
+
+    def write(self, slot: int, params: Params) -> None:
+        """Copy a module's tensors into `slot` (the hot swap)."""
+        for name, target in self.tensors.items():
+            target[slot].copy_(params[name])
+
+    def view(self, slot: int) -> Params:
+        return {name: tensor[slot] for name, tensor in self.tensors.items()}
+
+
+@dataclass(frozen=True)
+class RowRun:
+    """Rows [start, end) of a batch use `slot` of `bank` (bank None = plain backbone)."""
+
+    bank: ModuleBank | None
+    slot: int
+    start: int
+    end: int
+
+
+def runs_of(row_slots: list[tuple[ModuleBank | None, int]]) -> list[RowRun]:
+    """Run-length encode the per-row (bank, slot) list."""
+    runs: list[RowRun] = []
+    start = 0
+    for row in range(1, len(row_slots) + 1):
+        if row == len(row_slots) or row_slots[row] != row_slots[start]:
+            bank, slot = row_slots[start]
+            runs.append(RowRun(bank, slot, start, row))
+            start = row
+    return runs
+
+
+class BatchHooks:
+    """`ModuleHooks` for one batch: each run of rows gets its slot's module.
+
+    Semantics (the reference loop):
+        for row in batch: hidden[row] = family(slot_of[row]).site(hidden[row])
+    Runs replace the per-row loop by one call per contiguous run on a view.
+    """
+
+    def __init__(self, runs: list[RowRun]) -> None:
+        self.runs = [run for run in runs if run.bank is not None]
+        self.needs_layer_states = any("stack" in r.bank.family.sites
+                                      for r in self.runs if r.bank is not None)
+        self._sites = {site for r in self.runs if r.bank is not None for site in r.bank.family.sites}
+
+    def _apply(self, site: str, hidden: Tensor, call: Any) -> Tensor:
+        if site not in self._sites:
+            return hidden
+        if not torch.is_grad_enabled():
+            out = hidden.clone() if hidden.requires_grad else hidden
+            for run in self.runs:
+                assert run.bank is not None
+                if site in run.bank.family.sites:
+                    out[run.start: run.end] = call(run, out[run.start: run.end])
+            return out
+        pieces: list[Tensor] = []
+        covered = 0
+        for run in self.runs:
+            assert run.bank is not None
+            if site not in run.bank.family.sites:
+                continue
+            if run.start > covered:
+                pieces.append(hidden[covered: run.start])
+            pieces.append(call(run, hidden[run.start: run.end]))
+            covered = run.end
+        if covered < hidden.shape[0]:
+            pieces.append(hidden[covered:])
+        return torch.cat(pieces) if len(pieces) > 1 else pieces[0]
+
+    @staticmethod
+    def _family(run: RowRun) -> Family:
+        assert run.bank is not None
+        return run.bank.family
+
+    def embed(self, side: Side, ids: Tensor, embedded: Tensor) -> Tensor:
+        return self._apply("embed", embedded, lambda run, x: self._family(run).embed(
+            run.bank.view(run.slot), side, ids[run.start: run.end], x))
+
+    def after_layer(self, side: Side, index: int, hidden: Tensor) -> Tensor:
+        return self._apply("layer", hidden, lambda run, x: self._family(run).after_layer(
+            run.bank.view(run.slot), side, index, x))
+
+    def after_stack(self, side: Side, hidden: Tensor, states: list[Tensor]) -> Tensor:
+        return self._apply("stack", hidden, lambda run, x: self._family(run).after_stack(
+            run.bank.view(run.slot), side, x, [s[run.start: run.end] for s in states]))
+
+
+def build_bank(config: dict[str, Any], backbone: BackboneConfig, *, n_slots: int,
+               device: torch.device, dtype: torch.dtype) -> ModuleBank:
+    family = get_family(str(config["family"]))
+    return ModuleBank(family, config, backbone, n_slots=n_slots, device=device, dtype=dtype)

@@ -1,0 +1,76 @@
+"""Every Prometheus collector of the server, defined once, in a per-app registry.
+
+Names follow `nmt_<subsystem>_<quantity>_<unit>`. Labels stay bounded: route templates,
+status codes, error codes, routing modes, domains, families, tiers; never request ids,
+texts or keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+SENTENCE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+TOKEN_BUCKETS = (16, 64, 256, 1024, 2048, 4096, 8192, 16384, 65536)
+CONFIDENCE_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0)
+LOAD_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0)
+TIERS = ("host", "device")
+
+
+class Metrics:
+    """The collectors of one app (tests build many apps, so no global registry)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.requests = Counter("nmt_api_requests_total", "HTTP requests by route and status",
+                                ["route", "status"], registry=r)
+        self.latency = Histogram("nmt_api_request_latency_seconds", "HTTP request latency",
+                                 ["route"], buckets=LATENCY_BUCKETS, registry=r)
+        self.errors = Counter("nmt_api_errors_total", "error answers by error code", ["code"],
+                              registry=r)
+        self.queue_depth = Gauge("nmt_scheduler_queue_depth", "sentences waiting for a batch",
+                                 registry=r)
+        self.batch_sentences = Histogram("nmt_scheduler_batch_sentences",
+                                         "sentences per engine batch",
+                                         buckets=SENTENCE_BUCKETS, registry=r)
+        self.batch_tokens = Histogram("nmt_scheduler_batch_tokens",
+                                      "budget tokens per engine batch (source x beam x members)",
+                                      buckets=TOKEN_BUCKETS, registry=r)
+        self.target_tokens = Counter("nmt_engine_target_tokens_total",
+                                     "target tokens produced (best hypotheses)", registry=r)
+        self.routing_decisions = Counter("nmt_routing_decisions_total",
+                                         "routing decisions by mode", ["mode"], registry=r)
+        self.predicted_domains = Counter("nmt_routing_predicted_domain_total",
+                                         "classifier predictions by top domain", ["domain"],
+                                         registry=r)
+        self.confidence = Histogram("nmt_routing_confidence", "classifier confidence (top)",
+                                    buckets=CONFIDENCE_BUCKETS, registry=r)
+        self.module_loads = Counter("nmt_engine_module_loads_total",
+                                    "modules copied into a device slot", ["family"], registry=r)
+        self.module_evictions = Counter("nmt_engine_module_evictions_total",
+                                        "modules evicted, by tier", ["tier"], registry=r)
+        self.module_load_seconds = Histogram("nmt_engine_module_load_seconds",
+                                             "time to make a module resident",
+                                             buckets=LOAD_BUCKETS, registry=r)
+        self.resident_modules = Gauge("nmt_engine_resident_modules", "modules resident, by tier",
+                                      ["tier"], registry=r)
+
+    def on_engine_event(self, event: str, family: str, seconds: float) -> None:
+        """The engine's residency observer: ("load" | "eviction" | "host_eviction", ...)."""
+        if event == "load":
+            self.module_loads.labels(family=family or "unknown").inc()
+            self.module_load_seconds.observe(seconds)
+        elif event == "eviction":
+            self.module_evictions.labels(tier="device").inc()
+        elif event == "host_eviction":
+            self.module_evictions.labels(tier="host").inc()
+
+    def set_resident(self, counts: Mapping[str, int]) -> None:
+        for tier in TIERS:
+            self.resident_modules.labels(tier=tier).set(counts.get(tier, 0))
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

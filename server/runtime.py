@@ -1,0 +1,319 @@
+"""The glue between the model store and the engine: what is served, and hot reload.
+
+`Runtime` loads the backbone into an `Engine`, then keeps an immutable `ServingState`
+(served domain -> module version, the classifier) in step with the registry:
+
+- `refresh()` reads the active versions; every new or changed domain version is loaded
+  from the store (verified against the serving backbone's fingerprint), registered in the
+  engine as `"<domain>@<version>"` and copied into a device slot right away (on the engine
+  thread), so the first request that uses it is fast. A new classifier version is loaded
+  the same way. Then the new state replaces the old one in one assignment.
+- `poll_forever()` calls `refresh()` whenever `registry.latest_event_id()` changes.
+- Requests `hold()` the module ids of the state they were routed with and `release()`
+  them when done. A version that left the state is *retired*: it stays in the engine until
+  no request holds it, then it is removed. Old and new versions therefore coexist while
+  in-flight work finishes; each request ends on the version it started with. (The engine's
+  loader can also reload any `"<domain>@<version>"` from the store, as a safety net.)
+
+A version that fails to load is reported (readiness, /domains) and the previous version
+keeps serving; it is retried when the registry changes again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from model_store import Manifest, Store, StoreError
+from server.decoding.search import Hypothesis, SearchOptions
+from server.engine.artifacts import build_engine, module_params
+from server.engine.engine import Engine, EngineOptions, SentenceJob
+from server.engine.families import Params, get_family
+from server.engine.residency import ResidencyError
+from server.errors import NotReady
+from server.metrics import Metrics
+from server.routing.classifier import Classifier, load_classifier
+from server.scheduling.scheduler import EngineThread
+from server.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+def module_id(domain: str, version: int) -> str:
+    return f"{domain}@{version}"
+
+
+def parse_module_id(value: str) -> tuple[str, int]:
+    domain, _, version = value.rpartition("@")
+    if not domain or not version.isdigit():
+        raise ValueError(f"not a module id: {value!r} (expected '<domain>@<version>')")
+    return domain, int(version)
+
+
+@dataclass(frozen=True)
+class DomainEntry:
+    """A served domain: the module version registered in the engine."""
+
+    name: str
+    version: int
+    family: str
+    size: int  # parameter count
+
+    @property
+    def module_id(self) -> str:
+        return module_id(self.name, self.version)
+
+
+@dataclass(frozen=True)
+class ServingState:
+    """What is served right now; replaced as a whole, never mutated."""
+
+    domains: Mapping[str, DomainEntry] = field(default_factory=dict)
+    classifier: Classifier | None = None
+    failures: Mapping[str, str] = field(default_factory=dict)  # "backbone" | "classifier"
+    module_failures: Mapping[str, str] = field(default_factory=dict)  # domain -> problem
+
+    def versions(self) -> dict[str, int]:
+        return {name: entry.version for name, entry in self.domains.items()}
+
+    def module_ids(self) -> set[str]:
+        return {entry.module_id for entry in self.domains.values()}
+
+
+class Runtime:
+    def __init__(self, store: Store, settings: Settings, *, metrics: Metrics,
+                 engine_thread: EngineThread) -> None:
+        self.store = store
+        self.settings = settings
+        self.metrics = metrics
+        self.engine_thread = engine_thread
+        self.engine: Engine | None = None
+        self.backbone: Manifest | None = None
+        self.state = ServingState()
+        self.seen_event = -1
+        self._lock = asyncio.Lock()
+        self._refs: Counter[str] = Counter()
+        self._retired: set[str] = set()
+        self._failed: dict[tuple[str, int], str] = {}  # (name, version) -> error, not retried
+        self._preloaded: dict[str, DomainEntry] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    # -- loading -------------------------------------------------------------------------
+    async def refresh(self) -> None:
+        """Bring the engine and the serving state in step with the registry."""
+        async with self._lock:
+            event_id = await asyncio.to_thread(self.store.registry.latest_event_id)
+            failures: dict[str, str] = {}
+            module_failures: dict[str, str] = {}
+            if self.engine is None:
+                await asyncio.to_thread(self._load_backbone, failures)
+            if self.engine is None:
+                self._publish(ServingState(failures=failures))
+                self.seen_event = event_id
+                return
+            desired = await asyncio.to_thread(self.store.active_domains)
+            domains: dict[str, DomainEntry] = {}
+            for name, version in sorted(desired.items()):
+                entry = await self._domain(name, version, module_failures)
+                if entry is not None:
+                    domains[name] = entry
+            classifier = await self._classifier(failures)
+            self._publish(ServingState(domains, classifier, failures, module_failures))
+            self.seen_event = event_id
+        await self._collect()
+
+    def _load_backbone(self, failures: dict[str, str]) -> None:
+        try:
+            loaded = self.store.load_backbone(self.settings.backbone)
+            options = self.settings.engine
+            self.engine = build_engine(
+                loaded.files,
+                EngineOptions(device=options.device, dtype=options.dtype, int8=options.int8,
+                              slots_per_bank=options.slots_per_bank,
+                              host_capacity=options.host_capacity),
+                loader=self._engine_loader, observer=self.metrics.on_engine_event)
+            self.backbone = loaded.manifest
+            log.info("serving backbone %s", loaded.manifest.label)
+        except (StoreError, ValueError) as error:
+            failures["backbone"] = str(error)
+            log.error("no backbone to serve: %s", error)
+
+    async def _domain(self, name: str, version: int,
+                      failures: dict[str, str]) -> DomainEntry | None:
+        """The entry of an active version: the current one, or freshly loaded."""
+        current = self.state.domains.get(name)
+        if current is not None and current.version == version:
+            return current
+        problem = self._failed.get((name, version))
+        if problem is None:
+            try:
+                entry = await self.preload(name, version)
+                self._preloaded.pop(entry.module_id, None)
+                return entry
+            except (StoreError, ValueError, ResidencyError) as error:
+                problem = self._failed[(name, version)] = f"version {version}: {error}"
+                log.error("module %s@%d failed to load: %s", name, version, error)
+        failures[name] = problem
+        return current  # the previous version keeps serving, if there is one
+
+    async def preload(self, name: str, version: int) -> DomainEntry:
+        """Load, verify (fingerprint, shapes), register and activate one module version,
+        ahead of serving it: an activation checks the version this way before it flips the
+        registry, and the refresh that follows finds it ready."""
+        key = module_id(name, version)
+        entry = self._preloaded.get(key)
+        if entry is None:
+            entry = await asyncio.to_thread(self._register, name, version)
+        await self.engine_thread.run(self._engine().modules.activate, key)
+        self._preloaded[key] = entry
+        self._failed.pop((name, version), None)  # e.g. an operator's retry succeeded
+        return entry
+
+    def _register(self, name: str, version: int) -> DomainEntry:
+        engine = self._engine()
+        config, params = self._load_module(name, version)
+        engine.register_module(module_id(name, version), config, params)
+        family = get_family(str(config.get("family")))
+        size = family.parameter_count(engine.config, family.normalise(config))
+        return DomainEntry(name, version, family.name, size)
+
+    def _load_module(self, name: str, version: int) -> tuple[dict[str, Any], Params]:
+        fingerprint = self.backbone.backbone_fingerprint if self.backbone else None
+        loaded = self.store.load("module", name, version, expected_fingerprint=fingerprint)
+        return dict(loaded.manifest.config), module_params(loaded.files)
+
+    def _engine_loader(self, value: str) -> tuple[dict[str, Any], Params]:
+        """The engine's loader: reload an evicted `"<domain>@<version>"` from the store."""
+        return self._load_module(*parse_module_id(value))
+
+    async def _classifier(self, failures: dict[str, str]) -> Classifier | None:
+        name = self.settings.routing.classifier
+        version = await asyncio.to_thread(self.store.registry.get_active, "classifier", name)
+        current = self.state.classifier
+        if version is None:
+            return None
+        if current is not None and current.version == version:
+            return current
+        problem = self._failed.get((f"classifier:{name}", version))
+        if problem is None:
+            try:
+                return await asyncio.to_thread(self._load_classifier, name, version)
+            except (StoreError, ValueError, OSError) as error:
+                problem = f"version {version}: {error}"
+                self._failed[(f"classifier:{name}", version)] = problem
+                log.error("classifier %s v%d failed to load: %s", name, version, error)
+        failures["classifier"] = problem
+        return current
+
+    def _load_classifier(self, name: str, version: int) -> Classifier:
+        loaded = self.store.load("classifier", name, version)
+        return load_classifier(loaded.files, loaded.manifest.config, version=version)
+
+    def _engine(self) -> Engine:
+        if self.engine is None:
+            raise NotReady("no backbone is loaded: " + self.state.failures.get("backbone", ""))
+        return self.engine
+
+    # -- state, holds and retirement ---------------------------------------------------
+    def _publish(self, state: ServingState) -> None:
+        new_ids = state.module_ids()
+        self._retired = (self._retired | (self.state.module_ids() - new_ids)) - new_ids
+        self.state = state
+
+    def hold(self, module_ids: Iterable[str]) -> bool:
+        """Count in-flight use of modules; False when one was already unloaded (the
+        caller routes again with the current state)."""
+        ids = list(module_ids)
+        live = self.state.module_ids() | self._retired
+        if any(m not in live for m in ids):
+            return False
+        self._refs.update(ids)
+        return True
+
+    def release(self, module_ids: Iterable[str]) -> None:
+        self._refs.subtract(module_ids)
+        self._refs = +self._refs  # drop zero counts
+        if any(m not in self._refs for m in self._retired):
+            task = asyncio.get_running_loop().create_task(self._collect())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _collect(self) -> None:
+        """Remove retired versions that no request holds any more."""
+        idle = [m for m in self._retired if not self._refs[m]]
+        self._retired.difference_update(idle)
+        for value in idle:
+            await self.engine_thread.run(self._remove, value)
+
+    def _remove(self, value: str) -> None:
+        if self.engine is None or value in self.state.module_ids():  # served again: keep
+            return
+        try:
+            self.engine.modules.remove(value)
+            log.info("removed retired module %s", value)
+        except ResidencyError as error:  # running again (a quick rollback): keep it
+            log.info("kept module %s: %s", value, error)
+
+    def in_flight(self, domain: str) -> list[str]:
+        return [m for m, count in self._refs.items() if count and parse_module_id(m)[0] == domain]
+
+    async def drain(self, domain: str, *, timeout: float) -> bool:
+        """Wait until no request holds any version of `domain`; False on timeout."""
+        deadline = time.monotonic() + timeout
+        while self.in_flight(domain):
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(0.01)
+        await self._collect()
+        return True
+
+    # -- serving -----------------------------------------------------------------------
+    def run_batch(self, jobs: Sequence[SentenceJob],
+                  options: SearchOptions) -> list[list[Hypothesis]]:
+        """The scheduler's batch runner (called on the engine thread)."""
+        return self._engine().translate(jobs, options)
+
+    async def poll_forever(self, interval: float) -> None:
+        """Reload whenever the registry's change counter moves."""
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                latest = await asyncio.to_thread(self.store.registry.latest_event_id)
+                if latest != self.seen_event:
+                    await self.refresh()
+            except Exception:  # the poller outlives any failure; it retries next tick
+                log.exception("reloading from the registry failed")
+
+    def residency(self) -> dict[str, int]:
+        if self.engine is None:
+            return {}
+        snapshot = self.engine.modules.snapshot()
+        return {"host": len(snapshot["host"]), "device": len(snapshot["device"])}
+
+    def readiness(self) -> tuple[bool, dict[str, Any]]:
+        """(ready, checks): backbone loaded, classifier loaded (or absent), every active
+        domain served by some loaded version."""
+        state = self.state
+        checks: dict[str, Any] = {}
+        backbone = self.backbone
+        checks["backbone"] = (f"loaded ({backbone.label})" if backbone and self.engine
+                              else "failed: " + state.failures.get("backbone", "not loaded"))
+        if state.classifier is not None:
+            checks["classifier"] = f"loaded (v{state.classifier.version})"
+        elif "classifier" in state.failures:
+            checks["classifier"] = "failed: " + state.failures["classifier"]
+        else:
+            checks["classifier"] = "absent: auto-routed requests use the generic backbone"
+        modules = {name: f"loaded (v{entry.version})" for name, entry in state.domains.items()}
+        for name, problem in state.module_failures.items():
+            modules[name] = modules.get(name, "not loaded") + "; failed: " + problem
+        checks["modules"] = modules
+        unserved = [name for name in state.module_failures if name not in state.domains]
+        ready = (self.engine is not None and not unserved
+                 and (state.classifier is not None or "classifier" not in state.failures))
+        return ready, checks

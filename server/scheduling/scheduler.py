@@ -1,0 +1,236 @@
+"""Async micro-batching of sentences from many requests into engine batches.
+
+Policy lives here, mechanism in the engine:
+- a batch holds sentences with identical `SearchOptions` (any mix of domains/modules);
+- its cost, source tokens x beam x ensemble members summed over sentences, stays within
+  `max_batch_tokens` (a single sentence above the budget still runs, alone);
+- it uses at most `max_modules` distinct modules (the engine's slots per bank), so the
+  engine never runs out of slots;
+- the oldest waiting sentence decides when a batch runs: as soon as compatible work fills
+  the budget, or `max_wait_ms` after it arrived, whichever comes first;
+- the queue is bounded (`max_queue` sentences): beyond it `submit` raises `Busy` (429);
+  a request that fits an empty queue is always accepted, whatever its size;
+- every sentence has a deadline; expired or cancelled sentences (a client that gave up or
+  disconnected) leave the queue at once and are never computed.
+
+The engine runs in one dedicated thread (`EngineThread`); the event loop only waits on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import itertools
+import logging
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TypeVar
+
+from server.decoding.search import Hypothesis, SearchOptions
+from server.engine.engine import SentenceJob
+from server.errors import Busy, DeadlineExceeded, NotReady
+from server.metrics import Metrics
+from server.settings import SchedulerSettings
+
+BatchRunner = Callable[[Sequence[SentenceJob], SearchOptions], list[list[Hypothesis]]]
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+
+class EngineThread:
+    """The one thread that runs model compute (torch parallelises inside each call).
+
+    Everything that touches engine tensors (batches, copying a module into a slot) goes
+    through `run`, so those operations never overlap.
+    """
+
+    def __init__(self) -> None:
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nmt-engine")
+
+    async def run(self, function: Callable[..., T], *args: object) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, functools.partial(function, *args))
+
+    def shutdown(self) -> None:
+        self._executor.shutdown(wait=True, cancel_futures=True)
+
+
+@dataclass(eq=False)
+class Pending:
+    """One queued sentence."""
+
+    job: SentenceJob
+    options: SearchOptions
+    cost: int
+    enqueued: float
+    deadline: float
+    future: asyncio.Future[list[Hypothesis]]
+
+    @property
+    def modules(self) -> set[str]:
+        return {m.module_id for m in self.job.members if m.module_id is not None}
+
+
+def job_cost(job: SentenceJob, options: SearchOptions) -> int:
+    """Budget tokens of one sentence: source tokens x beam x ensemble members."""
+    return len(job.source_ids) * options.beam_size * max(1, len(job.members))
+
+
+class Scheduler:
+    def __init__(self, runner: BatchRunner, engine_thread: EngineThread,
+                 settings: SchedulerSettings, *, max_modules: int,
+                 metrics: Metrics | None = None) -> None:
+        self.runner = runner
+        self.engine_thread = engine_thread
+        self.settings = settings
+        self.max_modules = max_modules
+        self.metrics = metrics
+        self._queue: dict[int, Pending] = {}  # insertion order = arrival order
+        self._ids = itertools.count()
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._running: list[Pending] = []  # the batch in the engine now
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name="nmt-scheduler")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        for item in [*self._queue.values(), *self._running]:
+            if not item.future.done():
+                item.future.set_exception(NotReady("the server is shutting down"))
+        self._queue.clear()
+        self._running = []
+        self._report_depth()
+
+    @property
+    def depth(self) -> int:
+        return len(self._queue)
+
+    # -- submission --------------------------------------------------------------------
+    def submit(self, jobs: Sequence[SentenceJob], options: SearchOptions, *,
+               deadline: float) -> list[asyncio.Future[list[Hypothesis]]]:
+        """Queue sentences; one future per job (cancel it to withdraw the sentence)."""
+        if self._queue and len(self._queue) + len(jobs) > self.settings.max_queue:
+            raise Busy(f"the request queue is full ({len(self._queue)} sentences waiting, "
+                       f"limit {self.settings.max_queue}); retry later",
+                       retry_after=self.settings.retry_after_s)
+        loop = asyncio.get_running_loop()
+        now = time.monotonic()
+        futures: list[asyncio.Future[list[Hypothesis]]] = []
+        for job in jobs:
+            key = next(self._ids)
+            future: asyncio.Future[list[Hypothesis]] = loop.create_future()
+            self._queue[key] = Pending(job, options, job_cost(job, options), now, deadline,
+                                       future)
+            future.add_done_callback(functools.partial(self._discard, key))
+            futures.append(future)
+        self._report_depth()
+        self._wake.set()
+        return futures
+
+    def _discard(self, key: int, _future: asyncio.Future[list[Hypothesis]]) -> None:
+        """A sentence finished, was cancelled or expired: it no longer holds a queue slot."""
+        if self._queue.pop(key, None) is not None:
+            self._report_depth()
+
+    # -- the batching loop -------------------------------------------------------------
+    async def _loop(self) -> None:
+        while True:
+            await self._wait_for_work()
+            batch = self._take_batch()
+            if batch:
+                await self._execute(batch)
+            else:
+                await asyncio.sleep(0)  # let cancellation callbacks run
+
+    async def _wait_for_work(self) -> None:
+        """Return when the oldest sentence should run: budget full or waited long enough."""
+        while True:
+            self._expire(time.monotonic())
+            if not self._queue:
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            oldest = next(iter(self._queue.values()))
+            remaining = oldest.enqueued + self.settings.max_wait_ms / 1000 - time.monotonic()
+            full = self._waiting_cost(oldest.options) >= self.settings.max_batch_tokens
+            if remaining <= 0 or full:
+                return
+            self._wake.clear()
+            try:
+                await asyncio.wait_for(self._wake.wait(), remaining)
+            except TimeoutError:
+                return
+
+    def _expire(self, now: float) -> None:
+        """Fail expired sentences and drop finished (cancelled) ones from the queue."""
+        for key, item in list(self._queue.items()):
+            if not item.future.done() and item.deadline <= now:
+                item.future.set_exception(DeadlineExceeded(
+                    "the request's deadline passed while it waited for the engine"))
+            if item.future.done():
+                del self._queue[key]
+        self._report_depth()
+
+    def _waiting_cost(self, options: SearchOptions) -> int:
+        return sum(item.cost for item in self._queue.values() if item.options == options)
+
+    def _take_batch(self) -> list[Pending]:
+        """The oldest sentence and, in arrival order, compatible ones within the limits."""
+        self._expire(time.monotonic())
+        if not self._queue:
+            return []
+        options = next(iter(self._queue.values())).options
+        batch: list[Pending] = []
+        tokens = 0
+        modules: set[str] = set()
+        for key, item in list(self._queue.items()):
+            if item.options != options:
+                continue
+            wanted = modules | item.modules
+            if batch and (tokens + item.cost > self.settings.max_batch_tokens
+                          or len(wanted) > self.max_modules):
+                continue
+            batch.append(item)
+            tokens += item.cost
+            modules = wanted
+            del self._queue[key]
+        self._report_depth()
+        return batch
+
+    async def _execute(self, batch: list[Pending]) -> None:
+        live = [item for item in batch if not item.future.done()]
+        if not live:
+            return
+        options = live[0].options
+        if self.metrics is not None:
+            self.metrics.batch_sentences.observe(len(live))
+            self.metrics.batch_tokens.observe(sum(item.cost for item in live))
+        self._running = live
+        try:
+            results = await self.engine_thread.run(self.runner, [i.job for i in live], options)
+        except Exception as error:  # an engine failure fails exactly this batch's sentences
+            log.exception("engine batch of %d sentences failed", len(live))
+            for item in live:
+                if not item.future.done():
+                    item.future.set_exception(error)
+            return
+        finally:
+            self._running = []
+        produced = 0
+        for item, hypotheses in zip(live, results, strict=True):
+            produced += len(hypotheses[0].tokens) if hypotheses else 0
+            if not item.future.done():
+                item.future.set_result(hypotheses)
+        if self.metrics is not None:
+            self.metrics.target_tokens.inc(produced)
+
+    def _report_depth(self) -> None:
+        if self.metrics is not None:
+            self.metrics.queue_depth.set(len(self._queue))

@@ -1,0 +1,139 @@
+"""The server's one typed settings tree; the only place environment variables are read.
+
+Every field is an environment variable with the prefix `NMT_`; nested groups use `__`
+(`NMT_ENGINE__DEVICE=cuda`, `NMT_SCHEDULER__MAX_WAIT_MS=10`). `python -m server` flags
+override the environment. The admin token is read from the environment only.
+docs/API.md lists every setting.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+LogLevel = Literal["critical", "error", "warning", "info", "debug"]
+EnsembleWeights = Literal["soft", "uniform", "fixed"]
+
+
+class EngineSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    device: str = Field("cpu", description="torch device of the engine: cpu, cuda, cuda:1")
+    dtype: Literal["float32", "float16", "bfloat16"] = Field(
+        "float32", description="compute dtype (float16 / bfloat16 on CUDA only)")
+    int8: bool = Field(False, description="dynamic int8 quantization of linear layers (CPU)")
+    slots_per_bank: int = Field(
+        16, ge=1, le=1024,
+        description="device slots per module bank; also the most distinct modules per batch")
+    host_capacity: int = Field(
+        64, ge=1, description="modules kept in host memory (LRU); evicted ones reload from "
+                              "the store on demand")
+
+
+class LimitSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_text_chars: int = Field(10_000, ge=1, description="characters per text (413 above)")
+    max_batch_items: int = Field(64, ge=1, description="items per /translate/batch request")
+    max_request_chars: int = Field(
+        100_000, ge=1, description="characters of all texts of one request together")
+    max_upload_bytes: int = Field(
+        2 << 30, ge=1, description="size of an uploaded module artifact (tar.gz)")
+
+
+class DecodingSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    beam_size: int = Field(4, ge=1, description="beam size when a request names none")
+    max_beam_size: int = Field(8, ge=1, le=64, description="largest beam a request may ask for")
+    max_length: int = Field(
+        256, ge=1, description="most target tokens per sentence (a request may ask for fewer)")
+    length_ratio: float = Field(
+        1.5, gt=0, description="default target budget: ratio x source tokens + 10")
+
+    @model_validator(mode="after")
+    def _beam_within_limit(self) -> DecodingSettings:
+        if self.beam_size > self.max_beam_size:
+            raise ValueError(f"beam_size {self.beam_size} exceeds max_beam_size "
+                             f"{self.max_beam_size}")
+        return self
+
+
+class SchedulerSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_batch_tokens: int = Field(
+        4096, ge=1, description="token budget of one batch: source tokens x beam x members")
+    max_wait_ms: float = Field(
+        5.0, ge=0, description="longest a sentence waits for companions before its batch runs")
+    max_queue: int = Field(
+        1024, ge=1, description="sentences waiting at most; beyond it requests get 429")
+    request_timeout_s: float = Field(
+        30.0, gt=0, description="deadline of one request, queueing included (504 after)")
+    retry_after_s: int = Field(1, ge=0, description="Retry-After of a 429 answer, seconds")
+
+
+class RoutingSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    classifier: str = Field("router", description="name of the classifier artifact")
+    threshold: float = Field(
+        0.5, ge=0.0, le=1.0,
+        description="classifier confidence at or above which a text goes to the predicted "
+                    "domain; below it the open-domain ensemble runs")
+    ensemble: EnsembleWeights = Field(
+        "soft", description="ensemble weights below the threshold: soft (classifier "
+                            "posteriors), uniform, or fixed (fixed_weights)")
+    top_k: int = Field(3, ge=1, description="domains in an automatic ensemble (most probable)")
+    backbone_floor: float = Field(
+        0.1, ge=0.0, le=1.0,
+        description="soft ensembles: the plain backbone's weight is 1 - sum(top-k "
+                    "posteriors), at least this much")
+    fixed_weights: dict[str, float] = Field(
+        default_factory=dict,
+        description='fixed ensembles: domain -> weight ("generic" = plain backbone)')
+
+
+class Settings(BaseSettings):
+    """Everything the server reads at start-up (env prefix NMT_, nested delimiter __)."""
+
+    model_config = SettingsConfigDict(env_prefix="NMT_", env_nested_delimiter="__",
+                                      extra="forbid", frozen=True)
+
+    host: str = Field("127.0.0.1", description="address to listen on")
+    port: int = Field(8000, ge=0, le=65535, description="port to listen on")
+    log_level: LogLevel = Field("info", description="logging level")
+    store_dir: Path = Field(Path("var/store"), description="writable model store root")
+    registry_url: str | None = Field(
+        None, description="registry database URL (default: SQLite in the store dir)")
+    builtin_artifacts: bool = Field(
+        True, description="layer the package's built-in artifacts under the store")
+    backbone: str | None = Field(
+        None, description="backbone name to serve (default: the store's only/active one)")
+    admin_token: SecretStr | None = Field(
+        None, description="bearer token of /admin (environment only; unset = admin disabled)")
+    poll_interval_s: float = Field(
+        1.0, gt=0, description="how often the registry is polled for activations")
+    drain_timeout_s: float = Field(
+        60.0, gt=0, description="DELETE /admin/domains waits this long for in-flight work")
+    engine: EngineSettings = Field(default_factory=EngineSettings)
+    limits: LimitSettings = Field(default_factory=LimitSettings)
+    decoding: DecodingSettings = Field(default_factory=DecodingSettings)
+    scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
+    routing: RoutingSettings = Field(default_factory=RoutingSettings)
+
+    @model_validator(mode="after")
+    def _ensemble_fits_slots(self) -> Settings:
+        if self.routing.top_k > self.engine.slots_per_bank:
+            raise ValueError(f"routing.top_k ({self.routing.top_k}) exceeds "
+                             f"engine.slots_per_bank ({self.engine.slots_per_bank})")
+        return self
+
+    def admin_secret(self) -> str | None:
+        """The admin token, or None when unset or empty (admin disabled)."""
+        if self.admin_token is None:
+            return None
+        return self.admin_token.get_secret_value() or None

@@ -1,0 +1,22 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from model_store_helpers import publish_backbone
+
+from model_store import Manifest, Store
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    with Store.open(tmp_path / "store", builtin_dir=None) as opened:
+        yield opened
+
+
+@pytest.fixture
+def backbone(store: Store) -> Manifest:
+    manifest = publish_backbone(store)
+    store.activate("backbone", manifest.name, manifest.version)
+    return manifest

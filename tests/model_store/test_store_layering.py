@@ -1,0 +1,98 @@
+"""Built-in artifacts: layered under the writable root, verified, never written to."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from model_store_helpers import (
+    publish_backbone,
+    publish_module,
+    set_read_only,
+    snapshot,
+    store_root,
+)
+
+from model_store import BUILTIN_DIR, ArtifactError, ConflictError, Store
+
+
+@pytest.fixture
+def builtin_dir(tmp_path: Path) -> Iterator[Path]:
+    """A read-only builtin directory: backbone v1 and module `medical` v1."""
+    with Store.open(tmp_path / "factory", builtin_dir=None) as factory:
+        backbone = publish_backbone(factory)
+        module = publish_module(factory, "medical", backbone.backbone_fingerprint)
+        builtin = tmp_path / "builtin"
+        for manifest in (backbone, module):
+            shutil.copytree(store_root(factory) / manifest.label, builtin / manifest.label)
+    (builtin / "README.md").write_text("shipped artifacts")
+    set_read_only(builtin, True)
+    yield builtin
+    set_read_only(builtin, False)
+
+
+def test_builtins_are_registered_activated_and_never_written(
+    tmp_path: Path, builtin_dir: Path
+) -> None:
+    before = snapshot(builtin_dir)
+
+    with Store.open(tmp_path / "store", builtin_dir=builtin_dir) as store:
+        record = store.record("module", "medical")
+        backbone = store.load_backbone()
+        fingerprint = backbone.manifest.backbone_fingerprint
+        medical = store.load("module", "medical", expected_fingerprint=fingerprint)
+        v2 = publish_module(store, "medical", fingerprint, seed=7.0)
+        store.activate("module", "medical", v2.version)
+        swept = store.sweep(older_than=timedelta(0))
+        store.delete_domain("medical")
+
+        assert record.location == "builtin:modules/medical/v1"
+        assert medical.manifest.version == 1 and v2.version == 2
+        assert store.storage.exists("modules/medical/v2")
+        assert not store.storage.exists("modules/medical/v1")
+        assert swept == []
+
+    with Store.open(tmp_path / "store", builtin_dir=builtin_dir) as reopened:
+        # A deleted built-in domain stays deleted; the backbone stays active.
+        assert reopened.active_domains() == {}
+        assert reopened.registry.get_active("backbone", "default-en-fr") == 1
+        assert reopened.registry.list_versions("module", "medical") == [1, 2]
+        assert reopened.load("module", "medical", 1).files == medical.files
+
+    assert snapshot(builtin_dir) == before
+
+
+def test_corrupt_builtin_fails_open(tmp_path: Path, builtin_dir: Path) -> None:
+    set_read_only(builtin_dir, False)
+    (builtin_dir / "modules/medical/v1/module.safetensors").write_bytes(b"corrupt")
+
+    with pytest.raises(ArtifactError, match="modules/medical/v1 is invalid.*size mismatch"):
+        Store.open(tmp_path / "store", builtin_dir=builtin_dir)
+
+
+def test_builtin_version_taken_by_a_published_one_is_a_conflict(
+    tmp_path: Path, builtin_dir: Path
+) -> None:
+    with Store.open(tmp_path / "store", builtin_dir=None) as plain:
+        publish_backbone(plain, seed=9.0)  # takes backbones/default-en-fr/v1 under the root
+
+    with pytest.raises(ConflictError, match="builtin backbones/default-en-fr/v1 collides"):
+        Store.open(tmp_path / "store", builtin_dir=builtin_dir)
+
+
+def test_package_builtin_dir_is_layered(tmp_path: Path) -> None:
+    before = snapshot(BUILTIN_DIR)
+    shipped = {
+        f"builtin:{path.parent.relative_to(BUILTIN_DIR).as_posix()}"
+        for path in BUILTIN_DIR.glob("*s/*/v*/manifest.json")
+    }
+
+    with Store.open(tmp_path / "store") as store:
+        registered = {record.location for record in store.registry.list_artifacts()}
+
+    assert (BUILTIN_DIR / "README.md").is_file()
+    assert registered == shipped
+    assert snapshot(BUILTIN_DIR) == before

@@ -1,0 +1,148 @@
+"""A tiny model store for server tests: a tiny backbone, three `adapter` domains and a
+tiny fastText router, published and activated through model_store."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from fasttext_tiny import classifier_bytes
+
+from model_store import Manifest, Store, pack_artifact_dir
+from server.app import create_app
+from server.engine.artifacts import module_files
+from server.settings import Settings
+from tests.tiny import random_module, tiny_backbone_files, tiny_config
+
+BACKBONE = "tiny"
+TOKEN = "s3cret-token"
+DOMAINS = ("medical", "law", "it")
+KEYWORDS = {
+    "medical": ["patient", "tablet", "medicine", "dose", "children"],
+    "law": ["council", "regulation", "member", "states", "directive", "decision"],
+    "it": ["click", "button", "window", "file", "files"],
+}
+SHARED = ["the"]  # a word of every domain: uniform posteriors
+SEEDS = {"medical": 1, "law": 2, "it": 3}
+
+
+@pytest.fixture(autouse=True)
+def _no_nmt_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in list(os.environ):
+        if key.startswith("NMT_"):
+            monkeypatch.delenv(key)
+
+
+def module_artifact(seed: int) -> tuple[dict[str, Any], dict[str, bytes]]:
+    config, params = random_module(tiny_config(), "adapter", seed=seed, bottleneck=4)
+    return config, module_files(params)
+
+
+def publish_module(store: Store, name: str, seed: int, *, activate: bool = True) -> Manifest:
+    backbone = store.record("backbone", BACKBONE)
+    config, files = module_artifact(seed)
+    manifest = store.publish("module", name, files, config=config,
+                             backbone_fingerprint=backbone.fingerprint)
+    if activate:
+        store.activate("module", name, manifest.version)
+    return manifest
+
+
+def publish_classifier(store: Store, data: bytes | None = None) -> Manifest:
+    backbone = store.record("backbone", BACKBONE)
+    data = data if data is not None else classifier_bytes(KEYWORDS, shared=SHARED)
+    manifest = store.publish("classifier", "router", {"classifier.bin": data},
+                             config={"labels": list(KEYWORDS)},
+                             backbone_fingerprint=backbone.fingerprint)
+    store.activate("classifier", "router", manifest.version)
+    return manifest
+
+
+def build_store(root: Path, *, domains: tuple[str, ...] = DOMAINS, classifier: bool = True,
+                backbone: bool = True) -> Path:
+    with Store.open(root, builtin_dir=None) as store:
+        if backbone:
+            files = tiny_backbone_files()
+            manifest = store.publish("backbone", BACKBONE, files,
+                                     config=json.loads(files["config.json"]))
+            store.activate("backbone", BACKBONE, manifest.version)
+        for name in domains:
+            publish_module(store, name, SEEDS[name])
+        if classifier:
+            publish_classifier(store)
+    return root
+
+
+def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def make_settings(root: Path, **overrides: Any) -> Settings:
+    base: dict[str, Any] = {
+        "store_dir": root, "builtin_artifacts": False, "backbone": BACKBONE,
+        "admin_token": TOKEN, "poll_interval_s": 0.05,
+        "engine": {"slots_per_bank": 4, "host_capacity": 16},
+        "decoding": {"beam_size": 1, "max_length": 8},
+        "scheduler": {"max_wait_ms": 2.0, "request_timeout_s": 30.0},
+    }
+    return Settings(**_merge(base, overrides))
+
+
+def make_client(root: Path, **overrides: Any) -> TestClient:
+    return TestClient(create_app(make_settings(root, **overrides)))
+
+
+def admin_headers(token: str = TOKEN) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+@pytest.fixture
+def store_root(tmp_path: Path) -> Path:
+    return build_store(tmp_path / "store")
+
+
+@pytest.fixture(scope="module")
+def shared_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    """One app for tests that only read (translate, list, errors)."""
+    root = build_store(tmp_path_factory.mktemp("shared") / "store")
+    with make_client(root) as client:
+        yield client
+
+
+@pytest.fixture
+def client(store_root: Path) -> Iterator[TestClient]:
+    """A fresh app of its own (for tests that change what is served)."""
+    with make_client(store_root) as client:
+        yield client
+
+
+def backbone_fingerprint(root: Path) -> str:
+    with Store.open(root, builtin_dir=None) as store:
+        return store.record("backbone", BACKBONE).fingerprint
+
+
+def module_archive(scratch: Path, name: str, seed: int, *, fingerprint: str,
+                   config: dict[str, Any] | None = None, tamper: bool = False) -> bytes:
+    """A tar.gz of a module artifact directory, as an operator would upload it."""
+    module_config, files = module_artifact(seed)
+    with Store.open(scratch, builtin_dir=None) as store:
+        manifest = store.publish("module", name, files, config=config or module_config,
+                                 backbone_fingerprint=fingerprint)
+    directory = scratch / "modules" / name / f"v{manifest.version}"
+    if tamper:
+        weights = directory / "module.safetensors"
+        data = bytearray(weights.read_bytes())
+        data[-1] ^= 0xFF
+        weights.write_bytes(bytes(data))
+    return pack_artifact_dir(directory)

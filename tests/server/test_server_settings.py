@@ -1,0 +1,93 @@
+"""Settings (environment, nesting, validation) and the `python -m server` flags."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel, ValidationError
+
+from server.__main__ import overrides, parse_args
+from server.settings import Settings
+
+
+def test_defaults() -> None:
+    settings = Settings()
+    assert settings.store_dir == Path("var/store")
+    assert settings.registry_url is None and settings.admin_secret() is None
+    assert settings.poll_interval_s == 1.0 and settings.engine.device == "cpu"
+    assert settings.routing.ensemble == "soft"
+
+
+def test_every_field_is_documented() -> None:
+    groups = ("engine", "limits", "decoding", "scheduler", "routing")
+    models: list[type[BaseModel]] = [Settings]
+    models += [type(getattr(Settings(), name)) for name in groups]
+    for model in models:
+        for name, field in model.model_fields.items():
+            if name not in ("engine", "limits", "decoding", "scheduler", "routing"):
+                assert field.description, f"{model.__name__}.{name} has no description"
+
+
+def test_environment_with_prefix_and_nesting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NMT_STORE_DIR", "/data/store")
+    monkeypatch.setenv("NMT_POLL_INTERVAL_S", "0.5")
+    monkeypatch.setenv("NMT_ADMIN_TOKEN", "abc")
+    monkeypatch.setenv("NMT_ENGINE__DEVICE", "cuda:1")
+    monkeypatch.setenv("NMT_SCHEDULER__MAX_WAIT_MS", "12")
+    monkeypatch.setenv("NMT_ROUTING__FIXED_WEIGHTS", '{"law": 2, "generic": 1}')
+    settings = Settings()
+    assert settings.store_dir == Path("/data/store") and settings.poll_interval_s == 0.5
+    assert settings.admin_secret() == "abc" and "abc" not in repr(settings)
+    assert settings.engine.device == "cuda:1" and settings.scheduler.max_wait_ms == 12
+    assert settings.routing.fixed_weights == {"law": 2.0, "generic": 1.0}
+
+
+def test_empty_admin_token_disables_admin(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NMT_ADMIN_TOKEN", "")
+    assert Settings().admin_secret() is None
+
+
+@pytest.mark.parametrize(("values", "message"), [
+    ({"routing": {"top_k": 5}, "engine": {"slots_per_bank": 4}}, "top_k"),
+    ({"decoding": {"beam_size": 9, "max_beam_size": 8}}, "beam_size"),
+    ({"routing": {"threshold": 1.5}}, "threshold"),
+    ({"scheduler": {"max_queue": 0}}, "max_queue"),
+    ({"engine": {"devise": "cpu"}}, "devise"),
+])
+def test_invalid_settings_are_refused(values: dict[str, object], message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        Settings(**values)  # type: ignore[arg-type]
+
+
+def test_flags_override_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NMT_PORT", "9000")
+    monkeypatch.setenv("NMT_ENGINE__DTYPE", "bfloat16")
+    args = parse_args(["--host", "0.0.0.0", "--store-dir", "/tmp/s", "--device", "cuda",
+                       "--int8", "--log-level", "debug"])
+    settings = Settings(**overrides(args))
+    assert settings.host == "0.0.0.0" and settings.port == 9000
+    assert settings.store_dir == Path("/tmp/s") and settings.log_level == "debug"
+    assert settings.engine.device == "cuda" and settings.engine.int8
+    assert settings.engine.dtype == "bfloat16"  # from the environment, merged
+
+
+def test_no_flags_means_no_overrides() -> None:
+    assert overrides(parse_args([])) == {}
+
+
+def test_there_is_no_admin_token_flag() -> None:
+    with pytest.raises(SystemExit):
+        parse_args(["--admin-token", "x"])
+
+
+def test_docs_list_every_setting() -> None:
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "API.md").read_text()
+    groups = ("engine", "limits", "decoding", "scheduler", "routing")
+    names = [f"NMT_{name.upper()}" for name in Settings.model_fields if name not in groups]
+    settings = Settings()
+    for group in groups:
+        names += [f"NMT_{group.upper()}__{name.upper()}"
+                  for name in type(getattr(settings, group)).model_fields]
+    missing = [name for name in names if f"`{name}`" not in docs]
+    assert not missing

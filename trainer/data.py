@@ -1,0 +1,154 @@
+"""Parallel text: reading corpora, sentencepiece vocabularies, encoding and batching."""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import sentencepiece as spm
+import torch
+from torch import Tensor
+
+log = logging.getLogger(__name__)
+
+# Special ids of vocabularies this project trains itself (sentencepiece's own ids).
+PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """One parallel corpus: line N of `source` translates line N of `target`."""
+
+    name: str
+    source: Path
+    target: Path
+
+    def read(self) -> list[tuple[str, str]]:
+        src = self.source.read_text(encoding="utf-8").splitlines()
+        tgt = self.target.read_text(encoding="utf-8").splitlines()
+        if len(src) != len(tgt):
+            raise ValueError(f"{self.name}: {len(src)} source lines but {len(tgt)} target lines")
+        return [(s, t) for s, t in zip(src, tgt, strict=True) if s.strip() and t.strip()]
+
+
+def train_sentencepiece(texts: Sequence[str], model_prefix: Path, *, vocab_size: int,
+                        seed: int = 1, sample_size: int = 600_000) -> Path:
+    """Train a unigram sentencepiece model (pad=0, unk=1, bos=2, eos=3, byte fallback)."""
+    rng = random.Random(seed)
+    sample = list(texts) if len(texts) <= sample_size else rng.sample(list(texts), sample_size)
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(sample), model_prefix=str(model_prefix), vocab_size=vocab_size,
+        model_type="unigram", character_coverage=0.9995, byte_fallback=True,
+        pad_id=PAD_ID, unk_id=UNK_ID, bos_id=BOS_ID, eos_id=EOS_ID, num_threads=2,
+        input_sentence_size=sample_size, shuffle_input_sentence=True, max_sentence_length=4096,
+        minloglevel=2)
+    return model_prefix.with_suffix(".model")
+
+
+@dataclass
+class EncodedPairs:
+    """Token ids of parallel sentences; source ends with EOS, target carries no specials."""
+
+    source: list[np.ndarray]
+    target: list[np.ndarray]
+
+    def __len__(self) -> int:
+        return len(self.source)
+
+
+def encode_pairs(pairs: Sequence[tuple[str, str]], processor: spm.SentencePieceProcessor, *,
+                 max_len: int, chunk: int = 20_000) -> EncodedPairs:
+    """Encode and drop pairs longer than `max_len` tokens on either side."""
+    sources: list[np.ndarray] = []
+    targets: list[np.ndarray] = []
+    for start in range(0, len(pairs), chunk):
+        part = pairs[start: start + chunk]
+        src_ids = processor.encode([s for s, _ in part])
+        tgt_ids = processor.encode([t for _, t in part])
+        for s, t in zip(src_ids, tgt_ids, strict=True):
+            if 0 < len(s) < max_len and 0 < len(t) < max_len:
+                sources.append(np.asarray(s + [EOS_ID], dtype=np.int32))
+                targets.append(np.asarray(t, dtype=np.int32))
+    return EncodedPairs(sources, targets)
+
+
+@dataclass(frozen=True)
+class Batch:
+    src: Tensor  # [batch, src_len] padded with PAD_ID
+    tgt_in: Tensor  # [batch, tgt_len]: BOS + target
+    tgt_out: Tensor  # [batch, tgt_len]: target + EOS, PAD where padded
+
+    @property
+    def target_tokens(self) -> int:
+        return int((self.tgt_out != PAD_ID).sum())
+
+
+def collate(sources: Sequence[np.ndarray], targets: Sequence[np.ndarray], *,
+            bos_id: int = BOS_ID, eos_id: int = EOS_ID, pad_id: int = PAD_ID) -> Batch:
+    src_len = max(len(s) for s in sources)
+    tgt_len = max(len(t) for t in targets) + 1
+    src = torch.full((len(sources), src_len), pad_id, dtype=torch.long)
+    tgt_in = torch.full((len(sources), tgt_len), pad_id, dtype=torch.long)
+    tgt_out = torch.full((len(sources), tgt_len), pad_id, dtype=torch.long)
+    for row, (s, t) in enumerate(zip(sources, targets, strict=True)):
+        src[row, : len(s)] = torch.from_numpy(s.astype(np.int64))
+        tgt_in[row, 0] = bos_id
+        tgt_in[row, 1: len(t) + 1] = torch.from_numpy(t.astype(np.int64))
+        tgt_out[row, : len(t)] = torch.from_numpy(t.astype(np.int64))
+        tgt_out[row, len(t)] = eos_id
+    return Batch(src, tgt_in, tgt_out)
+
+
+def token_batches(data: EncodedPairs, *, max_tokens: int, seed: int,
+                  epoch: int) -> list[list[int]]:
+    """Index batches of similar lengths under `max_tokens` (padded src+tgt), in an order
+    that depends only on (seed, epoch): resuming replays exactly the same batches."""
+    rng = random.Random(seed * 1_000_003 + epoch)
+    order = list(range(len(data)))
+    rng.shuffle(order)
+    batches: list[list[int]] = []
+    pool = 100 * 64  # sort within pools: similar lengths together, still shuffled overall
+    for start in range(0, len(order), pool):
+        chunk = sorted(order[start: start + pool],
+                       key=lambda i: (len(data.target[i]), len(data.source[i])))
+        current: list[int] = []
+        longest = 0
+        for index in chunk:
+            length = max(len(data.source[index]), len(data.target[index]) + 1)
+            if current and (len(current) + 1) * max(longest, length) * 2 > max_tokens:
+                batches.append(current)
+                current, longest = [], 0
+            current.append(index)
+            longest = max(longest, length)
+        if current:
+            batches.append(current)
+    rng.shuffle(batches)
+    return batches
+
+
+def iterate_batches(data: EncodedPairs, batches: Sequence[list[int]], *,
+                    start: int = 0) -> Iterator[tuple[int, Batch]]:
+    for number in range(start, len(batches)):
+        indices = batches[number]
+        yield number, collate([data.source[i] for i in indices], [data.target[i] for i in indices])
+
+
+def save_encoded(data: EncodedPairs, path: Path) -> None:
+    """Ragged arrays as flat ids + lengths (one .npz, written atomically)."""
+    tmp = path.with_name(path.name + ".tmp.npz")
+    np.savez(tmp, src=np.concatenate(data.source), tgt=np.concatenate(data.target),
+             src_len=np.array([len(s) for s in data.source], dtype=np.int32),
+             tgt_len=np.array([len(t) for t in data.target], dtype=np.int32))
+    tmp.replace(path)
+
+
+def load_encoded(path: Path) -> EncodedPairs:
+    arrays = np.load(path)
+    src_split = np.cumsum(arrays["src_len"])[:-1]
+    tgt_split = np.cumsum(arrays["tgt_len"])[:-1]
+    return EncodedPairs(list(np.split(arrays["src"], src_split)),
+                        list(np.split(arrays["tgt"], tgt_split)))

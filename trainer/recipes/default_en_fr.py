@@ -1,0 +1,138 @@
+"""Recipe of the embedded default model: an English->French backbone trained from scratch
+on every en-fr corpus of the shared data (7 domains + extra genres), joint sentencepiece.
+
+    python -m trainer.recipes.default_en_fr --data ../shared/data --run-dir runs/default-en-fr
+
+Every stage is resumable: re-running the command continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from pathlib import Path
+
+import sentencepiece as spm
+import torch
+
+from server.engine.backbone import Backbone
+from server.engine.config import BackboneConfig
+from trainer.data import (
+    BOS_ID,
+    EOS_ID,
+    PAD_ID,
+    UNK_ID,
+    Corpus,
+    EncodedPairs,
+    encode_pairs,
+    iterate_batches,
+    load_encoded,
+    save_encoded,
+    token_batches,
+    train_sentencepiece,
+)
+from trainer.loop import Trainable, TrainSettings, translation_loss
+from trainer.run import train
+
+log = logging.getLogger("trainer.recipes.default_en_fr")
+
+DOMAINS = ("medical", "law", "it", "subtitles", "edu", "ted", "religion")
+VOCAB_SIZE = 8000
+MAX_LEN = 128
+
+BACKBONE = BackboneConfig(
+    src_vocab_size=VOCAB_SIZE, tgt_vocab_size=VOCAB_SIZE, d_model=256, n_heads=4, d_ff=1024,
+    encoder_layers=6, decoder_layers=3, activation="relu", normalize_before=False,
+    positions="sinusoidal", max_positions=512, scale_embedding=True, shared_embeddings="all",
+    output_bias=False, dropout=0.1, pad_id=PAD_ID, eos_id=EOS_ID, unk_id=UNK_ID,
+    decoder_start_id=BOS_ID)
+
+SETTINGS = TrainSettings(lr=1e-3, warmup_steps=800, max_tokens=5000, max_epochs=8,
+                         max_minutes=100.0, eval_every=500, checkpoint_every_s=300.0)
+
+
+def corpora(data_dir: Path, split: str = "train") -> list[Corpus]:
+    en_fr = data_dir / "en-fr"
+    found = [Corpus(d, en_fr / "domains" / d / f"{split}.en", en_fr / "domains" / d / f"{split}.fr")
+             for d in DOMAINS]
+    if split == "train":
+        for extra in sorted((en_fr / "extra").iterdir()):
+            found.append(Corpus(extra.name, extra / "train.en", extra / "train.fr"))
+    return found
+
+
+def prepare(data_dir: Path, run_dir: Path) -> tuple[spm.SentencePieceProcessor, EncodedPairs]:
+    """Stage 1: joint vocabulary and the encoded training set (cached in run_dir)."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    spm_path = run_dir / "spm.model"
+    encoded_path = run_dir / "train.npz"
+    pairs: list[tuple[str, str]] = []
+    if not spm_path.exists() or not encoded_path.exists():
+        for corpus in corpora(data_dir):
+            part = corpus.read()
+            log.info("corpus %s: %d pairs", corpus.name, len(part))
+            pairs.extend(part)
+    if not spm_path.exists():
+        texts = [s for s, _ in pairs] + [t for _, t in pairs]
+        train_sentencepiece(texts, run_dir / "spm", vocab_size=VOCAB_SIZE)
+    processor = spm.SentencePieceProcessor(model_file=str(spm_path))
+    if not encoded_path.exists():
+        save_encoded(encode_pairs(pairs, processor, max_len=MAX_LEN), encoded_path)
+    data = load_encoded(encoded_path)
+    log.info("training set: %d pairs, %d target tokens", len(data),
+             sum(len(t) + 1 for t in data.target))
+    return processor, data
+
+
+def dev_loss_fn(model: Backbone, dev: EncodedPairs) -> float:
+    batches = token_batches(dev, max_tokens=8000, seed=0, epoch=0)
+    total, tokens = 0.0, 0
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        for _, batch in iterate_batches(dev, batches):
+            logits = model(batch.src, batch.tgt_in)
+            count = batch.target_tokens
+            total += float(translation_loss(logits, batch.tgt_out, 0.0)) * count
+            tokens += count
+    return total / max(tokens, 1)
+
+
+def backbone_trainable(model: Backbone) -> Trainable:
+    return Trainable(
+        parameters=list(model.parameters()),
+        forward=lambda batch: model(batch.src, batch.tgt_in),
+        state_dict=model.state_dict,
+        load_state_dict=lambda state: model.load_state_dict(state),
+        set_train=model.train)
+
+
+def train_backbone(data_dir: Path, run_dir: Path, settings: TrainSettings) -> Backbone:
+    processor, data = prepare(data_dir, run_dir)
+    dev_pairs = [p for c in corpora(data_dir, "dev") for p in c.read()]
+    dev = encode_pairs(dev_pairs, processor, max_len=MAX_LEN)
+    (run_dir / "config.json").write_text(json.dumps(BACKBONE.to_dict(), indent=1))
+    torch.manual_seed(settings.seed)
+    model = Backbone(BACKBONE)
+    log.info("backbone: %.2fM parameters", sum(p.numel() for p in model.parameters()) / 1e6)
+    train(backbone_trainable(model), data, settings, run_dir / "backbone",
+          evaluate=lambda: -dev_loss_fn(model, dev))
+    return model
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=Path("../shared/data"))
+    parser.add_argument("--run-dir", type=Path, default=Path("runs/default-en-fr"))
+    parser.add_argument("--max-minutes", type=float, default=SETTINGS.max_minutes,
+                        help="wall-clock budget of the backbone stage")
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    torch.set_num_threads(args.threads)
+    settings = TrainSettings(**{**SETTINGS.__dict__, "max_minutes": args.max_minutes})
+    train_backbone(args.data, args.run_dir, settings)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,144 @@
+"""The training run: batches -> loss -> Adam step, with evaluation, early stopping,
+periodic checkpoints and exact resume (same batches, same optimiser state)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from trainer.data import EncodedPairs, iterate_batches, token_batches
+from trainer.loop import (
+    Checkpoints,
+    Evaluate,
+    OnProgress,
+    Progress,
+    Trainable,
+    TrainSettings,
+    lr_at,
+    translation_loss,
+)
+
+log = logging.getLogger(__name__)
+
+
+def _restore(checkpoints: Checkpoints, trainable: Trainable,
+             optimizer: torch.optim.Optimizer) -> Progress:
+    saved = checkpoints.load()
+    if saved is None:
+        return Progress()
+    trainable.load_state_dict(saved["model"])
+    optimizer.load_state_dict(saved["optimizer"])
+    torch.set_rng_state(saved["rng"])
+    progress = Progress(**saved["progress"])
+    log.info("resumed at step %d (epoch %d, batch %d)", progress.step, progress.epoch,
+             progress.batch_in_epoch)
+    return progress
+
+
+def _budget_extended(progress: Progress, settings: TrainSettings) -> bool:
+    """A run stopped by its time or step budget continues when given a larger one."""
+    if progress.stop_reason == "max_minutes":
+        return progress.elapsed_s < settings.max_minutes * 60
+    if progress.stop_reason == "max_steps":
+        return progress.step < settings.max_steps
+    return False
+
+
+def _save(checkpoints: Checkpoints, trainable: Trainable, optimizer: torch.optim.Optimizer,
+          progress: Progress) -> None:
+    payload: dict[str, Any] = {"model": trainable.state_dict(),
+                               "optimizer": optimizer.state_dict(),
+                               "rng": torch.get_rng_state(), "progress": asdict(progress)}
+    checkpoints.save(payload, progress)
+
+
+def _evaluate(progress: Progress, evaluate: Evaluate, settings: TrainSettings,
+              trainable: Trainable) -> None:
+    trainable.set_train(False)
+    score = evaluate()
+    trainable.set_train(True)
+    progress.history.append({"step": progress.step, "score": score, "loss": progress.loss})
+    if score > progress.best_score:
+        progress.best_score = score
+        progress.evals_without_improvement = 0
+    else:
+        progress.evals_without_improvement += 1
+    log.info("step %d: dev score %.4f (best %.4f)", progress.step, score, progress.best_score)
+
+
+def train(trainable: Trainable, data: EncodedPairs, settings: TrainSettings, run_dir: Path, *,
+          evaluate: Evaluate | None = None, on_progress: OnProgress | None = None,
+          on_best: OnProgress | None = None) -> Progress:
+    """Train until max_epochs / max_steps / max_minutes / early stopping; resumable."""
+    torch.manual_seed(settings.seed)
+    optimizer = torch.optim.Adam(trainable.parameters, lr=settings.lr, betas=(0.9, 0.98),
+                                 eps=1e-9, weight_decay=settings.weight_decay)
+    checkpoints = Checkpoints(run_dir)
+    progress = _restore(checkpoints, trainable, optimizer)
+    if _budget_extended(progress, settings):
+        progress.finished, progress.stop_reason = False, ""
+    if progress.finished:
+        return progress
+    trainable.set_train(True)
+    started, last_save = time.monotonic() - progress.elapsed_s, time.monotonic()
+    window_tokens, window_start = 0, time.monotonic()
+    while progress.epoch < settings.max_epochs and not progress.finished:
+        batches = token_batches(data, max_tokens=settings.max_tokens, seed=settings.seed,
+                                epoch=progress.epoch)
+        for number, batch in iterate_batches(data, batches, start=progress.batch_in_epoch):
+            for group in optimizer.param_groups:
+                group["lr"] = lr_at(progress.step + 1, settings)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=settings.bf16):
+                logits = trainable.forward(batch)
+                loss = translation_loss(logits, batch.tgt_out, settings.label_smoothing)
+                if trainable.extra_loss is not None:
+                    loss = loss + trainable.extra_loss()
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if settings.grad_clip > 0:
+                torch.nn.utils.clip_grad_norm_(trainable.parameters, settings.grad_clip)
+            optimizer.step()
+            progress.step += 1
+            progress.batch_in_epoch = number + 1
+            progress.loss = loss.item()
+            tokens = batch.target_tokens
+            progress.target_tokens += tokens
+            window_tokens += tokens
+            progress.elapsed_s = time.monotonic() - started
+            if progress.step % settings.log_every == 0:
+                rate = window_tokens / max(time.monotonic() - window_start, 1e-9)
+                log.info("step %d epoch %d loss %.4f lr %.2e %.0f tgt tok/s elapsed %.0fs",
+                         progress.step, progress.epoch, progress.loss,
+                         lr_at(progress.step, settings), rate, progress.elapsed_s)
+                window_tokens, window_start = 0, time.monotonic()
+                if on_progress is not None:
+                    on_progress(progress)
+            if evaluate is not None and progress.step % settings.eval_every == 0:
+                _evaluate(progress, evaluate, settings, trainable)
+                if progress.evals_without_improvement == 0 and on_best is not None:
+                    on_best(progress)
+                if settings.patience and progress.evals_without_improvement >= settings.patience:
+                    progress.finished, progress.stop_reason = True, "early stopping"
+            if progress.step >= settings.max_steps:
+                progress.finished, progress.stop_reason = True, "max_steps"
+            if progress.elapsed_s >= settings.max_minutes * 60:
+                progress.finished, progress.stop_reason = True, "max_minutes"
+            if progress.finished or time.monotonic() - last_save >= settings.checkpoint_every_s:
+                _save(checkpoints, trainable, optimizer, progress)
+                last_save = time.monotonic()
+            if progress.finished:
+                break
+        else:
+            progress.epoch += 1
+            progress.batch_in_epoch = 0
+    if not progress.finished:
+        progress.finished, progress.stop_reason = True, "max_epochs"
+    _save(checkpoints, trainable, optimizer, progress)
+    trainable.set_train(False)
+    log.info("training finished: %s after %d steps", progress.stop_reason, progress.step)
+    return progress
