@@ -26,7 +26,7 @@ INSTALL_DEPS  := pyproject.toml $(wildcard server/__init__.py model_store/__init
 DEV_STAMP     := $(VENV)/.installed
 RUNTIME_STAMP := $(VENV)/.installed-runtime
 
-# --quick is passed to the engine benchmark only when QUICK is set to something other than 0.
+# --quick is passed to the benchmarks only when QUICK is set to something other than 0.
 QUICK_FLAG := $(if $(filter-out 0,$(QUICK)),--quick,)
 
 .PHONY: venv venv-runtime run test lint bench-engine bench-serve eval train-default clean distclean
@@ -65,10 +65,10 @@ bench-engine: $(DEV_STAMP)
 	$(PY) -m benchmarks.engine_speed --data $(DATA) $(QUICK_FLAG)
 
 bench-serve: $(DEV_STAMP)
-	$(PY) -m benchmarks.serve_load --data $(DATA)
+	$(PY) -m benchmarks.serve_load --data $(DATA) $(QUICK_FLAG)
 
 eval: $(DEV_STAMP)
-	$(PY) -m benchmarks.evaluate --data $(DATA)
+	$(PY) -m benchmarks.evaluate --data $(DATA) $(QUICK_FLAG)
 
 train-default: $(RUNTIME_STAMP)
 	$(PY) -m trainer.recipes.default_en_fr --data $(DATA)

@@ -49,6 +49,17 @@ class SentenceJob:
     members: tuple[Member, ...]
     max_length: int  # target tokens, EOS included
 
+    def __post_init__(self) -> None:
+        if not self.source_ids:
+            raise ValueError("a sentence job needs at least one source token")
+        if not self.members:
+            raise ValueError("a sentence job needs at least one member")
+        bad = [m.weight for m in self.members if not (m.weight > 0 and math.isfinite(m.weight))]
+        if bad:
+            raise ValueError(f"member weights must be positive and finite (got {bad})")
+        if self.max_length < 1:
+            raise ValueError(f"max_length must be >= 1 (got {self.max_length})")
+
 
 def load_backbone(config: BackboneConfig, tensors: dict[str, Tensor]) -> Backbone:
     """A backbone with exactly these tensors; lists every missing/unexpected/mis-shaped one."""
@@ -98,6 +109,14 @@ class Engine:
         """n-best hypotheses per job, in input order."""
         if not jobs:
             return []
+        too_long = [len(j.source_ids) for j in jobs if len(j.source_ids) > self.config.max_positions]
+        if too_long:
+            raise ValueError(f"source of {max(too_long)} tokens exceeds the backbone's "
+                             f"{self.config.max_positions} positions")
+        over = [j.max_length for j in jobs if j.max_length > self.config.max_positions]
+        if over:
+            raise ValueError(f"max_length {max(over)} exceeds the backbone's "
+                             f"{self.config.max_positions} positions")
         module_ids = [m.module_id for job in jobs for m in job.members if m.module_id]
         lease = self.modules.acquire(module_ids)
         try:

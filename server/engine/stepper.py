@@ -71,7 +71,7 @@ class MemberStepper:
         """Per hypothesis: logsumexp over its member rows of (log w + log p)."""
         weighted = log_probs + self.log_weights[:, None]
         peak = torch.full((n_hyps, weighted.shape[1]), -float("inf"))
-        peak.index_reduce_(0, self.hyp_index, weighted, "amax")
+        peak.scatter_reduce_(0, self.hyp_index[:, None].expand_as(weighted), weighted, "amax")
         peak = torch.where(torch.isfinite(peak), peak, torch.zeros_like(peak))
         total = torch.zeros_like(peak).index_add_(
             0, self.hyp_index, (weighted - peak.index_select(0, self.hyp_index)).exp())

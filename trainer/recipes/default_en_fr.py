@@ -33,9 +33,11 @@ from trainer.data import (
     train_sentencepiece,
 )
 from trainer.loop import Trainable, TrainSettings, translation_loss
+from trainer.recipes.default_stages import publish_builtin, train_adapter, train_router
 from trainer.run import train
 
 log = logging.getLogger("trainer.recipes.default_en_fr")
+BUILTIN_DIR = Path(__file__).resolve().parents[2] / "model_store" / "builtin"
 
 DOMAINS = ("medical", "law", "it", "subtitles", "edu", "ted", "religion")
 VOCAB_SIZE = 8000
@@ -47,6 +49,12 @@ BACKBONE = BackboneConfig(
     positions="sinusoidal", max_positions=512, scale_embedding=True, shared_embeddings="all",
     output_bias=False, dropout=0.1, pad_id=PAD_ID, eos_id=EOS_ID, unk_id=UNK_ID,
     decoder_start_id=BOS_ID)
+
+ADAPTER = {"family": "adapter", "bottleneck": 128}
+ADAPTER_SETTINGS = TrainSettings(lr=1e-3, warmup_steps=100, max_tokens=5000, max_epochs=8,
+                                 max_minutes=5.0, eval_every=50, patience=3, log_every=25,
+                                 checkpoint_every_s=120.0)
+STAGES = ("backbone", "adapters", "classifier", "publish")
 
 SETTINGS = TrainSettings(lr=1e-3, warmup_steps=800, max_tokens=5000, max_epochs=8,
                          max_minutes=100.0, eval_every=500, checkpoint_every_s=300.0)
@@ -124,14 +132,33 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--run-dir", type=Path, default=Path("runs/default-en-fr"))
+    parser.add_argument("--stage", choices=STAGES + ("all",), default="all",
+                        help="one stage, or all of them in order (each resumes or skips "
+                             "what is already done)")
     parser.add_argument("--max-minutes", type=float, default=SETTINGS.max_minutes,
                         help="wall-clock budget of the backbone stage")
+    parser.add_argument("--adapter-minutes", type=float, default=ADAPTER_SETTINGS.max_minutes,
+                        help="wall-clock budget of each domain's adapter")
+    parser.add_argument("--domains", nargs="*", default=list(DOMAINS))
+    parser.add_argument("--out", type=Path, default=BUILTIN_DIR,
+                        help="where the publish stage writes the built-in artifacts")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     torch.set_num_threads(args.threads)
-    settings = TrainSettings(**{**SETTINGS.__dict__, "max_minutes": args.max_minutes})
-    train_backbone(args.data, args.run_dir, settings)
+    stages = STAGES if args.stage == "all" else (args.stage,)
+    if "backbone" in stages:
+        settings = TrainSettings(**{**SETTINGS.__dict__, "max_minutes": args.max_minutes})
+        train_backbone(args.data, args.run_dir, settings)
+    if "adapters" in stages:
+        adapter_settings = TrainSettings(**{**ADAPTER_SETTINGS.__dict__,
+                                            "max_minutes": args.adapter_minutes})
+        for domain in args.domains:
+            train_adapter(args.data, args.run_dir, domain, adapter_settings, config=ADAPTER)
+    if "classifier" in stages:
+        train_router(args.data, args.run_dir, DOMAINS)
+    if "publish" in stages:
+        publish_builtin(args.data, args.run_dir, args.out)
 
 
 if __name__ == "__main__":

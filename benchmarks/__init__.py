@@ -1,0 +1,1 @@
+"""Reproducible speed and quality benchmarks; results land in benchmarks/results/."""

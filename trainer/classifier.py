@@ -1,0 +1,97 @@
+"""Train the fastText domain classifier (the router).
+
+The classifier artifact carries its own training examples (`examples.tsv.gz`: label TAB
+text), so adding a domain retrains on every domain the store knows plus the new one.
+fastText reads its input in order and does not shuffle, so examples are shuffled here
+(seeded); one thread keeps training deterministic.
+"""
+
+from __future__ import annotations
+
+import gzip
+import random
+import tempfile
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import fasttext
+
+from server.routing.classifier import CLASSIFIER_FILE, LABEL_PREFIX
+from server.routing.features import classifier_text
+
+EXAMPLES_FILE = "examples.tsv.gz"
+
+Example = tuple[str, str]  # (label, source text)
+
+
+@dataclass(frozen=True)
+class ClassifierSettings:
+    epoch: int = 25
+    lr: float = 0.5
+    dim: int = 32
+    word_ngrams: int = 2
+    minn: int = 3  # character n-grams help with rare words and typos
+    maxn: int = 5
+    bucket: int = 200_000
+    seed: int = 1
+    quantize: bool = True  # product quantization: the file shrinks ~10x
+
+
+def examples_to_bytes(examples: Sequence[Example]) -> bytes:
+    lines = "".join(f"{label}\t{text.replace(chr(9), ' ')}\n" for label, text in examples)
+    return gzip.compress(lines.encode("utf-8"), mtime=0)
+
+
+def examples_from_bytes(data: bytes) -> list[Example]:
+    out: list[Example] = []
+    for line in gzip.decompress(data).decode("utf-8").splitlines():
+        label, _, text = line.partition("\t")
+        out.append((label, text))
+    return out
+
+
+def train_classifier(examples: Sequence[Example], settings: ClassifierSettings = ClassifierSettings()
+                     ) -> bytes:
+    """The bytes of a trained fastText model (`classifier.bin`)."""
+    labels = sorted({label for label, _ in examples})
+    if len(labels) < 2:
+        raise ValueError(f"a classifier needs at least two domains (got {labels})")
+    shuffled = list(examples)
+    random.Random(settings.seed).shuffle(shuffled)
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "train.txt"
+        data.write_text("".join(f"{LABEL_PREFIX}{label} {classifier_text(text)}\n"
+                                for label, text in shuffled), encoding="utf-8")
+        model = fasttext.train_supervised(
+            str(data), epoch=settings.epoch, lr=settings.lr, dim=settings.dim,
+            wordNgrams=settings.word_ngrams, minn=settings.minn, maxn=settings.maxn,
+            bucket=settings.bucket, thread=1, seed=settings.seed, verbose=0)
+        out = Path(tmp) / CLASSIFIER_FILE
+        if settings.quantize:
+            model.quantize(input=str(data), qnorm=True, retrain=False, cutoff=100_000)
+        model.save_model(str(out))
+        return out.read_bytes()
+
+
+@dataclass(frozen=True)
+class Accuracy:
+    overall: float
+    per_label: dict[str, float]
+    confusion: dict[str, dict[str, int]]  # true label -> predicted label -> count
+
+
+def accuracy(model_bytes: bytes, examples: Sequence[Example]) -> Accuracy:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / CLASSIFIER_FILE
+        path.write_bytes(model_bytes)
+        model = fasttext.load_model(str(path))
+    confusion: dict[str, Counter[str]] = {}
+    for label, text in examples:
+        predicted = model.predict(classifier_text(text), k=1)[0][0].removeprefix(LABEL_PREFIX)
+        confusion.setdefault(label, Counter())[predicted] += 1
+    per_label = {label: counts[label] / sum(counts.values()) for label, counts in confusion.items()}
+    correct = sum(counts[label] for label, counts in confusion.items())
+    return Accuracy(correct / max(len(examples), 1), per_label,
+                    {label: dict(counts) for label, counts in confusion.items()})

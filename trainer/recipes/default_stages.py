@@ -1,0 +1,153 @@
+"""Stages 2-4 of the default model's recipe: one residual adapter per domain against the
+frozen backbone, the fastText router, and publication as built-in artifacts."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from model_store import Store
+from server.engine.artifacts import backbone_files, module_files
+from server.engine.backbone import Backbone
+from server.engine.config import BackboneConfig
+from server.engine.tokenizer import Tokenizer
+from trainer.classifier import (
+    EXAMPLES_FILE,
+    ClassifierSettings,
+    accuracy,
+    examples_to_bytes,
+    train_classifier,
+)
+from trainer.data import Corpus, encode_pairs
+from trainer.evaluate import evaluate_texts
+from trainer.loop import TrainSettings
+from trainer.modules import train_module
+
+log = logging.getLogger("trainer.recipes.default_en_fr")
+
+BACKBONE_NAME = "default-en-fr"
+ROUTER_NAME = "router"
+MAX_LEN = 128
+
+
+def domain_corpus(data_dir: Path, domain: str, split: str) -> Corpus:
+    base = data_dir / "en-fr" / "domains" / domain
+    return Corpus(domain, base / f"{split}.en", base / f"{split}.fr")
+
+
+def load_trained_backbone(run_dir: Path) -> tuple[Backbone, Tokenizer]:
+    config = BackboneConfig.from_dict(json.loads((run_dir / "config.json").read_text()))
+    model = Backbone(config)
+    saved = torch.load(run_dir / "backbone" / "checkpoint.pt", weights_only=True)
+    model.load_state_dict(saved["model"])
+    model.eval().requires_grad_(False)
+    spm_bytes = (run_dir / "spm.model").read_bytes()
+    tokenizer = Tokenizer(spm_bytes, vocab=None, eos_id=config.eos_id, unk_id=config.unk_id,
+                          pad_id=config.pad_id)
+    return model, tokenizer
+
+
+def train_adapter(data_dir: Path, run_dir: Path, domain: str, settings: TrainSettings, *,
+                  config: dict[str, Any]) -> None:
+    out_dir = run_dir / "adapters" / domain
+    if (out_dir / "result.json").exists():
+        log.info("adapter %s: already trained", domain)
+        return
+    model, tokenizer = load_trained_backbone(run_dir)
+    train = domain_corpus(data_dir, domain, "train").read()
+    dev = domain_corpus(data_dir, domain, "dev").read()
+    data = encode_pairs(train, tokenizer.processor, max_len=MAX_LEN)
+    generic, _ = evaluate_texts(model, tokenizer, tokenizer, dev)
+    log.info("adapter %s: %d pairs; backbone dev BLEU %.2f", domain, len(data), generic.bleu)
+    result = train_module(model, dict(config), data, dev, source=tokenizer, target=tokenizer,
+                          settings=settings, run_dir=out_dir)
+    save_file({k: v.contiguous() for k, v in result.params.items()},
+              str(out_dir / "module.safetensors"))
+    summary = {"domain": domain, "config": result.config, "pairs": len(data),
+               "dev": result.dev.as_dict(), "backbone_dev": generic.as_dict(),
+               "steps": result.progress.step, "stop_reason": result.progress.stop_reason,
+               "train_seconds": round(result.progress.elapsed_s, 1)}
+    (out_dir / "result.json").write_text(json.dumps(summary, indent=1))
+    log.info("adapter %s: dev BLEU %.2f (backbone %.2f)", domain, result.dev.bleu, generic.bleu)
+
+
+def train_router(data_dir: Path, run_dir: Path, domains: tuple[str, ...]) -> None:
+    out_dir = run_dir / "classifier"
+    if (out_dir / "accuracy.json").exists():
+        log.info("classifier: already trained")
+        return
+    out_dir.mkdir(parents=True, exist_ok=True)
+    examples = [(d, s) for d in domains for s, _ in domain_corpus(data_dir, d, "train").read()]
+    dev = [(d, s) for d in domains for s, _ in domain_corpus(data_dir, d, "dev").read()]
+    model_bytes = train_classifier(examples, ClassifierSettings())
+    (out_dir / "classifier.bin").write_bytes(model_bytes)
+    (out_dir / EXAMPLES_FILE).write_bytes(examples_to_bytes(examples))
+    scores = accuracy(model_bytes, dev)
+    (out_dir / "accuracy.json").write_text(json.dumps(
+        {"dev_accuracy": scores.overall, "per_domain": scores.per_label,
+         "confusion": scores.confusion}, indent=1))
+    log.info("classifier: dev accuracy %.3f", scores.overall)
+
+
+def publish_builtin(data_dir: Path, run_dir: Path, out: Path) -> None:
+    """Publish every trained artifact into a scratch store, then copy the verified version
+    directories into `out` (the package's read-only built-in directory)."""
+    model, tokenizer = load_trained_backbone(run_dir)
+    progress = json.loads((run_dir / "backbone" / "progress.json").read_text())
+    spm_bytes = (run_dir / "spm.model").read_bytes()
+    with tempfile.TemporaryDirectory() as tmp, Store.open(Path(tmp), builtin_dir=None) as store:
+        backbone = store.publish(
+            "backbone", BACKBONE_NAME,
+            backbone_files(model.config, model.state_dict(), source_spm=spm_bytes,
+                           target_spm=spm_bytes, half=True),
+            config=model.config.to_dict(), provenance=_backbone_provenance(progress))
+        fingerprint = backbone.backbone_fingerprint
+        for result_path in sorted((run_dir / "adapters").glob("*/result.json")):
+            _publish_adapter(store, result_path, fingerprint)
+        _publish_router(store, run_dir / "classifier", fingerprint)
+        if out.exists():
+            for kind_dir in ("backbones", "modules", "classifiers"):
+                shutil.rmtree(out / kind_dir, ignore_errors=True)
+        for kind_dir in ("backbones", "modules", "classifiers"):
+            if (Path(tmp) / kind_dir).exists():
+                shutil.copytree(Path(tmp) / kind_dir, out / kind_dir)
+    log.info("built-in artifacts written to %s", out)
+
+
+def _backbone_provenance(progress: dict[str, Any]) -> dict[str, Any]:
+    return {"recipe": "trainer/recipes/default_en_fr.py", "data": "shared/data en-fr: 7 domains "
+            "+ extra genres (train splits)", "steps": progress["step"],
+            "target_tokens": progress["target_tokens"],
+            "train_seconds": round(progress["elapsed_s"], 1)}
+
+
+def _publish_adapter(store: Store, result_path: Path, fingerprint: str) -> None:
+    result = json.loads(result_path.read_text())
+    params = load_file(str(result_path.parent / "module.safetensors"))
+    store.publish("module", result["domain"], module_files(params, half=True),
+                  config=result["config"], backbone_fingerprint=fingerprint,
+                  provenance={"data": f"shared/data en-fr/domains/{result['domain']}/train",
+                              "pairs": result["pairs"], "steps": result["steps"],
+                              "train_seconds": result["train_seconds"]},
+                  scores={"dev": result["dev"], "backbone_dev": result["backbone_dev"]})
+
+
+def _publish_router(store: Store, directory: Path, fingerprint: str) -> None:
+    if not (directory / "classifier.bin").exists():
+        return
+    scores = json.loads((directory / "accuracy.json").read_text())
+    labels = sorted(scores["per_domain"])
+    store.publish("classifier", ROUTER_NAME,
+                  {"classifier.bin": (directory / "classifier.bin").read_bytes(),
+                   EXAMPLES_FILE: (directory / EXAMPLES_FILE).read_bytes()},
+                  config={"labels": labels}, backbone_fingerprint=fingerprint,
+                  provenance={"data": "shared/data en-fr/domains/*/train.en"},
+                  scores={"dev_accuracy": round(scores["dev_accuracy"], 4),
+                          "per_domain": {k: round(v, 4) for k, v in scores["per_domain"].items()}})
