@@ -10,7 +10,7 @@ both read and then fail to upgrade to a write lock; WAL lets readers proceed mea
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -37,6 +37,8 @@ from .manifest import ArtifactKind, Manifest
 from .tables import active, artifacts, events, jobs, metadata
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+RUNNING_STATES: tuple[JobState, ...] = ("running", "evaluating")
+UNFINISHED_STATES: tuple[JobState, ...] = ("queued", *RUNNING_STATES)
 _WRITE = "model_store_write"
 
 
@@ -296,6 +298,76 @@ class Registry:
             query = query.where(jobs.c.state == state)
         with self._read() as conn:
             return [job_from_row(row) for row in conn.execute(query).mappings()]
+
+    # -- training sidecar: atomic flips, exclusive job creation, fenced updates --------
+
+    def set_active_many(
+        self,
+        versions: Sequence[tuple[ArtifactKind, str, int]],
+        *,
+        expect: Mapping[tuple[ArtifactKind, str], int | None] | None = None,
+    ) -> None:
+        """Activate several versions in ONE transaction (a domain's module and the router
+        that knows it): pollers see all or none. `expect`: `(kind, name)` -> the active
+        version the caller's work is based on; ConflictError if one changed meanwhile."""
+        with self._write() as conn:
+            for (kind, name), seen in sorted((expect or {}).items()):
+                now = conn.execute(select(active.c.version).where(
+                    active.c.kind == kind, active.c.name == name)).scalar()
+                if now != seen:
+                    raise ConflictError(f"active {kind} {name!r} is version {now}, not {seen}")
+            for kind, name, version in versions:
+                known = self._versions(conn, kind, name)
+                if version not in known:
+                    raise NotFoundError(f"{kind} {name!r} version", version, known)
+                where = (active.c.kind == kind, active.c.name == name)
+                values = {"version": version, "updated_at": _now()}
+                if conn.execute(update(active).where(*where).values(values)).rowcount == 0:
+                    conn.execute(insert(active).values(kind=kind, name=name, **values))
+                self._event(conn, kind, name, version=version, action="activate")
+
+    def create_domain_job(
+        self, domain: str, *, config: dict[str, Any], data_location: str, job_id: str
+    ) -> Job:
+        """A queued job for `domain`, unless the domain is active or has an unfinished job
+        (ConflictError): the check and the insert share one write transaction."""
+        now = _now()
+        with self._write() as conn:
+            where = (active.c.kind == "module", active.c.name == domain)
+            served = conn.execute(select(active.c.version).where(*where)).scalar()
+            if served is not None:
+                raise ConflictError(f"domain {domain!r} exists (module v{served} is active)")
+            busy = conn.execute(select(jobs.c.id, jobs.c.state).where(
+                jobs.c.domain == domain, jobs.c.state.in_(UNFINISHED_STATES))).first()
+            if busy is not None:
+                raise ConflictError(f"domain {domain!r} has a {busy.state} job ({busy.id})")
+            conn.execute(insert(jobs).values(
+                id=job_id, domain=domain, state="queued", progress=0.0, scores_json="{}",
+                config_json=canonical_json(config), data_location=data_location,
+                created_at=now, updated_at=now, attempts=0))
+        return self.get_job(job_id)
+
+    def heartbeat_job(self, job_id: str, owner: str, /, **fields: Any) -> bool:
+        """Refresh the heartbeat (and update `fields`, see `JobUpdate`) of a running job of
+        worker `owner`; False, nothing written, when it is no longer `owner`'s: stop then."""
+        values = JobUpdate.model_validate(fields).to_columns()
+        values["heartbeat_at"] = values["updated_at"] = _now()
+        mine = (jobs.c.id == job_id, jobs.c.worker == owner, jobs.c.state.in_(RUNNING_STATES))
+        with self._write() as conn:
+            return bool(conn.execute(update(jobs).where(*mine).values(values)).rowcount)
+
+    def take_over_job(self, job: Job, worker: str) -> Job | None:
+        """Claim a running job whose worker died (or restarted). Conditional on the worker
+        and heartbeat the caller saw: of two workers taking it over one wins (None: lost)."""
+        beat, now = jobs.c.heartbeat_at, _now()
+        seen = beat.is_(None) if job.heartbeat_at is None else beat == job.heartbeat_at
+        owner = jobs.c.worker.is_(None) if job.worker is None else jobs.c.worker == job.worker
+        where = (jobs.c.id == job.id, jobs.c.state.in_(RUNNING_STATES), seen, owner)
+        values = {"worker": worker, "attempts": jobs.c.attempts + 1, "heartbeat_at": now}
+        with self._write() as conn:
+            claimed = conn.execute(update(jobs).where(*where).values(
+                updated_at=now, **values)).rowcount == 1
+        return self.get_job(job.id) if claimed else None
 
     # -- helpers ------------------------------------------------------------------------
 

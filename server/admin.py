@@ -71,7 +71,7 @@ class DomainAdmin:
 
     async def upload(self, name: str, data: bytes, *, activate: bool) -> Manifest:
         """Verify an uploaded module artifact (tar.gz) and publish it as the next version."""
-        _check_domain_name(name)
+        check_domain_name(name)
         manifest = await asyncio.to_thread(self._import, name, data)
         if activate:
             await self.activate(name, manifest.version)
@@ -104,7 +104,7 @@ class DomainAdmin:
     async def activate(self, name: str, version: int) -> DomainEntry:
         """Serve `version` of `name` (roll forward or back): verify and load it first, then
         flip the registry, then apply."""
-        _check_domain_name(name)
+        check_domain_name(name)
         await asyncio.to_thread(self.store.record, "module", name, version)  # NotFound
         await self.runtime.preload(name, version)
         await asyncio.to_thread(self.store.activate, "module", name, version)
@@ -119,7 +119,7 @@ class DomainAdmin:
     async def delete(self, name: str) -> Deleted:
         """Stop serving `name`: deactivate it, then wait for in-flight requests that use
         any of its versions. The artifacts stay for a later rollback."""
-        _check_domain_name(name)
+        check_domain_name(name)
         version = await asyncio.to_thread(self.store.registry.get_active, "module", name)
         if version is None:
             active = await asyncio.to_thread(self.store.active_domains)
@@ -131,7 +131,7 @@ class DomainAdmin:
         return Deleted(name, version, drained)
 
 
-def _check_domain_name(name: str) -> None:
+def check_domain_name(name: str) -> None:
     try:
         check_name(name)
     except ValueError as error:

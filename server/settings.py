@@ -44,6 +44,18 @@ class LimitSettings(BaseModel):
         2 << 30, ge=1, description="size of an uploaded module artifact (tar.gz)")
 
 
+class JobSettings(BaseModel):
+    """Adding a domain from data (`POST /admin/domains`): what an upload may be."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_upload_bytes: int = Field(
+        50 * 1024 * 1024, ge=1, description="size of a whole domain upload (413 above)")
+    min_pairs: int = Field(
+        20, ge=1, description="training pairs a new domain needs at least (after a dev set "
+                              "is held out)")
+
+
 class DecodingSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -121,6 +133,7 @@ class Settings(BaseSettings):
         60.0, gt=0, description="DELETE /admin/domains waits this long for in-flight work")
     engine: EngineSettings = Field(default_factory=EngineSettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
+    jobs: JobSettings = Field(default_factory=JobSettings)
     decoding: DecodingSettings = Field(default_factory=DecodingSettings)
     scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
     routing: RoutingSettings = Field(default_factory=RoutingSettings)

@@ -52,9 +52,10 @@ def examples_from_bytes(data: bytes) -> list[Example]:
     return out
 
 
-def train_classifier(examples: Sequence[Example], settings: ClassifierSettings = ClassifierSettings()
+def train_classifier(examples: Sequence[Example], settings: ClassifierSettings | None = None
                      ) -> bytes:
     """The bytes of a trained fastText model (`classifier.bin`)."""
+    settings = settings or ClassifierSettings()
     labels = sorted({label for label, _ in examples})
     if len(labels) < 2:
         raise ValueError(f"a classifier needs at least two domains (got {labels})")

@@ -48,11 +48,11 @@ class TrainSettings:
 class Trainable:
     """What a training run optimises."""
 
-    parameters: list[torch.nn.Parameter]
+    parameters: list[Tensor]  # leaf tensors that require grad
     forward: Callable[[Batch], Tensor]  # logits [batch, tgt_len, vocab]
     state_dict: Callable[[], dict[str, Tensor]]
     load_state_dict: Callable[[dict[str, Tensor]], None]
-    set_train: Callable[[bool], None]
+    set_train: Callable[[bool], object]  # nn.Module.train fits
     extra_loss: Callable[[], Tensor] | None = None  # regularisers (e.g. adapter output norm)
 
 
@@ -114,3 +114,12 @@ class Checkpoints:
 
 Evaluate = Callable[[], float]  # higher is better (e.g. -dev loss or dev BLEU)
 OnProgress = Callable[[Progress], None]
+ShouldStop = Callable[[], bool]  # polled after every step (e.g. SIGTERM received)
+
+
+class TrainingInterrupted(Exception):
+    """A run stopped on request before it finished; its checkpoint resumes it exactly."""
+
+    def __init__(self, progress: Progress) -> None:
+        super().__init__(f"training interrupted at step {progress.step}")
+        self.progress = progress

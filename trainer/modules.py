@@ -22,7 +22,7 @@ from server.engine.single import SingleModuleHooks
 from server.engine.tokenizer import Tokenizer
 from trainer.data import EncodedPairs
 from trainer.evaluate import Scores, evaluate_texts
-from trainer.loop import Progress, Trainable, TrainSettings
+from trainer.loop import Progress, ShouldStop, Trainable, TrainingInterrupted, TrainSettings
 from trainer.run import train
 
 log = logging.getLogger(__name__)
@@ -63,8 +63,13 @@ def _trainable(backbone: Backbone, hooks: SingleModuleHooks, params: Params,
 def train_module(backbone: Backbone, config: dict[str, Any], data: EncodedPairs,
                  dev_pairs: Sequence[tuple[str, str]], *, source: Tokenizer, target: Tokenizer,
                  settings: TrainSettings, run_dir: Path, penalty_weight: float = 0.0,
-                 on_progress: Callable[[Progress], None] | None = None) -> ModuleResult:
-    """Train a module of `config["family"]`; returns the parameters with the best dev BLEU."""
+                 on_progress: Callable[[Progress], None] | None = None,
+                 should_stop: ShouldStop | None = None) -> ModuleResult:
+    """Train a module of `config["family"]`; returns the parameters with the best dev BLEU.
+
+    Resumes from `run_dir`'s checkpoint; raises TrainingInterrupted (checkpoint saved)
+    when `should_stop` asks for it before the run finishes.
+    """
     family = get_family(str(config["family"]))
     config = family.normalise(config)
     backbone.requires_grad_(False)
@@ -90,7 +95,9 @@ def train_module(backbone: Backbone, config: dict[str, Any], data: EncodedPairs,
 
     trainable = _trainable(backbone, hooks, params, penalty_weight)
     progress = train(trainable, data, settings, run_dir, evaluate=evaluate,
-                     on_progress=on_progress, on_best=keep_best)
+                     on_progress=on_progress, on_best=keep_best, should_stop=should_stop)
+    if not progress.finished:
+        raise TrainingInterrupted(progress)
     final = load_file(str(best_path)) if best_path.exists() else trainable.state_dict()
     backbone.eval()
     chosen = {k: v.detach() for k, v in final.items()}

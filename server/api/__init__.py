@@ -2,12 +2,12 @@
 
 from fastapi import APIRouter
 
-from server.api import routes_admin, routes_health, routes_translate
+from server.api import jobs, routes_admin, routes_health, routes_translate
 
 # TRAINING SIDECAR: `POST /admin/domains` (add a domain from data) and
-# `GET /admin/jobs/{id}` belong to the training sidecar issue. Its router goes in
-# `server/api/jobs.py` (prefix "/admin", dependencies=[Depends(deps.require_admin)]) and is
-# added to this list; nothing else here needs to change.
-ROUTERS: list[APIRouter] = [routes_translate.router, routes_admin.router, routes_health.router]
+# `GET /admin/jobs[/{id}]` live in `server/api/jobs.py`; the sidecar (`python -m trainer`)
+# runs the jobs.
+ROUTERS: list[APIRouter] = [routes_translate.router, routes_admin.router, jobs.router,
+                            routes_health.router]
 
 __all__ = ["ROUTERS"]

@@ -54,7 +54,7 @@ class _Sentence:
 
 
 def length_normalised(score: float, length: int, penalty: float) -> float:
-    return score / (max(length, 1) ** penalty)
+    return float(score / (max(length, 1) ** penalty))
 
 
 def _forbid_eos(log_probs: Tensor, step: int, options: SearchOptions) -> Tensor:
@@ -121,7 +121,8 @@ def _select(values: list[float], parents: list[int], tokens: list[int], history:
         # Heuristic of HF transformers: stop when the best live beam, normalised at the
         # current length, cannot beat the worst of the best finished hypotheses.
         best = sorted(sentence.finished, reverse=True)[: options.beam_size]
-        sentence.done = length_normalised(beams[0][0], step, options.length_penalty) <= best[-1].score
+        best_live = length_normalised(beams[0][0], step, options.length_penalty)
+        sentence.done = best_live <= best[-1].score
     return beams
 
 
@@ -145,7 +146,8 @@ def beam_search(stepper: Stepper, max_lengths: list[int],
     while live:
         log_probs = _forbid_eos(stepper.step(tokens), step, options)  # [live*beam, vocab]
         vocab = log_probs.shape[-1]
-        candidates = (scores.reshape(-1, 1) + log_probs).reshape(len(live), size * vocab)
+        totals = scores.to(log_probs.device).reshape(-1, 1) + log_probs
+        candidates = totals.reshape(len(live), size * vocab)
         top_values, top_index = candidates.topk(2 * size, dim=-1)  # [live, 2*beam]
         step += 1
         keep_rows: list[int] = []

@@ -59,14 +59,15 @@ def backbone_parts(files: Mapping[str, bytes]) -> BackboneParts:
         raise ValueError(f"backbone artifact lacks {missing}; it needs {list(BACKBONE_FILES)}")
     config = BackboneConfig.from_dict(json.loads(files["config.json"]))
     tensors = {k: v.float() for k, v in tensors_from_bytes(files["model.safetensors"]).items()}
-    common = {"eos_id": config.eos_id, "unk_id": config.unk_id, "pad_id": config.pad_id}
     source = Tokenizer(files["source.spm"], vocab=_vocab(files, "source.vocab"),
-                       add_eos=config.source_eos, **common)
-    target = Tokenizer(files["target.spm"], vocab=_vocab(files, "target.vocab"), **common)
+                       eos_id=config.eos_id, unk_id=config.unk_id, pad_id=config.pad_id,
+                       add_eos=config.source_eos)
+    target = Tokenizer(files["target.spm"], vocab=_vocab(files, "target.vocab"),
+                       eos_id=config.eos_id, unk_id=config.unk_id, pad_id=config.pad_id)
     return BackboneParts(config, tensors, source, target)
 
 
-def build_engine(files: Mapping[str, bytes], options: EngineOptions = EngineOptions(), *,
+def build_engine(files: Mapping[str, bytes], options: EngineOptions | None = None, *,
                  loader: Loader | None = None, observer: Observer | None = None) -> Engine:
     parts = backbone_parts(files)
     return Engine(parts.config, parts.tensors, source_tokenizer=parts.source_tokenizer,

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import cast
 
 import torch
 from torch import Tensor, nn
@@ -139,7 +140,8 @@ class Stack(nn.Module):
         self.dropout = nn.Dropout(config.dropout)
 
     def embedding(self) -> nn.Embedding:
-        return self._shared_embed if self._shared_embed is not None else self.embed
+        shared: nn.Embedding | None = self.__dict__["_shared_embed"]
+        return shared if shared is not None else self.embed
 
     def embed_ids(self, ids: Tensor, offset: int, hooks: ModuleHooks | None) -> Tensor:
         x = self.embedding()(ids)  # [batch, len, d_model]
@@ -199,6 +201,9 @@ class Backbone(nn.Module):
             out = out + self.output_bias
         return out
 
+    def decoder_layers(self) -> list[DecoderLayer]:
+        return [cast(DecoderLayer, layer) for layer in self.decoder.layers]
+
     def encode(self, src_ids: Tensor, hooks: ModuleHooks | None = None) -> tuple[Tensor, Tensor]:
         """src_ids [batch, src_len] -> (memory [batch, src_len, d], mask [batch, 1, 1, src_len])."""
         mask = (src_ids != self.config.pad_id)[:, None, None, :]
@@ -216,7 +221,7 @@ class Backbone(nn.Module):
     def start_state(self, memory: Tensor, mask: Tensor) -> DecoderState:
         """Project the cross-attention keys/values once for the whole decode."""
         state = DecoderState(memory_mask=mask)
-        for layer in self.decoder.layers:
+        for layer in self.decoder_layers():
             k, v = layer.cross_attn.project_kv(memory)
             state.layers.append(LayerCache(cross_k=k, cross_v=v))
         return state
@@ -229,7 +234,7 @@ class Backbone(nn.Module):
         x = self.decoder.embed_ids(tgt_ids, offset, hooks)
         collect = hooks is not None and hooks.needs_layer_states
         states: list[Tensor] = []
-        for index, layer in enumerate(self.decoder.layers):
+        for index, layer in enumerate(self.decoder_layers()):
             if state is not None:
                 cache = state.layers[index]
                 x = layer(x, cache.cross_k, cache.cross_v, state.memory_mask, cache)

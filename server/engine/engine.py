@@ -78,8 +78,9 @@ def load_backbone(config: BackboneConfig, tensors: dict[str, Tensor]) -> Backbon
 class Engine:
     def __init__(self, config: BackboneConfig, tensors: dict[str, Tensor], *,
                  source_tokenizer: Tokenizer, target_tokenizer: Tokenizer,
-                 options: EngineOptions = EngineOptions(), loader: Loader | None = None,
+                 options: EngineOptions | None = None, loader: Loader | None = None,
                  observer: Observer | None = None) -> None:
+        options = options or EngineOptions()
         self.config = config
         self.options = options
         self.device = torch.device(options.device)
@@ -109,7 +110,8 @@ class Engine:
         """n-best hypotheses per job, in input order."""
         if not jobs:
             return []
-        too_long = [len(j.source_ids) for j in jobs if len(j.source_ids) > self.config.max_positions]
+        limit = self.config.max_positions
+        too_long = [len(j.source_ids) for j in jobs if len(j.source_ids) > limit]
         if too_long:
             raise ValueError(f"source of {max(too_long)} tokens exceeds the backbone's "
                              f"{self.config.max_positions} positions")
@@ -140,7 +142,7 @@ class Engine:
                                       math.log(member.weight / total)))
         rows.sort(key=lambda r: (r.rank, r.sentence, r.member))
         source = _pad([jobs[order[r.sentence]].source_ids for r in rows], self.config.pad_id)
-        stepper = MemberStepper(self.model, self.project, None, rows)
+        stepper = MemberStepper(self.model, self.project, None, rows, device=self.device)
         hooks = stepper.hooks if stepper.hooks.runs else None
         memory, mask = self.model.encode(source.to(self.device), hooks)
         stepper.state = self.model.start_state(memory, mask)

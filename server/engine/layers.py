@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -55,7 +56,7 @@ class Positions(nn.Module):
             self.register_buffer("table", table, persistent=False)
 
     def forward(self, length: int, offset: int = 0) -> Tensor:
-        source = self.weight if self.learned else self.table
+        source = cast(Tensor, self.weight if self.learned else self.table)
         if offset + length > source.shape[0]:
             raise ValueError(f"sequence of {offset + length} positions exceeds max_positions "
                              f"{source.shape[0]}")

@@ -203,7 +203,8 @@ class ModuleManager:
         """The residency tables (tests assert them; metrics read them)."""
         with self._lock:
             return {"host": list(self.host),
-                    "device": {m: (ref.bank.family.name, ref.slot) for m, ref in self.slot_of.items()},
+                    "device": {m: (ref.bank.family.name, ref.slot)
+                               for m, ref in self.slot_of.items()},
                     "pinned": sorted(self.pinned), "in_use": dict(self.in_use)}
 
     def _emit(self, event: str, module_id: str, seconds: float = 0.0) -> None:

@@ -80,7 +80,8 @@ class BatchHooks:
         self.runs = [run for run in runs if run.bank is not None]
         self.needs_layer_states = any("stack" in r.bank.family.sites
                                       for r in self.runs if r.bank is not None)
-        self._sites = {site for r in self.runs if r.bank is not None for site in r.bank.family.sites}
+        self._sites = {site for r in self.runs if r.bank is not None
+                       for site in r.bank.family.sites}
 
     def _apply(self, site: str, hidden: Tensor, call: Any) -> Tensor:
         if site not in self._sites:

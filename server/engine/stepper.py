@@ -35,21 +35,25 @@ class MemberStepper:
     """`Stepper` over a batch whose sentences may each mix several modules."""
 
     def __init__(self, model: Backbone, project: Callable[[Tensor], Tensor],
-                 state: DecoderState | None, rows: list[MemberRow]) -> None:
+                 state: DecoderState | None, rows: list[MemberRow], *,
+                 device: torch.device) -> None:
         self.model, self.project, self.state = model, project, state
+        self.device = device
         self.rows = rows
         # Hypothesis rows start as sentences (in order); member rows know theirs.
         self.hyp_of = [row.sentence for row in rows]
         self.members_of: list[list[int]] = [[] for _ in range(max(self.hyp_of) + 1)]
         for index, hyp in enumerate(self.hyp_of):
             self.members_of[hyp].append(index)
-        self.single = all(len(m) == 1 for m in self.members_of) and self.hyp_of == sorted(self.hyp_of)
+        self.single = (all(len(m) == 1 for m in self.members_of)
+                       and self.hyp_of == sorted(self.hyp_of))
         self._refresh()
 
     def _refresh(self) -> None:
         self.hooks = BatchHooks(runs_of([row.key for row in self.rows]))
-        self.hyp_index = torch.tensor(self.hyp_of, dtype=torch.long)
-        self.log_weights = torch.tensor([row.log_weight for row in self.rows])
+        self.hyp_index = torch.tensor(self.hyp_of, dtype=torch.long, device=self.device)
+        self.log_weights = torch.tensor([row.log_weight for row in self.rows],
+                                        device=self.device)
 
     def _state(self) -> DecoderState:
         if self.state is None:
@@ -58,6 +62,7 @@ class MemberStepper:
 
     def step(self, tokens: Tensor) -> Tensor:
         state = self._state()
+        tokens = tokens.to(self.device)
         member_tokens = tokens if self.single else tokens.index_select(0, self.hyp_index)
         hooks = self.hooks if self.hooks.runs else None
         hidden = self.model.decode(member_tokens[:, None], torch.empty(0),
@@ -70,7 +75,7 @@ class MemberStepper:
     def _mix(self, log_probs: Tensor, n_hyps: int) -> Tensor:
         """Per hypothesis: logsumexp over its member rows of (log w + log p)."""
         weighted = log_probs + self.log_weights[:, None]
-        peak = torch.full((n_hyps, weighted.shape[1]), -float("inf"))
+        peak = torch.full((n_hyps, weighted.shape[1]), -float("inf"), device=weighted.device)
         peak.scatter_reduce_(0, self.hyp_index[:, None].expand_as(weighted), weighted, "amax")
         peak = torch.where(torch.isfinite(peak), peak, torch.zeros_like(peak))
         total = torch.zeros_like(peak).index_add_(
@@ -79,7 +84,7 @@ class MemberStepper:
 
     def reorder(self, index: Tensor) -> None:
         if self.single:
-            self._state().reorder(index)
+            self._state().reorder(index.to(self.device))
             self.rows = [self.rows[i] for i in index.tolist()]
             self.hyp_of = list(range(len(self.rows)))
             self._refresh()
@@ -90,7 +95,8 @@ class MemberStepper:
                 row = self.rows[old_row]
                 entries.append((row.rank, row.sentence, row.member, new_hyp, old_row))
         entries.sort()
-        self._state().reorder(torch.tensor([e[4] for e in entries], dtype=torch.long))
+        self._state().reorder(torch.tensor([e[4] for e in entries], dtype=torch.long,
+                                           device=self.device))
         self.rows = [self.rows[e[4]] for e in entries]
         self.hyp_of = [e[3] for e in entries]
         self.members_of = [[] for _ in range(len(index))]
@@ -107,9 +113,10 @@ class FixedStepper:
         self.model, self.hooks, self.state = model, hooks, state
 
     def step(self, tokens: Tensor) -> Tensor:
+        tokens = tokens.to(self.state.memory_mask.device)
         hidden = self.model.decode(tokens[:, None], torch.empty(0), self.state.memory_mask,
                                    self.hooks, self.state)
         return torch.log_softmax(self.model.logits(hidden[:, -1]).float(), dim=-1)
 
     def reorder(self, index: Tensor) -> None:
-        self.state.reorder(index)
+        self.state.reorder(index.to(self.state.memory_mask.device))

@@ -16,7 +16,8 @@ def get_family(name: str) -> Family:
     try:
         return FAMILIES[name]
     except KeyError:
-        raise ModuleConfigError(f"unknown module family {name!r}; known: {sorted(FAMILIES)}") from None
+        known = sorted(FAMILIES)
+        raise ModuleConfigError(f"unknown module family {name!r}; known: {known}") from None
 
 
 __all__ = ["FAMILIES", "Family", "ModuleConfigError", "Params", "get_family"]

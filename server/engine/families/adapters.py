@@ -49,7 +49,8 @@ class ResidualAdapter(Family):
             return [f"bottleneck must be an integer in [1, 8192] (got {size!r})"]
         return []
 
-    def shapes(self, backbone: BackboneConfig, config: dict[str, Any]) -> dict[str, tuple[int, ...]]:
+    def shapes(self, backbone: BackboneConfig,
+               config: dict[str, Any]) -> dict[str, tuple[int, ...]]:
         d, b = backbone.d_model, int(config["bottleneck"])
         shapes: dict[str, tuple[int, ...]] = {}
         for side, layers in (("enc", backbone.encoder_layers), ("dec", backbone.decoder_layers)):
@@ -98,7 +99,8 @@ class HighwayAdapter(ResidualAdapter):
 class GatedAdapter(HighwayAdapter):
     name = "gated"
 
-    def shapes(self, backbone: BackboneConfig, config: dict[str, Any]) -> dict[str, tuple[int, ...]]:
+    def shapes(self, backbone: BackboneConfig,
+               config: dict[str, Any]) -> dict[str, tuple[int, ...]]:
         d = backbone.d_model
         return super().shapes(backbone, config) | {
             "enc.gate_w": (d,), "enc.gate_b": (1,), "dec.gate_w": (d,), "dec.gate_b": (1,)}

@@ -46,7 +46,8 @@ class Family(ABC):
         return []
 
     @abstractmethod
-    def shapes(self, backbone: BackboneConfig, config: dict[str, Any]) -> dict[str, tuple[int, ...]]:
+    def shapes(self, backbone: BackboneConfig,
+               config: dict[str, Any]) -> dict[str, tuple[int, ...]]:
         """Every parameter's shape."""
 
     @abstractmethod

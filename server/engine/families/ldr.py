@@ -35,7 +35,8 @@ class LexicalDomainEmbedding(Family):
             return [f"rank must be an integer in [1, 256] (got {rank!r})"]
         return []
 
-    def shapes(self, backbone: BackboneConfig, config: dict[str, Any]) -> dict[str, tuple[int, ...]]:
+    def shapes(self, backbone: BackboneConfig,
+               config: dict[str, Any]) -> dict[str, tuple[int, ...]]:
         r, d = int(config["rank"]), backbone.d_model
         return {"src.A": (backbone.src_vocab_size, r), "src.B": (r, d),
                 "tgt.A": (backbone.tgt_vocab_size, r), "tgt.B": (r, d)}

@@ -1,0 +1,130 @@
+"""The systems under test, each a `Runner`: beam size -> output length of every sentence.
+
+Every runner decodes the same source batch to exactly `target_length` tokens: end of
+sentence is forbidden before that length and decoding stops at it (Hugging Face
+`min_new_tokens = max_new_tokens`, CTranslate2 `min_decoding_length =
+max_decoding_length`, the engine `SearchOptions.min_length` = the job's `max_length`).
+The runners return what each system really produced, counted from its outputs, so the
+measurement can refuse a system that decoded fewer or more tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import MarianMTModel
+
+from server.decoding.search import SearchOptions
+from server.engine.config import BackboneConfig
+from server.engine.engine import Engine, Member, SentenceJob
+from server.engine.families import Params, get_family
+
+Runner = Callable[[int], list[int]]  # beam size -> tokens produced per sentence
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The inputs every system decodes: model ids (EOS last) and the same as pieces."""
+
+    sources: list[list[int]]
+    vocab: list[str]
+    target_length: int
+    pad_id: int
+    eos_id: int
+
+    @property
+    def pieces(self) -> list[list[str]]:
+        return [[self.vocab[i] for i in ids] for ids in self.sources]
+
+    @property
+    def batch(self) -> int:
+        return len(self.sources)
+
+
+def hf_runner(model: MarianMTModel, work: Workload) -> Runner:
+    """`MarianMTModel.generate` on the padded-free batch (all sources have one length)."""
+    ids = torch.tensor(work.sources, dtype=torch.long)  # [batch, src_len]
+    mask = torch.ones_like(ids)
+
+    @torch.inference_mode()
+    def run(beam_size: int) -> list[int]:
+        out = model.generate(
+            input_ids=ids, attention_mask=mask, num_beams=beam_size, do_sample=False,
+            min_new_tokens=work.target_length, max_new_tokens=work.target_length,
+            bad_words_ids=[[work.pad_id]], forced_eos_token_id=None, early_stopping=False)
+        return [_hf_length(row[1:].tolist(), work) for row in out]  # [0] = decoder start
+
+    return run
+
+
+def _hf_length(tokens: list[int], work: Workload) -> int:
+    """Tokens generated before EOS (padding only follows a finished sentence)."""
+    if work.eos_id in tokens:
+        tokens = tokens[: tokens.index(work.eos_id)]
+    while tokens and tokens[-1] == work.pad_id:
+        tokens.pop()
+    return len(tokens)
+
+
+def ct2_runner(model_dir: Path, work: Workload, *, compute_type: str, threads: int) -> Runner:
+    """A CTranslate2 `Translator` on CPU with `threads` intra-op threads."""
+    import ctranslate2
+
+    translator = ctranslate2.Translator(str(model_dir), device="cpu", compute_type=compute_type,
+                                        intra_threads=threads, inter_threads=1)
+    pieces = work.pieces
+
+    def run(beam_size: int) -> list[int]:
+        results = translator.translate_batch(
+            pieces, beam_size=beam_size, max_batch_size=len(pieces),
+            min_decoding_length=work.target_length, max_decoding_length=work.target_length,
+            return_scores=False)
+        return [len(result.hypotheses[0]) for result in results]
+
+    return run
+
+
+def engine_runner(engine: Engine, work: Workload, members: Sequence[Member]) -> Runner:
+    """This engine; row `i` uses `members[i % len(members)]` (one member per row)."""
+    jobs = [SentenceJob(ids, (members[row % len(members)],), work.target_length)
+            for row, ids in enumerate(work.sources)]
+
+    def run(beam_size: int) -> list[int]:
+        options = SearchOptions(beam_size=beam_size, min_length=work.target_length)
+        return [len(hyps[0].tokens) for hyps in engine.translate(jobs, options)]
+
+    return run
+
+
+def mixed_members(module_ids: Sequence[str], *, batch: int) -> list[Member]:
+    """Contiguous blocks of rows per module (batch / len(module_ids) rows each)."""
+    per_module = max(1, batch // len(module_ids))
+    return [Member(module_ids[min(row // per_module, len(module_ids) - 1)])
+            for row in range(batch)]
+
+
+def random_adapter(backbone: BackboneConfig, *, bottleneck: int, seed: int,
+                   std: float = 0.02) -> tuple[dict[str, Any], Params]:
+    """A residual adapter with random non-zero weights (a fresh one is the identity,
+    whose `up` matmul would still run; random weights make the cost unmistakably real)."""
+    family = get_family("adapter")
+    config = family.normalise({"family": "adapter", "bottleneck": bottleneck})
+    generator = torch.Generator().manual_seed(seed)
+    fresh = family.initial(backbone, config, generator)
+    params = {name: (tensor if name.endswith("norm_w") else
+                     torch.randn(tensor.shape, generator=generator) * std)
+              for name, tensor in fresh.items()}
+    return config, params
+
+
+def register_adapters(engine: Engine, count: int, *, bottleneck: int) -> list[str]:
+    """Register `count` random adapters named adapter-0.. and return their ids."""
+    ids = [f"adapter-{index}" for index in range(count)]
+    for index, module_id in enumerate(ids):
+        config, params = random_adapter(engine.config, bottleneck=bottleneck, seed=100 + index)
+        engine.register_module(module_id, config, params)
+    return ids

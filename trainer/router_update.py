@@ -1,0 +1,74 @@
+"""Teach the router (the fastText domain classifier) a new domain.
+
+The active classifier artifact carries the examples it was trained on
+(`examples.tsv.gz`: label TAB source text). The new classifier is trained on those
+examples (minus any old ones of the same label) plus source sentences of the new domain,
+and published as the next version of the same classifier name with
+`config = {"labels": [...]}` (as trainer/recipes/default_stages.py publishes the default
+router). Without an active classifier, or one without examples, the router is left alone
+and the job records a note: the new domain is then reachable by name only.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from model_store import Manifest, Store
+from server.routing.classifier import CLASSIFIER_FILE
+from trainer.classifier import (
+    EXAMPLES_FILE,
+    accuracy,
+    examples_from_bytes,
+    examples_to_bytes,
+    train_classifier,
+)
+from trainer.settings import RouterSettings
+from trainer.tsv import Pair
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RouterUpdate:
+    base_version: int  # the active classifier version the update extends
+    files: dict[str, bytes]
+    labels: list[str]
+    examples: int
+    dev_accuracy: float  # on the new domain's dev sources
+
+
+def router_update(store: Store, domain: str, data: tuple[Sequence[Pair], Sequence[Pair]], *,
+                  settings: RouterSettings) -> RouterUpdate | str:
+    """A retrained classifier that knows `domain`, or a note saying why there is none."""
+    base = store.registry.get_active("classifier", settings.name)
+    if base is None:
+        return (f"no active classifier {settings.name!r}: the router was not updated; "
+                f"requests reach {domain!r} by name only")
+    loaded = store.load("classifier", settings.name, base)
+    if EXAMPLES_FILE not in loaded.files:
+        return (f"the active classifier {loaded.manifest.label} carries no {EXAMPLES_FILE}: "
+                f"the router was not updated; requests reach {domain!r} by name only")
+    train_pairs, dev_pairs = data
+    old = [(label, text) for label, text in examples_from_bytes(loaded.files[EXAMPLES_FILE])
+           if label != domain]
+    new = [(domain, source) for source, _ in train_pairs[: settings.max_examples_per_domain]]
+    examples = old + new
+    log.info("router: retraining on %d examples (%d of %r)", len(examples), len(new), domain)
+    model = train_classifier(examples, settings.classifier_settings())
+    dev_accuracy = accuracy(model, [(domain, source) for source, _ in dev_pairs]).overall
+    files = {CLASSIFIER_FILE: model, EXAMPLES_FILE: examples_to_bytes(examples)}
+    labels = sorted({label for label, _ in examples})
+    return RouterUpdate(base, files, labels, len(examples), dev_accuracy)
+
+
+def publish_router(store: Store, update: RouterUpdate, *, name: str, job_id: str,
+                   domain: str, fingerprint: str) -> Manifest:
+    """Publish the retrained classifier (inactive; the caller flips it with the module)."""
+    return store.publish(
+        "classifier", name, update.files, config={"labels": update.labels},
+        backbone_fingerprint=fingerprint,
+        provenance={"job": job_id, "based_on": update.base_version, "added_domain": domain,
+                    "examples": update.examples, "recipe": "trainer sidecar"},
+        scores={"dev_accuracy": {domain: round(update.dev_accuracy, 4)}})

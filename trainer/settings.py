@@ -1,0 +1,85 @@
+"""The training sidecar's typed settings; the only place it reads environment variables.
+
+Shared with the server (same meaning, same variables): `NMT_STORE_DIR`, `NMT_REGISTRY_URL`,
+`NMT_BUILTIN_ARTIFACTS`, `NMT_LOG_LEVEL`. The sidecar's own settings are the nested group
+`NMT_TRAINER__*` (`NMT_TRAINER__WORKER_NAME`, `NMT_TRAINER__ROUTER__BUCKET`), so that they
+never collide with a server setting of the same name (the server's `NMT_POLL_INTERVAL_S`
+is its hot-reload period). docs/API.md lists them all.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from trainer.classifier import ClassifierSettings
+
+LogLevel = Literal["critical", "error", "warning", "info", "debug"]
+
+
+def default_worker_name() -> str:
+    # The host name is stable across restarts of a container (a restarted sidecar takes
+    # its own running job over at once); another host waits for the heartbeat timeout.
+    return socket.gethostname() or f"worker-{os.getpid()}"
+
+
+class RouterSettings(BaseModel):
+    """How the fastText router is retrained when a domain is added."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field("router", description="classifier artifact name (the server's "
+                                            "NMT_ROUTING__CLASSIFIER)")
+    max_examples_per_domain: int = Field(
+        5000, ge=1, description="source sentences of the new domain added to the examples")
+    epoch: int = Field(25, ge=1)
+    lr: float = Field(0.5, gt=0)
+    dim: int = Field(32, ge=2)
+    bucket: int = Field(200_000, ge=0, description="hashed n-gram buckets")
+    quantize: bool = Field(True, description="product quantization (a ~10x smaller file)")
+    seed: int = Field(1, ge=0)
+
+    def classifier_settings(self) -> ClassifierSettings:
+        return ClassifierSettings(epoch=self.epoch, lr=self.lr, dim=self.dim,
+                                  bucket=self.bucket, seed=self.seed, quantize=self.quantize)
+
+
+class WorkerSettings(BaseModel):
+    """`NMT_TRAINER__*`: the worker loop, crash recovery and training mechanics."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    worker_name: str = Field(default_factory=default_worker_name, min_length=1,
+                             max_length=128, description="this worker's name in job rows")
+    poll_interval_s: float = Field(2.0, gt=0, description="how often queued jobs are looked for")
+    heartbeat_interval_s: float = Field(5.0, gt=0, description="job heartbeat period")
+    heartbeat_timeout_s: float = Field(
+        120.0, gt=0, description="a running job whose heartbeat is older belongs to a dead "
+                                 "worker and is taken over (and resumed)")
+    max_attempts: int = Field(3, ge=1, description="claims of a job before it is failed")
+    threads: int = Field(0, ge=0, description="torch CPU threads (0: torch's default)")
+    checkpoint_every_s: float = Field(60.0, ge=0, description="training checkpoint period")
+    progress_every_steps: int = Field(10, ge=1, description="steps between progress reports")
+    bf16: bool = Field(True, description="CPU bf16 autocast while training (AVX512-BF16)")
+    half: bool = Field(True, description="store modules as float16 (the gate scores what "
+                                         "is stored)")
+    router: RouterSettings = Field(default_factory=RouterSettings)
+
+
+class SidecarSettings(BaseSettings):
+    """Everything `python -m trainer` reads at start-up (env prefix NMT_, nested __)."""
+
+    model_config = SettingsConfigDict(env_prefix="NMT_", env_nested_delimiter="__",
+                                      extra="ignore", frozen=True)
+
+    store_dir: Path = Field(Path("var/store"), description="writable model store root")
+    registry_url: str | None = Field(None, description="registry URL (default: SQLite in "
+                                                       "the store dir)")
+    builtin_artifacts: bool = Field(True, description="layer the package's built-in artifacts")
+    log_level: LogLevel = Field("info")
+    trainer: WorkerSettings = Field(default_factory=WorkerSettings)
