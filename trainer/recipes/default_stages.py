@@ -29,6 +29,7 @@ from trainer.data import Corpus, encode_pairs
 from trainer.evaluate import evaluate_texts
 from trainer.loop import TrainSettings
 from trainer.modules import train_module
+from trainer.recipes.model_card import write_model_card
 
 log = logging.getLogger("trainer.recipes.default_en_fr")
 
@@ -118,7 +119,15 @@ def publish_builtin(data_dir: Path, run_dir: Path, out: Path) -> None:
         for kind_dir in ("backbones", "modules", "classifiers"):
             if (Path(tmp) / kind_dir).exists():
                 shutil.copytree(Path(tmp) / kind_dir, out / kind_dir)
+    write_model_card(out, run_dir, config=model.config,
+                     parameters=sum(p.numel() for p in model.parameters()),
+                     adapter_parameters=_adapter_size(run_dir), progress=progress)
     log.info("built-in artifacts written to %s", out)
+
+
+def _adapter_size(run_dir: Path) -> int:
+    found = sorted((run_dir / "adapters").glob("*/module.safetensors"))
+    return sum(t.numel() for t in load_file(str(found[0])).values()) if found else 0
 
 
 def _backbone_provenance(progress: dict[str, Any]) -> dict[str, Any]:
