@@ -27,7 +27,6 @@ import datetime
 import os
 import platform
 import tempfile
-import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -38,7 +37,7 @@ import torch
 from benchmarks import speed_model
 from benchmarks.speed_data import training_lines
 from benchmarks.speed_measure import DECODES, Row, measure
-from benchmarks.speed_model import Checkpoint, ModelSize
+from benchmarks.speed_model import Checkpoint, ModelSize, quiet_libraries
 from benchmarks.speed_profile import write_profile
 from benchmarks.speed_report import check_targets, markdown, write_results
 from benchmarks.speed_systems import (
@@ -168,17 +167,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--profile", action="store_true", help="write engine_profile.txt")
     parser.add_argument("--rounds", type=int, help="override the number of timed rounds")
     parser.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated")
-    parser.add_argument("--out", type=Path,
-                        help="results directory (default: results/, with --tiny results/tmp/, git-ignored)")
+    parser.add_argument("--out", type=Path, help="results directory (default: results/; "
+                                                 "--tiny: results/tmp/, git-ignored)")
     return parser.parse_args(argv)
-
-
-def quiet_libraries() -> None:
-    import transformers
-
-    transformers.utils.logging.set_verbosity_error()
-    transformers.utils.logging.disable_progress_bar()
-    warnings.filterwarnings("ignore", message="Recommended: pip install sacremoses")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

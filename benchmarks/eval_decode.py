@@ -118,11 +118,12 @@ class Decoder:
         started = time.perf_counter()
         fresh = self._decode([dataset.sources[i] for i in todo], [members[i] for i in todo])
         seconds = time.perf_counter() - started
-        for index, result in zip(todo, fresh, strict=True):
-            self._memo[(dataset.sources[index], keys[index])] = result
+        for index, translated in zip(todo, fresh, strict=True):
+            self._memo[(dataset.sources[index], keys[index])] = translated
         hypotheses = [self._memo[(s, k)][0] for s, k in zip(dataset.sources, keys, strict=True)]
-        tokens = sum(tokens for _, tokens in fresh)
-        result = Decoded(hypotheses, seconds, len(todo), len(dataset) - len(todo), False, tokens)
+        generated = sum(count for _, count in fresh)
+        result = Decoded(hypotheses, seconds, len(todo), len(dataset) - len(todo), False,
+                         generated)
         self._save(path, signature, result)
         return result
 

@@ -96,14 +96,15 @@ def _load_served(store: Store, engine: Engine, fingerprint: str,
 
 
 def _family_candidates(store: Store, domains: Iterable[str],
-                       skip: set[tuple[str, int]]) -> dict[tuple[str, str], ArtifactRecord]:
-    """(family, domain) -> the newest module record of that family for that domain."""
+                       skip_family: str | None) -> dict[tuple[str, str], ArtifactRecord]:
+    """(family, domain) -> the newest module record of that family for that domain
+    (modules of `skip_family`, e.g. older versions of the served ones, are left out)."""
     chosen: dict[tuple[str, str], ArtifactRecord] = {}
     for record in store.registry.list_artifacts("module"):
         domain = domain_of(record.name, domains)
-        if domain is None or (record.name, record.version) in skip:
-            continue
         family = str(record.manifest.config.get("family", ""))
+        if domain is None or family == skip_family:
+            continue
         current = chosen.get((family, domain))
         if current is None or record.version > current.version:
             chosen[(family, domain)] = record
@@ -112,9 +113,8 @@ def _family_candidates(store: Store, domains: Iterable[str],
 
 def _load_families(stores: Mapping[str, Store], engine: Engine, models: Models,
                    domains: list[str]) -> None:
-    served_ids = {(i.name, i.version) for i in models.served.values()}
     for label, store in stores.items():
-        skip = served_ids if label == "store" else set()
+        skip = models.served_family if label == "store" else None
         candidates = _family_candidates(store, domains, skip)
         for (family, domain), record in sorted(candidates.items()):
             key = family if family != models.served_family else f"{family}-{label}"

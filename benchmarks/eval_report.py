@@ -76,7 +76,9 @@ def _setup(result: Mapping[str, Any]) -> str:
         f"- routing: {meta['routing']}",
         f"- machine: {machine['cpu']} ({machine['cores']} cores, torch "
         f"{machine['torch']}, {machine['threads']} threads, load average at start "
-        f"{machine['load_average']}); total {meta['total_seconds'] / 60:.1f} min",
+        f"{machine['load_average']}); total {meta['total_seconds'] / 60:.1f} min ("
+        + ", ".join(f"{k.replace('_', ' ')} {v / 60:.1f}"
+                    for k, v in meta.get("section_seconds", {}).items()) + ")",
     ]
     return "\n".join(lines)
 
@@ -85,13 +87,19 @@ def _finetune(section: Mapping[str, Any]) -> str:
     summary, runs = section["summary"], section["runs"]
     if not summary:
         return "_No fine-tuning run (see notes)._"
-    body = [[domain, f"{row['in_domain']:.2f}", f"{row['adapter']:.2f}",
-             f"{row['generic']:.2f}", f"{row['forgetting']:+.2f}",
+    body = [[domain, f"{row['in_domain']:.2f}", _number(row["adapter"]),
+             f"{row['generic']:.2f}", _number(row["forgetting"], signed=True),
              f"{runs[domain]['steps']} steps, {runs[domain]['train_seconds'] / 60:.1f} min"]
             for domain, row in sorted(summary.items())]
     header = ["fine-tuned on", "in-domain BLEU", "adapter", "generic",
               "mean ΔBLEU other domains", "training"]
     return _table(header, body)
+
+
+def _number(value: float | None, *, signed: bool = False) -> str:
+    if value is None:
+        return "—"
+    return f"{value:+.2f}" if signed else f"{value:.2f}"
 
 
 def _learnable(*sections: Mapping[str, Row]) -> str:
@@ -197,6 +205,7 @@ def render(result: Mapping[str, Any]) -> str:
         "### Routing as served, per set", _routing(result["classifier"]) or "—",
         "## Parameters (#P)", _parameters(result["parameters"]),
         "## Targets", targets, "## What this shows", result["summary"],
+        "## Method", "\n".join(f"- {item}" for item in result["meta"]["method"]),
         "## Notes", "\n".join(f"- {note}" for note in result["notes"]) or "—",
         "## Timings (decoding)", _timings(result),
     ]

@@ -6,7 +6,9 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from functools import partial
+from pathlib import Path
 from typing import Any
 
 from benchmarks.eval_data import EvalSet, domain_set, domain_train_pairs, genre_dev_slice
@@ -28,6 +30,22 @@ from trainer.evaluate import score
 MembersOf = Callable[[EvalSet], list[Members]]
 
 
+@dataclass(frozen=True)
+class RunOptions:
+    data: Path
+    run_dir: Path  # caches: translations/, finetune/
+    seed: int  # of the random wrong labels
+    dev_lines: int  # dev slice used to tune ensemble weights
+    finetune: FinetuneSettings
+    finetune_domains: tuple[str, ...]
+    learnable_rounds: int
+    learnable_known: bool  # also tune weights per known domain (on its dev split)
+
+    def as_dict(self) -> dict[str, Any]:
+        values = asdict(self)
+        return {k: str(v) if isinstance(v, Path) else v for k, v in values.items()}
+
+
 @dataclass
 class Context:
     """Everything the sections share: models, decoders, sets and the run's options."""
@@ -38,7 +56,7 @@ class Context:
     tuner: Decoder  # greedy, for dev-set weight search
     known: list[EvalSet]
     genres: list[EvalSet]
-    options: dict[str, Any]  # data, run_dir, seed, dev_lines, finetune, ... (see evaluate.py)
+    options: RunOptions
     notes: list[str] = field(default_factory=list)
 
 
@@ -85,19 +103,21 @@ def known_domains(ctx: Context) -> dict[str, dict[str, Any]]:
     """Generic, adapters (true / predicted / random label), routing, ensembles."""
     served, router, sets = ctx.models.served, ctx.router, ctx.known
     backbone, module = ctx.models.backbone_parameters, _module_size(served)
-    seed = int(ctx.options["seed"])
+    seed = ctx.options.seed
     rows: dict[str, dict[str, Any]] = {}
     uniform = router.members(router.uniform()) if served else GENERIC_MEMBERS
+    family = ctx.models.served_family
+    name = "Adapters" if family == "adapter" else f"{family} modules"
     plan: list[tuple[str, str, str, MembersOf, int | None]] = [
         ("generic", "Generic backbone (Mixed)", "baseline",
          lambda ds: [GENERIC_MEMBERS] * len(ds), backbone),
-        ("adapter-true", "Adapters, true label", "adapters",
+        ("adapter-true", f"{name}, true label", "adapters",
          lambda ds: true_label(ds, served), module),
-        ("adapter-predicted", "Adapters, classifier's label", "adapters",
+        ("adapter-predicted", f"{name}, classifier's label", "adapters",
          lambda ds: predicted_label(ds, router), module),
         ("auto", "Automatic routing (as served)", "routing",
          lambda ds: routed(ds, router, "auto"), module),
-        ("adapter-random", "Adapters, random wrong label", "robustness",
+        ("adapter-random", f"{name}, random wrong label", "robustness",
          lambda ds: wrong_label(ds, served, seed=seed), module),
         ("ensemble-soft", "Soft ensemble (classifier-weighted)", "ensembles",
          lambda ds: routed(ds, router, "soft"), _all_modules(ctx)),
@@ -121,7 +141,7 @@ def known_domains(ctx: Context) -> dict[str, dict[str, Any]]:
         ctx.notes.append(f"no served module for {', '.join(unserved)}: the true-label row "
                          "leaves those cells empty and the targets that need them are not "
                          "evaluated")
-    if ctx.options["learnable_known"] and served:
+    if ctx.options.learnable_known and served:
         rows["ensemble-learnable"] = learnable_rows(ctx, sets, dev_of=_domain_dev(ctx))
     return rows
 
@@ -129,7 +149,7 @@ def known_domains(ctx: Context) -> dict[str, dict[str, Any]]:
 def family_rows(ctx: Context) -> dict[str, dict[str, Any]]:
     """True-label and random-wrong-label rows of every other module family."""
     rows: dict[str, dict[str, Any]] = {}
-    seed = int(ctx.options["seed"])
+    seed = ctx.options.seed
     for family, modules in sorted(ctx.models.families.items()):
         sets = [ds for ds in ctx.known if ds.name in modules]
         missing = sorted(ds.name for ds in ctx.known if ds.name not in modules)
@@ -140,10 +160,10 @@ def family_rows(ctx: Context) -> dict[str, dict[str, Any]]:
         print(f"[families] {family}", flush=True)
         rows[f"{family}-true"] = run_system(
             ctx, f"{family}-true", f"{family}, true label", "families",
-            lambda ds, m=modules: true_label(ds, m), sets, parameters=size)
+            partial(true_label, modules=modules), sets, parameters=size)
         rows[f"{family}-random"] = run_system(
             ctx, f"{family}-random", f"{family}, random wrong label", "robustness",
-            lambda ds, m=modules: wrong_label(ds, m, seed=seed), sets, parameters=size)
+            partial(wrong_label, modules=modules, seed=seed), sets, parameters=size)
     if not ctx.models.families:
         ctx.notes.append("no other module family (highway, gated, ldr) in the store: family "
                          "rows skipped; publish them or pass --families-store DIR")
@@ -152,20 +172,20 @@ def family_rows(ctx: Context) -> dict[str, dict[str, Any]]:
 
 def finetuning(ctx: Context, known: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
     """Fine-tune the whole backbone per domain; evaluate it on every known domain."""
-    settings: FinetuneSettings = ctx.options["finetune"]
+    settings = ctx.options.finetune
     rows: dict[str, dict[str, Any]] = {}
     runs: dict[str, Any] = {}
     names = [ds.name for ds in ctx.known]
-    for domain in ctx.options["finetune_domains"]:
+    for domain in ctx.options.finetune_domains:
         if domain not in names:
             ctx.notes.append(f"fine-tuning {domain}: skipped (not a known domain here)")
             continue
         print(f"[fine-tuning] {domain}: {settings.minutes:g} min budget", flush=True)
         try:
             tuned = finetune(ctx.models.backbone_files,
-                             domain_train_pairs(ctx.options["data"], domain), domain=domain,
+                             domain_train_pairs(ctx.options.data, domain), domain=domain,
                              fingerprint=ctx.models.backbone.backbone_fingerprint,
-                             settings=settings, run_root=ctx.options["run_dir"] / "finetune")
+                             settings=settings, run_root=ctx.options.run_dir / "finetune")
         except ValueError as error:
             ctx.notes.append(f"fine-tuning {domain}: skipped ({error})")
             continue
@@ -186,31 +206,35 @@ def _bleu(row: Mapping[str, Any] | None, name: str) -> float | None:
 
 
 def forgetting(rows: Mapping[str, dict[str, Any]], known: Mapping[str, dict[str, Any]],
-               names: Sequence[str]) -> dict[str, dict[str, float]]:
-    """In-domain BLEU of each fine-tuned model and its mean change on the other domains."""
-    out: dict[str, dict[str, float]] = {}
+               names: Sequence[str]) -> dict[str, dict[str, float | None]]:
+    """In-domain BLEU of each fine-tuned model (with the adapter and the generic backbone
+    on the same domain) and its mean BLEU change vs generic on the other domains."""
+    out: dict[str, dict[str, float | None]] = {}
+    generic, adapter = known.get("generic"), known.get("adapter-true")
     for key, row in rows.items():
         domain = key.removeprefix("finetune-")
-        generic, adapter = known.get("generic"), known.get("adapter-true")
-        others = [n for n in names if n != domain]
-        deltas = [(_bleu(row, n) or 0.0) - (_bleu(generic, n) or 0.0) for n in others]
+        deltas: list[float] = []
+        for name in names:
+            tuned, plain = _bleu(row, name), _bleu(generic, name)
+            if name != domain and tuned is not None and plain is not None:
+                deltas.append(tuned - plain)
         in_domain, base = _bleu(row, domain), _bleu(generic, domain)
         if in_domain is None or base is None:
             continue
         out[domain] = {"in_domain": in_domain, "generic": base,
-                       "adapter": _bleu(adapter, domain) or base,
-                       "forgetting": round(sum(deltas) / max(len(deltas), 1), 2)}
+                       "adapter": _bleu(adapter, domain),
+                       "forgetting": round(sum(deltas) / len(deltas), 2) if deltas else None}
     return out
 
 
 def _domain_dev(ctx: Context) -> Callable[[str], EvalSet]:
-    return lambda name: domain_set(ctx.options["data"], name, split="dev",
-                                   limit=int(ctx.options["dev_lines"]))
+    return lambda name: domain_set(ctx.options.data, name, split="dev",
+                                   limit=ctx.options.dev_lines)
 
 
 def _genre_dev(ctx: Context) -> Callable[[str], EvalSet]:
-    return lambda name: genre_dev_slice(ctx.options["data"], name,
-                                        lines=int(ctx.options["dev_lines"]))
+    return lambda name: genre_dev_slice(ctx.options.data, name,
+                                        lines=ctx.options.dev_lines)
 
 
 def _weights_key(weights: Weights) -> str:
@@ -233,7 +257,7 @@ def tune_weights(ctx: Context, dev: EvalSet) -> dict[str, Any]:
         return score(decoded.hypotheses, dev.references).bleu
 
     started = time.perf_counter()
-    search = coordinate_ascent(start, dev_bleu, rounds=int(ctx.options["learnable_rounds"]))
+    search = coordinate_ascent(start, dev_bleu, rounds=ctx.options.learnable_rounds)
     return {"start": start, "weights": search.weights, "dev_bleu": round(search.score, 2),
             "evaluations": len(search.trace), "trace": search.trace,
             "dev_sentences": len(dev), "dev_split": dev.split,

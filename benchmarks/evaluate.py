@@ -12,13 +12,20 @@ the classifier's accuracy and confusion matrix; parameter counts; the targets.
 
 Modes (any value can be overridden by its option):
 - full: every test sentence of the 7 domains (200 each), the first 500 of each genre's
-  test set, beam 4, 4 minutes of fine-tuning per domain, 200-line dev slices;
+  test set (news has 3,003 lines: all of them would double the open-domain cost;
+  --genre-sentences 0 takes all), beam 4, 4 minutes of fine-tuning per domain, 200-line
+  dev slices;
 - quick: the first 50 test sentences per domain and genre, greedy, 1 minute of
   fine-tuning, 30-line dev slices (a smoke run of every section, not the reported table).
 
-Translations are cached per (system, set) under the run dir (default runs/eval or
-runs/eval-quick), fine-tuned models too: an interrupted run resumes; --fresh ignores the
-translation cache.
+Cost on this 2-core CPU machine with the default model (measured per-token decoding costs
+x the reference token counts): the full run takes about 1 to 1.5 hours when nothing else
+runs, half of it in the 8-member uniform ensembles and the dev-tuned weight search; the
+quick run about 10 minutes. Ensembles cost about one backbone pass per member.
+
+Translations are cached per (system, set) under the run dir (default runs/eval, one
+subdirectory per mode), fine-tuned models too: an interrupted run resumes and a re-run
+only decodes what changed; --fresh ignores the translation cache.
 """
 
 from __future__ import annotations
@@ -29,22 +36,24 @@ import os
 import platform
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
 from benchmarks.eval_data import domain_names, domain_set, genre_names, genre_set
 from benchmarks.eval_decode import Decoder, DecodeSettings
 from benchmarks.eval_finetune import FinetuneSettings
+from benchmarks.eval_learnable import DEFAULT_GRID
 from benchmarks.eval_models import Models, load_models, parameter_summary
 from benchmarks.eval_report import render
 from benchmarks.eval_sections import (
     Context,
+    RunOptions,
     family_rows,
     finetuning,
     known_domains,
@@ -52,9 +61,10 @@ from benchmarks.eval_sections import (
 )
 from benchmarks.eval_systems import Router, classifier_report, routing_report
 from benchmarks.eval_targets import check_targets, summary
-from model_store import BUILTIN_DIR, Store
+from model_store import BUILTIN_DIR, NotFoundError, Store
 from server.settings import RoutingSettings
 
+T = TypeVar("T")
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 MODES: dict[str, dict[str, Any]] = {
     "full": {"sentences": 0, "genre_sentences": 500, "beam": 4, "finetune_minutes": 4.0,
@@ -62,6 +72,30 @@ MODES: dict[str, dict[str, Any]] = {
     "quick": {"sentences": 50, "genre_sentences": 50, "beam": 1, "finetune_minutes": 1.0,
               "dev_lines": 30},
 }
+
+METHOD = [
+    "each test line is one sentence job (no sentence splitting; the server would split "
+    "multi-sentence texts); the first N lines of each test file are used",
+    "identical jobs (same source, same members) are decoded once and shared between "
+    "systems: e.g. the classifier-label row only decodes the sentences routed elsewhere",
+    "routing reuses server.routing.RoutingPolicy with the default RoutingSettings; the soft "
+    "ensemble row forces the policy's ensemble branch for every sentence; the uniform row "
+    "is an explicit mixture of every served domain and the backbone",
+    "random wrong label: per sentence, a seeded random module of another domain",
+    "dev-tuned weights: greedy decoding of a dev slice (the last lines of each genre's "
+    "train split, never its test set), coordinate ascent over the shares "
+    f"{{{', '.join(f'{share:g}' for share in DEFAULT_GRID)}}} of the backbone and the top "
+    "soft-ensemble domains, starting from "
+    "the mean soft weights; note that the default backbone's recipe trains on every extra "
+    "genre's train split, so these genres (and dev slices) are not unseen by the backbone, "
+    "only by the modules",
+    f"full fine-tuning: every backbone parameter, trainer.run.train, lr "
+    f"{FinetuneSettings().lr:g} ({FinetuneSettings().warmup_steps} warm-up steps, inverse "
+    "square root), a wall-clock budget per domain (steps reached depend on "
+    "the machine and are recorded)",
+    "quick mode is a smoke run of every section on 50 sentences with greedy decoding; its "
+    "numbers are not comparable with the full run's",
+]
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -77,7 +111,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add("--families-store", type=Path, default=None,
         help="a store with modules of other families (highway, gated, ldr) for the backbone")
     add("--out", type=Path, default=RESULTS_DIR, help="where eval(.quick).{json,md} go")
-    add("--run-dir", type=Path, default=None, help="cache dir (default runs/eval[-quick])")
+    add("--run-dir", type=Path, default=None,
+        help="cache dir (default runs/eval; the mode's caches go to its quick/ or full/)")
     add("--fresh", action="store_true", help="ignore cached translations")
     add("--sentences", type=int, default=None, help="test sentences per domain (0: all)")
     add("--genre-sentences", type=int, default=None, help="per open-domain genre (0: all)")
@@ -130,7 +165,7 @@ def machine() -> dict[str, Any]:
 
 
 def build_context(args: argparse.Namespace, models: Models, run_dir: Path) -> Context:
-    domains = [d for d in domain_names(args.data)]
+    domains = domain_names(args.data)
     limit, genre_limit = _mode_value(args, "sentences"), _mode_value(args, "genre_sentences")
     known = [domain_set(args.data, d, limit=limit) for d in domains]
     genres = [genre_set(args.data, g, limit=genre_limit) for g in genre_names(args.data)]
@@ -144,11 +179,11 @@ def build_context(args: argparse.Namespace, models: Models, run_dir: Path) -> Co
                     cache_dir=cache, fresh=args.fresh)
     finetune = FinetuneSettings(minutes=_mode_value(args, "finetune_minutes"),
                                 max_steps=args.finetune_steps)
-    options = {"data": args.data, "run_dir": run_dir, "seed": args.seed,
-               "dev_lines": _mode_value(args, "dev_lines"), "finetune": finetune,
-               "finetune_domains": list(args.finetune_domains),
-               "learnable_rounds": args.learnable_rounds,
-               "learnable_known": args.learnable_known}
+    options = RunOptions(data=args.data, run_dir=run_dir, seed=args.seed,
+                         dev_lines=_mode_value(args, "dev_lines"), finetune=finetune,
+                         finetune_domains=tuple(args.finetune_domains),
+                         learnable_rounds=args.learnable_rounds,
+                         learnable_known=args.learnable_known)
     return Context(models, router, decoder, tuner, known, genres, options, list(models.notes))
 
 
@@ -169,9 +204,9 @@ def _meta(args: argparse.Namespace, ctx: Context, started: float) -> dict[str, A
         "routing": (f"threshold {routing.threshold}, {routing.ensemble} ensemble of the top "
                     f"{routing.top_k} domains + backbone (floor {routing.backbone_floor}) "
                     "below it"),
-        "options": {k: (asdict(v) if k == "finetune" else str(v) if isinstance(v, Path)
-                        else v) for k, v in ctx.options.items()},
+        "options": ctx.options.as_dict(),
         "machine": machine(), "total_seconds": round(time.perf_counter() - started, 1),
+        "method": METHOD,
     }
 
 
@@ -180,24 +215,37 @@ def bleu_table(rows: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
             for key, row in rows.items()}
 
 
+def _classifier_section(ctx: Context) -> dict[str, Any]:
+    if ctx.router.classifier is None:
+        return {"routing": {}}
+    return {"routing": routing_report(ctx.router, ctx.known + ctx.genres),
+            "accuracy_report": classifier_report(ctx.router, ctx.known)}
+
+
+def _timed(seconds: dict[str, float], name: str, run: Callable[[], T]) -> T:
+    started = time.perf_counter()
+    value = run()
+    seconds[name] = round(time.perf_counter() - started, 1)
+    return value
+
+
 def evaluate(args: argparse.Namespace, models: Models, run_dir: Path) -> dict[str, Any]:
     started = time.perf_counter()
     ctx = build_context(args, models, run_dir)
-    known = known_domains(ctx)
-    families = family_rows(ctx)
-    tuned = finetuning(ctx, known)
-    open_rows = open_domain(ctx)
-    classifier: dict[str, Any] = {"routing": routing_report(ctx.router, ctx.known + ctx.genres)
-                                  if models.classifier else {}}
-    if models.classifier is not None:
-        classifier["accuracy_report"] = classifier_report(ctx.router, ctx.known)
+    seconds: dict[str, float] = {}
+    known = _timed(seconds, "known_domains", lambda: known_domains(ctx))
+    families = _timed(seconds, "families", lambda: family_rows(ctx))
+    tuned = _timed(seconds, "finetuning", lambda: finetuning(ctx, known))
+    open_rows = _timed(seconds, "open_domain", lambda: open_domain(ctx))
+    classifier = _timed(seconds, "classifier", lambda: _classifier_section(ctx))
     domains, genres = [ds.name for ds in ctx.known], [ds.name for ds in ctx.genres]
     accuracy = classifier.get("accuracy_report", {}).get("accuracy", {})
     targets = check_targets(bleu_table(known), bleu_table(open_rows), accuracy,
                             domains=domains, genres=genres)
     text = summary(bleu_table(known), bleu_table(open_rows), tuned["summary"], targets,
                    domains=domains, genres=genres)
-    return {"meta": _meta(args, ctx, started), "parameters": parameter_summary(models),
+    meta = _meta(args, ctx, started) | {"section_seconds": seconds}
+    return {"meta": meta, "parameters": parameter_summary(models),
             "known_domains": known, "families": families, "finetuning": tuned,
             "open_domain": open_rows, "classifier": classifier,
             "targets": [t.as_dict() for t in targets], "summary": text, "notes": ctx.notes}
@@ -216,11 +264,16 @@ def write_results(result: dict[str, Any], out: Path, *, quick: bool) -> tuple[Pa
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
-    run_dir = args.run_dir or Path("runs") / ("eval-quick" if args.quick else "eval")
+    run_dir = (args.run_dir or Path("runs/eval")) / ("quick" if args.quick else "full")
     domains = domain_names(args.data)
     with open_stores(args) as (store, families_store):
-        models = load_models(store, backbone=args.backbone, domains=domains,
-                             families_store=families_store)
+        try:
+            models = load_models(store, backbone=args.backbone, domains=domains,
+                                 families_store=families_store)
+        except NotFoundError as error:
+            raise SystemExit(f"cannot evaluate: {error}. The default model's artifacts "
+                             "appear in model_store/builtin/ once `make train-default` has "
+                             "published them; or pass --store DIR") from error
     result = evaluate(args, models, run_dir)
     json_path, md_path = write_results(result, args.out, quick=args.quick)
     print(f"\n{result['summary']}\n\nwrote {json_path} and {md_path}")

@@ -35,7 +35,6 @@ from typing import Any
 
 import torch
 
-from benchmarks.engine_speed import quiet_libraries
 from benchmarks.speed_data import read_test_sets, training_lines
 from benchmarks.speed_loadgen import (
     LevelRun,
@@ -46,7 +45,6 @@ from benchmarks.speed_loadgen import (
     warm_up,
 )
 from benchmarks.speed_loadstats import (
-    LevelStats,
     OfflineStats,
     TokenCounter,
     markdown,
@@ -54,7 +52,7 @@ from benchmarks.speed_loadstats import (
     summarise,
     write_results,
 )
-from benchmarks.speed_model import synthetic_lines
+from benchmarks.speed_model import quiet_libraries, synthetic_lines
 from benchmarks.speed_offline import offline_engine, offline_items, run_offline
 from benchmarks.speed_server import live_server
 from benchmarks.speed_store import (

@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 import json
 import random
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,7 +112,9 @@ def marian_config(size: ModelSize) -> MarianConfig:
 def random_marian(size: ModelSize, *, seed: int = 0) -> MarianMTModel:
     """A MarianMTModel with Hugging Face's random initialisation (fixed seed)."""
     torch.manual_seed(seed)
-    return MarianMTModel(marian_config(size)).eval()
+    model = MarianMTModel(marian_config(size))
+    torch.nn.Module.eval(model)
+    return model
 
 
 def save_checkpoint(model: MarianMTModel, path: Path, *, spm_model: bytes,
@@ -135,6 +138,15 @@ def build_checkpoint(path: Path, size: ModelSize, *, lines: Sequence[str] | None
     vocab = marian_vocab(spm_model, size.vocab)
     model = random_marian(size, seed=seed)
     return save_checkpoint(model, path, spm_model=spm_model, vocab=vocab), model
+
+
+def quiet_libraries() -> None:
+    """No progress bars or advice from transformers in the benchmark's output."""
+    import transformers
+
+    transformers.utils.logging.set_verbosity_error()  # type: ignore[no-untyped-call]
+    transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    warnings.filterwarnings("ignore", message="Recommended: pip install sacremoses")
 
 
 def convert_ct2(checkpoint: Checkpoint, out_dir: Path, *, quantization: str) -> Path:

@@ -46,9 +46,10 @@ def write_profile(runners: Mapping[str, Runner], path: Path, *, beam_size: int =
     """One section per runner (each already warmed up by the measurement)."""
     sections = [header.strip(), f"torch threads: {torch.get_num_threads()}", ""]
     for name, runner in runners.items():
-        sections += [f"=== {name} (beam {beam_size}): torch operators by self CPU time ===",
+        title = f"=== {name} (beam {beam_size})"
+        sections += [f"{title}: torch operators by self CPU time ===",
                      op_table(runner, beam_size), "",
-                     f"=== {name} (beam {beam_size}): Python functions (cumulative, then own time) ===",
+                     f"{title}: Python functions by cumulative, then own time ===",
                      function_table(runner, beam_size), ""]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(sections))

@@ -24,7 +24,6 @@ from server.admin import check_domain_name
 from server.engine.config import BackboneConfig
 from server.errors import Conflict, InvalidInput, NotFound, NotReady
 from server.runtime import Runtime
-from server.settings import JobSettings
 from trainer.jobspec import (
     DEV_FILE,
     TRAIN_FILE,
@@ -47,10 +46,10 @@ class DomainUpload:
 
 
 class JobAdmin:
-    def __init__(self, store: Store, runtime: Runtime, settings: JobSettings) -> None:
+    def __init__(self, store: Store, runtime: Runtime, *, min_pairs: int) -> None:
         self.store = store
         self.runtime = runtime
-        self.settings = settings
+        self.min_pairs = min_pairs
 
     async def submit(self, upload: DomainUpload) -> Job:
         return await asyncio.to_thread(self._submit, upload)
@@ -70,17 +69,18 @@ class JobAdmin:
             raise NotReady("no backbone is loaded: a new domain is trained against the "
                            "served backbone")
         return submit_domain(self.store, upload, backbone=backbone,
-                             backbone_config=self.runtime.engine.config, settings=self.settings)
+                             backbone_config=self.runtime.engine.config,
+                             min_pairs=self.min_pairs)
 
 
 def submit_domain(store: Store, upload: DomainUpload, *, backbone: Manifest,
-                  backbone_config: BackboneConfig, settings: JobSettings) -> Job:
+                  backbone_config: BackboneConfig, min_pairs: int) -> Job:
     """Validate `upload`, write its data and create its queued job (see the module doc)."""
     check_domain_name(upload.name)
     config = parse_job_config(upload.config, backbone_config)
     _check_free(store, upload.name)
     options = TrainingOptions.model_validate(config["training"])
-    train, dev, summary = _data(upload, options, min_pairs=settings.min_pairs)
+    train, dev, summary = _data(upload, options, min_pairs=min_pairs)
     config |= {"data": summary, "backbone": {
         "name": backbone.name, "version": backbone.version,
         "fingerprint": backbone.backbone_fingerprint}}

@@ -42,16 +42,10 @@ class LimitSettings(BaseModel):
         100_000, ge=1, description="characters of all texts of one request together")
     max_upload_bytes: int = Field(
         2 << 30, ge=1, description="size of an uploaded module artifact (tar.gz)")
-
-
-class JobSettings(BaseModel):
-    """Adding a domain from data (`POST /admin/domains`): what an upload may be."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    max_upload_bytes: int = Field(
-        50 * 1024 * 1024, ge=1, description="size of a whole domain upload (413 above)")
-    min_pairs: int = Field(
+    max_domain_upload_bytes: int = Field(
+        50 * 1024 * 1024, ge=1,
+        description="size of a POST /admin/domains upload (parallel text of a new domain)")
+    min_domain_pairs: int = Field(
         20, ge=1, description="training pairs a new domain needs at least (after a dev set "
                               "is held out)")
 
@@ -133,7 +127,6 @@ class Settings(BaseSettings):
         60.0, gt=0, description="DELETE /admin/domains waits this long for in-flight work")
     engine: EngineSettings = Field(default_factory=EngineSettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
-    jobs: JobSettings = Field(default_factory=JobSettings)
     decoding: DecodingSettings = Field(default_factory=DecodingSettings)
     scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
     routing: RoutingSettings = Field(default_factory=RoutingSettings)

@@ -147,40 +147,46 @@ class Sidecar:
                        interval_s=self.settings.heartbeat_interval_s) as beat:
             ctx = JobContext(self.store, job, self.settings, report=beat.report,
                              should_stop=lambda: self.stop.is_set() or beat.lost.is_set())
-            try:
-                result = run_domain_job(ctx)
-            except JobInterrupted as stopped:
-                self._interrupted(job, beat, str(stopped))
-            except JobFailed as failure:
-                self._fail(job, failure.reason, scores=failure.scores or None,
-                           result=failure.result or None)
-            except LostJob:
-                log.warning("job %s was taken over by another worker", job.id)
-            except Exception as error:  # a bug or a transient failure: retried
-                log.exception("job %s failed", job.id)
-                self._retry_or_fail(job, f"{type(error).__name__}: {error}")
-            else:
-                self._write(job, state="published", progress=1.0, result=result, error=None)
-                log.info("job %s published: %s", job.id, result)
-
-    def _interrupted(self, job: Job, beat: Heartbeat, why: str) -> None:
+            outcome = self._attempt(ctx)
+        # The outcome is written after the heartbeat thread stopped: its next beat would
+        # otherwise find the job finished and report it as lost.
         if beat.lost.is_set():
-            log.warning("job %s: %s; another worker owns it now", job.id, why)
-            return
-        # Back to the queue without counting the attempt: a graceful stop is no failure.
-        self._write(job, state="queued", worker=None, attempts=max(job.attempts - 1, 0))
-        log.info("job %s: %s; queued again, it resumes from its checkpoint", job.id, why)
+            log.warning("job %s was taken over by another worker", job.id)
+        elif outcome is not None:
+            self._write(job, **outcome)
 
-    def _retry_or_fail(self, job: Job, reason: str) -> None:
+    def _attempt(self, ctx: JobContext) -> dict[str, Any] | None:
+        """Run the job; the fields of its outcome (None: nothing to record)."""
+        job = ctx.job
+        try:
+            result = run_domain_job(ctx)
+        except JobInterrupted as stopped:
+            log.info("job %s: %s; queued again, it resumes from its checkpoint", job.id, stopped)
+            # A graceful stop is no failure: the attempt is not counted.
+            return {"state": "queued", "worker": None, "attempts": max(job.attempts - 1, 0)}
+        except JobFailed as failure:
+            log.error("job %s failed: %s", job.id, failure.reason)
+            fields = {"scores": failure.scores, "result": failure.result}
+            return {"state": "failed", "error": failure.reason,
+                    **{k: v for k, v in fields.items() if v}}
+        except LostJob:
+            return None
+        except Exception as error:  # a bug or a transient failure: retried
+            log.exception("job %s failed", job.id)
+            return self._retry_or_fail(job, f"{type(error).__name__}: {error}")
+        log.info("job %s published: %s", job.id, result)
+        return {"state": "published", "progress": 1.0, "result": result, "error": None}
+
+    def _retry_or_fail(self, job: Job, reason: str) -> dict[str, Any]:
         if job.attempts >= self.settings.max_attempts:
-            self._fail(job, f"gave up after {job.attempts} attempts; last error: {reason}")
-        else:
-            self._write(job, state="queued", worker=None, error=reason)
+            reason = f"gave up after {job.attempts} attempts; last error: {reason}"
+            log.error("job %s failed: %s", job.id, reason)
+            return {"state": "failed", "error": reason}
+        return {"state": "queued", "worker": None, "error": reason}
 
-    def _fail(self, job: Job, reason: str, **fields: Any) -> None:
+    def _fail(self, job: Job, reason: str) -> None:
         log.error("job %s failed: %s", job.id, reason)
-        self._write(job, state="failed", error=reason,
-                    **{k: v for k, v in fields.items() if v is not None})
+        self._write(job, state="failed", error=reason)
 
     def _write(self, job: Job, **fields: Any) -> None:
         try:

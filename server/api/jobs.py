@@ -64,7 +64,8 @@ class JobListResponse(BaseModel):
 
 
 def get_job_admin(request: Request, settings: SettingsDep) -> JobAdmin:
-    return JobAdmin(request.app.state.store, request.app.state.runtime, settings.jobs)
+    return JobAdmin(request.app.state.store, request.app.state.runtime,
+                    min_pairs=settings.limits.min_domain_pairs)
 
 
 JobAdminDep = Annotated[JobAdmin, Depends(get_job_admin)]
@@ -86,7 +87,7 @@ async def add_domain(request: Request, response: Response, jobs: JobAdminDep,
                      settings: SettingsDep) -> JobResponse:
     """Add a domain from parallel text: validates the upload, queues a training job for the
     sidecar and answers at once; follow it at `Location` (`/admin/jobs/{id}`)."""
-    upload = await read_domain_upload(request, limit=settings.jobs.max_upload_bytes)
+    upload = await read_domain_upload(request, limit=settings.limits.max_domain_upload_bytes)
     job = await jobs.submit(upload)
     response.headers["Location"] = f"/admin/jobs/{job.id}"
     return job_response(job)
@@ -114,7 +115,7 @@ async def read_domain_upload(request: Request, *, limit: int) -> DomainUpload:
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise TooLarge(f"upload of {declared} bytes; at most {limit} "
-                       "(NMT_JOBS__MAX_UPLOAD_BYTES)", field="body")
+                       "(NMT_LIMITS__MAX_DOMAIN_UPLOAD_BYTES)", field="body")
     parser = MultiPartParser(request.headers, _capped(request.stream(), limit),
                              max_files=2, max_fields=2)
     try:
@@ -160,6 +161,6 @@ async def _capped(stream: AsyncIterator[bytes], limit: int) -> AsyncGenerator[by
     async for chunk in stream:
         seen += len(chunk)
         if seen > limit:
-            raise TooLarge(f"upload larger than {limit} bytes (NMT_JOBS__MAX_UPLOAD_BYTES)",
-                           field="body")
+            raise TooLarge(f"upload larger than {limit} bytes "
+                           "(NMT_LIMITS__MAX_DOMAIN_UPLOAD_BYTES)", field="body")
         yield chunk

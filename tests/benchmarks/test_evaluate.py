@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from benchmarks.eval_models import domain_of
 from benchmarks.eval_targets import check_targets
 from benchmarks.evaluate import bleu_table, main
 from model_store import Store
@@ -55,12 +56,14 @@ def build_data(root: Path) -> Path:
     return root
 
 
-def _publish_module(store: Store, name: str, family: str, seed: int, fingerprint: str) -> None:
+def _publish_module(store: Store, name: str, family: str, seed: int, fingerprint: str, *,
+                    activate: bool = True) -> None:
     options = {"rank": 2} if family == "ldr" else {"bottleneck": 4}
     config, params = random_module(tiny_config(), family, seed=seed, std=0.3, **options)
     manifest = store.publish("module", name, module_files(params), config=config,
                              backbone_fingerprint=fingerprint)
-    store.activate("module", name, manifest.version)
+    if activate:
+        store.activate("module", name, manifest.version)
 
 
 def build_store(root: Path) -> str:
@@ -74,6 +77,8 @@ def build_store(root: Path) -> str:
         fingerprint = backbone.backbone_fingerprint
         for seed, domain in enumerate(DOMAINS, start=1):
             _publish_module(store, domain, "adapter", seed, fingerprint)
+        # another family in the same store, not served: a "gated" row for religion only
+        _publish_module(store, "religion-gated", "gated", 21, fingerprint, activate=False)
         examples = [(d, line) for d in DOMAINS for line in WORDS[d]] * 5
         data = train_classifier(examples, ClassifierSettings(epoch=40, dim=8, bucket=2000,
                                                              quantize=False))
@@ -119,6 +124,14 @@ def _assert_scores(row: dict[str, Any], sets: tuple[str, ...]) -> None:
     assert set(row["timing"]) == set(sets)
 
 
+@pytest.mark.parametrize(("name", "expected"), [
+    ("medical", "medical"), ("medical-gated", "medical"), ("gated_medical", "medical"),
+    ("it-highway", "it"), ("news", None), ("italian", None),
+])
+def test_domain_of_artifact_names(name: str, expected: str | None) -> None:
+    assert domain_of(name, DOMAINS) == expected
+
+
 def test_every_section_is_present(harness: tuple[Path, dict[str, Any]]) -> None:
     _, result = harness
     assert set(result) == {"meta", "parameters", "known_domains", "families", "finetuning",
@@ -143,10 +156,13 @@ def test_known_domain_rows(harness: tuple[Path, dict[str, Any]]) -> None:
 def test_family_rows_cover_only_their_domains(harness: tuple[Path, dict[str, Any]]) -> None:
     _, result = harness
     families = result["families"]
-    assert set(families) == {"highway-true", "highway-random"}
-    for row in families.values():
-        _assert_scores(row, ("law", "medical"))
+    assert set(families) == {"gated-true", "gated-random", "highway-true", "highway-random"}
+    for key in ("highway-true", "highway-random"):
+        _assert_scores(families[key], ("law", "medical"))
+    for key in ("gated-true", "gated-random"):
+        _assert_scores(families[key], ("religion",))
     assert any("family highway: no module for it, religion" in n for n in result["notes"])
+    assert result["meta"]["served_family"] == "adapter"
 
 
 def test_finetuning_rows_and_forgetting(harness: tuple[Path, dict[str, Any]]) -> None:
@@ -191,6 +207,8 @@ def test_classifier_and_parameters(harness: tuple[Path, dict[str, Any]]) -> None
     assert {row["parameters"] for row in result["parameters"]["served"].values()} == {expected}
     highway = result["parameters"]["families"]["highway"]
     assert set(highway) == {"law", "medical"}
+    gated = get_family("gated").parameter_count(tiny_config(), {"bottleneck": 4})
+    assert result["parameters"]["families"]["gated"]["religion"]["parameters"] == gated
 
 
 def test_targets_follow_from_the_numbers(harness: tuple[Path, dict[str, Any]]) -> None:

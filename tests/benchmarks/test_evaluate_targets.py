@@ -29,8 +29,9 @@ def status(targets: list[Target]) -> dict[str, bool | None]:
     return {t.name: t.met for t in targets}
 
 
-ALL_MET = {"adapters-average": True, "adapters-every-domain": True, "routing-loss": True,
-           "classifier-accuracy": True, "soft-open-domain": True, "soft-known-domains": True}
+ALL_MET: dict[str, bool | None] = {
+    "adapters-average": True, "adapters-every-domain": True, "routing-loss": True,
+    "classifier-accuracy": True, "soft-open-domain": True, "soft-known-domains": True}
 
 CASES: list[tuple[str, dict[str, Any], dict[str, bool | None]]] = [
     ("everything met",
@@ -108,6 +109,7 @@ def test_summary_is_generated_from_the_numbers() -> None:
     text = summary(table, open_domain(20.0, {"news": 19.0, "captions": 21.0}), finetuning,
                    targets, domains=DOMAINS, genres=GENRES)
     assert "+3.00 over the generic backbone (33.00 vs 30.00) and win on 4 of 4" in text
+    assert "automatic routing 32.60 (-0.40 / +2.60); soft ensemble 32.10" in text
     assert "changes the other domains' average by -4.50 BLEU" in text
     assert "catastrophic forgetting" in text
     assert "5 of 6 targets are met; not met: soft-open-domain." in text

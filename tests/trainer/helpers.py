@@ -12,7 +12,7 @@ from typing import Any
 from model_store import Job, Store
 from server.admin_jobs import DomainUpload, submit_domain
 from server.engine.artifacts import backbone_parts, module_files
-from server.settings import JobSettings
+from server.settings import Settings
 from tests.tiny import random_module, tiny_backbone_files, tiny_config
 from trainer.classifier import EXAMPLES_FILE, ClassifierSettings, examples_to_bytes
 from trainer.classifier import train_classifier as fit_classifier
@@ -30,8 +30,8 @@ LEXICON = {"god": "dieu", "merciful": "miséricordieux", "name": "nom", "prayer"
            "the": "le", "of": "de", "in": "dans", "is": "est"}
 NEW_TEXT = "the lord is merciful in heaven"
 ROUTER = RouterSettings(bucket=20_000, dim=16, quantize=False)
-FAST_JOB: dict[str, Any] = {"max_epochs": 6, "eval_every": 4, "patience": 0, "lr": 0.01,
-                            "warmup_steps": 4, "max_tokens": 600}
+FAST_JOB: dict[str, Any] = {"max_epochs": 4, "eval_every": 4, "patience": 0, "lr": 0.01,
+                            "warmup_steps": 4, "max_tokens": 1000}
 
 
 def sentences(words: list[str], count: int, seed: int) -> list[str]:
@@ -98,7 +98,7 @@ def submit(store: Store, *, name: str = NEW_DOMAIN, config: dict[str, Any] | Non
                           config=json.dumps(FAST_JOB | (config or {})))
     return submit_domain(store, upload, backbone=backbone.manifest,
                          backbone_config=backbone_parts(backbone.files).config,
-                         settings=JobSettings(min_pairs=20))
+                         min_pairs=20)
 
 
 def sidecar_env(root: Path, **extra: str) -> dict[str, str]:
@@ -113,3 +113,22 @@ def sidecar_env(root: Path, **extra: str) -> dict[str, str]:
         "NMT_TRAINER__ROUTER__DIM": str(ROUTER.dim), "NMT_TRAINER__ROUTER__QUANTIZE": "false",
     }
     return env | extra
+
+
+TOKEN = "sidecar-test-token"
+
+
+def server_settings(root: Path, **overrides: Any) -> Settings:
+    """A server on the tiny store: greedy, short outputs, fast polling."""
+    values: dict[str, Any] = {
+        "store_dir": root, "builtin_artifacts": False, "backbone": BACKBONE,
+        "admin_token": TOKEN, "poll_interval_s": 0.05,
+        "engine": {"slots_per_bank": 4, "host_capacity": 16},
+        "decoding": {"beam_size": 1, "max_length": 8},
+        "scheduler": {"max_wait_ms": 2.0, "request_timeout_s": 60.0},
+        "limits": {"min_domain_pairs": 20}}
+    return Settings(**(values | overrides))
+
+
+def admin_headers(token: str = TOKEN) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}

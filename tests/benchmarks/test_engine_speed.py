@@ -1,0 +1,172 @@
+"""The engine speed benchmark at a toy size: every system runs, decodes exactly the forced
+number of tokens, and the rows, ratios and targets are computed and written correctly.
+Nothing here asserts on speed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks.engine_speed import SYSTEMS, TINY, run_benchmark
+from benchmarks.speed_measure import DECODES, LengthMismatch, Row, check_lengths, measure, schedule
+from benchmarks.speed_report import TARGETS, Target, check_targets, markdown, ratio, write_results
+from benchmarks.speed_systems import Runner, mixed_members, random_adapter
+from server.engine.engine import Member
+from tests.tiny import tiny_config
+
+TinyRun = tuple[list[Row], dict[str, Runner]]
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> TinyRun:
+    return run_benchmark(TINY, tmp_path_factory.mktemp("engine-speed"))
+
+
+@pytest.mark.slow
+def test_every_system_and_decode_has_a_row(tiny_run: TinyRun) -> None:
+    rows, runners = tiny_run
+    assert list(runners) == list(SYSTEMS)
+    assert [(r.system, r.decode) for r in rows] == [(s, d) for s in SYSTEMS for d in DECODES]
+
+
+@pytest.mark.slow
+def test_rows_schema(tiny_run: TinyRun, tmp_path: Path) -> None:
+    rows, _ = tiny_run
+    for row in rows:
+        data = row.to_dict()
+        assert {"system", "decode", "tokens_per_s"} <= set(data)
+        assert isinstance(data["tokens_per_s"], float) and data["tokens_per_s"] > 0
+        assert data["median_s"] > 0 and data["rounds"] == TINY.rounds
+        assert data["tokens_per_run"] == TINY.batch * TINY.target_length
+    written = json.loads(write_results(rows, {"mode": "tiny"}, tmp_path)[0].read_text())
+    assert isinstance(written, list)
+    assert [(r["system"], r["decode"]) for r in written] == [(r.system, r.decode) for r in rows]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("beam_size", sorted(set(DECODES.values())))
+def test_every_system_produces_exactly_the_forced_length(tiny_run: TinyRun,
+                                                          beam_size: int) -> None:
+    _, runners = tiny_run
+    for name, runner in runners.items():
+        assert runner(beam_size) == [TINY.target_length] * TINY.batch, name
+
+
+def test_measure_refuses_a_system_that_decoded_other_lengths() -> None:
+    def short(beam_size: int) -> list[int]:
+        return [5, 5, 4, 5]
+
+    with pytest.raises(LengthMismatch, match=r"short \(greedy\).*\(2, 4\)"):
+        measure({"short": short}, rounds=1, batch=4, target_length=5, decodes={"greedy": 1})
+    with pytest.raises(LengthMismatch, match="3 sentences for a batch of 4"):
+        check_lengths("x", "greedy", [5, 5, 5], batch=4, target_length=5)
+
+
+def test_measure_counts_tokens_and_takes_the_median() -> None:
+    calls: list[int] = []
+
+    def fake(beam_size: int) -> list[int]:
+        calls.append(beam_size)
+        return [3, 3]
+
+    rows = measure({"a": fake, "b": fake}, rounds=3, batch=2, target_length=3)
+    assert len(calls) == 2 * len(DECODES) * (3 + 1)  # a warm-up round, then 3 rounds
+    assert [(r.system, r.decode, r.tokens_per_run, r.rounds) for r in rows] == [
+        ("a", "greedy", 6, 3), ("a", "beam4", 6, 3), ("b", "greedy", 6, 3), ("b", "beam4", 6, 3)]
+    assert all(r.tokens_per_s == pytest.approx(6 / r.median_s) for r in rows)
+
+
+@pytest.mark.parametrize(("round_index", "expected"), [
+    (0, ["a", "b", "c"]), (1, ["b", "c", "a"]), (2, ["c", "a", "b"]), (3, ["a", "b", "c"])])
+def test_schedule_rotates_the_order_every_round(round_index: int, expected: list[str]) -> None:
+    pairs = [(name, "greedy") for name in "abc"]
+    assert [s for s, _ in schedule(pairs, round_index)] == expected
+
+
+@pytest.mark.parametrize(("modules", "batch", "expected"), [
+    (8, 32, [i // 4 for i in range(32)]),
+    (2, 4, [0, 0, 1, 1]),
+    (8, 4, [0, 1, 2, 3]),
+    (3, 7, [0, 0, 1, 1, 2, 2, 2]),
+])
+def test_mixed_members_are_contiguous_blocks(modules: int, batch: int,
+                                             expected: list[int]) -> None:
+    ids = [f"m{i}" for i in range(modules)]
+    assert mixed_members(ids, batch=batch) == [Member(f"m{i}") for i in expected]
+
+
+def test_random_adapter_has_no_zero_tensor() -> None:
+    config, params = random_adapter(tiny_config(), bottleneck=8, seed=1)
+    assert config == {"family": "adapter", "bottleneck": 8}
+    assert all(tensor.abs().sum() > 0 for tensor in params.values())
+
+
+def rows_with(speeds: dict[str, float], decode: str = "greedy") -> list[Row]:
+    return [Row(system, decode, value, 1.0, 1, 32, 25, 800) for system, value in speeds.items()]
+
+
+BASE_SPEEDS = {"hf": 500.0, "ct2-float32": 1000.0, "ct2-int8": 2000.0,
+               "engine-float32": 1000.0, "engine-int8": 1400.0,
+               "engine-float32-adapter": 800.0, "engine-float32-mixed8": 760.0}
+
+
+@pytest.mark.parametrize(("changes", "label", "expected_ratio", "expected_met"), [
+    ({}, "engine float32 / CT2 float32", 1.0, True),
+    ({"engine-float32": 990.0}, "engine float32 / CT2 float32", 0.99, False),
+    ({}, "engine int8 / CT2 int8", 0.7, True),
+    ({"engine-int8": 1398.0}, "engine int8 / CT2 int8", 0.699, False),
+    ({}, "one adapter / backbone only", 0.8, True),
+    ({"engine-float32-adapter": 700.0}, "one adapter / backbone only", 0.7, False),
+    ({}, "8 mixed adapters / one adapter", 0.95, True),
+    ({"engine-float32-mixed8": 750.0}, "8 mixed adapters / one adapter", 0.9375, False),
+    ({}, "engine float32 / HF generate", 2.0, None),
+    ({"ct2-int8": 0.0}, "engine int8 / CT2 int8", None, None),
+])
+def test_target_checks(changes: dict[str, float], label: str, expected_ratio: float | None,
+                       expected_met: bool | None) -> None:
+    checks = {c.target.label: c for c in check_targets(rows_with(BASE_SPEEDS | changes))}
+    assert set(checks) == {t.label for t in TARGETS}
+    check = checks[label]
+    if expected_ratio is None:
+        assert check.ratio is None
+    else:
+        assert check.ratio == pytest.approx(expected_ratio)
+    assert check.met is expected_met
+
+
+def test_missing_system_gives_no_ratio_and_no_verdict() -> None:
+    rows = rows_with({"engine-float32": 100.0})
+    assert ratio(rows, "engine-float32", "ct2-float32", "greedy") is None
+    assert ratio(rows, "engine-float32", "engine-float32", "beam4") is None
+    target = Target("x", "engine-float32", "ct2-float32", 1.0)
+    assert [(c.ratio, c.met) for c in check_targets(rows, [target])] == [(None, None)]
+
+
+def test_targets_are_checked_per_decode() -> None:
+    rows = rows_with(BASE_SPEEDS) + rows_with(BASE_SPEEDS | {"engine-float32": 500.0}, "beam4")
+    verdicts = {(c.target.label, c.decode): c.met for c in check_targets(rows)}
+    assert verdicts[("engine float32 / CT2 float32", "greedy")] is True
+    assert verdicts[("engine float32 / CT2 float32", "beam4")] is False
+
+
+def test_markdown_shows_speeds_ratios_and_verdicts() -> None:
+    rows = rows_with(BASE_SPEEDS | {"engine-float32-mixed8": 700.0})
+    text = markdown(rows, check_targets(rows), {"mode": "quick", "description": "toy"})
+    assert "| engine-float32 | 1,000 |" in text
+    assert "| engine float32 / CT2 float32 | greedy | 1.00x | >= 1.00x | met |" in text
+    assert "| 8 mixed adapters / one adapter | greedy | 0.88x | >= 0.95x | **missed** |" in text
+    assert "| engine float32 / HF generate | greedy | 2.00x |  | (no target) |" in text
+    assert "Targets met: 3 of 4; missed: 8 mixed adapters / one adapter (greedy)." in text
+
+
+def test_write_results_files(tmp_path: Path) -> None:
+    rows = rows_with(BASE_SPEEDS)
+    paths = write_results(rows, {"mode": "tiny", "machine": {"cpu_count": 2}}, tmp_path)
+    assert [p.name for p in paths] == ["engine_speed.json", "engine_speed.meta.json",
+                                       "engine_speed.md"]
+    assert json.loads(paths[0].read_text()) == [row.to_dict() for row in rows]
+    meta = json.loads(paths[1].read_text())
+    assert meta["machine"] == {"cpu_count": 2} and len(meta["targets"]) == len(TARGETS)
+    assert paths[2].read_text().startswith("# Engine speed (tiny run)")
