@@ -302,10 +302,8 @@ class Registry:
     # -- training sidecar: atomic flips, exclusive job creation, fenced updates --------
 
     def set_active_many(
-        self,
-        versions: Sequence[tuple[ArtifactKind, str, int]],
-        *,
-        expect: Mapping[tuple[ArtifactKind, str], int | None] | None = None,
+        self, versions: Sequence[tuple[ArtifactKind, str, int]], *,
+        expect: Mapping[tuple[ArtifactKind, str], int | None] | None = None
     ) -> None:
         """Activate several versions in ONE transaction (a domain's module and the router
         that knows it): pollers see all or none. `expect`: `(kind, name)` -> the active
@@ -317,8 +315,7 @@ class Registry:
                 if now != seen:
                     raise ConflictError(f"active {kind} {name!r} is version {now}, not {seen}")
             for kind, name, version in versions:
-                known = self._versions(conn, kind, name)
-                if version not in known:
+                if version not in (known := self._versions(conn, kind, name)):
                     raise NotFoundError(f"{kind} {name!r} version", version, known)
                 where = (active.c.kind == kind, active.c.name == name)
                 values = {"version": version, "updated_at": _now()}
@@ -333,8 +330,8 @@ class Registry:
         (ConflictError): the check and the insert share one write transaction."""
         now = _now()
         with self._write() as conn:
-            where = (active.c.kind == "module", active.c.name == domain)
-            served = conn.execute(select(active.c.version).where(*where)).scalar()
+            served = conn.execute(select(active.c.version).where(
+                active.c.kind == "module", active.c.name == domain)).scalar()
             if served is not None:
                 raise ConflictError(f"domain {domain!r} exists (module v{served} is active)")
             busy = conn.execute(select(jobs.c.id, jobs.c.state).where(
@@ -348,8 +345,7 @@ class Registry:
         return self.get_job(job_id)
 
     def heartbeat_job(self, job_id: str, owner: str, /, **fields: Any) -> bool:
-        """Refresh the heartbeat (and update `fields`, see `JobUpdate`) of a running job of
-        worker `owner`; False, nothing written, when it is no longer `owner`'s: stop then."""
+        """Refresh a running job's heartbeat (+ `fields`) if `owner` owns it; else False."""
         values = JobUpdate.model_validate(fields).to_columns()
         values["heartbeat_at"] = values["updated_at"] = _now()
         mine = (jobs.c.id == job_id, jobs.c.worker == owner, jobs.c.state.in_(RUNNING_STATES))
@@ -360,13 +356,13 @@ class Registry:
         """Claim a running job whose worker died (or restarted). Conditional on the worker
         and heartbeat the caller saw: of two workers taking it over one wins (None: lost)."""
         beat, now = jobs.c.heartbeat_at, _now()
-        seen = beat.is_(None) if job.heartbeat_at is None else beat == job.heartbeat_at
-        owner = jobs.c.worker.is_(None) if job.worker is None else jobs.c.worker == job.worker
-        where = (jobs.c.id == job.id, jobs.c.state.in_(RUNNING_STATES), seen, owner)
-        values = {"worker": worker, "attempts": jobs.c.attempts + 1, "heartbeat_at": now}
+        where = (jobs.c.id == job.id, jobs.c.state.in_(RUNNING_STATES),
+                 beat.is_(None) if job.heartbeat_at is None else beat == job.heartbeat_at,
+                 jobs.c.worker.is_(None) if job.worker is None else jobs.c.worker == job.worker)
+        values = {"worker": worker, "attempts": jobs.c.attempts + 1, "heartbeat_at": now,
+                  "updated_at": now}
         with self._write() as conn:
-            claimed = conn.execute(update(jobs).where(*where).values(
-                updated_at=now, **values)).rowcount == 1
+            claimed = conn.execute(update(jobs).where(*where).values(values)).rowcount == 1
         return self.get_job(job.id) if claimed else None
 
     # -- helpers ------------------------------------------------------------------------

@@ -136,7 +136,7 @@ def progress_fields(progress: Progress, fraction: float) -> dict[str, Any]:
 
 
 def train_job_module(backbone: JobBackbone, module_config: dict[str, Any],
-                     options: TrainingOptions, data: tuple[list[Pair], list[Pair]], *,
+                     options: TrainingOptions, *, data: tuple[list[Pair], list[Pair]],
                      run_dir: Path, settings: WorkerSettings,
                      report: Callable[[dict[str, Any]], None],
                      should_stop: ShouldStop) -> TrainedModule:

@@ -44,8 +44,8 @@ class GateResult:
                 f"(chrF {self.backbone.chrf:.2f}); at most {self.margin_bleu:g} is allowed")
 
 
-def quality_gate(backbone: JobBackbone, module_config: dict[str, Any], params: Params,
-                 dev_pairs: Sequence[Pair], *, margin_bleu: float) -> GateResult:
+def quality_gate(backbone: JobBackbone, module_config: dict[str, Any], params: Params, *,
+                 dev_pairs: Sequence[Pair], margin_bleu: float) -> GateResult:
     """Score the plain backbone and backbone + module on the same dev pairs."""
     plain, _ = evaluate_texts(backbone.model, backbone.source, backbone.target, dev_pairs)
     hooks = SingleModuleHooks(get_family(str(module_config["family"])), params)

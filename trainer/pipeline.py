@@ -69,27 +69,35 @@ def run_domain_job(ctx: JobContext) -> dict[str, Any]:
     backbone = load_job_backbone(ctx.store, job.config["backbone"])
     data = read_job_data(ctx.store, job.id)
     trained = train_job_module(
-        backbone, dict(job.config["module"]), options, data, run_dir=run_dir_of(ctx.store, job.id),
-        settings=ctx.settings, report=ctx.report, should_stop=ctx.should_stop)
+        backbone, dict(job.config["module"]), options, data=data,
+        run_dir=run_dir_of(ctx.store, job.id), settings=ctx.settings, report=ctx.report,
+        should_stop=ctx.should_stop)
     ctx.checkpoint("after training")
     ctx.report({"state": "evaluating", "progress": 0.9})
-    gate = quality_gate(backbone, trained.config, trained.params, data[1],
+    gate = quality_gate(backbone, trained.config, trained.params, dev_pairs=data[1],
                         margin_bleu=options.gate_margin_bleu)
     log.info("gate: module BLEU %.2f chrF %.2f, backbone BLEU %.2f chrF %.2f: %s",
              gate.module.bleu, gate.module.chrf, gate.backbone.bleu, gate.backbone.chrf,
              "passed" if gate.passed else "refused")
-    ctx.report({"scores": gate.as_scores(), "progress": 0.92})
+    scores = gate.as_scores() | {"training": {
+        "steps": trained.steps, "stop_reason": trained.stop_reason,
+        "train_seconds": trained.train_seconds, "pairs": trained.pairs}}
+    ctx.report({"scores": scores, "progress": 0.92})
     module = _job_artifact(ctx.store, "module", job.domain, job.id) or publish_module(
-        ctx.store, job, trained, gate, backbone=backbone, half=ctx.settings.half)
+        ctx.store, job, trained, gate=gate, backbone=backbone, half=ctx.settings.half)
     if not gate.passed:
         raise JobFailed(f"{gate.refusal()}; {module.label} was published inactive for "
-                        "inspection", scores=gate.as_scores(),
+                        "inspection", scores=scores,
                         result={"module_version": module.version, "active": False})
     ctx.checkpoint("before the router update")
-    return _publish(ctx, module, backbone, data)
+    result = _publish(ctx, module, backbone=backbone, data=data)
+    # The optimizer state is of no use once the module is served (the trained module
+    # stays in the run directory).
+    (run_dir_of(ctx.store, job.id) / "checkpoint.pt").unlink(missing_ok=True)
+    return result
 
 
-def publish_module(store: Store, job: Job, trained: TrainedModule, gate: GateResult, *,
+def publish_module(store: Store, job: Job, trained: TrainedModule, *, gate: GateResult,
                    backbone: JobBackbone, half: bool) -> Manifest:
     """Publish the trained module as the next version of the domain (inactive)."""
     data = job.config.get("data", {})
@@ -104,7 +112,7 @@ def publish_module(store: Store, job: Job, trained: TrainedModule, gate: GateRes
                 "gate": gate.as_scores()["gate"]})
 
 
-def _publish(ctx: JobContext, module: Manifest, backbone: JobBackbone,
+def _publish(ctx: JobContext, module: Manifest, *, backbone: JobBackbone,
              data: tuple[list[Pair], list[Pair]]) -> dict[str, Any]:
     """Router update + the one-transaction flip; retried when another publisher changed
     the active router meanwhile (the update is then redone on top of theirs)."""

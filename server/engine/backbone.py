@@ -63,21 +63,58 @@ class LayerCache:
 
 @dataclass
 class DecoderState:
-    """Everything incremental decoding carries between steps."""
+    """Everything incremental decoding carries between steps.
 
-    memory_mask: Tensor  # [batch, 1, 1, src_len] True = attend
+    Cross-attention keys/values and the memory mask are stored once per *group*: the rows of
+    a group (the beams of one source row) are contiguous and share their source, so beam
+    reordering never copies them; they are re-indexed only when groups are dropped.
+    """
+
+    memory_mask: Tensor  # [groups, 1, 1, src_len] True = attend
     layers: list[LayerCache] = field(default_factory=list)
     length: int = 0  # target positions already decoded
+    group_size: int = 1  # rows per group
 
     def reorder(self, index: Tensor) -> None:
         """Keep rows `index` (beam reordering, dropping finished rows): the one state hook."""
-        self.memory_mask = self.memory_mask.index_select(0, index)
         for cache in self.layers:
-            cache.cross_k = cache.cross_k.index_select(0, index)
-            cache.cross_v = cache.cross_v.index_select(0, index)
             if cache.self_k is not None and cache.self_v is not None:
                 cache.self_k = cache.self_k.index_select(0, index)
                 cache.self_v = cache.self_v.index_select(0, index)
+        groups = torch.div(index, self.group_size, rounding_mode="floor")
+        size = _uniform_run(groups)
+        if size is None:  # rows of one group no longer contiguous: give every row its own
+            self._reindex_groups(groups)
+            self.group_size = 1
+            return
+        kept = groups[::size]
+        self.group_size = size
+        if kept.shape[0] != self.memory_mask.shape[0] or not bool(
+                (kept == torch.arange(kept.shape[0], device=kept.device)).all()):
+            self._reindex_groups(kept)
+
+    def _reindex_groups(self, groups: Tensor) -> None:
+        self.memory_mask = self.memory_mask.index_select(0, groups)
+        for cache in self.layers:
+            cache.cross_k = cache.cross_k.index_select(0, groups)
+            cache.cross_v = cache.cross_v.index_select(0, groups)
+
+
+def _uniform_run(groups: Tensor) -> int | None:
+    """The common length of the runs of equal values in `groups`, when every run has the
+    same length and no value repeats after its run; otherwise None."""
+    rows = groups.shape[0]
+    change = torch.ones(rows, dtype=torch.bool, device=groups.device)
+    change[1:] = groups[1:] != groups[:-1]
+    starts = torch.nonzero(change).flatten()
+    count = starts.shape[0]
+    if count == 0 or rows % count:
+        return None
+    size = rows // count
+    expected = torch.arange(0, rows, size, device=groups.device)
+    if not bool((starts == expected).all()) or int(groups[starts].unique().shape[0]) != count:
+        return None
+    return size
 
 
 class DecoderLayer(nn.Module):
@@ -106,15 +143,16 @@ class DecoderLayer(nn.Module):
         return self.self_attn.attend(x, k, v, mask=None)
 
     def forward(self, x: Tensor, cross_k: Tensor, cross_v: Tensor, memory_mask: Tensor,
-                cache: LayerCache | None) -> Tensor:
+                cache: LayerCache | None, group_size: int = 1) -> Tensor:
         if self.pre_norm:
             x = x + self.dropout(self.self_block(self.self_attn_norm(x), cache))
             h = self.cross_attn_norm(x)
-            x = x + self.dropout(self.cross_attn.attend(h, cross_k, cross_v, mask=memory_mask))
+            x = x + self.dropout(self.cross_attn.attend(h, cross_k, cross_v, mask=memory_mask,
+                                                        group_size=group_size))
             return x + self.dropout(self.ffn(self.ffn_norm(x)))
         x = self.self_attn_norm(x + self.dropout(self.self_block(x, cache)))
-        x = self.cross_attn_norm(
-            x + self.dropout(self.cross_attn.attend(x, cross_k, cross_v, mask=memory_mask)))
+        x = self.cross_attn_norm(x + self.dropout(self.cross_attn.attend(
+            x, cross_k, cross_v, mask=memory_mask, group_size=group_size)))
         return self.ffn_norm(x + self.dropout(self.ffn(x)))
 
 
@@ -237,7 +275,8 @@ class Backbone(nn.Module):
         for index, layer in enumerate(self.decoder_layers()):
             if state is not None:
                 cache = state.layers[index]
-                x = layer(x, cache.cross_k, cache.cross_v, state.memory_mask, cache)
+                x = layer(x, cache.cross_k, cache.cross_v, state.memory_mask, cache,
+                          state.group_size)
             else:
                 k, v = layer.cross_attn.project_kv(memory)
                 x = layer(x, k, v, mask, None)

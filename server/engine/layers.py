@@ -85,14 +85,23 @@ class Attention(nn.Module):
         """Keys and values of `x`: each [batch, heads, len, head_dim]."""
         return self.split_heads(self.k_proj(x)), self.split_heads(self.v_proj(x))
 
-    def attend(self, query: Tensor, key: Tensor, value: Tensor, *,
-               mask: Tensor | None, causal: bool = False) -> Tensor:
+    def attend(self, query: Tensor, key: Tensor, value: Tensor, *, mask: Tensor | None,
+               causal: bool = False, group_size: int = 1) -> Tensor:
+        """query [batch, q_len, d]; key/value [batch / group_size, heads, kv_len, head_dim]:
+        with group_size > 1, each run of `group_size` query rows (the beams of one source)
+        shares one key/value row, attended as extra query positions (no copies)."""
         q = self.split_heads(self.q_proj(query))  # [batch, heads, q_len, head_dim]
+        batch, heads, length, dim = q.shape
+        if group_size > 1:  # [groups, heads, group_size * q_len, head_dim]
+            q = q.view(batch // group_size, group_size, heads, length, dim).transpose(1, 2)
+            q = q.reshape(batch // group_size, heads, group_size * length, dim)
         out = F.scaled_dot_product_attention(
             q, key, value, attn_mask=mask, is_causal=causal and mask is None,
             dropout_p=self.dropout if self.training else 0.0)
-        batch, _, length, _ = out.shape
-        out = out.transpose(1, 2).reshape(batch, length, self.n_heads * self.head_dim)
+        if group_size > 1:
+            out = out.view(batch // group_size, heads, group_size, length, dim).transpose(1, 2)
+            out = out.reshape(batch, heads, length, dim)
+        out = out.transpose(1, 2).reshape(batch, length, heads * dim)
         return self.o_proj(out)  # [batch, q_len, d_model]
 
 

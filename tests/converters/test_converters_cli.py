@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -85,7 +86,9 @@ def test_export_ct2_domain_uses_the_module_backbone(
     code, out, err = run(["export-ct2-domain", "--store", str(store), "--domain", "medical",
                           str(tmp_path / "ct2")], capsys)
     assert (code, err) == (0, "")
-    assert "modules/medical/v1 merged into backbones/opus-tiny/v1" in out
+    # The store also layers the built-in default (whose medical module fits another
+    # backbone): the export must pick the module version built for opus-tiny.
+    assert re.search(r"modules/medical/v\d+ merged into backbones/opus-tiny/v1", out)
     assert (tmp_path / "ct2" / "model.bin").is_file()
 
 

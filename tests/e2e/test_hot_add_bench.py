@@ -40,5 +40,6 @@ def test_hot_add_benchmark_runs_on_a_tiny_store(tmp_path: Path,
     added = result["hot_add"]
     assert added["job"]["state"] == "published" and added["pairs"] == 40
     assert 0 < added["flip_to_first_served_s"] < added["upload_to_first_served_s"]
+    assert 0 < added["upload_to_published_s"] <= added["upload_to_first_served_s"] + 1
     assert added["train_seconds"] is not None and added["steps"] > 0
     assert "registry flip -> first request served" in (out / "hot_add.md").read_text()
