@@ -313,7 +313,22 @@ class Runtime:
         for name, problem in state.module_failures.items():
             modules[name] = modules.get(name, "not loaded") + "; failed: " + problem
         checks["modules"] = modules
+        mixture = self.settings.routing.mixture
+        if mixture is not None:
+            checks["mixture"] = _mixture_check(state, mixture)
         unserved = [name for name in state.module_failures if name not in state.domains]
         ready = (self.engine is not None and not unserved
                  and (state.classifier is not None or "classifier" not in state.failures))
         return ready, checks
+
+
+def _mixture_check(state: ServingState, name: str) -> str:
+    """How requests without a domain are routed when `routing.mixture` names `name`."""
+    entry = state.domains.get(name)
+    if entry is None:
+        return (f"not served: no active domain {name!r}; requests without a domain use "
+                "the classifier")
+    if entry.family != "mixing":
+        return (f"not used: domain {name!r} is of family {entry.family!r}, not a word-level "
+                "mixture; requests without a domain use the classifier")
+    return f"serving requests without a domain ({name} v{entry.version})"

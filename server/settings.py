@@ -101,6 +101,10 @@ class RoutingSettings(BaseModel):
     fixed_weights: dict[str, float] = Field(
         default_factory=dict,
         description='fixed ensembles: domain -> weight ("generic" = plain backbone)')
+    mixture: str | None = Field(
+        None, description="a served domain whose module is a word-level mixture (family "
+                          "mixing): requests without a domain go through it instead of the "
+                          "classifier (routing mode \"mixture\")")
 
 
 class Settings(BaseSettings):

@@ -5,7 +5,9 @@
    (server/text.py) and tokenize them;
 3. hold the routed module versions (runtime) so they stay loaded until the request ends;
 4. submit every sentence to the scheduler and await them under the request's deadline;
-5. off the loop: decode and rejoin the sentences into each text's layout.
+5. off the loop: decode and rejoin the sentences into each text's layout;
+6. on request (debug), a word-level mixture's per-token domain proportions, from a separate
+   encoder pass on the engine thread (translation batches never record them).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.engine import Engine, Member, SentenceJob
@@ -26,6 +28,7 @@ from server.settings import DecodingSettings, LimitSettings
 from server.text import Piece, join_pieces, sentences, split_text
 
 HOLD_ATTEMPTS = 3
+MIXING = "mixing"  # the family of word-level mixtures
 Decode = Callable[[Hypothesis], str]
 
 
@@ -55,11 +58,25 @@ class Alternative:
 
 
 @dataclass(frozen=True)
+class SentenceProportions:
+    pieces: list[str]  # source pieces, EOS included
+    layers: list[list[list[float]]]  # per encoder layer: [pieces x domains]
+
+
+@dataclass(frozen=True)
+class ItemProportions:
+    domain: str  # the mixture's domain name
+    domains: list[str]  # the mixed domains, in proportion order
+    sentences: list[SentenceProportions]
+
+
+@dataclass(frozen=True)
 class ItemResult:
     translation: str
     decision: RoutingDecision
     versions: dict[str, int]  # module version used, by domain
     alternatives: list[Alternative] | None
+    proportions: ItemProportions | None = None
 
 
 @dataclass(frozen=True)
@@ -69,6 +86,7 @@ class Prepared:
     versions: dict[str, int]
     module_ids: list[str]
     jobs: list[SentenceJob]
+    mixture: str | None = None  # module id, when one word-level mixture translates it
 
 
 class Translator:
@@ -83,18 +101,27 @@ class Translator:
         self.timeout_s = timeout_s
         self.metrics = metrics
 
-    async def translate(self, items: Sequence[Item],
-                        request: DecodingRequest) -> list[ItemResult]:
+    async def translate(self, items: Sequence[Item], request: DecodingRequest, *,
+                        proportions: bool = False) -> list[ItemResult]:
+        """`proportions` (debug): also return each text's per-token domain proportions;
+        every text must then be translated by a word-level mixture."""
         self.check_limits(items)
         options = self.search_options(request)
         deadline = time.monotonic() + self.timeout_s
         prepared, held = await self._prepare_held(items, request)
+        shown: list[ItemProportions | None] = [None] * len(prepared)
         try:
+            if proportions:
+                _check_mixtures(prepared)
             jobs = [job for item in prepared for job in item.jobs]
             hypotheses = await self._run(jobs, options, deadline)
+            if proportions:
+                shown = [await self._proportions(item) for item in prepared]
         finally:
             self.runtime.release(held)
-        return await asyncio.to_thread(self._finish, prepared, hypotheses, request.n_best)
+        results = await asyncio.to_thread(self._finish, prepared, hypotheses, request.n_best)
+        return [replace(result, proportions=extra) for result, extra in
+                zip(results, shown, strict=True)]
 
     # -- 1. limits and options ---------------------------------------------------------
     def check_limits(self, items: Sequence[Item]) -> None:
@@ -146,10 +173,12 @@ class Translator:
     def _prepare(self, items: Sequence[Item], request: DecodingRequest, state: ServingState,
                  engine: Engine) -> list[Prepared]:
         versions = state.versions()
+        mixtures = {name for name, entry in state.domains.items() if entry.family == MIXING}
         prepared: list[Prepared] = []
         for item in items:
             decision = self.policy.decide(item.domain, item.text, domains=versions,
-                                          classifier=state.classifier, field=item.domain_field)
+                                          classifier=state.classifier, field=item.domain_field,
+                                          mixtures=mixtures)
             members = tuple(Member(state.domains[d].module_id if d else None, w)
                             for d, w in decision.members)
             pieces = split_text(item.text)
@@ -159,7 +188,9 @@ class Translator:
                         engine, source, request, field=item.text_field)) for source in ids]
             used = {d: versions[d] for d in decision.module_domains}
             module_ids = [m.module_id for m in members if m.module_id is not None]
-            prepared.append(Prepared(pieces, decision, used, module_ids, jobs))
+            single = decision.domain if len(decision.members) == 1 else None
+            mixture = (state.domains[single].module_id if single in mixtures else None)
+            prepared.append(Prepared(pieces, decision, used, module_ids, jobs, mixture))
         return prepared
 
     def _max_length(self, engine: Engine, source: list[int], request: DecodingRequest, *,
@@ -196,6 +227,19 @@ class Translator:
             for future in futures:
                 future.cancel()  # withdraws what has not run (no-op for finished ones)
 
+    # -- 6. a mixture's proportions (debug) --------------------------------------------
+    async def _proportions(self, item: Prepared) -> ItemProportions:
+        engine = self.runtime.engine
+        if engine is None or item.mixture is None:
+            raise NotReady("the backbone was unloaded")
+        sources = [job.source_ids for job in item.jobs]
+        report = await self.runtime.engine_thread.run(engine.proportions, item.mixture, sources)
+        tokenizer = engine.source_tokenizer
+        sentences_ = [SentenceProportions(tokenizer.pieces(ids),
+                                          found.round(decimals=4).tolist())
+                      for ids, found in zip(sources, report.sentences, strict=True)]
+        return ItemProportions(item.decision.domain or "", report.domains, sentences_)
+
     # -- 5. decoding and rejoining -----------------------------------------------------
     def _finish(self, prepared: list[Prepared], hypotheses: list[list[Hypothesis]],
                 n_best: int) -> list[ItemResult]:
@@ -218,6 +262,16 @@ class Translator:
             raise NotReady("the backbone was unloaded")
         tokenizer = engine.target_tokenizer
         return lambda hypothesis: tokenizer.decode(hypothesis.tokens)
+
+
+def _check_mixtures(prepared: Sequence[Prepared]) -> None:
+    for item in prepared:
+        if item.mixture is None:
+            decision = item.decision
+            used = decision.domain if decision.mode != "ensemble" else "an ensemble"
+            raise InvalidInput("return_proportions needs a word-level mixture (family "
+                               f"'{MIXING}') to translate the text; it was routed to "
+                               f"{used!r} (mode {decision.mode!r})", field="return_proportions")
 
 
 def _alternatives(pieces: list[Piece], hypotheses: list[list[Hypothesis]], decode: Decode, *,

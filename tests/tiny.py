@@ -70,11 +70,17 @@ def tiny_backbone_files(config: BackboneConfig | None = None, seed: int = 0) -> 
 
 
 def random_module(config: BackboneConfig, family: str, seed: int, std: float = 0.3,
+                  weights: Params | None = None,
                   **options: object) -> tuple[dict[str, object], Params]:
-    """A module of `family` with random (non-identity) weights."""
+    """A module of `family` with random (non-identity) weights. Families that replace the
+    backbone's projections start from copies of them and need the backbone's `weights`:
+    their random module is the fresh one plus noise (a trained one stays near the backbone).
+    Other families ignore `weights`."""
     chosen = get_family(family)
     module_config = chosen.normalise({"family": family, **options})
     generator = torch.Generator().manual_seed(seed)
-    fresh = chosen.initial(config, module_config, generator)
-    params = {k: torch.randn(v.shape, generator=generator) * std for k, v in fresh.items()}
-    return module_config, params
+    fresh = chosen.initial(config, module_config, generator, weights=weights)
+    noise = {k: torch.randn(v.shape, generator=generator) * std for k, v in fresh.items()}
+    if "project" not in chosen.sites:
+        return module_config, noise
+    return module_config, {k: fresh[k] + noise[k] for k in fresh}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -51,10 +51,12 @@ def train_sentencepiece(texts: Sequence[str], model_prefix: Path, *, vocab_size:
 
 @dataclass
 class EncodedPairs:
-    """Token ids of parallel sentences; source ends with EOS, target carries no specials."""
+    """Token ids of parallel sentences; source ends with EOS, target carries no specials.
+    `labels` (joint multi-domain training): each pair's domain index."""
 
     source: list[np.ndarray]
     target: list[np.ndarray]
+    labels: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.source)
@@ -81,6 +83,7 @@ class Batch:
     src: Tensor  # [batch, src_len] padded with PAD_ID
     tgt_in: Tensor  # [batch, tgt_len]: BOS + target
     tgt_out: Tensor  # [batch, tgt_len]: target + EOS, PAD where padded
+    labels: Tensor | None = None  # [batch] domain index of each pair (labelled data only)
 
     @property
     def target_tokens(self) -> int:
@@ -134,7 +137,10 @@ def iterate_batches(data: EncodedPairs, batches: Sequence[list[int]], *,
                     start: int = 0) -> Iterator[tuple[int, Batch]]:
     for number in range(start, len(batches)):
         indices = batches[number]
-        yield number, collate([data.source[i] for i in indices], [data.target[i] for i in indices])
+        batch = collate([data.source[i] for i in indices], [data.target[i] for i in indices])
+        if data.labels is not None:
+            batch = replace(batch, labels=torch.from_numpy(data.labels[indices].astype(np.int64)))
+        yield number, batch
 
 
 def save_encoded(data: EncodedPairs, path: Path) -> None:
@@ -152,3 +158,11 @@ def load_encoded(path: Path) -> EncodedPairs:
     tgt_split = np.cumsum(arrays["tgt_len"])[:-1]
     return EncodedPairs(list(np.split(arrays["src"], src_split)),
                         list(np.split(arrays["tgt"], tgt_split)))
+
+
+def join_labelled(parts: Sequence[EncodedPairs]) -> EncodedPairs:
+    """One labelled set from per-domain sets: part i's pairs get label i."""
+    return EncodedPairs([s for part in parts for s in part.source],
+                        [t for part in parts for t in part.target],
+                        np.concatenate([np.full(len(part), i, dtype=np.int64)
+                                        for i, part in enumerate(parts)]))

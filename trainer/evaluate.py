@@ -47,7 +47,7 @@ def translate_ids(model: Backbone, sources: Sequence[list[int]], *,
         for row, index in enumerate(chunk):
             src[row, : len(sources[index])] = torch.tensor(sources[index])
         memory, mask = model.encode(src, hooks)
-        stepper = FixedStepper(model, hooks, model.start_state(memory, mask))
+        stepper = FixedStepper(model, hooks, model.start_state(memory, mask, hooks))
         limits = [min(config.max_positions, int(max_ratio * len(sources[i])) + 10) for i in chunk]
         for index, hypotheses in zip(chunk, search(stepper, limits, options), strict=True):
             outputs[index] = hypotheses[0].tokens

@@ -90,14 +90,23 @@ def allowed_options(family: Family) -> str:
     return f"family, {module} (module); {training} (training)"
 
 
+def addable_families() -> list[str]:
+    """Families a training job can add as one new domain (not the joint ones)."""
+    return sorted(name for name, family in FAMILIES.items() if not family.joint)
+
+
 def normalise_config(raw: Mapping[str, Any], backbone: BackboneConfig) -> dict[str, Any]:
     """`{"module": {...}, "training": {...}}` with every default filled in; JobConfigError
     lists every unknown option or bad value (and names the allowed ones)."""
     name = raw.get("family", DEFAULT_FAMILY)
     if not isinstance(name, str) or name not in FAMILIES:
         raise JobConfigError(f"unknown module family {name!r}; allowed: "
-                             f"{', '.join(sorted(FAMILIES))}")
+                             f"{', '.join(addable_families())}")
     family = FAMILIES[name]
+    if family.joint:
+        raise JobConfigError(f"module family {name!r} is trained jointly over all its domains "
+                             "(python -m trainer.recipes.mixing_en_fr), not added as one "
+                             f"domain; allowed: {', '.join(addable_families())}")
     module_keys = set(family.defaults())
     training_keys = set(TrainingOptions.model_fields)
     problems: list[str] = []

@@ -75,7 +75,8 @@ def train_module(backbone: Backbone, config: dict[str, Any], data: EncodedPairs,
     backbone.requires_grad_(False)
     generator = torch.Generator().manual_seed(settings.seed)
     params = {k: v.requires_grad_(True)
-              for k, v in family.initial(backbone.config, config, generator).items()}
+              for k, v in family.initial(backbone.config, config, generator,
+                                            weights=backbone.state_dict()).items()}
     hooks = SingleModuleHooks(family, params)
     best_path = run_dir / "best.safetensors"
     best: dict[str, Any] = {"scores": None}

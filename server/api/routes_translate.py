@@ -19,7 +19,9 @@ from server.api.schemas import (
     DomainInfo,
     DomainsResponse,
     ErrorResponse,
+    Proportions,
     Routing,
+    SentenceProportions,
     TranslateRequest,
     TranslateResponse,
 )
@@ -42,7 +44,8 @@ async def translate(body: TranslateRequest, request: Request,
     """Translate one text; `routing` says which domain module(s) did it and why."""
     item = Item(body.text, body.domain)
     results = await until_disconnected(
-        request, translator.translate([item], decoding_request(body.options)))
+        request, translator.translate([item], decoding_request(body.options),
+                                      proportions=body.return_proportions))
     return to_response(results[0])
 
 
@@ -82,7 +85,7 @@ def decoding_request(options: DecodingOptions) -> DecodingRequest:
 
 def to_response(result: ItemResult) -> TranslateResponse:
     decision = result.decision
-    single = decision.mode in ("explicit", "classifier")
+    single = decision.mode in ("explicit", "classifier", "mixture")
     routing = Routing(
         mode=decision.mode, domain=decision.domain, confidence=decision.confidence,
         weights=decision.weights,
@@ -92,8 +95,15 @@ def to_response(result: ItemResult) -> TranslateResponse:
     if result.alternatives is not None:
         alternatives = [Alternative(translation=a.translation, score=a.score)
                         for a in result.alternatives]
+    proportions = None
+    if result.proportions is not None:
+        shown = result.proportions
+        proportions = Proportions(
+            domain=shown.domain, domains=shown.domains,
+            sentences=[SentenceProportions(pieces=s.pieces, layers=s.layers)
+                       for s in shown.sentences])
     return TranslateResponse(translation=result.translation, routing=routing,
-                             alternatives=alternatives)
+                             alternatives=alternatives, proportions=proportions)
 
 
 async def until_disconnected(request: Request, work: Awaitable[T]) -> T:

@@ -45,6 +45,10 @@ class TranslateRequest(Strict):
     text: str = Field(description="the text to translate (sentences and paragraphs kept)")
     domain: DomainField = Field(None, description=DOMAIN_DESCRIPTION)
     options: DecodingOptions = Field(default_factory=DecodingOptions)
+    return_proportions: bool = Field(
+        False, description="debug: also return the word-level domain proportions of every "
+                           "source token (the text must be translated by a word-level "
+                           "mixture, family mixing; 422 otherwise)")
 
     _check_text = field_validator("text")(_valid_unicode)
 
@@ -64,8 +68,9 @@ class BatchRequest(Strict):
 
 
 class Routing(BaseModel):
-    mode: Literal["explicit", "classifier", "ensemble", "generic"]
-    domain: str | None = Field(description="the domain used; null for an ensemble")
+    mode: Literal["explicit", "classifier", "ensemble", "generic", "mixture"]
+    domain: str | None = Field(description="the domain used (for mode mixture: the "
+                                           "word-level mixture's); null for an ensemble")
     confidence: float | None = Field(description="the classifier's confidence, when asked")
     weights: dict[str, float] | None = Field(description="ensemble weights (sum to 1)")
     module_version: int | None = Field(description="version of the single module used")
@@ -78,11 +83,26 @@ class Alternative(BaseModel):
     score: float = Field(description="length-normalised log-probability (mean over sentences)")
 
 
+class SentenceProportions(BaseModel):
+    pieces: list[str] = Field(description="the sentence's source pieces (EOS included)")
+    layers: list[list[list[float]]] = Field(
+        description="per encoder layer, per piece: the proportion of each domain (in the "
+                    "order of `domains`; the mean over the layer's mixed projections)")
+
+
+class Proportions(BaseModel):
+    domain: str = Field(description="the word-level mixture that translated the text")
+    domains: list[str] = Field(description="the mixed domains, in proportion order")
+    sentences: list[SentenceProportions] = Field(description="one per translated sentence")
+
+
 class TranslateResponse(BaseModel):
     translation: str
     routing: Routing
     alternatives: list[Alternative] | None = Field(
         None, description="n-best alternatives, best first (only when n_best > 1)")
+    proportions: Proportions | None = Field(
+        None, description="word-level domain proportions (only with return_proportions)")
 
 
 class BatchResponse(BaseModel):

@@ -26,7 +26,7 @@ import torch
 from torch import Tensor, nn
 
 from server.engine.config import BackboneConfig
-from server.engine.hooks import ModuleHooks, Side
+from server.engine.hooks import ModuleHooks, Project, Side
 from server.engine.layers import Attention, FeedForward, Positions
 
 
@@ -34,21 +34,22 @@ class EncoderLayer(nn.Module):
     def __init__(self, config: BackboneConfig) -> None:
         super().__init__()
         self.pre_norm = config.normalize_before
-        self.self_attn = Attention(config)
+        self.self_attn = Attention(config, "self_attn")
         self.self_attn_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
         self.ffn = FeedForward(config)
         self.ffn_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.dropout)
 
-    def forward(self, x: Tensor, mask: Tensor) -> Tensor:
+    def forward(self, x: Tensor, mask: Tensor, project: Project | None = None) -> Tensor:
         if self.pre_norm:
             h = self.self_attn_norm(x)
-            k, v = self.self_attn.project_kv(h)
-            x = x + self.dropout(self.self_attn.attend(h, k, v, mask=mask))
-            return x + self.dropout(self.ffn(self.ffn_norm(x)))
-        k, v = self.self_attn.project_kv(x)
-        x = self.self_attn_norm(x + self.dropout(self.self_attn.attend(x, k, v, mask=mask)))
-        return self.ffn_norm(x + self.dropout(self.ffn(x)))
+            k, v = self.self_attn.project_kv(h, project)
+            x = x + self.dropout(self.self_attn.attend(h, k, v, mask=mask, project=project))
+            return x + self.dropout(self.ffn(self.ffn_norm(x), project))
+        k, v = self.self_attn.project_kv(x, project)
+        x = self.self_attn_norm(x + self.dropout(self.self_attn.attend(x, k, v, mask=mask,
+                                                                       project=project)))
+        return self.ffn_norm(x + self.dropout(self.ffn(x, project)))
 
 
 @dataclass
@@ -121,18 +122,18 @@ class DecoderLayer(nn.Module):
     def __init__(self, config: BackboneConfig) -> None:
         super().__init__()
         self.pre_norm = config.normalize_before
-        self.self_attn = Attention(config)
+        self.self_attn = Attention(config, "self_attn")
         self.self_attn_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
-        self.cross_attn = Attention(config)
+        self.cross_attn = Attention(config, "cross_attn")
         self.cross_attn_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
         self.ffn = FeedForward(config)
         self.ffn_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.dropout)
 
-    def self_block(self, x: Tensor, cache: LayerCache | None) -> Tensor:
-        k, v = self.self_attn.project_kv(x)
+    def self_block(self, x: Tensor, cache: LayerCache | None, project: Project | None) -> Tensor:
+        k, v = self.self_attn.project_kv(x, project)
         if cache is None:  # teacher forcing: whole target at once
-            return self.self_attn.attend(x, k, v, mask=None, causal=True)
+            return self.self_attn.attend(x, k, v, mask=None, causal=True, project=project)
         if x.shape[1] != 1:
             raise ValueError("incremental decoding takes one target position per step")
         if cache.self_k is not None and cache.self_v is not None:
@@ -140,20 +141,21 @@ class DecoderLayer(nn.Module):
             v = torch.cat([cache.self_v, v], dim=2)
         cache.self_k, cache.self_v = k, v
         # One query sees every cached position: no causal mask is needed.
-        return self.self_attn.attend(x, k, v, mask=None)
+        return self.self_attn.attend(x, k, v, mask=None, project=project)
 
     def forward(self, x: Tensor, cross_k: Tensor, cross_v: Tensor, memory_mask: Tensor,
-                cache: LayerCache | None, group_size: int = 1) -> Tensor:
+                cache: LayerCache | None, group_size: int = 1,
+                project: Project | None = None) -> Tensor:
         if self.pre_norm:
-            x = x + self.dropout(self.self_block(self.self_attn_norm(x), cache))
+            x = x + self.dropout(self.self_block(self.self_attn_norm(x), cache, project))
             h = self.cross_attn_norm(x)
             x = x + self.dropout(self.cross_attn.attend(h, cross_k, cross_v, mask=memory_mask,
-                                                        group_size=group_size))
-            return x + self.dropout(self.ffn(self.ffn_norm(x)))
-        x = self.self_attn_norm(x + self.dropout(self.self_block(x, cache)))
+                                                        group_size=group_size, project=project))
+            return x + self.dropout(self.ffn(self.ffn_norm(x), project))
+        x = self.self_attn_norm(x + self.dropout(self.self_block(x, cache, project)))
         x = self.cross_attn_norm(x + self.dropout(self.cross_attn.attend(
-            x, cross_k, cross_v, mask=memory_mask, group_size=group_size)))
-        return self.ffn_norm(x + self.dropout(self.ffn(x)))
+            x, cross_k, cross_v, mask=memory_mask, group_size=group_size, project=project)))
+        return self.ffn_norm(x + self.dropout(self.ffn(x, project)))
 
 
 class Stack(nn.Module):
@@ -249,18 +251,21 @@ class Backbone(nn.Module):
         collect = hooks is not None and hooks.needs_layer_states
         states: list[Tensor] = []
         for index, layer in enumerate(self.encoder.layers):
-            x = layer(x, mask)
+            x = layer(x, mask, hooks.projections("encoder", index) if hooks is not None else None)
             if hooks is not None:
                 x = hooks.after_layer("encoder", index, x)
             if collect:
                 states.append(x)
         return self.encoder.finish(x, states, hooks), mask
 
-    def start_state(self, memory: Tensor, mask: Tensor) -> DecoderState:
-        """Project the cross-attention keys/values once for the whole decode."""
+    def start_state(self, memory: Tensor, mask: Tensor,
+                    hooks: ModuleHooks | None = None) -> DecoderState:
+        """Project the cross-attention keys/values once for the whole decode; `hooks` has
+        the rows of `memory` (the same as `encode`'s)."""
         state = DecoderState(memory_mask=mask)
-        for layer in self.decoder_layers():
-            k, v = layer.cross_attn.project_kv(memory)
+        for index, layer in enumerate(self.decoder_layers()):
+            k, v = layer.cross_attn.project_kv(
+                memory, hooks.projections("decoder", index) if hooks is not None else None)
             state.layers.append(LayerCache(cross_k=k, cross_v=v))
         return state
 
@@ -273,13 +278,14 @@ class Backbone(nn.Module):
         collect = hooks is not None and hooks.needs_layer_states
         states: list[Tensor] = []
         for index, layer in enumerate(self.decoder_layers()):
+            project = hooks.projections("decoder", index) if hooks is not None else None
             if state is not None:
                 cache = state.layers[index]
                 x = layer(x, cache.cross_k, cache.cross_v, state.memory_mask, cache,
-                          state.group_size)
+                          state.group_size, project)
             else:
-                k, v = layer.cross_attn.project_kv(memory)
-                x = layer(x, k, v, mask, None)
+                k, v = layer.cross_attn.project_kv(memory, project)
+                x = layer(x, k, v, mask, None, project=project)
             if hooks is not None:
                 x = hooks.after_layer("decoder", index, x)
             if collect:

@@ -19,6 +19,8 @@ from server.decoding.search import Hypothesis, SearchOptions, search
 from server.engine.backbone import Backbone
 from server.engine.config import BackboneConfig
 from server.engine.families import Params
+from server.engine.families.mixing import WordMixing
+from server.engine.mixture import MixtureHooks, SourceProportions, encoder_layer_means
 from server.engine.residency import Lease, Loader, ModuleManager, Observer
 from server.engine.stepper import MemberRow, MemberStepper
 from server.engine.tokenizer import Tokenizer
@@ -145,13 +147,37 @@ class Engine:
         stepper = MemberStepper(self.model, self.project, None, rows, device=self.device)
         hooks = stepper.hooks if stepper.hooks.runs else None
         memory, mask = self.model.encode(source.to(self.device), hooks)
-        stepper.state = self.model.start_state(memory, mask)
+        stepper.state = self.model.start_state(memory, mask, hooks)
         results = search(stepper, [jobs[i].max_length for i in order],
                          _with_ids(options, self.config))
         ordered: list[list[Hypothesis]] = [[] for _ in jobs]
         for sentence, job_index in enumerate(order):
             ordered[job_index] = results[sentence]
         return ordered
+
+    @torch.inference_mode()
+    def proportions(self, module_id: str, sources: Sequence[list[int]]) -> SourceProportions:
+        """Debug: a word-level mixture's domain proportions of every source token, per
+        encoder layer (the mean over the layer's mixed sites), from a separate encoder
+        pass; translation batches never record them."""
+        lease = self.modules.acquire([module_id])
+        try:
+            ref = lease.refs[module_id]
+            family = ref.bank.family
+            if not isinstance(family, WordMixing):
+                raise ValueError(f"module {module_id!r} is of family {family.name!r}, not a "
+                                 "word-level mixture")
+            domains = [str(d) for d in ref.bank.config["domains"]]
+            if not sources:
+                return SourceProportions(domains, [])
+            hooks = MixtureHooks(family, ref.bank.view(ref.slot))
+            self.model.encode(_pad(sources, self.config.pad_id).to(self.device), hooks)
+            means = encoder_layer_means(hooks.take(), self.config.encoder_layers)
+        finally:
+            self.modules.release(lease)
+        means = means.float().cpu()  # [layers, rows, src_len, k]
+        return SourceProportions(domains, [means[:, row, : len(source)]
+                                           for row, source in enumerate(sources)])
 
     def translate_texts(self, texts: Sequence[str], members: Sequence[Member] = (),
                         options: SearchOptions | None = None) -> list[str]:

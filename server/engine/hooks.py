@@ -6,11 +6,17 @@ and carries the batch's per-row slot assignment, so module choice is batch data.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal, Protocol
 
 from torch import Tensor
 
 Side = Literal["encoder", "decoder"]
+
+Linear = Callable[[Tensor], Tensor]
+# Projection site of one layer: (name, input, the backbone's own projection) -> output.
+# Names: "self_attn.{q,k,v,o}", "cross_attn.{q,k,v,o}", "ffn.fc1", "ffn.fc2".
+Project = Callable[[str, Tensor, Linear], Tensor]
 
 
 class ModuleHooks(Protocol):
@@ -31,4 +37,9 @@ class ModuleHooks(Protocol):
 
     def after_stack(self, side: Side, hidden: Tensor, states: list[Tensor]) -> Tensor:
         """hidden: the top of the stack (before a pre-norm final norm); states: layer outputs."""
+        ...
+
+    def projections(self, side: Side, index: int) -> Project | None:
+        """Weight-override families (factorized, word-level mixing) replace some of layer
+        `index`'s linear projections for their rows; None when no row's module does."""
         ...

@@ -10,6 +10,12 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from server.engine.config import BackboneConfig
+from server.engine.hooks import Linear, Project
+
+
+def apply(project: Project | None, name: str, x: Tensor, linear: Linear) -> Tensor:
+    """`linear(x)`, or what the batch's modules make of it at projection site `name`."""
+    return linear(x) if project is None else project(name, x, linear)
 
 
 def activation_fn(name: str) -> nn.Module:
@@ -66,9 +72,10 @@ class Positions(nn.Module):
 class Attention(nn.Module):
     """Multi-head attention; projections q/k/v/o with biases (Marian, OpenNMT-py)."""
 
-    def __init__(self, config: BackboneConfig) -> None:
+    def __init__(self, config: BackboneConfig, name: str) -> None:
         super().__init__()
         d = config.d_model
+        self.name = name  # "self_attn" or "cross_attn": the projection sites' prefix
         self.n_heads = config.n_heads
         self.head_dim = config.head_dim
         self.dropout = config.attention_dropout
@@ -81,16 +88,18 @@ class Attention(nn.Module):
         batch, length, _ = x.shape
         return x.view(batch, length, self.n_heads, self.head_dim).transpose(1, 2)
 
-    def project_kv(self, x: Tensor) -> tuple[Tensor, Tensor]:
+    def project_kv(self, x: Tensor, project: Project | None = None) -> tuple[Tensor, Tensor]:
         """Keys and values of `x`: each [batch, heads, len, head_dim]."""
-        return self.split_heads(self.k_proj(x)), self.split_heads(self.v_proj(x))
+        return (self.split_heads(apply(project, f"{self.name}.k", x, self.k_proj)),
+                self.split_heads(apply(project, f"{self.name}.v", x, self.v_proj)))
 
     def attend(self, query: Tensor, key: Tensor, value: Tensor, *, mask: Tensor | None,
-               causal: bool = False, group_size: int = 1) -> Tensor:
+               causal: bool = False, group_size: int = 1,
+               project: Project | None = None) -> Tensor:
         """query [batch, q_len, d]; key/value [batch / group_size, heads, kv_len, head_dim]:
         with group_size > 1, each run of `group_size` query rows (the beams of one source)
         shares one key/value row, attended as extra query positions (no copies)."""
-        q = self.split_heads(self.q_proj(query))  # [batch, heads, q_len, head_dim]
+        q = self.split_heads(apply(project, f"{self.name}.q", query, self.q_proj))
         batch, heads, length, dim = q.shape
         if group_size > 1:  # [groups, heads, group_size * q_len, head_dim]
             q = q.view(batch // group_size, group_size, heads, length, dim).transpose(1, 2)
@@ -102,7 +111,7 @@ class Attention(nn.Module):
             out = out.view(batch // group_size, heads, group_size, length, dim).transpose(1, 2)
             out = out.reshape(batch, heads, length, dim)
         out = out.transpose(1, 2).reshape(batch, length, heads * dim)
-        return self.o_proj(out)  # [batch, q_len, d_model]
+        return apply(project, f"{self.name}.o", out, self.o_proj)  # [batch, q_len, d_model]
 
 
 class FeedForward(nn.Module):
@@ -113,5 +122,8 @@ class FeedForward(nn.Module):
         self.activation = activation_fn(config.activation)
         self.dropout = nn.Dropout(config.activation_dropout)
 
-    def forward(self, x: Tensor) -> Tensor:
-        return self.fc2(self.dropout(self.activation(self.fc1(x))))
+    def forward(self, x: Tensor, project: Project | None = None) -> Tensor:
+        if project is None:
+            return self.fc2(self.dropout(self.activation(self.fc1(x))))
+        h = self.dropout(self.activation(project("ffn.fc1", x, self.fc1)))
+        return project("ffn.fc2", h, self.fc2)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from torch import Tensor
 
 from server.engine.families import Family, Params
-from server.engine.hooks import Side
+from server.engine.hooks import Linear, Project, Side
 
 
 class SingleModuleHooks:
@@ -35,6 +35,16 @@ class SingleModuleHooks:
 
     def after_stack(self, side: Side, hidden: Tensor, states: list[Tensor]) -> Tensor:
         return self._track(hidden, self.family.after_stack(self.params, side, hidden, states))
+
+    def projections(self, side: Side, index: int) -> Project | None:
+        if "project" not in self.family.sites:
+            return None
+
+        def project(name: str, x: Tensor, linear: Linear) -> Tensor:
+            out = self.family.project(self.params, side, index, name, x, linear)
+            return linear(x) if out is None else out
+
+        return project
 
     def take_penalty(self) -> Tensor | None:
         penalty, self.penalty = self.penalty, None

@@ -17,7 +17,7 @@ from torch import Tensor
 
 from server.engine.config import BackboneConfig
 from server.engine.families import Family, Params, get_family
-from server.engine.hooks import Side
+from server.engine.hooks import Linear, Project, Side
 
 
 def bank_key(config: dict[str, Any]) -> str:
@@ -36,6 +36,10 @@ class ModuleBank:
         self.shapes = family.shapes(backbone, config)
         self.tensors = {name: torch.zeros((n_slots, *shape), device=device, dtype=dtype)
                         for name, shape in self.shapes.items()}
+        # Per-slot views, made once: projection families look their tensors up at every
+        # projection of every step, and a family may have ~100 tensors per module.
+        self._views = [{name: tensor[slot] for name, tensor in self.tensors.items()}
+                       for slot in range(n_slots)]
 
     def write(self, slot: int, params: Params) -> None:
         """Copy a module's tensors into `slot` (the hot swap)."""
@@ -43,7 +47,8 @@ class ModuleBank:
             target[slot].copy_(params[name])
 
     def view(self, slot: int) -> Params:
-        return {name: tensor[slot] for name, tensor in self.tensors.items()}
+        """Slot `slot`'s tensors (views into the bank; a `write` shows through them)."""
+        return self._views[slot]
 
 
 @dataclass(frozen=True)
@@ -125,7 +130,39 @@ class BatchHooks:
             run.bank.view(run.slot), side, x, [s[run.start: run.end] for s in states]))
 
 
+    def projections(self, side: Side, index: int) -> Project | None:
+        if "project" not in self._sites:
+            return None
+
+        def project(name: str, x: Tensor, linear: Linear) -> Tensor:
+            # Rows run by run: a module's own projection where it has one, else the
+            # backbone's; contiguous stretches without an override share one call.
+            pieces: list[Tensor] = []
+            plain_from = 0
+            for run in self.runs:
+                assert run.bank is not None
+                if "project" not in run.bank.family.sites:
+                    continue
+                out = run.bank.family.project(run.bank.view(run.slot), side, index, name,
+                                              x[run.start: run.end], linear)
+                if out is None:
+                    continue
+                if run.start > plain_from:
+                    pieces.append(linear(x[plain_from: run.start]))
+                pieces.append(out)
+                plain_from = run.end
+            if not pieces:
+                return linear(x)
+            if plain_from < x.shape[0]:
+                pieces.append(linear(x[plain_from:]))
+            return torch.cat(pieces) if len(pieces) > 1 else pieces[0]
+
+        return project
+
+
 def build_bank(config: dict[str, Any], backbone: BackboneConfig, *, n_slots: int,
                device: torch.device, dtype: torch.dtype) -> ModuleBank:
     family = get_family(str(config["family"]))
+    if family.bank_slots is not None:  # large modules (k copies of the projections)
+        n_slots = min(n_slots, family.bank_slots)
     return ModuleBank(family, config, backbone, n_slots=n_slots, device=device, dtype=dtype)

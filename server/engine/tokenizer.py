@@ -38,5 +38,12 @@ class Tokenizer:
             return str(self.processor.decode(kept))
         return str(self.processor.decode_pieces([self.vocab[i] for i in kept]))
 
+    def pieces(self, ids: Sequence[int]) -> list[str]:
+        """The piece of every model id (specials included, e.g. "</s>")."""
+        if self.vocab is None:
+            return [str(self.processor.id_to_piece(i)) for i in ids]
+        vocab = self.vocab
+        return [vocab[i] if 0 <= i < len(vocab) else "<unk>" for i in ids]
+
     def count_tokens(self, text: str) -> int:
         return len(self.processor.encode(text)) + int(self.add_eos)

@@ -3,7 +3,9 @@
 A request's `domain` is one of
 - a served domain name -> `explicit`;
 - "generic" -> the plain backbone (`generic`);
-- absent / null / "auto" -> the classifier decides: at or above the threshold the text
+- absent / null / "auto" -> with `routing.mixture` naming a served word-level mixture
+  (family "mixing"), that module translates (`mixture`: it weighs its domains per token,
+  no label needed); otherwise the classifier decides: at or above the threshold the text
   goes to the predicted domain (`classifier`); below it the open-domain ensemble runs
   (`ensemble`); without a classifier the backbone translates (`generic`);
 - a mapping domain -> weight ("generic" allowed) -> an explicit mixture (`ensemble`).
@@ -24,7 +26,7 @@ classifier of one serving state.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -32,7 +34,7 @@ from server.errors import InvalidInput, UnknownDomain
 from server.routing.classifier import Classifier
 from server.settings import RoutingSettings
 
-Mode = Literal["explicit", "classifier", "ensemble", "generic"]
+Mode = Literal["explicit", "classifier", "ensemble", "generic", "mixture"]
 GENERIC = "generic"
 AUTO = "auto"
 DomainSpec = str | Mapping[str, float] | None
@@ -64,8 +66,13 @@ class RoutingPolicy:
         self.max_members = max_members
 
     def decide(self, spec: DomainSpec, text: str, *, domains: Mapping[str, int],
-               classifier: Classifier | None, field: str = "domain") -> RoutingDecision:
+               classifier: Classifier | None, field: str = "domain",
+               mixtures: Collection[str] = ()) -> RoutingDecision:
+        """`mixtures`: the served domains whose module is a word-level mixture."""
         if spec is None or spec == AUTO:
+            mixture = self.settings.mixture
+            if mixture is not None and mixture in domains and mixture in mixtures:
+                return RoutingDecision("mixture", mixture, ((mixture, 1.0),))
             return self._auto(text, domains, classifier)
         if isinstance(spec, str):
             return self._explicit(spec, domains, field)

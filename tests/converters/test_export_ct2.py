@@ -1,10 +1,12 @@
 """CTranslate2 export: convert -> export -> translate with CTranslate2 -> the same greedy
-tokens as the engine (post-norm Marian, pre-norm OpenNMT-py, a merged `ldr` module)."""
+tokens as the engine (post-norm Marian, pre-norm OpenNMT-py, merged `ldr`, `sf` and `pa`
+modules)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import ctranslate2
 import numpy as np
@@ -108,10 +110,18 @@ def test_int8_export_loads_and_mostly_agrees(marian_dir: Path, tmp_path: Path) -
     assert sum(agree) >= len(agree) // 2
 
 
-def test_ldr_domain_export_matches_engine_with_module(marian_dir: Path, tmp_path: Path) -> None:
+# Mergeable families: ldr (own input embeddings), sf (own k/v, the ffn matrix folded into
+# fc2), pa (own q/k/v/o in every attention). The module starts from the backbone's weights.
+@pytest.mark.parametrize(("family", "std", "options"), [
+    ("ldr", 1.0, {"rank": 4}), ("sf", 0.2, {}), ("sf", 0.2, {"ffn_matrix": False}),
+    ("pa", 0.2, {}), ("pa", 0.2, {"ffn_matrix": True})])
+def test_mergeable_domain_export_matches_engine_with_module(
+        marian_dir: Path, tmp_path: Path, family: str, std: float,
+        options: dict[str, Any]) -> None:
     files = convert_marian(marian_dir)
     engine = build_engine(files)
-    module_config, params = random_module(engine.config, "ldr", seed=11, std=1.0, rank=4)
+    module_config, params = random_module(engine.config, family, seed=11, std=std,
+                                          weights=engine.model.state_dict(), **options)
     engine.register_module("medical", module_config, params)
     rows = sources(engine)
     with_module = engine_tokens(engine, rows, "medical")

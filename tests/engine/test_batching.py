@@ -33,7 +33,8 @@ def test_fresh_module_reproduces_the_backbone(engine: Engine, family: str,
                                               options: SearchOptions) -> None:
     chosen = get_family(family)
     config = chosen.normalise({"family": family})
-    fresh = chosen.initial(engine.config, config, torch.Generator().manual_seed(3))
+    fresh = chosen.initial(engine.config, config, torch.Generator().manual_seed(3),
+                           weights=engine.model.state_dict())
     engine.register_module("fresh", config, fresh)
     plain = run(engine, [(Member(None),)] * 4, options)
     with_module = run(engine, [(Member("fresh"),)] * 4, options)
@@ -81,15 +82,17 @@ ENSEMBLES = [
     (Member(None, 0.3), Member("highway1", 0.7)),
     (Member("gated0", 0.2), Member("adapter1", 0.3), Member(None, 0.5)),
     (Member("ldr0"),),
+    (Member("sf0", 0.6), Member("pa1", 0.4)),
 ]
 
 
 @pytest.mark.parametrize("beam", [1, 3])
 def test_ensembles_in_a_mixed_batch_match_the_reference(engine: Engine, beam: int) -> None:
     options = SearchOptions(beam_size=beam, n_best=1)
-    results = run(engine, ENSEMBLES, options)
+    sources = [SOURCES[i % len(SOURCES)] for i in range(len(ENSEMBLES))]
+    results = run(engine, ENSEMBLES, options, sources)
     model = engine.model
-    for source, members, got in zip(SOURCES, ENSEMBLES, results, strict=True):
+    for source, members, got in zip(sources, ENSEMBLES, results, strict=True):
         reference_members = [(_hooks(engine, m.module_id), m.weight) for m in members]
         with torch.inference_mode():
             if beam == 1:

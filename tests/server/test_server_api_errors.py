@@ -146,7 +146,8 @@ class FailingTranslator:
     def __init__(self, error: Exception) -> None:
         self.error = error
 
-    async def translate(self, items: object, request: object) -> list[object]:
+    async def translate(self, items: object, request: object, *,
+                        proportions: bool = False) -> list[object]:
         raise self.error
 
 

@@ -14,12 +14,19 @@ import pytest
 import torch
 
 from model_store import LocalStorage, Store
-from server.engine.artifacts import module_params
+from server.engine.artifacts import backbone_parts, module_params
 from server.engine.families import get_family
 from server.engine.residency import check_params
 from server.routing.classifier import load_classifier
 from tests.tiny import tiny_config
-from tests.trainer.helpers import NEW_DOMAIN, NEW_TEXT, build_store, submit, worker_settings
+from tests.trainer.helpers import (
+    BACKBONE,
+    NEW_DOMAIN,
+    NEW_TEXT,
+    build_store,
+    submit,
+    worker_settings,
+)
 from trainer import sidecar as sidecar_module
 from trainer.domain_job import run_dir_of
 from trainer.sidecar import Heartbeat, Sidecar
@@ -133,11 +140,15 @@ def test_router_is_skipped_with_a_note_without_examples(tmp_path: Path, router: 
         assert store.active_domains()[NEW_DOMAIN] == 1
 
 
-@pytest.mark.parametrize("family", ["adapter", "highway", "gated", "ldr"])
+FAMILY_OPTIONS: dict[str, dict[str, Any]] = {
+    "adapter": {"bottleneck": 4}, "highway": {"bottleneck": 4}, "gated": {"bottleneck": 4},
+    "ldr": {"rank": 2}, "sf": {}, "pa": {}}
+
+
+@pytest.mark.parametrize("family", list(FAMILY_OPTIONS))
 def test_every_family_trains_against_the_frozen_backbone(store: Store, family: str) -> None:
-    options = {"rank": 2} if family == "ldr" else {"bottleneck": 4}
     job = submit(store, config={"family": family, "max_epochs": 2, "eval_every": 1000,
-                                **options})
+                                **FAMILY_OPTIONS[family]})
     run_once(store)
     assert store.registry.get_job(job.id).state == "published"
     loaded = store.load("module", NEW_DOMAIN)
@@ -145,8 +156,13 @@ def test_every_family_trains_against_the_frozen_backbone(store: Store, family: s
     params = module_params(loaded.files)
     assert config["family"] == family
     assert check_params(config, params, tiny_config()) == []
-    fresh = get_family(family).initial(tiny_config(), config, torch.Generator().manual_seed(1))
+    backbone = backbone_parts(store.load_backbone(BACKBONE).files).tensors
+    fresh = get_family(family).initial(tiny_config(), config, torch.Generator().manual_seed(1),
+                                       weights=backbone)
     trained = [name for name in params if not torch.equal(params[name], fresh[name])]
+    if "project" in get_family(family).sites:  # copies of the backbone's projections
+        assert set(fresh) - set(trained) <= {k for k in fresh if k.endswith(".k.bias")}
+        return
     zero_init = [name for name in fresh if not fresh[name].any()]  # up / B / gates
     assert zero_init and set(zero_init) <= set(trained)
 

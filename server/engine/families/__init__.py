@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from server.engine.families.adapters import GatedAdapter, HighwayAdapter, ResidualAdapter
 from server.engine.families.base import Family, ModuleConfigError, Params
+from server.engine.families.factorized import ParallelAttention, ShallowFactorization
 from server.engine.families.ldr import LexicalDomainEmbedding
+from server.engine.families.mixing import WordMixing
 
 FAMILIES: dict[str, Family] = {
     family.name: family
-    for family in (ResidualAdapter(), HighwayAdapter(), GatedAdapter(), LexicalDomainEmbedding())
+    for family in (ResidualAdapter(), HighwayAdapter(), GatedAdapter(), LexicalDomainEmbedding(),
+                   WordMixing(), ShallowFactorization(), ParallelAttention())
 }
 
 

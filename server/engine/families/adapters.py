@@ -60,7 +60,7 @@ class ResidualAdapter(Family):
         return shapes
 
     def initial(self, backbone: BackboneConfig, config: dict[str, Any],
-                generator: torch.Generator) -> Params:
+                generator: torch.Generator, weights: Params | None = None) -> Params:
         params: Params = {}
         for name, shape in self.shapes(backbone, config).items():
             if name.endswith("norm_w"):
@@ -106,7 +106,7 @@ class GatedAdapter(HighwayAdapter):
             "enc.gate_w": (d,), "enc.gate_b": (1,), "dec.gate_w": (d,), "dec.gate_b": (1,)}
 
     def initial(self, backbone: BackboneConfig, config: dict[str, Any],
-                generator: torch.Generator) -> Params:
+                generator: torch.Generator, weights: Params | None = None) -> Params:
         params = super().initial(backbone, config, generator)
         for side in ("enc", "dec"):
             params[f"{side}.gate_w"] = torch.zeros(backbone.d_model)

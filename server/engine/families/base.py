@@ -10,7 +10,7 @@ import torch
 from torch import Tensor
 
 from server.engine.config import BackboneConfig
-from server.engine.hooks import Side
+from server.engine.hooks import Linear, Side
 
 Params = dict[str, Tensor]  # one module's tensors (or one slot's views into a bank)
 
@@ -23,9 +23,11 @@ class Family(ABC):
     """A kind of domain module. Subclasses are stateless: all state is in `Params`."""
 
     name: str = ""
-    sites: frozenset[str] = frozenset()  # of "embed", "layer", "stack"
+    sites: frozenset[str] = frozenset()  # of "embed", "layer", "stack", "project"
     mergeable: bool = False  # can be folded into plain backbone weights (CTranslate2 export)
     merge_refusal: str = ""  # why not, when not mergeable
+    joint: bool = False  # trained jointly over several domains, never as one new domain
+    bank_slots: int | None = None  # cap on a bank's slots (large modules); None: the engine's
 
     @abstractmethod
     def defaults(self) -> dict[str, Any]:
@@ -52,8 +54,10 @@ class Family(ABC):
 
     @abstractmethod
     def initial(self, backbone: BackboneConfig, config: dict[str, Any],
-                generator: torch.Generator) -> Params:
-        """Fresh parameters that leave the backbone's outputs exactly unchanged."""
+                generator: torch.Generator, weights: Params | None = None) -> Params:
+        """Fresh parameters that leave the backbone's outputs exactly unchanged. `weights`
+        (the backbone's tensors by name) is needed by families that start from copies of
+        the backbone's projections."""
 
     def embed(self, params: Params, side: Side, ids: Tensor, embedded: Tensor) -> Tensor:
         return embedded
@@ -64,6 +68,12 @@ class Family(ABC):
     def after_stack(self, params: Params, side: Side, hidden: Tensor,
                     states: list[Tensor]) -> Tensor:
         return hidden
+
+    def project(self, params: Params, side: Side, index: int, name: str, x: Tensor,
+                linear: Linear) -> Tensor | None:
+        """This module's output at projection site `name` of layer `index` (see
+        `server.engine.hooks.Project`), or None where it keeps the backbone's `linear`."""
+        return None
 
     def merge(self, backbone_tensors: Params, params: Params,
               backbone: BackboneConfig) -> tuple[Params, BackboneConfig]:

@@ -42,7 +42,7 @@ class LexicalDomainEmbedding(Family):
                 "tgt.A": (backbone.tgt_vocab_size, r), "tgt.B": (r, d)}
 
     def initial(self, backbone: BackboneConfig, config: dict[str, Any],
-                generator: torch.Generator) -> Params:
+                generator: torch.Generator, weights: Params | None = None) -> Params:
         params: Params = {}
         for name, shape in self.shapes(backbone, config).items():
             if name.endswith(".A"):
