@@ -12,6 +12,15 @@ trained on a slice of `--data` text, or on synthetic text). Systems:
     engine-float32, engine-int8   this engine (converters.marian), backbone only
     engine-float32-adapter  every row through one residual adapter (bottleneck 256)
     engine-float32-mixed8   8 such adapters in one batch, 4 rows each
+    engine-float32-sf       every row through one factorized "sf" module (own key/value
+                            projections of every attention + the FFN output matrix)
+    engine-float32-pa       every row through one factorized "pa" module (own
+                            query/key/value/output projections of every attention)
+    engine-float32-mixing   every row through one word-level mixture of 8 domains
+                            (encoder q/k/v/o/fc1/fc2, proportions per token and site)
+
+The sf, pa and mixing modules start from copies of the backbone's projections plus small
+noise (they are not the backbone itself); all the engine-float32 lines share one engine.
 
 Each decodes the same 32 sources of 25 tokens to exactly 25 target tokens, greedy and
 beam 4; rounds interleave the systems and the median is reported (benchmarks/
@@ -48,14 +57,20 @@ from benchmarks.speed_systems import (
     hf_runner,
     mixed_members,
     register_adapters,
+    register_override,
 )
 from converters.marian import convert_marian
 from server.engine.artifacts import build_engine
 from server.engine.engine import EngineOptions, Member
 
 RESULTS = Path(__file__).resolve().parent / "results"
+# Systems of one module of a weight-override family for every row -> that family.
+FAMILY_SYSTEMS: dict[str, str] = {"engine-float32-sf": "sf", "engine-float32-pa": "pa",
+                                  "engine-float32-mixing": "mixing"}
 SYSTEMS = ("hf", "ct2-float32", "ct2-int8", "engine-float32", "engine-int8",
-           "engine-float32-adapter", "engine-float32-mixed8")
+           "engine-float32-adapter", "engine-float32-mixed8", *FAMILY_SYSTEMS)
+FLOAT32 = ("engine-float32", "engine-float32-adapter", "engine-float32-mixed8",
+           *FAMILY_SYSTEMS)
 PROFILED = ("engine-float32", "engine-int8", "engine-float32-adapter", "engine-float32-mixed8")
 
 
@@ -69,6 +84,7 @@ class BenchConfig:
     threads: int = 2
     bottleneck: int = 256
     mixed_modules: int = 8
+    mixing_domains: int = 8  # k of the word-level mixture (encoder side, the default)
 
 
 FULL = BenchConfig(speed_model.BASE)
@@ -113,16 +129,32 @@ def engine_runners(config: BenchConfig, checkpoint: Checkpoint, work: Workload,
     if "engine-int8" in systems:
         runners["engine-int8"] = engine_runner(build_engine(files, EngineOptions(int8=True)),
                                                work, [Member(None)])
-    float32 = {"engine-float32", "engine-float32-adapter", "engine-float32-mixed8"}
-    if not float32 & set(systems):
+    if not set(FLOAT32) & set(systems):
         return runners
+    # One engine for every float32 line. A mixing module holds k copies of the
+    # projections (151M parameters at k = 8, Transformer-base): its family caps its bank
+    # at `bank_slots` (2) slots, and one module fits.
     engine = build_engine(files, EngineOptions(slots_per_bank=max(16, config.mixed_modules)))
     modules = register_adapters(engine, config.mixed_modules, bottleneck=config.bottleneck)
     runners["engine-float32"] = engine_runner(engine, work, [Member(None)])
     runners["engine-float32-adapter"] = engine_runner(engine, work, [Member(modules[0])])
     runners["engine-float32-mixed8"] = engine_runner(
         engine, work, mixed_members(modules, batch=config.batch))
+    for seed, (system, family) in enumerate(FAMILY_SYSTEMS.items(), start=200):
+        if system in systems:  # only what was asked for: a mixing module is large
+            module_id = register_override(engine, family, seed=seed,
+                                          **family_options(family, config))
+            runners[system] = engine_runner(engine, work, [Member(module_id)])
     return runners
+
+
+def family_options(family: str, config: BenchConfig) -> dict[str, Any]:
+    """The benchmarked options of a weight-override family (the family's defaults, and for
+    the mixture its k domain names)."""
+    if family == "mixing":
+        return {"domains": [f"domain-{i}" for i in range(config.mixing_domains)],
+                "sides": "encoder"}
+    return {}
 
 
 def run_benchmark(config: BenchConfig, work_dir: Path, *, lines: Sequence[str] = (),
@@ -141,7 +173,11 @@ def describe(config: BenchConfig) -> str:
             f"batch {config.batch}, {config.source_length} source and exactly "
             f"{config.target_length} target tokens per sentence; {config.threads} threads "
             f"(torch and CTranslate2 intra_threads); adapters: residual, bottleneck "
-            f"{config.bottleneck}; mixed batch: {config.mixed_modules} adapters.")
+            f"{config.bottleneck}; mixed batch: {config.mixed_modules} adapters; sf: own K/V "
+            f"of every attention + FFN output matrix; pa: own Q/K/V/O of every attention; "
+            f"mixing: one word-level mixture of {config.mixing_domains} domains over the "
+            f"encoder's q/k/v/o/fc1/fc2 (sf, pa, mixing: backbone copies + noise, one "
+            f"module for every row).")
 
 
 def metadata(config: BenchConfig, *, mode: str, data: str) -> dict[str, Any]:

@@ -3,7 +3,11 @@
 - served modules: the active version of every domain (what the server would serve);
 - other families: module artifacts of a family other than the served one, published in
   the store (any version, e.g. `medical` v2 with family `highway`, or a name such as
-  `medical-gated`) or in a separate `--families-store` built for the same backbone.
+  `medical-gated`) or in a separate `--families-store` built for the same backbone;
+- the word-level mixture (family "mixing"): ONE module that holds every domain and needs
+  no label (served under a name such as `mixed`, not a domain's). The store's active one,
+  else its newest, else the families store's newest; it is never a served domain here
+  (the ensembles and label rows are over per-domain modules only).
 
 Engine module ids carry the artifact's weights hash, so cached translations never outlive
 the weights that produced them.
@@ -23,6 +27,8 @@ from server.engine.families import ModuleConfigError, get_family
 from server.routing.classifier import FastTextClassifier, load_classifier
 from server.settings import RoutingSettings
 
+MIXING = "mixing"  # the family of word-level mixtures
+
 
 @dataclass(frozen=True)
 class ModuleInfo:
@@ -32,6 +38,13 @@ class ModuleInfo:
     version: int
     module_id: str  # id registered in the engine
     parameters: int
+
+
+@dataclass(frozen=True)
+class MixingInfo(ModuleInfo):
+    """A word-level mixture: `domain` is its artifact name; `domains` are the ones it mixes."""
+
+    domains: tuple[str, ...]
 
 
 @dataclass
@@ -44,6 +57,7 @@ class Models:
     families: dict[str, dict[str, ModuleInfo]]  # family row key -> domain -> module
     classifier: FastTextClassifier | None
     notes: list[str] = field(default_factory=list)
+    mixing: MixingInfo | None = None  # the word-level mixture, when a store has one
 
     @property
     def served_family(self) -> str:
@@ -84,6 +98,10 @@ def _load_served(store: Store, engine: Engine, fingerprint: str,
     served: dict[str, ModuleInfo] = {}
     for domain, version in sorted(store.active_domains().items()):
         try:
+            if _family_of(store.record("module", domain, version)) == MIXING:
+                notes.append(f"module {domain} v{version} is a word-level mixture: evaluated "
+                             "as the no-label mixing row, not as a served domain")
+                continue
             loaded = store.load("module", domain, version, expected_fingerprint=fingerprint)
             module_id = _engine_id(loaded)
             info = _info(loaded, domain, engine, module_id)
@@ -102,8 +120,8 @@ def _family_candidates(store: Store, domains: Iterable[str],
     chosen: dict[tuple[str, str], ArtifactRecord] = {}
     for record in store.registry.list_artifacts("module"):
         domain = domain_of(record.name, domains)
-        family = str(record.manifest.config.get("family", ""))
-        if domain is None or family == skip_family:
+        family = _family_of(record)
+        if domain is None or family in (skip_family, MIXING):  # a mixture is no domain's
             continue
         current = chosen.get((family, domain))
         if current is None or record.version > current.version:
@@ -129,6 +147,39 @@ def _load_families(stores: Mapping[str, Store], engine: Engine, models: Models,
                                     f"({family}) skipped: {error}")
                 continue
             models.families.setdefault(key, {})[domain] = info
+
+
+def _family_of(record: ArtifactRecord) -> str:
+    return str(record.manifest.config.get("family", ""))
+
+
+def mixing_candidate(store: Store) -> ArtifactRecord | None:
+    """The store's word-level mixture: the active one, else the newest published one."""
+    records = [r for r in store.registry.list_artifacts("module") if _family_of(r) == MIXING]
+    active = store.active_domains()
+    serving = [r for r in records if active.get(r.name) == r.version]
+    return max(serving or records, key=lambda r: (r.created_at, r.version), default=None)
+
+
+def _load_mixing(stores: Mapping[str, Store], engine: Engine, models: Models) -> None:
+    """Register the first store's mixture (store before families store)."""
+    for label, store in stores.items():
+        record = mixing_candidate(store)
+        if record is None:
+            continue
+        try:
+            loaded = store.load("module", record.name, record.version,
+                                expected_fingerprint=models.backbone.backbone_fingerprint)
+            module_id = _engine_id(loaded, prefix=f"{label}:")
+            info = _info(loaded, record.name, engine, module_id)
+            _register(engine, loaded, module_id)
+        except (StoreError, ValueError, ModuleConfigError) as error:
+            models.notes.append(f"{label} mixing module {record.name} v{record.version} "
+                                f"skipped: {error}")
+            continue
+        domains = tuple(str(d) for d in loaded.manifest.config.get("domains", []))
+        models.mixing = MixingInfo(**vars(info), domains=domains)
+        return
 
 
 def _classifier(store: Store, notes: list[str]) -> FastTextClassifier | None:
@@ -165,6 +216,7 @@ def load_models(store: Store, *, backbone: str | None, domains: list[str],
                     _classifier(store, notes), notes)
     stores = {"store": store} | ({"families-store": families_store} if families_store else {})
     _load_families(stores, engine, models, domains)
+    _load_mixing(stores, engine, models)
     return models
 
 
@@ -177,8 +229,11 @@ def parameter_summary(models: Models) -> dict[str, Any]:
                 "parameters": info.parameters,
                 "percent_of_backbone": round(100.0 * info.parameters / max(total, 1), 2)}
 
+    mixing = models.mixing
     return {"backbone": {"name": models.backbone.name, "version": models.backbone.version,
                          "parameters": total},
             "served": {d: row(i) for d, i in sorted(models.served.items())},
             "families": {k: {d: row(i) for d, i in sorted(v.items())}
-                         for k, v in sorted(models.families.items())}}
+                         for k, v in sorted(models.families.items())},
+            "mixing": (row(mixing) | {"name": mixing.name, "domains": list(mixing.domains)}
+                       if mixing else None)}

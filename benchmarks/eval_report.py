@@ -158,6 +158,11 @@ def _parameters(params: Mapping[str, Any]) -> str:
         for domain, row in modules.items():
             body.append([f"{group}: {domain}", row["family"], millions(row["parameters"]),
                          f"{row['percent_of_backbone']:.2f}%"])
+    mixing = params.get("mixing")  # absent in results written before the mixing rows
+    if mixing:
+        body.append([f"mixing: {mixing['name']} ({len(mixing['domains'])} domains)",
+                     mixing["family"], millions(mixing["parameters"]),
+                     f"{mixing['percent_of_backbone']:.2f}%"])
     return _table(["artifact", "family", "#P", "of backbone"], body)
 
 

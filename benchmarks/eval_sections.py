@@ -1,5 +1,8 @@
 """The sections of the evaluation: known domains, other families, full fine-tuning and the
-open-domain genres. Each returns plain dicts that go into eval.json as they are."""
+open-domain genres. Each returns plain dicts that go into eval.json as they are.
+
+The word-level mixture (one module for every domain, no label) is a row of both the
+known-domain and the open-domain sections: every sentence goes through that one module."""
 
 from __future__ import annotations
 
@@ -24,10 +27,13 @@ from benchmarks.eval_systems import (
     true_label,
     wrong_label,
 )
+from server.engine.engine import Member
 from server.routing import GENERIC
 from trainer.evaluate import score
 
 MembersOf = Callable[[EvalSet], list[Members]]
+MIXING_KEY = "mixing"
+MIXING_LABEL = "Word-level mixing (no label)"
 
 
 @dataclass(frozen=True)
@@ -136,6 +142,10 @@ def known_domains(ctx: Context) -> dict[str, dict[str, Any]]:
         chosen = [ds for ds in sets if ds.name in served] if key == "adapter-true" else sets
         rows[key] = run_system(ctx, key, label, group, members_of, chosen,
                                parameters=parameters)
+    rows |= mixing_row(ctx, sets, group="routing")
+    if ctx.models.mixing is None:
+        ctx.notes.append("no word-level mixing module (family mixing) in the store or the "
+                         "families store: the mixing rows are skipped")
     unserved = sorted(ds.name for ds in sets if ds.name not in served)
     if unserved and served:
         ctx.notes.append(f"no served module for {', '.join(unserved)}: the true-label row "
@@ -144,6 +154,20 @@ def known_domains(ctx: Context) -> dict[str, dict[str, Any]]:
     if ctx.options.learnable_known and served:
         rows["ensemble-learnable"] = learnable_rows(ctx, sets, dev_of=_domain_dev(ctx))
     return rows
+
+
+def mixing_row(ctx: Context, sets: Sequence[EvalSet], *,
+               group: str) -> dict[str, dict[str, Any]]:
+    """`{"mixing": row}`: every sentence of `sets` through the word-level mixture, which
+    weighs its domains per token and needs no label; `{}` without a mixture."""
+    info = ctx.models.mixing
+    if info is None:
+        return {}
+    members: Members = (Member(info.module_id),)
+    print(f"[{group}] {MIXING_LABEL}: {info.name} v{info.version}", flush=True)
+    return {MIXING_KEY: run_system(ctx, MIXING_KEY, MIXING_LABEL, group,
+                                   lambda ds: [members] * len(ds), sets,
+                                   parameters=info.parameters)}
 
 
 def family_rows(ctx: Context) -> dict[str, dict[str, Any]]:
@@ -165,8 +189,8 @@ def family_rows(ctx: Context) -> dict[str, dict[str, Any]]:
             ctx, f"{family}-random", f"{family}, random wrong label", "robustness",
             partial(wrong_label, modules=modules, seed=seed), sets, parameters=size)
     if not ctx.models.families:
-        ctx.notes.append("no other module family (highway, gated, ldr) in the store: family "
-                         "rows skipped; publish them or pass --families-store DIR")
+        ctx.notes.append("no other module family (highway, gated, ldr, sf, pa) in the store: "
+                         "family rows skipped; publish them or pass --families-store DIR")
     return rows
 
 
@@ -308,6 +332,7 @@ def open_domain(ctx: Context) -> dict[str, dict[str, Any]]:
         group = "baseline" if key == "generic" else "open domain"
         rows[key] = run_system(ctx, key, label, group, members_of, sets,
                                parameters=parameters)
+    rows |= mixing_row(ctx, sets, group="open domain")
     if router.served:
         rows["ensemble-learnable"] = learnable_rows(ctx, sets, dev_of=_genre_dev(ctx))
     return rows

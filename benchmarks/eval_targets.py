@@ -23,6 +23,9 @@ ADAPTER_GAIN = 2.0
 ROUTING_LOSS = 0.5
 ACCURACY = 0.90
 SOFT_GAP = 1.0
+# A fine-tuned model "forgets" only when the other domains lose at least this much mean
+# BLEU vs the generic backbone; smaller changes are within decoding/test-set noise.
+FORGETTING_DROP = 0.5
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,7 @@ def _known_sentences(known: Table, domains: Sequence[str]) -> list[str]:
     for system, what in (("adapter-predicted", "classifier's label"),
                          ("auto", "automatic routing"), ("ensemble-soft", "soft ensemble"),
                          ("ensemble-uniform", "uniform ensemble"),
+                         ("mixing", "word-level mixing (no label)"),
                          ("adapter-random", "random wrong label")):
         value = mean_over(known, system, domains)
         if value is not None:
@@ -143,12 +147,20 @@ def _finetune_sentences(finetuning: Mapping[str, Any]) -> list[str]:
                 f"(adapter {'n/a' if adapter is None else f'{adapter:.2f}'}, generic "
                 f"{row['generic']:.2f})")
         if change is not None:
-            effect = ("catastrophic forgetting, which frozen-backbone modules avoid"
-                      if change < 0 else "no forgetting at this budget")
             line += (f" and changes the other domains' average by {_fmt(change)} BLEU vs the "
-                     f"generic backbone ({effect})")
+                     f"generic backbone ({forgetting_effect(change)})")
         out.append(line + ".")
     return out
+
+
+def forgetting_effect(change: float) -> str:
+    """What a mean BLEU change on the other domains means (threshold FORGETTING_DROP)."""
+    if change <= -FORGETTING_DROP:
+        return "catastrophic forgetting, which frozen-backbone modules avoid"
+    if change < FORGETTING_DROP:
+        return (f"within noise: a change under {FORGETTING_DROP:g} BLEU either way, no clear "
+                "forgetting at this budget")
+    return "no forgetting at this budget"
 
 
 def _open_sentences(open_domain: Table, genres: Sequence[str]) -> list[str]:
@@ -157,7 +169,8 @@ def _open_sentences(open_domain: Table, genres: Sequence[str]) -> list[str]:
         return []
     parts = []
     for system, what in (("ensemble-uniform", "uniform"), ("ensemble-soft", "soft"),
-                         ("ensemble-learnable", "dev-tuned"), ("auto", "as-served routing")):
+                         ("ensemble-learnable", "dev-tuned"), ("auto", "as-served routing"),
+                         ("mixing", "word-level mixing")):
         value = mean_over(open_domain, system, genres)
         if value is not None:
             parts.append(f"{what} {value:.2f} ({_fmt(value - generic)})")

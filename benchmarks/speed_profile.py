@@ -41,16 +41,18 @@ def function_table(runner: Runner, beam_size: int, *, rows: int = TOP_FUNCTIONS)
     return out.getvalue()
 
 
-def write_profile(runners: Mapping[str, Runner], path: Path, *, beam_size: int = 1,
-                  header: str = "") -> Path:
-    """One section per runner (each already warmed up by the measurement)."""
+def write_profile(runners: Mapping[str, Runner], path: Path, *,
+                  beam_sizes: tuple[int, ...] = (1, 4), header: str = "") -> Path:
+    """One section per runner and beam size (each runner already warmed up by the
+    measurement)."""
     sections = [header.strip(), f"torch threads: {torch.get_num_threads()}", ""]
-    for name, runner in runners.items():
-        title = f"=== {name} (beam {beam_size})"
-        sections += [f"{title}: torch operators by self CPU time ===",
-                     op_table(runner, beam_size), "",
-                     f"{title}: Python functions by cumulative, then own time ===",
-                     function_table(runner, beam_size), ""]
+    for beam_size in beam_sizes:
+        for name, runner in runners.items():
+            title = f"=== {name} (beam {beam_size})"
+            sections += [f"{title}: torch operators by self CPU time ===",
+                         op_table(runner, beam_size), "",
+                         f"{title}: Python functions by cumulative, then own time ===",
+                         function_table(runner, beam_size), ""]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(sections))
     return path

@@ -34,6 +34,11 @@ TARGETS: tuple[Target, ...] = (
     Target("8 mixed adapters / one adapter", "engine-float32-mixed8",
            "engine-float32-adapter", 0.95),
     Target("engine float32 / HF generate", "engine-float32", "hf", None),
+    # Other module families, reported without a target: what one module of each costs.
+    *(Target(f"{family} module / {versus}", f"engine-float32-{family}", denominator, None)
+      for family in ("sf", "pa", "mixing")
+      for versus, denominator in (("one adapter", "engine-float32-adapter"),
+                                  ("backbone only", "engine-float32"))),
 )
 
 

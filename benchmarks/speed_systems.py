@@ -22,6 +22,7 @@ from server.decoding.search import SearchOptions
 from server.engine.config import BackboneConfig
 from server.engine.engine import Engine, Member, SentenceJob
 from server.engine.families import Params, get_family
+from server.engine.families.mixing import EPSILON
 
 Runner = Callable[[int], list[int]]  # beam size -> tokens produced per sentence
 
@@ -129,3 +130,30 @@ def register_adapters(engine: Engine, count: int, *, bottleneck: int) -> list[st
         config, params = random_adapter(engine.config, bottleneck=bottleneck, seed=100 + index)
         engine.register_module(module_id, config, params)
     return ids
+
+
+def random_override(engine: Engine, family_name: str, *, seed: int, std: float = 0.01,
+                    **options: Any) -> tuple[dict[str, Any], Params]:
+    """A module of a weight-override family ("sf", "pa", "mixing"): the fresh module (copies
+    of the engine backbone's projections) plus small noise, so that it is neither the
+    backbone nor a no-op, like a trained module near the backbone. The mixing family's
+    smoothing constant stays as it is (it is never trained). `engine` must be a float one:
+    an int8 engine holds no plain projection weights to copy."""
+    family = get_family(family_name)
+    config = family.normalise({"family": family_name, **options})
+    generator = torch.Generator().manual_seed(seed)
+    fresh = family.initial(engine.config, config, generator,
+                           weights=engine.model.state_dict())
+    params = {name: (tensor if name == EPSILON else
+                     tensor + torch.randn(tensor.shape, generator=generator) * std)
+              for name, tensor in fresh.items()}
+    return config, params
+
+
+def register_override(engine: Engine, family_name: str, *, seed: int,
+                      **options: Any) -> str:
+    """Register one `random_override` module named `{family}-0` and return its id."""
+    module_id = f"{family_name}-0"
+    config, params = random_override(engine, family_name, seed=seed, **options)
+    engine.register_module(module_id, config, params)
+    return module_id

@@ -54,12 +54,66 @@ class EncoderLayer(nn.Module):
 
 @dataclass
 class LayerCache:
-    """Cached keys/values of one decoder layer, each [batch, heads, len, head_dim]."""
+    """Cached cross-attention keys/values of one decoder layer, each
+    [groups, heads, src_len, head_dim] (see `DecoderState`)."""
 
     cross_k: Tensor
     cross_v: Tensor
-    self_k: Tensor | None = None
-    self_v: Tensor | None = None
+
+
+class SelfAttentionCache:
+    """Self-attention keys/values of every decoder layer in one buffer
+    [2 * layers, rows, heads, capacity, head_dim], written in place at each step.
+
+    Why: growing per-layer tensors with `torch.cat` copies the whole cache at every step,
+    and a fresh multi-megabyte tensor per step costs more in page faults than in copying.
+    Here a step writes one position; capacity grows `CHUNK` positions at a time; a reorder
+    is one `index_select` into a second buffer of the same size (the two swap), so steady
+    decoding allocates nothing. Layer-first keeps each layer's [rows, heads, len, dim]
+    view batched-matmul friendly.
+    """
+
+    CHUNK = 16
+
+    def __init__(self, layers: int) -> None:
+        self.layers = layers
+        self.buffer: Tensor | None = None  # a view into storages[current]; None before step 1
+        self.storages: list[Tensor] = []  # two flat tensors: the live one and the spare
+        self.current = 0
+
+    def append(self, layer: int, position: int, k: Tensor,
+               v: Tensor) -> tuple[Tensor, Tensor]:
+        """Store layer `layer`'s key/value of target `position` (k, v: [rows, heads, 1,
+        head_dim]); returns that layer's keys/values of positions 0..position (views)."""
+        if self.buffer is None or position >= self.buffer.shape[3]:
+            self._grow(position + 1, k)
+        buffer = self.buffer
+        assert buffer is not None
+        buffer[2 * layer, :, :, position] = k[:, :, 0]
+        buffer[2 * layer + 1, :, :, position] = v[:, :, 0]
+        return buffer[2 * layer, :, :, : position + 1], buffer[2 * layer + 1, :, :, : position + 1]
+
+    def _grow(self, needed: int, like: Tensor) -> None:
+        rows, heads, _, dim = like.shape
+        shape = (2 * self.layers, rows, heads, -(-needed // self.CHUNK) * self.CHUNK, dim)
+        self.storages = [like.new_empty(math.prod(shape)) for _ in range(2)]
+        self.current = 0
+        grown = self.storages[0].view(shape)
+        if self.buffer is not None:
+            grown[:, :, :, : self.buffer.shape[3]] = self.buffer
+        self.buffer = grown
+
+    def reorder(self, index: Tensor) -> None:
+        if self.buffer is None:
+            return
+        layers, _, heads, capacity, dim = self.buffer.shape
+        shape = (layers, index.shape[0], heads, capacity, dim)
+        spare = 1 - self.current
+        if math.prod(shape) > self.storages[spare].numel():  # more rows than ever before
+            self.storages[spare] = self.buffer.new_empty(math.prod(shape))
+        target = self.storages[spare][: math.prod(shape)].view(shape)
+        torch.index_select(self.buffer, 1, index, out=target)
+        self.buffer, self.current = target, spare
 
 
 @dataclass
@@ -73,15 +127,13 @@ class DecoderState:
 
     memory_mask: Tensor  # [groups, 1, 1, src_len] True = attend
     layers: list[LayerCache] = field(default_factory=list)
+    self_cache: SelfAttentionCache = field(default_factory=lambda: SelfAttentionCache(0))
     length: int = 0  # target positions already decoded
     group_size: int = 1  # rows per group
 
     def reorder(self, index: Tensor) -> None:
         """Keep rows `index` (beam reordering, dropping finished rows): the one state hook."""
-        for cache in self.layers:
-            if cache.self_k is not None and cache.self_v is not None:
-                cache.self_k = cache.self_k.index_select(0, index)
-                cache.self_v = cache.self_v.index_select(0, index)
+        self.self_cache.reorder(index)
         groups = torch.div(index, self.group_size, rounding_mode="floor")
         size = _uniform_run(groups)
         if size is None:  # rows of one group no longer contiguous: give every row its own
@@ -119,8 +171,9 @@ def _uniform_run(groups: Tensor) -> int | None:
 
 
 class DecoderLayer(nn.Module):
-    def __init__(self, config: BackboneConfig) -> None:
+    def __init__(self, config: BackboneConfig, index: int) -> None:
         super().__init__()
+        self.index = index  # its slot in the decoder state's self-attention cache
         self.pre_norm = config.normalize_before
         self.self_attn = Attention(config, "self_attn")
         self.self_attn_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
@@ -130,29 +183,27 @@ class DecoderLayer(nn.Module):
         self.ffn_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.dropout)
 
-    def self_block(self, x: Tensor, cache: LayerCache | None, project: Project | None) -> Tensor:
+    def self_block(self, x: Tensor, state: DecoderState | None, project: Project | None) -> Tensor:
         k, v = self.self_attn.project_kv(x, project)
-        if cache is None:  # teacher forcing: whole target at once
+        if state is None:  # teacher forcing: whole target at once
             return self.self_attn.attend(x, k, v, mask=None, causal=True, project=project)
         if x.shape[1] != 1:
             raise ValueError("incremental decoding takes one target position per step")
-        if cache.self_k is not None and cache.self_v is not None:
-            k = torch.cat([cache.self_k, k], dim=2)
-            v = torch.cat([cache.self_v, v], dim=2)
-        cache.self_k, cache.self_v = k, v
+        k, v = state.self_cache.append(self.index, state.length, k, v)
         # One query sees every cached position: no causal mask is needed.
         return self.self_attn.attend(x, k, v, mask=None, project=project)
 
     def forward(self, x: Tensor, cross_k: Tensor, cross_v: Tensor, memory_mask: Tensor,
-                cache: LayerCache | None, group_size: int = 1,
-                project: Project | None = None) -> Tensor:
+                state: DecoderState | None = None, project: Project | None = None) -> Tensor:
+        """With `state`, one incremental step (x: [rows, 1, d]); without, teacher forcing."""
+        group_size = state.group_size if state is not None else 1
         if self.pre_norm:
-            x = x + self.dropout(self.self_block(self.self_attn_norm(x), cache, project))
+            x = x + self.dropout(self.self_block(self.self_attn_norm(x), state, project))
             h = self.cross_attn_norm(x)
             x = x + self.dropout(self.cross_attn.attend(h, cross_k, cross_v, mask=memory_mask,
                                                         group_size=group_size, project=project))
             return x + self.dropout(self.ffn(self.ffn_norm(x), project))
-        x = self.self_attn_norm(x + self.dropout(self.self_block(x, cache, project)))
+        x = self.self_attn_norm(x + self.dropout(self.self_block(x, state, project)))
         x = self.cross_attn_norm(x + self.dropout(self.cross_attn.attend(
             x, cross_k, cross_v, mask=memory_mask, group_size=group_size, project=project)))
         return self.ffn_norm(x + self.dropout(self.ffn(x, project)))
@@ -172,9 +223,9 @@ class Stack(nn.Module):
         object.__setattr__(self, "_shared_embed", embed)
         self.positions = Positions(config)
         self.embed_scale = math.sqrt(config.d_model) if config.scale_embedding else 1.0
-        layer_type = EncoderLayer if side == "encoder" else DecoderLayer
-        count = config.encoder_layers if side == "encoder" else config.decoder_layers
-        self.layers = nn.ModuleList([layer_type(config) for _ in range(count)])
+        self.layers = nn.ModuleList(
+            [EncoderLayer(config) for _ in range(config.encoder_layers)] if side == "encoder"
+            else [DecoderLayer(config, index) for index in range(config.decoder_layers)])
         if config.normalize_before:
             self.final_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.dropout)
@@ -262,7 +313,8 @@ class Backbone(nn.Module):
                     hooks: ModuleHooks | None = None) -> DecoderState:
         """Project the cross-attention keys/values once for the whole decode; `hooks` has
         the rows of `memory` (the same as `encode`'s)."""
-        state = DecoderState(memory_mask=mask)
+        state = DecoderState(memory_mask=mask,
+                             self_cache=SelfAttentionCache(self.config.decoder_layers))
         for index, layer in enumerate(self.decoder_layers()):
             k, v = layer.cross_attn.project_kv(
                 memory, hooks.projections("decoder", index) if hooks is not None else None)
@@ -281,11 +333,10 @@ class Backbone(nn.Module):
             project = hooks.projections("decoder", index) if hooks is not None else None
             if state is not None:
                 cache = state.layers[index]
-                x = layer(x, cache.cross_k, cache.cross_v, state.memory_mask, cache,
-                          state.group_size, project)
+                x = layer(x, cache.cross_k, cache.cross_v, state.memory_mask, state, project)
             else:
                 k, v = layer.cross_attn.project_kv(memory, project)
-                x = layer(x, k, v, mask, None, project=project)
+                x = layer(x, k, v, mask, None, project)
             if hooks is not None:
                 x = hooks.after_layer("decoder", index, x)
             if collect:

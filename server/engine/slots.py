@@ -129,7 +129,6 @@ class BatchHooks:
         return self._apply("stack", hidden, lambda run, x: self._family(run).after_stack(
             run.bank.view(run.slot), side, x, [s[run.start: run.end] for s in states]))
 
-
     def projections(self, side: Side, index: int) -> Project | None:
         if "project" not in self._sites:
             return None

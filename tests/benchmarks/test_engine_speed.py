@@ -8,13 +8,16 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 
-from benchmarks.engine_speed import SYSTEMS, TINY, run_benchmark
+from benchmarks.engine_speed import FAMILY_SYSTEMS, SYSTEMS, TINY, family_options, run_benchmark
 from benchmarks.speed_measure import DECODES, LengthMismatch, Row, check_lengths, measure, schedule
 from benchmarks.speed_report import TARGETS, Target, check_targets, markdown, ratio, write_results
-from benchmarks.speed_systems import Runner, mixed_members, random_adapter
+from benchmarks.speed_systems import Runner, mixed_members, random_adapter, random_override
+from server.engine.artifacts import build_engine
 from server.engine.engine import Member
-from tests.tiny import tiny_config
+from server.engine.families import get_family
+from tests.tiny import tiny_backbone_files, tiny_config
 
 TinyRun = tuple[list[Row], dict[str, Runner]]
 
@@ -29,6 +32,20 @@ def test_every_system_and_decode_has_a_row(tiny_run: TinyRun) -> None:
     rows, runners = tiny_run
     assert list(runners) == list(SYSTEMS)
     assert [(r.system, r.decode) for r in rows] == [(s, d) for s in SYSTEMS for d in DECODES]
+    families = {"engine-float32-sf", "engine-float32-pa", "engine-float32-mixing"}
+    assert set(FAMILY_SYSTEMS) == families
+    assert {(r.system, r.decode) for r in rows if r.system in families} == {
+        (s, d) for s in families for d in DECODES}
+
+
+@pytest.mark.slow
+def test_family_systems_report_ratios_without_targets(tiny_run: TinyRun) -> None:
+    rows, _ = tiny_run
+    checks = [c for c in check_targets(rows) if c.target.numerator in FAMILY_SYSTEMS]
+    assert len(checks) == 3 * 2 * len(DECODES)  # vs one adapter and vs backbone only
+    assert all(c.ratio is not None and c.ratio > 0 and c.met is None for c in checks)
+    assert "| mixing module / backbone only | greedy |" in markdown(rows, check_targets(rows),
+                                                                   {"mode": "tiny"})
 
 
 @pytest.mark.slow
@@ -103,13 +120,38 @@ def test_random_adapter_has_no_zero_tensor() -> None:
     assert all(tensor.abs().sum() > 0 for tensor in params.values())
 
 
+@pytest.mark.parametrize("family", ["sf", "pa", "mixing"])
+def test_random_override_is_near_but_not_the_backbone(family: str) -> None:
+    engine = build_engine(tiny_backbone_files())
+    options = family_options(family, TINY)
+    config, params = random_override(engine, family, seed=3, **options)
+    chosen = get_family(family)
+    assert config == chosen.normalise({"family": family, **options})
+    fresh = chosen.initial(engine.config, config, torch.Generator(),
+                           weights=engine.model.state_dict())
+    assert params.keys() == fresh.keys()
+    for name, tensor in params.items():
+        change = (tensor - fresh[name]).abs().max().item()
+        assert (change == 0.0) if name == "epsilon" else (0.0 < change < 0.1), name
+    engine.register_module("m", config, params)  # the shapes fit the engine's backbone
+
+
+def test_mixing_line_has_the_configured_domains() -> None:
+    options = family_options("mixing", TINY)
+    assert len(options["domains"]) == TINY.mixing_domains == 8
+    assert options["sides"] == "encoder"
+    assert family_options("sf", TINY) == family_options("pa", TINY) == {}
+
+
 def rows_with(speeds: dict[str, float], decode: str = "greedy") -> list[Row]:
     return [Row(system, decode, value, 1.0, 1, 32, 25, 800) for system, value in speeds.items()]
 
 
 BASE_SPEEDS = {"hf": 500.0, "ct2-float32": 1000.0, "ct2-int8": 2000.0,
                "engine-float32": 1000.0, "engine-int8": 1400.0,
-               "engine-float32-adapter": 800.0, "engine-float32-mixed8": 760.0}
+               "engine-float32-adapter": 800.0, "engine-float32-mixed8": 760.0,
+               "engine-float32-sf": 600.0, "engine-float32-pa": 500.0,
+               "engine-float32-mixing": 400.0}
 
 
 @pytest.mark.parametrize(("changes", "label", "expected_ratio", "expected_met"), [
@@ -123,6 +165,12 @@ BASE_SPEEDS = {"hf": 500.0, "ct2-float32": 1000.0, "ct2-int8": 2000.0,
     ({"engine-float32-mixed8": 750.0}, "8 mixed adapters / one adapter", 0.9375, False),
     ({}, "engine float32 / HF generate", 2.0, None),
     ({"ct2-int8": 0.0}, "engine int8 / CT2 int8", None, None),
+    ({}, "sf module / one adapter", 0.75, None),
+    ({}, "sf module / backbone only", 0.6, None),
+    ({}, "pa module / one adapter", 0.625, None),
+    ({}, "pa module / backbone only", 0.5, None),
+    ({}, "mixing module / one adapter", 0.5, None),
+    ({}, "mixing module / backbone only", 0.4, None),
 ])
 def test_target_checks(changes: dict[str, float], label: str, expected_ratio: float | None,
                        expected_met: bool | None) -> None:
@@ -158,6 +206,9 @@ def test_markdown_shows_speeds_ratios_and_verdicts() -> None:
     assert "| engine float32 / CT2 float32 | greedy | 1.00x | >= 1.00x | met |" in text
     assert "| 8 mixed adapters / one adapter | greedy | 0.88x | >= 0.95x | **missed** |" in text
     assert "| engine float32 / HF generate | greedy | 2.00x |  | (no target) |" in text
+    assert "| engine-float32-mixing | 400 |" in text
+    assert "| pa module / one adapter | greedy | 0.62x |  | (no target) |" in text
+    assert "| mixing module / backbone only | greedy | 0.40x |  | (no target) |" in text
     assert "Targets met: 3 of 4; missed: 8 mixed adapters / one adapter (greedy)." in text
 
 

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from benchmarks.eval_models import domain_of
+from benchmarks.eval_models import domain_of, mixing_candidate
 from benchmarks.eval_targets import check_targets
 from benchmarks.evaluate import bleu_table, main
 from model_store import Store
-from server.engine.artifacts import module_files
-from server.engine.families import get_family
+from server.engine.artifacts import backbone_parts, module_files
+from server.engine.families import Params, get_family
 from tests.tiny import random_module, tiny_backbone_files, tiny_config
 from trainer.classifier import ClassifierSettings, train_classifier
 
@@ -34,6 +34,10 @@ WORDS = {
 }
 FRENCH = "le patient prend un comprimé par jour"
 FAMILY_SEEDS = {"medical": 11, "law": 12}
+# Module options per family (the rest: adapters of bottleneck 4).
+OPTIONS: dict[str, dict[str, Any]] = {"ldr": {"rank": 2}, "sf": {}, "pa": {},
+                                      "mixing": {"domains": list(DOMAINS)}}
+OVERRIDES = ("sf", "pa", "mixing")  # families that start from the backbone's projections
 
 
 def _write_split(directory: Path, split: str, lines: list[str]) -> None:
@@ -56,10 +60,16 @@ def build_data(root: Path) -> Path:
     return root
 
 
+def _backbone_weights() -> Params:
+    return backbone_parts(tiny_backbone_files()).tensors
+
+
 def _publish_module(store: Store, name: str, family: str, seed: int, fingerprint: str, *,
                     activate: bool = True) -> None:
-    options = {"rank": 2} if family == "ldr" else {"bottleneck": 4}
-    config, params = random_module(tiny_config(), family, seed=seed, std=0.3, **options)
+    options = OPTIONS.get(family, {"bottleneck": 4})
+    weights = _backbone_weights() if family in OVERRIDES else None
+    config, params = random_module(tiny_config(), family, seed=seed,
+                                   std=0.05 if weights else 0.3, weights=weights, **options)
     manifest = store.publish("module", name, module_files(params), config=config,
                              backbone_fingerprint=fingerprint)
     if activate:
@@ -79,6 +89,9 @@ def build_store(root: Path) -> str:
             _publish_module(store, domain, "adapter", seed, fingerprint)
         # another family in the same store, not served: a "gated" row for religion only
         _publish_module(store, "religion-gated", "gated", 21, fingerprint, activate=False)
+        # the word-level mixture, served as "mixed" (as the recipe publishes it): one module
+        # for every domain, evaluated without a label and never as a served domain
+        _publish_module(store, "mixed", "mixing", 31, fingerprint)
         examples = [(d, line) for d in DOMAINS for line in WORDS[d]] * 5
         data = train_classifier(examples, ClassifierSettings(epoch=40, dim=8, bucket=2000,
                                                              quantize=False))
@@ -90,10 +103,13 @@ def build_store(root: Path) -> str:
 
 
 def build_families_store(root: Path, fingerprint: str) -> None:
-    """Highway modules for two domains only (the others' cells stay empty)."""
+    """Highway and factorized "sf" modules for two domains only (the others' cells stay
+    empty), a "pa" module for it (published under the plain domain name)."""
     with Store.open(root, builtin_dir=None) as store:
         for domain, seed in FAMILY_SEEDS.items():
             _publish_module(store, f"{domain}-highway", "highway", seed, fingerprint)
+            _publish_module(store, f"{domain}-sf", "sf", seed + 10, fingerprint)
+        _publish_module(store, "it", "pa", 41, fingerprint)
 
 
 def run_harness(tmp_path: Path, *extra: str) -> dict[str, Any]:
@@ -147,20 +163,53 @@ def test_known_domain_rows(harness: tuple[Path, dict[str, Any]]) -> None:
     _, result = harness
     known = result["known_domains"]
     assert list(known) == ["generic", "adapter-true", "adapter-predicted", "auto",
-                           "adapter-random", "ensemble-soft", "ensemble-uniform"]
+                           "adapter-random", "ensemble-soft", "ensemble-uniform", "mixing"]
     for row in known.values():
         _assert_scores(row, DOMAINS)
     assert known["generic"]["parameters"] == result["parameters"]["backbone"]["parameters"]
 
 
+def _mixing_parameters() -> int:
+    family = get_family("mixing")
+    return family.parameter_count(tiny_config(), family.normalise(
+        {"family": "mixing", "domains": list(DOMAINS)}))
+
+
+def test_mixing_row_has_every_domain_and_its_parameter_count(
+        harness: tuple[Path, dict[str, Any]]) -> None:
+    _, result = harness
+    row = result["known_domains"]["mixing"]
+    assert row["label"] == "Word-level mixing (no label)"
+    _assert_scores(row, DOMAINS)
+    assert all(scores["sentences"] == result["meta"]["sentences_per_domain"][name]
+               for name, scores in row["scores"].items())
+    assert row["parameters"] == _mixing_parameters() > 0
+    summary = result["parameters"]["mixing"]
+    assert summary["name"] == "mixed" and summary["domains"] == list(DOMAINS)
+    assert summary["family"] == "mixing" and summary["parameters"] == row["parameters"]
+    # the mixture is not a served domain: no ensemble or label row routes to it
+    assert set(result["parameters"]["served"]) == set(DOMAINS)
+    assert any("module mixed v1 is a word-level mixture" in n for n in result["notes"])
+
+
 def test_family_rows_cover_only_their_domains(harness: tuple[Path, dict[str, Any]]) -> None:
     _, result = harness
     families = result["families"]
-    assert set(families) == {"gated-true", "gated-random", "highway-true", "highway-random"}
-    for key in ("highway-true", "highway-random"):
+    assert set(families) == {f"{family}-{label}" for family in ("gated", "highway", "sf", "pa")
+                             for label in ("true", "random")}
+    for key in ("highway-true", "highway-random", "sf-true", "sf-random"):
         _assert_scores(families[key], ("law", "medical"))
     for key in ("gated-true", "gated-random"):
         _assert_scores(families[key], ("religion",))
+    for key in ("pa-true", "pa-random"):
+        _assert_scores(families[key], ("it",))
+    assert families["sf-true"]["label"] == "sf, true label"
+    for family in ("sf", "pa"):
+        expected = get_family(family).parameter_count(
+            tiny_config(), get_family(family).normalise({"family": family}))
+        assert families[f"{family}-true"]["parameters"] == expected > 0
+        assert {row["parameters"] for row in
+                result["parameters"]["families"][family].values()} == {expected}
     assert any("family highway: no module for it, religion" in n for n in result["notes"])
     assert result["meta"]["served_family"] == "adapter"
 
@@ -183,8 +232,9 @@ def test_finetuning_rows_and_forgetting(harness: tuple[Path, dict[str, Any]]) ->
 def test_open_domain_rows_and_learnable_weights(harness: tuple[Path, dict[str, Any]]) -> None:
     _, result = harness
     rows = result["open_domain"]
-    assert list(rows) == ["generic", "ensemble-uniform", "ensemble-soft", "auto",
+    assert list(rows) == ["generic", "ensemble-uniform", "ensemble-soft", "auto", "mixing",
                           "ensemble-learnable"]
+    assert rows["mixing"]["parameters"] == _mixing_parameters()
     for row in rows.values():
         _assert_scores(row, GENRES)
     for genre, search in rows["ensemble-learnable"]["search"].items():
@@ -235,6 +285,9 @@ def test_markdown_has_the_tables(harness: tuple[Path, dict[str, Any]]) -> None:
     assert "| system | #P | it | law | medical | religion | avg |" in text
     assert "| system | #P | captions | news | avg |" in text
     assert "| Adapters, true label |" in text and "| highway, true label |" in text
+    assert "| sf, true label | +" in text and "| pa, true label | +" in text
+    assert text.count("| Word-level mixing (no label) | +") == 4  # BLEU, chrF x 2 sections
+    assert "| mixing: mixed (4 domains) | mixing |" in text
     assert result["summary"] in text
 
 
@@ -246,3 +299,21 @@ def test_rerun_resumes_from_the_cache(harness: tuple[Path, dict[str, Any]]) -> N
             assert all(t["cached"] for t in row["timing"].values()), (section, key)
             assert row["scores"] == first[section][key]["scores"]
     assert second["finetuning"]["runs"] == first["finetuning"]["runs"]
+
+
+def testmixing_candidate_prefers_the_active_module(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "store", builtin_dir=None) as store:
+        files = tiny_backbone_files()
+        backbone = store.publish("backbone", "tiny", files,
+                                 config=json.loads(files["config.json"]))
+        fingerprint = backbone.backbone_fingerprint
+        assert mixing_candidate(store) is None
+        _publish_module(store, "medical", "adapter", 1, fingerprint)
+        assert mixing_candidate(store) is None  # adapters are not mixtures
+        _publish_module(store, "mixed", "mixing", 2, fingerprint, activate=False)
+        _publish_module(store, "mixed", "mixing", 3, fingerprint, activate=False)
+        found = mixing_candidate(store)
+        assert found is not None and (found.name, found.version) == ("mixed", 2)
+        store.activate("module", "mixed", 1)
+        found = mixing_candidate(store)
+        assert found is not None and (found.name, found.version) == ("mixed", 1)

@@ -7,7 +7,14 @@ from typing import Any
 
 import pytest
 
-from benchmarks.eval_targets import Target, check_targets, mean_over, summary
+from benchmarks.eval_targets import (
+    FORGETTING_DROP,
+    Target,
+    check_targets,
+    forgetting_effect,
+    mean_over,
+    summary,
+)
 
 DOMAINS = ("it", "law", "medical", "religion")
 GENRES = ("news", "captions")
@@ -113,3 +120,37 @@ def test_summary_is_generated_from_the_numbers() -> None:
     assert "changes the other domains' average by -4.50 BLEU" in text
     assert "catastrophic forgetting" in text
     assert "5 of 6 targets are met; not met: soft-open-domain." in text
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    (-4.5, "catastrophic forgetting"),
+    (-FORGETTING_DROP, "catastrophic forgetting"),
+    (-0.49, "within noise"),
+    (-0.01, "within noise"),
+    (0.0, "within noise"),
+    (0.3, "within noise"),
+    (0.5, "no forgetting at this budget"),
+    (1.2, "no forgetting at this budget"),
+])
+def test_forgetting_needs_a_real_drop(change: float, expected: str) -> None:
+    assert FORGETTING_DROP == 0.5
+    assert forgetting_effect(change).startswith(expected)
+
+
+def test_summary_does_not_call_a_tiny_drop_forgetting() -> None:
+    table = known(30.0, 33.0, auto=32.6, soft=32.1)
+    finetuning = {"law": {"in_domain": 38.0, "adapter": 35.0, "generic": 30.0,
+                          "forgetting": -0.01}}
+    text = summary(table, {}, finetuning, [], domains=DOMAINS, genres=GENRES)
+    assert "changes the other domains' average by -0.01 BLEU" in text
+    assert "within noise" in text and "forgetting," not in text
+    assert "catastrophic" not in text
+
+
+def test_summary_mentions_the_mixing_rows() -> None:
+    table = known(30.0, 33.0, auto=32.6, soft=32.1) | {"mixing": dict.fromkeys(DOMAINS, 31.0)}
+    open_table = open_domain(20.0, {"news": 20.0, "captions": 21.0}) | {
+        "mixing": {"news": 21.0, "captions": 22.0}}
+    text = summary(table, open_table, {}, [], domains=DOMAINS, genres=GENRES)
+    assert "word-level mixing (no label) 31.00 (-2.00 / +1.00)" in text
+    assert "word-level mixing 21.50 (+1.50)" in text
