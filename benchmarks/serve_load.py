@@ -112,7 +112,7 @@ class ServeConfig:
 
     def engine_options(self) -> EngineOptions:
         e = self.engine
-        return EngineOptions(device=e.device, dtype=e.dtype, int8=e.int8,
+        return EngineOptions(device=e.device, dtype=e.dtype, int8=e.int8, packed=e.packed,
                              slots_per_bank=e.slots_per_bank, host_capacity=e.host_capacity)
 
 

@@ -134,7 +134,7 @@ class Runtime:
             self.engine = build_engine(
                 loaded.files,
                 EngineOptions(device=options.device, dtype=options.dtype, int8=options.int8,
-                              slots_per_bank=options.slots_per_bank,
+                              packed=options.packed, slots_per_bank=options.slots_per_bank,
                               host_capacity=options.host_capacity),
                 loader=self._engine_loader, observer=self.metrics.on_engine_event)
             self.backbone = loaded.manifest

@@ -21,6 +21,7 @@ from server.engine.config import BackboneConfig
 from server.engine.families import Params
 from server.engine.families.mixing import WordMixing
 from server.engine.mixture import MixtureHooks, SourceProportions, encoder_layer_means
+from server.engine.packing import PackedLinear, pack_linears, packing_available
 from server.engine.residency import Lease, Loader, ModuleManager, Observer
 from server.engine.stepper import MemberRow, MemberStepper
 from server.engine.tokenizer import Tokenizer
@@ -33,6 +34,7 @@ class EngineOptions:
     device: str = "cpu"
     dtype: str = "float32"  # float16 / bfloat16 on CUDA
     int8: bool = False  # dynamic int8 quantization of linear layers (CPU)
+    packed: bool = True  # CPU float32: linear weights prepacked for oneDNN (see packing.py)
     slots_per_bank: int = 16
     host_capacity: int = 64
 
@@ -92,6 +94,10 @@ class Engine:
         self.project: nn.Module = _projection(model)
         if options.int8:
             model, self.project = _quantize(model, self.project)
+        elif (options.packed and self.device.type == "cpu" and self.dtype == torch.float32
+              and packing_available()):
+            pack_linears(model)
+            self.project = PackedLinear.wrap(_as_linear(self.project))
         self.model = model.to(self.device, self.dtype)
         self.project = self.project.to(self.device, self.dtype)
         self.modules = ModuleManager(config, slots_per_bank=options.slots_per_bank,
@@ -219,6 +225,11 @@ def _projection(model: Backbone) -> nn.Module:
     if model.config.output_bias:
         linear.bias = nn.Parameter(model.output_bias.detach().clone(), requires_grad=False)
     return linear.eval()
+
+
+def _as_linear(module: nn.Module) -> nn.Linear:
+    assert isinstance(module, nn.Linear)
+    return module
 
 
 def _quantize(model: Backbone, project: nn.Module) -> tuple[Backbone, nn.Module]:
