@@ -7,7 +7,8 @@ weight packed once ran 2-3x faster in `benchmarks/` measurements, with results e
 `F.linear` within float32 rounding (max difference ~1e-4 on outputs of magnitude ~20).
 
 The `nn.Linear` parameters stay in place (state dicts, exports and weight-copying module
-families still read them); the packed copy is an inference-only cache beside them. A
+families still read them); the packed copy is an inference-only cache beside them (one
+extra copy of the linear weights in memory: `engine.packed=false` trades it back). A
 packed layer falls back to `F.linear` whenever the packed kernel does not apply (autograd,
 another dtype or device).
 """
