@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from model_store import Manifest, Store, StoreError
+from model_store import LoadedArtifact, Manifest, Store, StoreError
 from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.artifacts import build_engine, module_params
 from server.engine.engine import Engine, EngineOptions, SentenceJob
@@ -111,7 +111,7 @@ class Runtime:
             failures: dict[str, str] = {}
             module_failures: dict[str, str] = {}
             if self.engine is None:
-                await asyncio.to_thread(self._load_backbone, failures)
+                await self._load_backbone(failures)
             if self.engine is None:
                 self._publish(ServingState(failures=failures))
                 self.seen_event = event_id
@@ -127,21 +127,26 @@ class Runtime:
             self.seen_event = event_id
         await self._collect()
 
-    def _load_backbone(self, failures: dict[str, str]) -> None:
+    async def _load_backbone(self, failures: dict[str, str]) -> None:
+        """Read and verify the backbone (a worker thread: file I/O and hashing), then build
+        its tensors on the engine thread (see `EngineThread`: one OpenMP team)."""
         try:
-            loaded = self.store.load_backbone(self.settings.backbone)
-            options = self.settings.engine
-            self.engine = build_engine(
-                loaded.files,
-                EngineOptions(device=options.device, dtype=options.dtype, int8=options.int8,
-                              packed=options.packed, slots_per_bank=options.slots_per_bank,
-                              host_capacity=options.host_capacity),
-                loader=self._engine_loader, observer=self.metrics.on_engine_event)
+            loaded = await asyncio.to_thread(self.store.load_backbone, self.settings.backbone)
+            self.engine = await self.engine_thread.run(self._build_engine, loaded.files)
             self.backbone = loaded.manifest
             log.info("serving backbone %s", loaded.manifest.label)
         except (StoreError, ValueError) as error:
             failures["backbone"] = str(error)
             log.error("no backbone to serve: %s", error)
+
+    def _build_engine(self, files: Mapping[str, bytes]) -> Engine:
+        options = self.settings.engine
+        return build_engine(
+            files,
+            EngineOptions(device=options.device, dtype=options.dtype, int8=options.int8,
+                          packed=options.packed, slots_per_bank=options.slots_per_bank,
+                          host_capacity=options.host_capacity),
+            loader=self._engine_loader, observer=self.metrics.on_engine_event)
 
     async def _domain(self, name: str, version: int,
                       failures: dict[str, str]) -> DomainEntry | None:
@@ -168,16 +173,24 @@ class Runtime:
         key = module_id(name, version)
         entry = self._preloaded.get(key)
         if entry is None:
-            entry = await asyncio.to_thread(self._register, name, version)
+            entry = await self._register(name, version)
         await self.engine_thread.run(self._engine().modules.activate, key)
         self._preloaded[key] = entry
         self._failed.pop((name, version), None)  # e.g. an operator's retry succeeded
         return entry
 
-    def _register(self, name: str, version: int) -> DomainEntry:
+    async def _register(self, name: str, version: int) -> DomainEntry:
+        """Read and verify a module version (a worker thread), then convert and register
+        its tensors on the engine thread."""
+        fingerprint = self.backbone.backbone_fingerprint if self.backbone else None
+        loaded = await asyncio.to_thread(self.store.load, "module", name, version,
+                                         expected_fingerprint=fingerprint)
+        return await self.engine_thread.run(self._register_loaded, name, version, loaded)
+
+    def _register_loaded(self, name: str, version: int, loaded: LoadedArtifact) -> DomainEntry:
         engine = self._engine()
-        config, params = self._load_module(name, version)
-        engine.register_module(module_id(name, version), config, params)
+        config = dict(loaded.manifest.config)
+        engine.register_module(module_id(name, version), config, module_params(loaded.files))
         family = get_family(str(config.get("family")))
         size = family.parameter_count(engine.config, family.normalise(config))
         return DomainEntry(name, version, family.name, size)
