@@ -10,6 +10,10 @@ measurement can refuse a system that decoded fewer or more tokens.
 
 from __future__ import annotations
 
+import atexit
+import json
+import subprocess
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,21 +77,37 @@ def _hf_length(tokens: list[int], work: Workload) -> int:
 
 
 def ct2_runner(model_dir: Path, work: Workload, *, compute_type: str, threads: int) -> Runner:
-    """A CTranslate2 `Translator` on CPU with `threads` intra-op threads."""
-    import ctranslate2
-
-    translator = ctranslate2.Translator(str(model_dir), device="cpu", compute_type=compute_type,
-                                        intra_threads=threads, inter_threads=1)
-    pieces = work.pieces
+    """A CTranslate2 `Translator` on CPU with `threads` intra-op threads, in a worker process
+    of its own (see benchmarks/speed_ct2_worker.py); it exits with this process."""
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "benchmarks.speed_ct2_worker", str(model_dir), compute_type,
+         str(threads)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        cwd=Path(__file__).resolve().parent.parent)
+    atexit.register(_stop_worker, worker)
+    assert worker.stdin is not None and worker.stdout is not None
+    stdin, stdout = worker.stdin, worker.stdout
+    stdin.write(json.dumps({"pieces": work.pieces, "target_length": work.target_length}) + "\n")
 
     def run(beam_size: int) -> list[int]:
-        results = translator.translate_batch(
-            pieces, beam_size=beam_size, max_batch_size=len(pieces),
-            min_decoding_length=work.target_length, max_decoding_length=work.target_length,
-            return_scores=False)
-        return [len(result.hypotheses[0]) for result in results]
+        stdin.write(json.dumps({"beam_size": beam_size}) + "\n")
+        stdin.flush()
+        answer = stdout.readline()
+        if not answer:
+            raise RuntimeError(f"the CTranslate2 worker ({compute_type}) exited with "
+                               f"{worker.wait()}")
+        lengths: list[int] = json.loads(answer)["lengths"]
+        return lengths
 
     return run
+
+
+def _stop_worker(worker: subprocess.Popen[str]) -> None:
+    if worker.stdin is not None:
+        worker.stdin.close()
+    try:
+        worker.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        worker.kill()
 
 
 def engine_runner(engine: Engine, work: Workload, members: Sequence[Member]) -> Runner:

@@ -92,17 +92,19 @@ class Engine:
         self.source_tokenizer, self.target_tokenizer = source_tokenizer, target_tokenizer
         model = load_backbone(config, tensors)
         self.project: nn.Module = _projection(model)
+        pack = (options.packed and self.device.type == "cpu" and self.dtype == torch.float32
+                and packing_available())
         if options.int8:
             model, self.project = _quantize(model, self.project)
-        elif (options.packed and self.device.type == "cpu" and self.dtype == torch.float32
-              and packing_available()):
+        elif pack:
             pack_linears(model)
             self.project = PackedLinear.wrap(_as_linear(self.project))
         self.model = model.to(self.device, self.dtype)
         self.project = self.project.to(self.device, self.dtype)
         self.modules = ModuleManager(config, slots_per_bank=options.slots_per_bank,
                                      host_capacity=options.host_capacity, device=self.device,
-                                     dtype=self.dtype, loader=loader, observer=observer)
+                                     dtype=self.dtype, loader=loader, observer=observer,
+                                     pack=pack)
 
     def register_module(self, module_id: str, config: dict[str, Any], params: Params) -> None:
         self.modules.register(module_id, config, params)

@@ -58,6 +58,22 @@ class PackedLinear(nn.Linear):
         return out
 
 
+def packed_key(name: str, layer: int) -> str:
+    """The key of the packed copy of matrix `name[layer]` in a module bank's slot view."""
+    return f"{name}#packed{layer}"
+
+
+def pack_matrix(weight: Tensor) -> Tensor:
+    """A packed copy of an `[in, out]` matrix applied as `x @ weight`."""
+    return torch.ops.mkldnn._reorder_linear_weight(weight.t().contiguous(), BATCH_HINT)
+
+
+def packed_linear(x: Tensor, packed: Tensor, bias: Tensor, activation: str = "none") -> Tensor:
+    """`activation(x @ weight + bias)` with a `pack_matrix` copy ("none" or "relu")."""
+    out: Tensor = torch.ops.mkldnn._linear_pointwise(x, packed, bias, activation, [], "")
+    return out
+
+
 def pack_linears(model: nn.Module) -> int:
     """Replace every `nn.Linear` below `model` by a `PackedLinear` (wrap a bare
     `nn.Linear` with `PackedLinear.wrap`); returns how many were packed."""

@@ -6,8 +6,10 @@ A request's `domain` is one of
 - absent / null / "auto" -> with `routing.mixture` naming a served word-level mixture
   (family "mixing"), that module translates (`mixture`: it weighs its domains per token,
   no label needed); otherwise the classifier decides: at or above the threshold the text
-  goes to the predicted domain (`classifier`); below it the open-domain ensemble runs
-  (`ensemble`); without a classifier the backbone translates (`generic`);
+  goes to the predicted domain (`classifier`), or to the plain backbone when the predicted
+  label is "generic" (a router may learn that class from general text that fits no module:
+  `generic`); below it the open-domain ensemble runs (`ensemble`); without a classifier
+  the backbone translates (`generic`);
 - a mapping domain -> weight ("generic" allowed) -> an explicit mixture (`ensemble`).
 
 Automatic ensembles take the `top_k` most probable served domains plus the plain backbone.
@@ -119,6 +121,9 @@ class RoutingPolicy:
         if predicted in domains and confidence >= self.settings.threshold:
             return RoutingDecision("classifier", predicted, ((predicted, 1.0),),
                                    confidence=confidence, predicted=predicted)
+        if predicted == GENERIC and confidence >= self.settings.threshold:
+            return RoutingDecision("generic", GENERIC, ((None, 1.0),), confidence=confidence,
+                                   predicted=predicted)
         served = {d: p for d, p in posteriors.items() if d in domains and p > 0}
         ranked = sorted(served.items(), key=lambda item: (-item[1], item[0]))
         top = dict(ranked[: min(self.settings.top_k, self.max_members)])

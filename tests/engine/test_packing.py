@@ -10,8 +10,10 @@ from torch import nn
 from server.decoding.search import SearchOptions
 from server.engine.artifacts import build_engine
 from server.engine.engine import EngineOptions, Member, SentenceJob
-from server.engine.packing import PackedLinear, pack_linears, packing_available
-from tests.tiny import random_backbone, tiny_backbone_files, tiny_config
+from server.engine.families.adapters import adapter
+from server.engine.packing import PackedLinear, pack_linears, packed_key, packing_available
+from server.engine.slots import build_bank
+from tests.tiny import random_backbone, random_module, tiny_backbone_files, tiny_config
 
 pytestmark = pytest.mark.skipif(not packing_available(), reason="torch built without oneDNN")
 
@@ -63,6 +65,41 @@ def test_engine_with_packed_weights_translates_like_without(beam: int) -> None:
     assert any(isinstance(m, PackedLinear) for m in engines[0].model.modules())
     assert not any(isinstance(m, PackedLinear) for m in engines[1].model.modules())
     jobs = [SentenceJob([5 + i, 6, 7, 8, 3], (Member(None),), 12) for i in range(5)]
+    options = SearchOptions(beam_size=beam, n_best=1)
+    packed, plain = (engine.translate(jobs, options) for engine in engines)
+    assert [r[0].tokens for r in packed] == [r[0].tokens for r in plain]
+    assert [r[0].score for r in packed] == pytest.approx([r[0].score for r in plain], abs=1e-4)
+
+
+@pytest.mark.parametrize("family", ["adapter", "highway", "gated"])
+def test_a_packed_adapter_slot_computes_what_its_parameters_do(family: str) -> None:
+    config = tiny_config()
+    module_config, params = random_module(config, family, seed=3, bottleneck=6)
+    bank = build_bank(module_config, config, n_slots=2, device=torch.device("cpu"),
+                      dtype=torch.float32, pack=True)
+    bank.write(1, params)
+    view = bank.view(1)
+    assert packed_key("dec.down_w", 0) in view and packed_key("enc.up_w", 0) in view
+    hidden = torch.randn(5, 3, config.d_model)
+    with torch.inference_mode():
+        for side in ("encoder", "decoder"):
+            torch.testing.assert_close(adapter(view, side, 0, hidden),
+                                       adapter(params, side, 0, hidden), atol=1e-5, rtol=1e-5)
+        _, other = random_module(config, family, seed=4, bottleneck=6)
+        bank.write(1, other)  # the hot swap repacks
+        torch.testing.assert_close(adapter(bank.view(1), "decoder", 1, hidden),
+                                   adapter(other, "decoder", 1, hidden), atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("beam", [1, 2])
+def test_a_batch_mixing_adapters_translates_alike_packed_or_not(beam: int) -> None:
+    files = tiny_backbone_files()
+    engines = [build_engine(files, EngineOptions(packed=packed)) for packed in (True, False)]
+    for engine in engines:
+        for seed in (1, 2, 3):
+            engine.register_module(f"m{seed}", *random_module(tiny_config(), "adapter",
+                                                              seed=seed, bottleneck=8))
+    jobs = [SentenceJob([5 + i, 6, 7, 8, 3], (Member(f"m{1 + i % 3}"),), 12) for i in range(6)]
     options = SearchOptions(beam_size=beam, n_best=1)
     packed, plain = (engine.translate(jobs, options) for engine in engines)
     assert [r[0].tokens for r in packed] == [r[0].tokens for r in plain]

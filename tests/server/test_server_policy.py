@@ -106,6 +106,21 @@ def test_prediction_of_an_unserved_domain_falls_back_to_the_ensemble() -> None:
     assert set(decision.weights or {}) == {"law", "generic"}
 
 
+def test_a_confident_generic_prediction_routes_to_the_backbone() -> None:
+    classifier = FakeClassifier({"generic": 0.8, "law": 0.15, "medical": 0.05})
+    decision = policy(threshold=0.5).decide(None, "x", domains=DOMAINS, classifier=classifier)
+    assert decision.mode == "generic" and decision.members == ((None, 1.0),)
+    assert decision.predicted == "generic" and decision.confidence == 0.8
+
+
+def test_an_unsure_generic_prediction_gives_the_backbone_its_mass() -> None:
+    classifier = FakeClassifier({"generic": 0.45, "law": 0.35, "medical": 0.2})
+    decision = policy(threshold=0.5, top_k=2).decide(None, "x", domains=DOMAINS,
+                                                     classifier=classifier)
+    assert decision.mode == "ensemble" and decision.weights is not None
+    assert decision.weights == pytest.approx({"law": 0.35, "medical": 0.2, "generic": 0.45})
+
+
 def test_no_served_posterior_mass_is_generic() -> None:
     decision = policy().decide(None, "zzz", domains=DOMAINS, classifier=FakeClassifier({}))
     assert decision.mode == "generic" and decision.members == ((None, 1.0),)

@@ -21,6 +21,7 @@ from torch import Tensor
 from server.engine.config import BackboneConfig
 from server.engine.families.base import Family, Params
 from server.engine.hooks import Side
+from server.engine.packing import packed_key, packed_linear
 
 SIDES: tuple[Side, ...] = ("encoder", "decoder")
 
@@ -30,6 +31,11 @@ def adapter(params: Params, side: Side, index: int, hidden: Tensor) -> Tensor:
     p = side[:3]
     h = F.layer_norm(hidden, hidden.shape[-1:], params[f"{p}.norm_w"][index],
                      params[f"{p}.norm_b"][index])
+    down = params.get(packed_key(f"{p}.down_w", index))
+    if down is not None and not torch.is_grad_enabled():  # a CPU float32 bank slot
+        h = packed_linear(h, down, params[f"{p}.down_b"][index], "relu")
+        return packed_linear(h, params[packed_key(f"{p}.up_w", index)],
+                             params[f"{p}.up_b"][index])
     h = torch.relu(h @ params[f"{p}.down_w"][index] + params[f"{p}.down_b"][index])
     return h @ params[f"{p}.up_w"][index] + params[f"{p}.up_b"][index]
 
@@ -37,6 +43,7 @@ def adapter(params: Params, side: Side, index: int, hidden: Tensor) -> Tensor:
 class ResidualAdapter(Family):
     name = "adapter"
     sites = frozenset({"layer"})
+    packed_matrices = ("enc.down_w", "enc.up_w", "dec.down_w", "dec.up_w")
     merge_refusal = ("a residual adapter adds a non-linear block after every layer; it cannot "
                      "be folded into the backbone's weights, so CTranslate2 cannot run it")
 

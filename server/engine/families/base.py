@@ -28,6 +28,9 @@ class Family(ABC):
     merge_refusal: str = ""  # why not, when not mergeable
     joint: bool = False  # trained jointly over several domains, never as one new domain
     bank_slots: int | None = None  # cap on a bank's slots (large modules); None: the engine's
+    # `[layers, in, out]` matrices applied as `x @ W[layer]`: a CPU float32 bank keeps a
+    # packed copy of each (see server/engine/packing.py) under `packed_key(name, layer)`.
+    packed_matrices: tuple[str, ...] = ()
 
     @abstractmethod
     def defaults(self) -> dict[str, Any]:
