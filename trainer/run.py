@@ -33,9 +33,12 @@ def _restore(checkpoints: Checkpoints, trainable: Trainable,
     if saved is None:
         return Progress()
     trainable.load_state_dict(saved["model"])
+    progress = Progress(**saved["progress"])
+    if "optimizer" not in saved:  # weights only (e.g. restored from a published artifact)
+        log.info("warm start at step %d: weights only, fresh optimizer state", progress.step)
+        return progress
     optimizer.load_state_dict(saved["optimizer"])
     torch.set_rng_state(saved["rng"])
-    progress = Progress(**saved["progress"])
     log.info("resumed at step %d (epoch %d, batch %d)", progress.step, progress.epoch,
              progress.batch_in_epoch)
     return progress

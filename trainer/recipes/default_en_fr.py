@@ -3,7 +3,10 @@ on every en-fr corpus of the shared data (7 domains + extra genres), joint sente
 
     python -m trainer.recipes.default_en_fr --data ../shared/data --run-dir runs/default-en-fr
 
-Every stage is resumable: re-running the command continues where it stopped.
+Every stage is resumable: re-running the command continues where it stopped. On a machine
+without the backbone's checkpoint, `--stage restore` rebuilds the run dir from the
+published built-in backbone; the later stages (adapters, classifier, publish) then run as
+usual, and the backbone stage warm-starts from it when given a larger --max-minutes.
 """
 
 from __future__ import annotations
@@ -33,7 +36,12 @@ from trainer.data import (
     train_sentencepiece,
 )
 from trainer.loop import Trainable, TrainSettings, translation_loss
-from trainer.recipes.default_stages import publish_builtin, train_adapter, train_router
+from trainer.recipes.default_stages import (
+    publish_builtin,
+    restore_run_dir,
+    train_adapter,
+    train_router,
+)
 from trainer.run import train
 
 log = logging.getLogger("trainer.recipes.default_en_fr")
@@ -51,10 +59,11 @@ BACKBONE = BackboneConfig(
     decoder_start_id=BOS_ID)
 
 ADAPTER = {"family": "adapter", "bottleneck": 128}
-ADAPTER_SETTINGS = TrainSettings(lr=1e-3, warmup_steps=100, max_tokens=5000, max_epochs=8,
-                                 max_minutes=5.0, eval_every=50, patience=3, log_every=25,
+ADAPTER_SETTINGS = TrainSettings(lr=1e-3, warmup_steps=100, max_tokens=5000, max_epochs=20,
+                                 max_minutes=8.0, eval_every=50, patience=6, log_every=25,
                                  checkpoint_every_s=120.0)
 STAGES = ("backbone", "adapters", "classifier", "publish")
+EXTRA_STAGES = ("restore",)  # not part of "all"
 
 SETTINGS = TrainSettings(lr=1e-3, warmup_steps=800, max_tokens=5000, max_epochs=8,
                          max_minutes=100.0, eval_every=500, checkpoint_every_s=300.0)
@@ -132,7 +141,7 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--run-dir", type=Path, default=Path("runs/default-en-fr"))
-    parser.add_argument("--stage", choices=STAGES + ("all",), default="all",
+    parser.add_argument("--stage", choices=STAGES + EXTRA_STAGES + ("all",), default="all",
                         help="one stage, or all of them in order (each resumes or skips "
                              "what is already done)")
     parser.add_argument("--max-minutes", type=float, default=SETTINGS.max_minutes,
@@ -147,6 +156,9 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     torch.set_num_threads(args.threads)
     stages = STAGES if args.stage == "all" else (args.stage,)
+    if "restore" in stages:
+        restore_run_dir(args.run_dir, args.out)
+        prepare(args.data, args.run_dir)  # the encoded training set (the model card reads it)
     if "backbone" in stages:
         settings = TrainSettings(**{**SETTINGS.__dict__, "max_minutes": args.max_minutes})
         train_backbone(args.data, args.run_dir, settings)

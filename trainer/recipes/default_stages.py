@@ -14,7 +14,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from model_store import Store
-from server.engine.artifacts import backbone_files, module_files
+from server.engine.artifacts import backbone_files, backbone_parts, module_files
 from server.engine.backbone import Backbone
 from server.engine.config import BackboneConfig
 from server.engine.tokenizer import Tokenizer
@@ -36,6 +36,15 @@ log = logging.getLogger("trainer.recipes.default_en_fr")
 BACKBONE_NAME = "default-en-fr"
 ROUTER_NAME = "router"
 MAX_LEN = 128
+
+# The router's "generic" class: English text of the backbone's own training genres that no
+# module covers, so that text which fits no domain is sent to the plain backbone (see
+# server/routing/policy.py). Genres close to a module's domain are left out (software
+# strings and docs ~ it, bible ~ religion, biomedical and medical terms ~ medical,
+# parliament ~ law, package descriptions ~ it) so the class does not take their text.
+GENERIC_LABEL = "generic"
+GENERIC_GENRES = ("captions", "conversation", "fiction", "news")
+GENERIC_TRAIN, GENERIC_DEV = 5000, 150  # about one domain's train / dev size
 
 
 def domain_corpus(data_dir: Path, domain: str, split: str) -> Corpus:
@@ -79,7 +88,27 @@ def train_adapter(data_dir: Path, run_dir: Path, domain: str, settings: TrainSet
     log.info("adapter %s: dev BLEU %.2f (backbone %.2f)", domain, result.dev.bleu, generic.bleu)
 
 
-def train_router(data_dir: Path, run_dir: Path, domains: tuple[str, ...]) -> None:
+def generic_examples(data_dir: Path, *, train: int = GENERIC_TRAIN,
+                     dev: int = GENERIC_DEV) -> tuple[list[tuple[str, str]],
+                                                      list[tuple[str, str]]]:
+    """(train, dev) router examples of the "generic" class: the first lines of each generic
+    genre's train split for training, its last lines for dev (disjoint; test splits are
+    never read)."""
+    train_out: list[tuple[str, str]] = []
+    dev_out: list[tuple[str, str]] = []
+    for genre in GENERIC_GENRES:
+        path = data_dir / "en-fr" / "extra" / genre / "train.en"
+        lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        per_train, per_dev = train // len(GENERIC_GENRES), dev // len(GENERIC_GENRES)
+        if len(lines) < per_train + per_dev:
+            raise ValueError(f"{path}: {len(lines)} lines, need {per_train + per_dev}")
+        train_out += [(GENERIC_LABEL, line) for line in lines[:per_train]]
+        dev_out += [(GENERIC_LABEL, line) for line in lines[len(lines) - per_dev:]]
+    return train_out, dev_out
+
+
+def train_router(data_dir: Path, run_dir: Path, domains: tuple[str, ...], *,
+                 generic: bool = True) -> None:
     out_dir = run_dir / "classifier"
     if (out_dir / "accuracy.json").exists():
         log.info("classifier: already trained")
@@ -87,6 +116,10 @@ def train_router(data_dir: Path, run_dir: Path, domains: tuple[str, ...]) -> Non
     out_dir.mkdir(parents=True, exist_ok=True)
     examples = [(d, s) for d in domains for s, _ in domain_corpus(data_dir, d, "train").read()]
     dev = [(d, s) for d in domains for s, _ in domain_corpus(data_dir, d, "dev").read()]
+    if generic:
+        generic_train, generic_dev = generic_examples(data_dir)
+        examples += generic_train
+        dev += generic_dev
     model_bytes = train_classifier(examples, ClassifierSettings())
     (out_dir / "classifier.bin").write_bytes(model_bytes)
     (out_dir / EXAMPLES_FILE).write_bytes(examples_to_bytes(examples))
@@ -95,6 +128,35 @@ def train_router(data_dir: Path, run_dir: Path, domains: tuple[str, ...]) -> Non
         {"dev_accuracy": scores.overall, "per_domain": scores.per_label,
          "confusion": scores.confusion}, indent=1))
     log.info("classifier: dev accuracy %.3f", scores.overall)
+
+
+def restore_run_dir(run_dir: Path, builtin: Path) -> bool:
+    """Rebuild the backbone stage's outputs (config, vocabulary, weights, progress) from
+    the published built-in backbone, so later stages (adapters, router, publish) can run
+    on a machine without the training checkpoint. False when there is nothing to do.
+
+    The checkpoint holds the model only (no optimizer state): resuming the backbone stage
+    from it warm-starts a fresh optimizer at the published step."""
+    checkpoint = run_dir / "backbone" / "checkpoint.pt"
+    if checkpoint.exists():
+        return False
+    with tempfile.TemporaryDirectory() as tmp, Store.open(Path(tmp), builtin_dir=builtin) as store:
+        loaded = store.load_backbone(BACKBONE_NAME)
+    parts = backbone_parts(loaded.files)
+    provenance = loaded.manifest.provenance
+    checkpoint.parent.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.json").write_text(json.dumps(parts.config.to_dict(), indent=1))
+    (run_dir / "spm.model").write_bytes(loaded.files["source.spm"])
+    progress = {"step": int(provenance.get("steps", 0)),
+                "target_tokens": int(provenance.get("target_tokens", 0)),
+                "elapsed_s": float(provenance.get("train_seconds", 0.0)), "epoch": 0,
+                "batch_in_epoch": 0, "finished": True,
+                "stop_reason": "max_minutes"}  # a larger --max-minutes trains on
+    torch.save({"model": parts.tensors, "progress": progress}, checkpoint)
+    (run_dir / "backbone" / "progress.json").write_text(json.dumps(progress, indent=1))
+    log.info("run dir restored from the published %s (step %d)", loaded.manifest.label,
+             progress["step"])
+    return True
 
 
 def publish_builtin(data_dir: Path, run_dir: Path, out: Path) -> None:
