@@ -24,13 +24,21 @@ Layering
 Built-in artifacts ship read-only inside the package (`model_store/builtin/<kind>s/<name>/
 v<version>/`). `Store.open` layers them under the writable root: each one is verified and
 registered with the location `builtin:<kind>s/<name>/v<version>` (resolved against the
-builtin directory given at open, so a reinstalled package still resolves) and activated if
-it was newly registered and nothing is active for its name. Nothing ever writes into the
-builtin directory: new versions of a built-in name are published under the root.
+builtin directory given at open, so a reinstalled package still resolves). Nothing ever
+writes into the builtin directory: new versions of a built-in name are published under
+the root.
+
+Upgrades: a new package may ship a newer built-in version of a name (a retrained module).
+On open it is registered, and activated when nothing of that name was registered before,
+or when the active version is an older built-in one (the store still followed the
+package's default). A version the operator published, or a built-in name the operator
+deleted, is left as it is. A built-in version whose number the store already used for an
+artifact of its own is not registered (logged): the store's own artifact keeps it.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -55,6 +63,7 @@ from .manifest import (
 from .registry import ArtifactRecord, Registry
 from .storage import LocalStorage, Storage
 
+log = logging.getLogger(__name__)
 BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
 BUILTIN_SCHEME = "builtin:"
 STAGING = ".staging"
@@ -295,10 +304,12 @@ class Store:
     # -- layering and maintenance --------------------------------------------------------
 
     def register_builtins(self) -> list[Manifest]:
-        """Verify and register built-in artifacts not yet in the registry; returns them."""
+        """Verify and register built-in artifacts not yet in the registry, activate them
+        where the rules above say so; returns the newly registered ones."""
         if self._builtin is None:
             return []
         added: list[Manifest] = []
+        known_before = {(r.kind, r.name) for r in self.registry.list_artifacts()}
         for ident in _artifact_ids(self._builtin):
             location = BUILTIN_SCHEME + ident.label
             record = self.registry.get_artifact(*ident)
@@ -310,17 +321,24 @@ class Store:
                 except ConflictError:
                     record = self.registry.get_artifact(*ident)  # a concurrent open won
             if record is not None and record.location != location:
-                raise ConflictError(
-                    f"builtin {ident.label} collides with the artifact registered at "
-                    f"{record.location!r}"
-                )
-        # Activate only what was just registered: a built-in domain deleted by an
-        # operator must stay deleted across restarts.
+                log.warning("built-in %s is not registered: the store published version %d "
+                            "of %r itself (%s)", ident.label, ident.version, ident.name,
+                            record.location)
         newest = {(m.kind, m.name): m.version for m in sorted(added, key=lambda m: m.version)}
         for (kind, name), version in sorted(newest.items()):
-            if self.registry.get_active(kind, name) is None:
+            if self._follows_builtin(kind, name, version, new=(kind, name) not in known_before):
                 self.registry.set_active(kind, name, version)
         return added
+
+    def _follows_builtin(self, kind: ArtifactKind, name: str, version: int, *,
+                         new: bool) -> bool:
+        """Whether a newly registered built-in version should become the active one."""
+        active = self.registry.get_active(kind, name)
+        if active is None:
+            return new  # a built-in domain deleted by an operator stays deleted
+        record = self.registry.get_artifact(kind, name, active)
+        return (active < version and record is not None
+                and record.location.startswith(BUILTIN_SCHEME))
 
     def sweep(self, *, older_than: timedelta = DEFAULT_SWEEP_AGE) -> list[str]:
         """Remove staging directories and row-less version directories older than

@@ -16,7 +16,7 @@ from model_store_helpers import (
     store_root,
 )
 
-from model_store import BUILTIN_DIR, ArtifactError, ConflictError, Store
+from model_store import BUILTIN_DIR, ArtifactError, Store
 
 
 @pytest.fixture
@@ -73,14 +73,70 @@ def test_corrupt_builtin_fails_open(tmp_path: Path, builtin_dir: Path) -> None:
         Store.open(tmp_path / "store", builtin_dir=builtin_dir)
 
 
-def test_builtin_version_taken_by_a_published_one_is_a_conflict(
+def test_builtin_version_taken_by_a_published_one_stays_the_stores_own(
     tmp_path: Path, builtin_dir: Path
 ) -> None:
     with Store.open(tmp_path / "store", builtin_dir=None) as plain:
-        publish_backbone(plain, seed=9.0)  # takes backbones/default-en-fr/v1 under the root
+        own = publish_backbone(plain, seed=9.0)  # takes backbones/default-en-fr/v1 under the root
 
-    with pytest.raises(ConflictError, match="builtin backbones/default-en-fr/v1 collides"):
-        Store.open(tmp_path / "store", builtin_dir=builtin_dir)
+    with Store.open(tmp_path / "store", builtin_dir=builtin_dir) as store:
+        record = store.record("backbone", "default-en-fr", 1)
+        assert record.location == own.label and record.manifest == own
+        assert store.record("module", "medical").location == "builtin:modules/medical/v1"
+
+
+def package_update(tmp_path: Path, versions: int) -> Path:
+    """A newer package's builtin directory: the same backbone, and only module `medical`
+    version `versions` (retrained: other weights), its older versions gone."""
+    with Store.open(tmp_path / "factory2", builtin_dir=None) as factory:
+        backbone = publish_backbone(factory)
+        for version in range(1, versions + 1):
+            module = publish_module(factory, "medical", backbone.backbone_fingerprint,
+                                    seed=float(version))
+        builtin = tmp_path / "builtin2"
+        for manifest in (backbone, module):
+            shutil.copytree(store_root(factory) / manifest.label, builtin / manifest.label)
+    return builtin
+
+
+def test_a_newer_builtin_version_replaces_the_builtin_one_served(
+    tmp_path: Path, builtin_dir: Path
+) -> None:
+    Store.open(tmp_path / "store", builtin_dir=builtin_dir).close()
+    update = package_update(tmp_path, versions=2)
+
+    with Store.open(tmp_path / "store", builtin_dir=update) as store:
+        assert store.active_domains() == {"medical": 2}
+        assert store.record("module", "medical").location == "builtin:modules/medical/v2"
+        store.load("module", "medical", 2)  # verified from the new package
+        assert store.registry.get_active("backbone", "default-en-fr") == 1
+
+
+def test_a_newer_builtin_leaves_the_operators_choice_alone(
+    tmp_path: Path, builtin_dir: Path
+) -> None:
+    with Store.open(tmp_path / "store", builtin_dir=builtin_dir) as store:
+        fingerprint = store.load_backbone().manifest.backbone_fingerprint
+        own = publish_module(store, "medical", fingerprint, seed=7.0)  # v2, under the root
+        store.activate("module", "medical", own.version)
+    update = package_update(tmp_path, versions=3)
+
+    with Store.open(tmp_path / "store", builtin_dir=update) as store:
+        assert store.active_domains() == {"medical": 2}
+        assert store.registry.list_versions("module", "medical") == [1, 2, 3]
+        assert store.record("module", "medical", 3).location == "builtin:modules/medical/v3"
+
+
+def test_a_deleted_builtin_domain_stays_deleted_after_an_update(
+    tmp_path: Path, builtin_dir: Path
+) -> None:
+    with Store.open(tmp_path / "store", builtin_dir=builtin_dir) as store:
+        store.delete_domain("medical")
+    update = package_update(tmp_path, versions=2)
+
+    with Store.open(tmp_path / "store", builtin_dir=update) as store:
+        assert store.active_domains() == {}
+        assert store.registry.list_versions("module", "medical") == [1, 2]
 
 
 def test_package_builtin_dir_is_layered(tmp_path: Path) -> None:

@@ -5,19 +5,28 @@ router's "generic" examples."""
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import sentencepiece as spm
 import torch
+from safetensors.torch import save_file
 
 from model_store import Store
-from server.engine.artifacts import backbone_parts
+from server.engine.artifacts import backbone_files, backbone_parts, module_files
 from server.engine.backbone import Backbone
-from tests.tiny import ENGLISH, FRENCH, spm_bytes, tiny_backbone_files
+from tests.tiny import (
+    ENGLISH,
+    FRENCH,
+    random_module,
+    spm_bytes,
+    tiny_backbone_files,
+    tiny_config,
+)
 from tests.trainer.test_trainer_backbone import SETTINGS
-from trainer.data import encode_pairs
+from trainer.data import encode_pairs, save_encoded
 from trainer.recipes.default_en_fr import backbone_trainable
 from trainer.recipes.default_stages import (
     BACKBONE_NAME,
@@ -25,14 +34,19 @@ from trainer.recipes.default_stages import (
     GENERIC_LABEL,
     generic_examples,
     load_trained_backbone,
+    publish_builtin,
     restore_run_dir,
 )
 from trainer.run import train
 
 
 def published_builtin(root: Path) -> dict[str, bytes]:
-    """A store root laid out like model_store/builtin, holding a tiny default backbone."""
-    files = tiny_backbone_files()
+    """A store root laid out like model_store/builtin, holding a tiny default backbone
+    (float16 weights on disk, as the recipe publishes them)."""
+    parts = backbone_parts(tiny_backbone_files())
+    spm_model = spm_bytes()
+    files = backbone_files(parts.config, parts.tensors, source_spm=spm_model,
+                           target_spm=spm_model, half=True)
     with Store.open(root, builtin_dir=None) as store:
         store.publish("backbone", BACKBONE_NAME, files, config=json.loads(files["config.json"]),
                       provenance={"steps": 42, "target_tokens": 9000, "train_seconds": 60.0})
@@ -88,3 +102,54 @@ def test_generic_examples_refuse_a_genre_that_is_too_small(tmp_path: Path) -> No
     write_genres(tmp_path, lines=2)
     with pytest.raises(ValueError, match="need 3"):
         generic_examples(tmp_path, train=8, dev=4)
+
+
+def trained_run_dir(tmp_path: Path, builtin: Path) -> Path:
+    """A restored run dir with one trained adapter (random weights), as the adapters stage
+    leaves it, and the encoded training set the model card reads."""
+    run_dir = tmp_path / "run"
+    restore_run_dir(run_dir, builtin)
+    processor = spm.SentencePieceProcessor(model_proto=spm_bytes())
+    save_encoded(encode_pairs(list(zip(ENGLISH, FRENCH, strict=True)), processor, max_len=64),
+                 run_dir / "train.npz")
+    config, params = random_module(tiny_config(), "adapter", seed=5, bottleneck=4)
+    adapter_dir = run_dir / "adapters" / "medical"
+    adapter_dir.mkdir(parents=True)
+    save_file(params, str(adapter_dir / "module.safetensors"))
+    scores = {"bleu": 1.0, "chrf": 10.0}
+    (adapter_dir / "result.json").write_text(json.dumps(
+        {"domain": "medical", "config": config, "pairs": 3, "dev": scores,
+         "backbone_dev": scores, "steps": 10, "train_seconds": 1.0}))
+    return run_dir
+
+
+def test_publish_ships_new_versions_once_and_stores_follow_them(tmp_path: Path) -> None:
+    factory = tmp_path / "factory"
+    files = published_builtin(factory)
+    with Store.open(factory, builtin_dir=None) as store:  # the package's v1 module
+        fingerprint = store.record("backbone", BACKBONE_NAME, 1).fingerprint
+        config, params = random_module(tiny_config(), "adapter", seed=1, bottleneck=4)
+        store.publish("module", "medical", module_files(params), config=config,
+                      backbone_fingerprint=fingerprint)
+    builtin = tmp_path / "builtin"
+    for label in (f"backbones/{BACKBONE_NAME}/v1", "modules/medical/v1"):
+        shutil.copytree(factory / label, builtin / label)
+    Store.open(tmp_path / "serving", builtin_dir=builtin).close()  # serves medical v1
+    run_dir = trained_run_dir(tmp_path, builtin)
+
+    def shipped() -> list[str]:
+        return sorted(p.parent.relative_to(builtin).as_posix()
+                      for p in builtin.glob("*s/*/v*/manifest.json"))
+
+    publish_builtin(tmp_path / "data", run_dir, builtin)
+    assert shipped() == [f"backbones/{BACKBONE_NAME}/v1", "modules/medical/v2"]
+    assert (builtin / f"backbones/{BACKBONE_NAME}/v1/model.safetensors").read_bytes() == \
+        files["model.safetensors"]
+    assert (builtin / "MODEL_CARD.md").is_file()
+
+    publish_builtin(tmp_path / "data", run_dir, builtin)  # nothing changed: nothing new
+    assert shipped() == [f"backbones/{BACKBONE_NAME}/v1", "modules/medical/v2"]
+
+    with Store.open(tmp_path / "serving", builtin_dir=builtin) as store:
+        assert store.active_domains() == {"medical": 2}
+        assert store.load("module", "medical").manifest.backbone_fingerprint == fingerprint
