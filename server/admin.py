@@ -94,7 +94,9 @@ class DomainAdmin:
                 problems.append(f"name: the artifact is for domain {manifest.name!r}, "
                                 f"uploaded as {name!r}")
             if manifest.kind == "module":
-                problems += _shape_problems(manifest.config, loaded.files, engine.config)
+                # Converting the tensors is torch work: on the engine thread (EngineThread).
+                problems += self.runtime.engine_thread.call(
+                    _shape_problems, manifest.config, loaded.files, engine.config)
             if problems:
                 raise InvalidArtifact(f"upload is invalid: {len(problems)} problem(s): "
                                       + "; ".join(problems), field="body")

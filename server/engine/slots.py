@@ -37,7 +37,8 @@ class ModuleBank:
         self.n_slots = n_slots
         # Packed copies of the family's matrices, rebuilt at every write (CPU float32 only):
         # with 8 modules in a batch, each runs on a few rows, where oneDNN with a packed
-        # weight is ~1.7x faster than MKL's sgemm (benchmarks/results/engine_speed.md).
+        # weight took 3.1 ms per decoding step against 5.2 ms for MKL's sgemm
+        # (benchmarks/results/engine_speed_bounds.md).
         self.pack = pack and bool(family.packed_matrices)
         self.shapes = family.shapes(backbone, config)
         self.tensors = {name: torch.zeros((n_slots, *shape), device=device, dtype=dtype)

@@ -58,6 +58,11 @@ class EngineThread:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, functools.partial(function, *args))
 
+    def call(self, function: Callable[..., T], *args: object) -> T:
+        """`run` for a worker thread (never the event loop, never the engine thread): waits
+        for `function` to run on the engine thread and returns its result."""
+        return self._executor.submit(functools.partial(function, *args)).result()
+
     def shutdown(self) -> None:
         self._executor.shutdown(wait=True, cancel_futures=True)
 

@@ -1,6 +1,6 @@
 """Every tensor the server builds is built on the engine thread (one OpenMP team: see
 `server.scheduling.scheduler.EngineThread`), for the backbone, the modules loaded at
-start-up and a module version published while serving."""
+start-up, a module version published while serving and an uploaded module's check."""
 
 from __future__ import annotations
 
@@ -11,8 +11,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import admin_headers, make_client, publish_module
+from conftest import (
+    admin_headers,
+    backbone_fingerprint,
+    make_client,
+    module_archive,
+    publish_module,
+)
 
+import server.admin
 import server.runtime
 from model_store import Store
 from server.engine.families import Params
@@ -28,13 +35,15 @@ def _recording(function: Callable[..., Any], seen: list[str]) -> Callable[..., A
 
 
 def test_backbone_and_modules_are_built_on_the_engine_thread(
-        store_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        store_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     built: list[str] = []
     converted: list[str] = []
+    checked: list[str] = []
     monkeypatch.setattr(server.runtime, "build_engine",
                         _recording(server.runtime.build_engine, built))
     original_params: Callable[..., Params] = server.runtime.module_params
     monkeypatch.setattr(server.runtime, "module_params", _recording(original_params, converted))
+    monkeypatch.setattr(server.admin, "module_params", _recording(original_params, checked))
 
     with make_client(store_root) as client:
         assert client.get("/health/ready").status_code == 200
@@ -48,6 +57,12 @@ def test_backbone_and_modules_are_built_on_the_engine_thread(
         domains = client.get("/admin/domains", headers=admin_headers()).json()["domains"]
         medical = next(d for d in domains if d["name"] == "medical")
         assert medical["active_version"] == manifest.version
+        archive = module_archive(tmp_path / "scratch", "law", 11,
+                                 fingerprint=backbone_fingerprint(store_root))
+        uploaded = client.post("/admin/domains/law/versions", content=archive,
+                               headers={**admin_headers(), "content-type": "application/gzip"})
+        assert uploaded.status_code == 201, uploaded.text
+        assert len(checked) == 1
 
-    assert all(name.startswith(ENGINE_THREAD_PREFIX) for name in built + converted), (
-        built, converted)
+    assert all(name.startswith(ENGINE_THREAD_PREFIX) for name in built + converted + checked), (
+        built, converted, checked)
