@@ -182,9 +182,7 @@ class Runtime:
     async def _register(self, name: str, version: int) -> DomainEntry:
         """Read and verify a module version (a worker thread), then convert and register
         its tensors on the engine thread."""
-        fingerprint = self.backbone.backbone_fingerprint if self.backbone else None
-        loaded = await asyncio.to_thread(self.store.load, "module", name, version,
-                                         expected_fingerprint=fingerprint)
+        loaded = await asyncio.to_thread(self._load_artifact, name, version)
         return await self.engine_thread.run(self._register_loaded, name, version, loaded)
 
     def _register_loaded(self, name: str, version: int, loaded: LoadedArtifact) -> DomainEntry:
@@ -195,9 +193,13 @@ class Runtime:
         size = family.parameter_count(engine.config, family.normalise(config))
         return DomainEntry(name, version, family.name, size)
 
-    def _load_module(self, name: str, version: int) -> tuple[dict[str, Any], Params]:
+    def _load_artifact(self, name: str, version: int) -> LoadedArtifact:
+        """A module version read and verified against the serving backbone."""
         fingerprint = self.backbone.backbone_fingerprint if self.backbone else None
-        loaded = self.store.load("module", name, version, expected_fingerprint=fingerprint)
+        return self.store.load("module", name, version, expected_fingerprint=fingerprint)
+
+    def _load_module(self, name: str, version: int) -> tuple[dict[str, Any], Params]:
+        loaded = self._load_artifact(name, version)
         return dict(loaded.manifest.config), module_params(loaded.files)
 
     def _engine_loader(self, value: str) -> tuple[dict[str, Any], Params]:

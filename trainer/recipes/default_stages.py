@@ -7,13 +7,14 @@ import json
 import logging
 import shutil
 import tempfile
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import torch
 from safetensors.torch import load_file, save_file
 
-from model_store import ArtifactKind, Store, build_manifest
+from model_store import ArtifactKind, Manifest, Store
 from model_store.hashing import sha256_hex
 from server.engine.artifacts import backbone_files, backbone_parts, module_files
 from server.engine.backbone import Backbone
@@ -28,7 +29,7 @@ from trainer.classifier import (
 )
 from trainer.data import Corpus, encode_pairs
 from trainer.evaluate import evaluate_texts
-from trainer.loop import TrainSettings
+from trainer.loop import Checkpoints, Progress, TrainSettings
 from trainer.modules import train_module
 from trainer.recipes.model_card import write_model_card
 
@@ -110,8 +111,7 @@ def generic_examples(data_dir: Path, *, train: int = GENERIC_TRAIN,
     return train_out, dev_out
 
 
-def train_router(data_dir: Path, run_dir: Path, domains: tuple[str, ...], *,
-                 generic: bool = True) -> None:
+def train_router(data_dir: Path, run_dir: Path, domains: tuple[str, ...]) -> None:
     out_dir = run_dir / "classifier"
     if (out_dir / "accuracy.json").exists():
         log.info("classifier: already trained")
@@ -119,10 +119,9 @@ def train_router(data_dir: Path, run_dir: Path, domains: tuple[str, ...], *,
     out_dir.mkdir(parents=True, exist_ok=True)
     examples = [(d, s) for d in domains for s, _ in domain_corpus(data_dir, d, "train").read()]
     dev = [(d, s) for d in domains for s, _ in domain_corpus(data_dir, d, "dev").read()]
-    if generic:
-        generic_train, generic_dev = generic_examples(data_dir)
-        examples += generic_train
-        dev += generic_dev
+    generic_train, generic_dev = generic_examples(data_dir)
+    examples += generic_train
+    dev += generic_dev
     model_bytes = train_classifier(examples, ClassifierSettings())
     (out_dir / "classifier.bin").write_bytes(model_bytes)
     (out_dir / EXAMPLES_FILE).write_bytes(examples_to_bytes(examples))
@@ -150,15 +149,14 @@ def restore_run_dir(run_dir: Path, builtin: Path) -> bool:
     checkpoint.parent.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.json").write_text(json.dumps(parts.config.to_dict(), indent=1))
     (run_dir / "spm.model").write_bytes(loaded.files["source.spm"])
-    progress = {"step": int(provenance.get("steps", 0)),
-                "target_tokens": int(provenance.get("target_tokens", 0)),
-                "elapsed_s": float(provenance.get("train_seconds", 0.0)), "epoch": 0,
-                "batch_in_epoch": 0, "finished": True,
-                "stop_reason": "max_minutes"}  # a larger --max-minutes trains on
-    torch.save({"model": parts.tensors, "progress": progress}, checkpoint)
-    (run_dir / "backbone" / "progress.json").write_text(json.dumps(progress, indent=1))
+    progress = Progress(step=int(provenance.get("steps", 0)),
+                        target_tokens=int(provenance.get("target_tokens", 0)),
+                        elapsed_s=float(provenance.get("train_seconds", 0.0)), finished=True,
+                        stop_reason="max_minutes")  # a larger --max-minutes trains on
+    torch.save({"model": parts.tensors, "progress": asdict(progress)}, checkpoint)
+    Checkpoints(checkpoint.parent).write_progress(progress)
     log.info("run dir restored from the published %s (step %d)", loaded.manifest.label,
-             progress["step"])
+             progress.step)
     return True
 
 
@@ -198,14 +196,9 @@ def _backbone_version(store: Store, files: dict[str, bytes], config: BackboneCon
                       progress: dict[str, Any]) -> str:
     """The fingerprint of the backbone to publish the modules for: the built-in one when
     its files are these, else a newly published version."""
-    current = store.registry.get_active("backbone", BACKBONE_NAME)
-    fingerprint = build_manifest("backbone", BACKBONE_NAME, files, version=1,
-                                 config=config.to_dict(), provenance={}, scores={},
-                                 fingerprint=None).backbone_fingerprint
-    if current is not None and store.record("backbone", BACKBONE_NAME,
-                                            current).fingerprint == fingerprint:
-        log.info("backbone unchanged: keeping %s v%d", BACKBONE_NAME, current)
-        return fingerprint
+    current = _active_with(store, "backbone", BACKBONE_NAME, files)
+    if current is not None:
+        return current.backbone_fingerprint
     return store.publish("backbone", BACKBONE_NAME, files, config=config.to_dict(),
                          provenance=_backbone_provenance(progress)).backbone_fingerprint
 
@@ -222,19 +215,25 @@ def _backbone_provenance(progress: dict[str, Any]) -> dict[str, Any]:
             "train_seconds": round(progress["elapsed_s"], 1)}
 
 
-def _unchanged(store: Store, kind: ArtifactKind, name: str, files: dict[str, bytes],
-               fingerprint: str) -> bool:
-    """The active version of `kind`/`name` holds exactly these files for this backbone
-    (then republishing would only add a duplicate version)."""
+def _active_with(store: Store, kind: ArtifactKind, name: str,
+                 files: dict[str, bytes]) -> Manifest | None:
+    """The active version of `kind`/`name` when it holds exactly these files (then
+    republishing would only add a duplicate version)."""
     active = store.registry.get_active(kind, name)
     if active is None:
-        return False
+        return None
     manifest = store.record(kind, name, active).manifest
-    same = (manifest.backbone_fingerprint == fingerprint and manifest.file_hashes
-            == {path: sha256_hex(data) for path, data in files.items()})
-    if same:
-        log.info("%s unchanged: keeping %s", name, manifest.label)
-    return same
+    if manifest.file_hashes != {path: sha256_hex(data) for path, data in files.items()}:
+        return None
+    log.info("%s unchanged: keeping %s", name, manifest.label)
+    return manifest
+
+
+def _unchanged(store: Store, kind: ArtifactKind, name: str, files: dict[str, bytes],
+               fingerprint: str) -> bool:
+    """The active version of `kind`/`name` holds these files for this backbone."""
+    manifest = _active_with(store, kind, name, files)
+    return manifest is not None and manifest.backbone_fingerprint == fingerprint
 
 
 def _publish_adapter(store: Store, result_path: Path, fingerprint: str) -> None:
