@@ -17,12 +17,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from server.engine.artifacts import backbone_parts
 from server.engine.backbone import Backbone
 from server.engine.engine import Engine, EngineOptions
-from trainer.data import BOS_ID, EOS_ID, PAD_ID, EncodedPairs
+from trainer.data import encode_for_backbone
 from trainer.loop import TrainSettings
 from trainer.recipes.default_en_fr import backbone_trainable
 from trainer.run import train
@@ -58,33 +56,14 @@ class Finetuned:
     info: dict[str, Any]
 
 
-def _encode(files: Mapping[str, bytes], pairs: Sequence[tuple[str, str]]) -> EncodedPairs:
-    parts = backbone_parts(files)
-    sources = parts.source_tokenizer.encode([s for s, _ in pairs])
-    targets = parts.target_tokenizer.encode([t for _, t in pairs], add_eos=False)
-    kept = [(s, t) for s, t in zip(sources, targets, strict=True)
-            if 0 < len(s) <= MAX_LEN and 0 < len(t) < MAX_LEN]
-    return EncodedPairs([np.asarray(s, dtype=np.int32) for s, _ in kept],
-                        [np.asarray(t, dtype=np.int32) for _, t in kept])
-
-
-def check_special_ids(files: Mapping[str, bytes]) -> None:
-    """The training loop's batches use the trainer's special ids; refuse other backbones."""
-    config = backbone_parts(files).config
-    found = (config.pad_id, config.eos_id, config.decoder_start_id)
-    if found != (PAD_ID, EOS_ID, BOS_ID):
-        raise ValueError(f"fine-tuning needs pad/eos/start ids {(PAD_ID, EOS_ID, BOS_ID)} "
-                         f"(the trainer's); this backbone has {found}")
-
-
 def finetune(files: Mapping[str, bytes], pairs: Sequence[tuple[str, str]], *, domain: str,
              fingerprint: str, settings: FinetuneSettings, run_root: Path) -> Finetuned:
     """Fine-tune (or resume, or reuse) the whole backbone on `pairs`; an engine on top."""
-    check_special_ids(files)
     parts = backbone_parts(files)
     model = Backbone(parts.config)
     model.load_state_dict(parts.tensors)
-    data = _encode(files, pairs)
+    data = encode_for_backbone(pairs, parts.source_tokenizer, parts.target_tokenizer,
+                               parts.config, max_len=MAX_LEN)
     if len(data) == 0:
         raise ValueError(f"no usable training pairs for {domain}")
     key = f"{domain}-{fingerprint[:12]}-{settings.digest()}"

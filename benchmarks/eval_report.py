@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from benchmarks.eval_significance import LEVEL, RESAMPLES
+
 Row = Mapping[str, Any]
 MET = {True: "met", False: "**not met**", None: "not evaluated"}
 
@@ -185,6 +187,16 @@ def _timings(result: Mapping[str, Any]) -> str:
     return _table(["system", "decoded", "reused", "seconds", "target tok/s"], body)
 
 
+def _significance(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Results written before the significance section have none: a dash."""
+    if not rows:
+        return "—"
+    body = [[row["comparison"], row["sets"], f"{row['difference']:+.2f}",
+             f"{row['low']:+.2f} to {row['high']:+.2f}"] for row in rows]
+    return _table(["difference (BLEU)", "sets", "observed", f"{LEVEL:.0%} interval"], body,
+                  ["---", "---", "---:", "---:"])
+
+
 def render(result: Mapping[str, Any]) -> str:
     domains, genres = result["meta"]["domains"], result["meta"]["genres"]
     backbone = result["parameters"]["backbone"]["parameters"]
@@ -209,7 +221,10 @@ def render(result: Mapping[str, Any]) -> str:
         "## Classifier (test sets)", _classifier(result["classifier"]),
         "### Routing as served, per set", _routing(result["classifier"]) or "—",
         "## Parameters (#P)", _parameters(result["parameters"]),
-        "## Targets", targets, "## What this shows", result["summary"],
+        "## Targets", targets,
+        f"### Significance (paired bootstrap, {RESAMPLES:,} resamples, "
+        f"{LEVEL:.0%} intervals)", _significance(result.get("significance", [])),
+        "## What this shows", result["summary"],
         "## Method", "\n".join(f"- {item}" for item in result["meta"]["method"]),
         "## Notes", "\n".join(f"- {note}" for note in result["notes"]) or "—",
         "## Timings (decoding)", _timings(result),

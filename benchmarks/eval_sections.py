@@ -14,11 +14,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from benchmarks.eval_data import EvalSet, domain_set, domain_train_pairs, genre_dev_slice
 from benchmarks.eval_decode import GENERIC_MEMBERS, Decoded, Decoder, Members
 from benchmarks.eval_finetune import FinetuneSettings, finetune
 from benchmarks.eval_learnable import Weights, coordinate_ascent
 from benchmarks.eval_models import Models, ModuleInfo
+from benchmarks.eval_significance import sentence_statistics
 from benchmarks.eval_systems import (
     Router,
     mean_soft_weights,
@@ -64,6 +67,8 @@ class Context:
     genres: list[EvalSet]
     options: RunOptions
     notes: list[str] = field(default_factory=list)
+    # (system, set) -> per-sentence BLEU statistics, for the significance section
+    statistics: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
 
 
 def system_row(label: str, group: str, parameters: int | None,
@@ -90,6 +95,8 @@ def run_system(ctx: Context, key: str, label: str, group: str, members_of: Membe
     for dataset in sets:
         decoded = chosen.run(key, dataset, members_of(dataset))
         results[dataset.name] = (dataset, decoded)
+        ctx.statistics[(key, dataset.name)] = sentence_statistics(decoded.hypotheses,
+                                                                  dataset.references)
         origin = "cached" if decoded.cached else f"{decoded.seconds:.1f}s"
         print(f"  {key:<22} {dataset.name:<14} {len(dataset):>5} sentences  "
               f"decoded {decoded.decoded:>5} reused {decoded.reused:>5}  {origin}", flush=True)

@@ -59,6 +59,7 @@ from benchmarks.eval_sections import (
     known_domains,
     open_domain,
 )
+from benchmarks.eval_significance import significance
 from benchmarks.eval_systems import Router, classifier_report, routing_report
 from benchmarks.eval_targets import check_targets, summary
 from model_store import BUILTIN_DIR, NotFoundError, Store
@@ -244,11 +245,13 @@ def evaluate(args: argparse.Namespace, models: Models, run_dir: Path) -> dict[st
                             domains=domains, genres=genres)
     text = summary(bleu_table(known), bleu_table(open_rows), tuned["summary"], targets,
                    domains=domains, genres=genres)
+    intervals = significance(ctx.statistics, domains=domains, genres=genres)
     meta = _meta(args, ctx, started) | {"section_seconds": seconds}
     return {"meta": meta, "parameters": parameter_summary(models),
             "known_domains": known, "families": families, "finetuning": tuned,
             "open_domain": open_rows, "classifier": classifier,
-            "targets": [t.as_dict() for t in targets], "summary": text, "notes": ctx.notes}
+            "targets": [t.as_dict() for t in targets], "significance": intervals,
+            "summary": text, "notes": ctx.notes}
 
 
 def write_results(result: dict[str, Any], out: Path, *, quick: bool) -> tuple[Path, Path]:

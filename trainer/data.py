@@ -13,10 +13,28 @@ import sentencepiece as spm
 import torch
 from torch import Tensor
 
+from server.engine.config import BackboneConfig
+from server.engine.tokenizer import Tokenizer
+
 log = logging.getLogger(__name__)
 
 # Special ids of vocabularies this project trains itself (sentencepiece's own ids).
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
+
+
+@dataclass(frozen=True)
+class Specials:
+    """The special ids batches are built with: padding, decoder start, end of sentence.
+    Defaults: this project's vocabularies; an imported backbone brings its own (Marian:
+    eos 0, pad = decoder start = the last id)."""
+
+    pad: int = PAD_ID
+    start: int = BOS_ID
+    eos: int = EOS_ID
+
+    @classmethod
+    def of(cls, config: BackboneConfig) -> Specials:
+        return cls(pad=config.pad_id, start=config.decoder_start_id, eos=config.eos_id)
 
 
 @dataclass(frozen=True)
@@ -57,6 +75,7 @@ class EncodedPairs:
     source: list[np.ndarray]
     target: list[np.ndarray]
     labels: np.ndarray | None = None
+    specials: Specials = Specials()
 
     def __len__(self) -> int:
         return len(self.source)
@@ -78,32 +97,51 @@ def encode_pairs(pairs: Sequence[tuple[str, str]], processor: spm.SentencePieceP
     return EncodedPairs(sources, targets)
 
 
+def encode_for_backbone(pairs: Sequence[tuple[str, str]], source: Tokenizer, target: Tokenizer,
+                        config: BackboneConfig, *, max_len: int,
+                        label: int | None = None) -> EncodedPairs:
+    """Token ids through a backbone's own tokenizers, batched with its special ids
+    (sources end with EOS when the backbone's do; targets carry no specials). Pairs with
+    an empty side or over `max_len` tokens are dropped; `label` marks every pair."""
+    src_ids = source.encode([s for s, _ in pairs])
+    tgt_ids = target.encode([t for _, t in pairs], add_eos=False)
+    shortest = 1 + int(source.add_eos)
+    kept = [(s, t) for s, t in zip(src_ids, tgt_ids, strict=True)
+            if shortest <= len(s) <= max_len and 0 < len(t) < max_len]
+    labels = None if label is None else np.full(len(kept), label, dtype=np.int64)
+    return EncodedPairs([np.asarray(s, dtype=np.int32) for s, _ in kept],
+                        [np.asarray(t, dtype=np.int32) for _, t in kept], labels,
+                        Specials.of(config))
+
+
 @dataclass(frozen=True)
 class Batch:
-    src: Tensor  # [batch, src_len] padded with PAD_ID
-    tgt_in: Tensor  # [batch, tgt_len]: BOS + target
-    tgt_out: Tensor  # [batch, tgt_len]: target + EOS, PAD where padded
+    src: Tensor  # [batch, src_len] padded with pad_id
+    tgt_in: Tensor  # [batch, tgt_len]: decoder start + target
+    tgt_out: Tensor  # [batch, tgt_len]: target + EOS, pad_id where padded
     labels: Tensor | None = None  # [batch] domain index of each pair (labelled data only)
+    pad_id: int = PAD_ID
 
     @property
     def target_tokens(self) -> int:
-        return int((self.tgt_out != PAD_ID).sum())
+        return int((self.tgt_out != self.pad_id).sum())
 
 
 def collate(sources: Sequence[np.ndarray], targets: Sequence[np.ndarray], *,
-            bos_id: int = BOS_ID, eos_id: int = EOS_ID, pad_id: int = PAD_ID) -> Batch:
+            specials: Specials = Specials()) -> Batch:
     src_len = max(len(s) for s in sources)
     tgt_len = max(len(t) for t in targets) + 1
-    src = torch.full((len(sources), src_len), pad_id, dtype=torch.long)
-    tgt_in = torch.full((len(sources), tgt_len), pad_id, dtype=torch.long)
-    tgt_out = torch.full((len(sources), tgt_len), pad_id, dtype=torch.long)
+    pad = specials.pad
+    src = torch.full((len(sources), src_len), pad, dtype=torch.long)
+    tgt_in = torch.full((len(sources), tgt_len), pad, dtype=torch.long)
+    tgt_out = torch.full((len(sources), tgt_len), pad, dtype=torch.long)
     for row, (s, t) in enumerate(zip(sources, targets, strict=True)):
         src[row, : len(s)] = torch.from_numpy(s.astype(np.int64))
-        tgt_in[row, 0] = bos_id
+        tgt_in[row, 0] = specials.start
         tgt_in[row, 1: len(t) + 1] = torch.from_numpy(t.astype(np.int64))
         tgt_out[row, : len(t)] = torch.from_numpy(t.astype(np.int64))
-        tgt_out[row, len(t)] = eos_id
-    return Batch(src, tgt_in, tgt_out)
+        tgt_out[row, len(t)] = specials.eos
+    return Batch(src, tgt_in, tgt_out, pad_id=pad)
 
 
 def token_batches(data: EncodedPairs, *, max_tokens: int, seed: int,
@@ -137,7 +175,8 @@ def iterate_batches(data: EncodedPairs, batches: Sequence[list[int]], *,
                     start: int = 0) -> Iterator[tuple[int, Batch]]:
     for number in range(start, len(batches)):
         indices = batches[number]
-        batch = collate([data.source[i] for i in indices], [data.target[i] for i in indices])
+        batch = collate([data.source[i] for i in indices], [data.target[i] for i in indices],
+                        specials=data.specials)
         if data.labels is not None:
             batch = replace(batch, labels=torch.from_numpy(data.labels[indices].astype(np.int64)))
         yield number, batch
@@ -161,8 +200,12 @@ def load_encoded(path: Path) -> EncodedPairs:
 
 
 def join_labelled(parts: Sequence[EncodedPairs]) -> EncodedPairs:
-    """One labelled set from per-domain sets: part i's pairs get label i."""
+    """One labelled set from per-domain sets (of one backbone): part i's pairs get label i."""
+    specials = {part.specials for part in parts}
+    if len(specials) > 1:
+        raise ValueError(f"parts encoded for different backbones: special ids {specials}")
     return EncodedPairs([s for part in parts for s in part.source],
                         [t for part in parts for t in part.target],
                         np.concatenate([np.full(len(part), i, dtype=np.int64)
-                                        for i, part in enumerate(parts)]))
+                                        for i, part in enumerate(parts)]),
+                        specials.pop() if specials else Specials())

@@ -15,7 +15,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from safetensors.torch import load_file, save_file
 
 from model_store import LocalStorage, Manifest, Store
@@ -24,7 +23,7 @@ from server.engine.backbone import Backbone
 from server.engine.engine import load_backbone
 from server.engine.families import Params
 from server.engine.tokenizer import Tokenizer
-from trainer.data import BOS_ID, EOS_ID, PAD_ID, EncodedPairs, token_batches
+from trainer.data import EncodedPairs, encode_for_backbone, token_batches
 from trainer.jobspec import DEV_FILE, RUN_DIR, TRAIN_FILE, TrainingOptions, job_key
 from trainer.loop import Progress, ShouldStop, TrainingInterrupted
 from trainer.modules import train_module
@@ -92,26 +91,14 @@ def load_job_backbone(store: Store, spec: Mapping[str, Any]) -> JobBackbone:
         raise JobFailed(f"backbone {loaded.manifest.label} does not have the fingerprint the "
                         "job was created for")
     parts = backbone_parts(loaded.files)
-    config = parts.config
-    specials = (config.pad_id, config.decoder_start_id, config.eos_id)
-    if specials != (PAD_ID, BOS_ID, EOS_ID):
-        raise JobFailed(f"module training needs a backbone with pad/start/eos ids "
-                        f"{(PAD_ID, BOS_ID, EOS_ID)} (this project's vocabularies); "
-                        f"{loaded.manifest.label} has {specials}")
-    model = load_backbone(config, parts.tensors)
+    model = load_backbone(parts.config, parts.tensors)
     return JobBackbone(loaded.manifest, model, parts.source_tokenizer, parts.target_tokenizer)
 
 
 def encode(pairs: Sequence[Pair], backbone: JobBackbone, *, max_len: int) -> EncodedPairs:
-    """Token ids through the backbone's own tokenizers (sources end with EOS when the
-    backbone's do; targets carry no specials); over-long or empty pairs are skipped."""
-    sources = backbone.source.encode([s for s, _ in pairs])
-    targets = backbone.target.encode([t for _, t in pairs], add_eos=False)
-    shortest = 1 + int(backbone.source.add_eos)
-    kept = [(s, t) for s, t in zip(sources, targets, strict=True)
-            if shortest <= len(s) <= max_len and 0 < len(t) < max_len]
-    return EncodedPairs([np.asarray(s, dtype=np.int32) for s, _ in kept],
-                        [np.asarray(t, dtype=np.int32) for _, t in kept])
+    """The job's pairs through the backbone's own tokenizers and special ids."""
+    return encode_for_backbone(pairs, backbone.source, backbone.target, backbone.model.config,
+                               max_len=max_len)
 
 
 def training_fraction(progress: Progress, options: TrainingOptions,

@@ -38,7 +38,13 @@ from server.engine.families import Params, get_family
 from server.engine.families.mixing import WordMixing
 from server.engine.mixture import MixtureHooks, SiteProportions
 from server.engine.tokenizer import Tokenizer
-from trainer.data import PAD_ID, Batch, EncodedPairs, iterate_batches, token_batches
+from trainer.data import (
+    Batch,
+    EncodedPairs,
+    encode_for_backbone,
+    iterate_batches,
+    token_batches,
+)
 from trainer.evaluate import Scores, evaluate_texts
 from trainer.loop import (
     OnProgress,
@@ -47,6 +53,7 @@ from trainer.loop import (
     Trainable,
     TrainingInterrupted,
     TrainSettings,
+    bf16_autocast,
     translation_loss,
 )
 from trainer.run import train
@@ -68,19 +75,6 @@ class MixingResult:
     dev: dict[str, DevMetrics]  # by domain
     bleu: dict[str, Scores]  # by domain (empty when not asked)
     progress: Progress
-
-
-def encode_labelled(pairs: Pairs, source: Tokenizer, target: Tokenizer, *, max_len: int,
-                    label: int | None = None) -> EncodedPairs:
-    """Encode pairs with the backbone's own tokenizers (source EOS as the backbone wants);
-    pairs longer than `max_len` tokens on either side are dropped."""
-    src_ids = source.encode([s for s, _ in pairs])
-    tgt_ids = target.encode([t for _, t in pairs], add_eos=False)
-    kept = [(s, t) for s, t in zip(src_ids, tgt_ids, strict=True)
-            if 0 < len(s) <= max_len and 0 < len(t) < max_len]
-    labels = None if label is None else np.full(len(kept), label, dtype=np.int64)
-    return EncodedPairs([np.asarray(s, dtype=np.int32) for s, _ in kept],
-                        [np.asarray(t, dtype=np.int32) for _, t in kept], labels)
 
 
 def domain_loss(sites: Sequence[SiteProportions], labels: Tensor, *, source_mask: Tensor,
@@ -113,15 +107,15 @@ def dev_metrics(backbone: Backbone, family: WordMixing, params: Params,
     found: dict[str, DevMetrics] = {}
     for label, (domain, data) in enumerate(dev.items()):
         total, tokens, hits, seen = 0.0, 0, 0, 0
-        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+        with torch.no_grad(), bf16_autocast(bf16):
             for _, batch in iterate_batches(data, token_batches(data, max_tokens=6000, seed=0,
                                                                 epoch=0)):
                 logits = backbone(batch.src, batch.tgt_in, hooks)
                 count = batch.target_tokens
-                total += float(translation_loss(logits, batch.tgt_out, 0.0)) * count
+                total += float(translation_loss(logits, batch, 0.0)) * count
                 tokens += count
                 labels = torch.full((batch.src.shape[0],), label, dtype=torch.long)
-                right, all_ = source_hits(hooks.take(), labels, batch.src != PAD_ID)
+                right, all_ = source_hits(hooks.take(), labels, batch.src != batch.pad_id)
                 hits, seen = hits + right, seen + all_
         found[domain] = DevMetrics(total / max(tokens, 1), hits / max(seen, 1))
     return found
@@ -141,8 +135,8 @@ def _trainable(backbone: Backbone, hooks: MixtureHooks, params: Params, names: l
         if batch.labels is None:
             raise ValueError("joint mixture training needs labelled batches")
         return domain_weight * domain_loss(hooks.take(), batch.labels,
-                                           source_mask=batch.src != PAD_ID,
-                                           target_mask=batch.tgt_out != PAD_ID)
+                                           source_mask=batch.src != batch.pad_id,
+                                           target_mask=batch.tgt_out != batch.pad_id)
 
     def set_train(mode: bool) -> None:
         backbone.train(mode)  # the backbone's dropout regularises the module too
@@ -191,7 +185,8 @@ def train_mixing(backbone: Backbone, config: dict[str, Any], data: EncodedPairs,
     names = sorted(n for n in params if family.trainable(n))
     for name in names:
         params[name].requires_grad_(True)
-    dev_sets = {d: encode_labelled(p, source, target, max_len=max_len, label=i)
+    dev_sets = {d: encode_for_backbone(p, source, target, backbone.config, max_len=max_len,
+                                       label=i)
                 for i, (d, p) in enumerate(dev.items())}
     best_path = run_dir / "best.safetensors"
 

@@ -20,6 +20,7 @@ from trainer.loop import (
     ShouldStop,
     Trainable,
     TrainSettings,
+    bf16_autocast,
     lr_at,
     translation_loss,
 )
@@ -80,9 +81,9 @@ def _step(trainable: Trainable, optimizer: torch.optim.Optimizer, batch: Batch,
     """One optimizer step on `batch`; returns its target tokens."""
     for group in optimizer.param_groups:
         group["lr"] = lr_at(progress.step + 1, settings)
-    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=settings.bf16):
+    with bf16_autocast(settings.bf16):
         logits = trainable.forward(batch)
-        loss = translation_loss(logits, batch.tgt_out, settings.label_smoothing)
+        loss = translation_loss(logits, batch, settings.label_smoothing)
         if trainable.extra_loss is not None:
             loss = loss + trainable.extra_loss()
     optimizer.zero_grad(set_to_none=True)

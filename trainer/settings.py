@@ -65,7 +65,8 @@ class WorkerSettings(BaseModel):
     threads: int = Field(0, ge=0, description="torch CPU threads (0: torch's default)")
     checkpoint_every_s: float = Field(60.0, ge=0, description="training checkpoint period")
     progress_every_steps: int = Field(10, ge=1, description="steps between progress reports")
-    bf16: bool = Field(True, description="CPU bf16 autocast while training (AVX512-BF16)")
+    bf16: bool = Field(True, description="CPU bf16 autocast while training, where the "
+                                         "CPU has native bf16 (AVX512-BF16, AMX)")
     half: bool = Field(True, description="store modules as float16 (the gate scores what "
                                          "is stored)")
     router: RouterSettings = Field(default_factory=RouterSettings)

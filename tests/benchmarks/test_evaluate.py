@@ -151,7 +151,8 @@ def test_domain_of_artifact_names(name: str, expected: str | None) -> None:
 def test_every_section_is_present(harness: tuple[Path, dict[str, Any]]) -> None:
     _, result = harness
     assert set(result) == {"meta", "parameters", "known_domains", "families", "finetuning",
-                           "open_domain", "classifier", "targets", "summary", "notes"}
+                           "open_domain", "classifier", "targets", "significance", "summary",
+                           "notes"}
     assert result["meta"]["mode"] == "quick"
     assert result["meta"]["domains"] == list(DOMAINS)
     assert result["meta"]["genres"] == list(GENRES)
@@ -274,13 +275,31 @@ def test_targets_follow_from_the_numbers(harness: tuple[Path, dict[str, Any]]) -
     assert f"{met} of 6 targets are met" in result["summary"]
 
 
+def test_significance_intervals_hold_the_observed_differences(
+        harness: tuple[Path, dict[str, Any]]) -> None:
+    _, result = harness
+    rows = {(r["comparison"], r["sets"]): r for r in result["significance"]}
+    known, open_rows = result["known_domains"], result["open_domain"]
+    average = rows[("adapters (true label) - generic", f"{len(DOMAINS)}-set average")]
+    expected = known["adapter-true"]["average"]["bleu"] - known["generic"]["average"]["bleu"]
+    assert average["difference"] == pytest.approx(expected, abs=0.02)
+    for genre in GENRES:
+        row = rows[("soft ensemble - generic", genre)]
+        expected = (open_rows["ensemble-soft"]["scores"][genre]["bleu"]
+                    - open_rows["generic"]["scores"][genre]["bleu"])
+        assert row["difference"] == pytest.approx(expected, abs=0.01)
+    for row in result["significance"]:
+        assert row["low"] <= row["high"]
+
+
 def test_markdown_has_the_tables(harness: tuple[Path, dict[str, Any]]) -> None:
     tmp_path, result = harness
     text = (tmp_path / "out" / "eval-quick.md").read_text()
     for heading in ("## Known domains: BLEU", "## Known domains: chrF",
                     "## Full fine-tuning", "## Open domain (genres without a module): BLEU",
                     "## Classifier (test sets)", "## Parameters (#P)", "## Targets",
-                    "## What this shows", "## Timings (decoding)"):
+                    "### Significance (paired bootstrap", "## What this shows",
+                    "## Timings (decoding)"):
         assert heading in text
     assert "| system | #P | it | law | medical | religion | avg |" in text
     assert "| system | #P | captions | news | avg |" in text

@@ -54,12 +54,17 @@ def tsv(pairs: list[tuple[str, str]]) -> bytes:
     return "".join(f"{s}\t{t}\n" for s, t in pairs).encode("utf-8")
 
 
-def build_store(root: Path, *, examples: bool = True, router: bool = True) -> Path:
+def build_store(root: Path, *, examples: bool = True, router: bool = True,
+                backbone_files: dict[str, bytes] | None = None) -> Path:
+    """A store with the tiny backbone, a random adapter per domain of WORDS and a router;
+    with other `backbone_files` (e.g. an imported OPUS-MT model), that backbone alone."""
     with Store.open(root, builtin_dir=None) as store:
-        files = tiny_backbone_files()
+        files = backbone_files or tiny_backbone_files()
         backbone = store.publish("backbone", BACKBONE, files,
                                  config=json.loads(files["config.json"]))
         store.activate("backbone", BACKBONE, backbone.version)
+        if backbone_files is not None:
+            return root
         fingerprint = backbone.backbone_fingerprint
         for seed, domain in enumerate(WORDS, start=1):
             config, params = random_module(tiny_config(), "adapter", seed=seed, bottleneck=4)

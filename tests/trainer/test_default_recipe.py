@@ -26,7 +26,7 @@ from tests.tiny import (
     tiny_config,
 )
 from tests.trainer.test_trainer_backbone import SETTINGS
-from trainer.data import encode_pairs, save_encoded
+from trainer.data import EncodedPairs, encode_pairs, save_encoded
 from trainer.recipes.default_en_fr import backbone_trainable
 from trainer.recipes.default_stages import (
     BACKBONE_NAME,
@@ -37,6 +37,7 @@ from trainer.recipes.default_stages import (
     publish_builtin,
     restore_run_dir,
 )
+from trainer.recipes.snapshot import load_snapshot, save_snapshot
 from trainer.run import train
 
 
@@ -57,8 +58,9 @@ def test_restore_rebuilds_the_backbone_stage_from_the_published_artifact(
         tmp_path: Path) -> None:
     files = published_builtin(tmp_path / "builtin")
     run_dir = tmp_path / "run"
-    assert restore_run_dir(run_dir, tmp_path / "builtin")
-    assert not restore_run_dir(run_dir, tmp_path / "builtin")  # done once
+    no_snapshot = tmp_path / "snapshot"
+    assert restore_run_dir(run_dir, tmp_path / "builtin", snapshot=no_snapshot)
+    assert not restore_run_dir(run_dir, tmp_path / "builtin", snapshot=no_snapshot)  # done
 
     model, tokenizer = load_trained_backbone(run_dir)
     published = backbone_parts(files)
@@ -108,7 +110,7 @@ def trained_run_dir(tmp_path: Path, builtin: Path) -> Path:
     """A restored run dir with one trained adapter (random weights), as the adapters stage
     leaves it, and the encoded training set the model card reads."""
     run_dir = tmp_path / "run"
-    restore_run_dir(run_dir, builtin)
+    restore_run_dir(run_dir, builtin, snapshot=tmp_path / "snapshot")
     processor = spm.SentencePieceProcessor(model_proto=spm_bytes())
     save_encoded(encode_pairs(list(zip(ENGLISH, FRENCH, strict=True)), processor, max_len=64),
                  run_dir / "train.npz")
@@ -141,15 +143,87 @@ def test_publish_ships_new_versions_once_and_stores_follow_them(tmp_path: Path) 
         return sorted(p.parent.relative_to(builtin).as_posix()
                       for p in builtin.glob("*s/*/v*/manifest.json"))
 
-    publish_builtin(tmp_path / "data", run_dir, builtin)
+    publish_builtin(tmp_path / "data", run_dir, builtin, snapshot=tmp_path / "snapshot")
     assert shipped() == [f"backbones/{BACKBONE_NAME}/v1", "modules/medical/v2"]
     assert (builtin / f"backbones/{BACKBONE_NAME}/v1/model.safetensors").read_bytes() == \
         files["model.safetensors"]
     assert (builtin / "MODEL_CARD.md").is_file()
 
-    publish_builtin(tmp_path / "data", run_dir, builtin)  # nothing changed: nothing new
+    publish_builtin(tmp_path / "data", run_dir, builtin,  # nothing changed: nothing new
+                    snapshot=tmp_path / "snapshot")
     assert shipped() == [f"backbones/{BACKBONE_NAME}/v1", "modules/medical/v2"]
 
     with Store.open(tmp_path / "serving", builtin_dir=builtin) as store:
         assert store.active_domains() == {"medical": 2}
         assert store.load("module", "medical").manifest.backbone_fingerprint == fingerprint
+
+
+def tiny_data() -> EncodedPairs:
+    processor = spm.SentencePieceProcessor(model_proto=spm_bytes())
+    return encode_pairs(list(zip(ENGLISH, FRENCH, strict=True)), processor, max_len=64)
+
+
+def test_a_snapshot_carries_the_backbone_stage_to_another_machine(tmp_path: Path) -> None:
+    builtin = tmp_path / "builtin"
+    published_builtin(builtin)
+    snapshot = tmp_path / "snapshot"
+    first = tmp_path / "first-machine"
+    restore_run_dir(first, builtin, snapshot=snapshot)
+    config = load_trained_backbone(first)[0].config
+    settings = replace(SETTINGS, max_tokens=40, max_epochs=3, max_minutes=5.0)
+    done = train(backbone_trainable(Backbone(config)), tiny_data(), settings,
+                 first / "backbone")
+    assert done.step > 42
+    half_way = replace(settings, max_steps=done.step - 3)  # a run stopped inside an epoch
+    second_try = Backbone(config)
+    shutil.rmtree(first / "backbone")
+    restore_run_dir(first, builtin, snapshot=snapshot)
+    stopped = train(backbone_trainable(second_try), tiny_data(), half_way, first / "backbone")
+    assert stopped.batch_in_epoch > 0
+    saved = save_snapshot(first, snapshot)
+    assert (saved.step, saved.epoch, saved.batch_in_epoch) == \
+        (stopped.step, stopped.epoch, stopped.batch_in_epoch)
+
+    second = tmp_path / "second-machine"
+    assert restore_run_dir(second, builtin, snapshot=snapshot)  # further along: taken
+    restored, _ = load_trained_backbone(second)
+    for name, tensor in second_try.state_dict().items():  # float16 on disk
+        assert torch.equal(restored.state_dict()[name], tensor.half().float()), name
+    progress = json.loads((second / "backbone" / "progress.json").read_text())
+    assert (progress["step"], progress["epoch"], progress["batch_in_epoch"]) == \
+        (stopped.step, stopped.epoch, stopped.batch_in_epoch)
+    resumed = train(backbone_trainable(Backbone(restored.config)), tiny_data(), settings,
+                    second / "backbone")  # the larger budget trains on from that batch
+    assert resumed.finished and resumed.step == done.step
+
+
+def test_restore_prefers_the_published_backbone_over_an_older_snapshot(tmp_path: Path) -> None:
+    builtin = tmp_path / "builtin"
+    files = published_builtin(builtin)  # step 42
+    snapshot = tmp_path / "snapshot"
+    run_dir = tmp_path / "run"
+    restore_run_dir(run_dir, builtin, snapshot=snapshot)
+    checkpoint = run_dir / "backbone" / "checkpoint.pt"
+    saved = torch.load(checkpoint, weights_only=True)
+    saved["progress"]["step"] = 40
+    saved["model"] = {k: torch.zeros_like(v) for k, v in saved["model"].items()}
+    torch.save(saved, checkpoint)
+    save_snapshot(run_dir, snapshot)
+
+    fresh = tmp_path / "fresh"
+    restore_run_dir(fresh, builtin, snapshot=snapshot)
+    model, _ = load_trained_backbone(fresh)
+    published = backbone_parts(files)
+    assert all(torch.equal(t, published.tensors[k]) for k, t in model.state_dict().items())
+
+
+def test_publishing_a_backbone_as_far_along_removes_the_snapshot(tmp_path: Path) -> None:
+    builtin = tmp_path / "builtin"
+    published_builtin(builtin)
+    run_dir = trained_run_dir(tmp_path, builtin)
+    snapshot = tmp_path / "snapshot"
+    save_snapshot(run_dir, snapshot)  # step 42, as the run dir's backbone
+    saved = load_snapshot(snapshot)
+    assert saved is not None and saved.progress.step == 42
+    publish_builtin(tmp_path / "data", run_dir, builtin, snapshot=snapshot)
+    assert not snapshot.exists()

@@ -16,10 +16,10 @@ from server.engine.backbone import Backbone
 from server.engine.families.mixing import WordMixing
 from server.engine.tokenizer import Tokenizer
 from tests.tiny import random_backbone, spm_bytes, tiny_backbone_files, tiny_config
-from trainer.data import join_labelled
+from trainer.data import encode_for_backbone, join_labelled
 from trainer.jobspec import JobConfigError, normalise_config
 from trainer.loop import TrainingInterrupted, TrainSettings
-from trainer.mixing import domain_loss, encode_labelled, train_mixing
+from trainer.mixing import domain_loss, train_mixing
 from trainer.recipes.mixing_en_fr import Recipe, run
 
 WORDS = {
@@ -57,7 +57,8 @@ def config() -> dict[str, object]:
 
 def toy_data(count: int = 24) -> tuple[object, dict[str, list[tuple[str, str]]]]:
     tok = tokenizer()
-    parts = [encode_labelled(toy_pairs(d, count, seed=i), tok, tok, max_len=32, label=i)
+    parts = [encode_for_backbone(toy_pairs(d, count, seed=i), tok, tok, tiny_config(),
+                                 max_len=32, label=i)
              for i, d in enumerate(DOMAINS)]
     dev = {d: toy_pairs(d, 8, seed=100 + i) for i, d in enumerate(DOMAINS)}
     return join_labelled(parts), dev

@@ -12,7 +12,7 @@ import torch
 from server.engine.backbone import Backbone
 from tests.tiny import ENGLISH, FRENCH, spm_bytes, tiny_config
 from trainer.data import encode_pairs
-from trainer.loop import TrainSettings
+from trainer.loop import TrainSettings, bf16_autocast, native_bf16
 from trainer.recipes.default_en_fr import backbone_trainable
 from trainer.run import train
 
@@ -46,3 +46,14 @@ def test_backbone_trains_from_scratch_and_resumes_exactly(tmp_path: Path) -> Non
     assert second.finished and second.step == done.step
     for name, tensor in reference.state_dict().items():
         assert torch.equal(tensor, again.state_dict()[name]), name
+
+
+def test_bf16_autocast_only_where_the_cpu_has_native_bf16() -> None:
+    # Emulated bf16 (an AVX2 CPU) trains several times slower than float32: not used there.
+    x = torch.randn(8, 8)
+    with bf16_autocast(True):
+        wanted = x @ x
+    with bf16_autocast(False):
+        unwanted = x @ x
+    assert wanted.dtype == (torch.bfloat16 if native_bf16() else torch.float32)
+    assert unwanted.dtype == torch.float32

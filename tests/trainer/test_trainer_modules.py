@@ -10,12 +10,14 @@ from typing import Any
 import pytest
 import torch
 
+from converters.marian import convert_marian
 from server.engine.artifacts import backbone_parts
 from server.engine.engine import load_backbone
 from server.engine.families import get_family
+from tests.converters.marian_fixture import marian_model, save_marian
 from tests.tiny import tiny_backbone_files
 from tests.trainer.helpers import new_domain_pairs
-from trainer.data import encode_pairs
+from trainer.data import Specials, encode_for_backbone, encode_pairs, iterate_batches
 from trainer.loop import TrainSettings
 from trainer.modules import train_module
 
@@ -46,3 +48,34 @@ def test_factorized_module_trains_against_the_frozen_backbone(
     unchanged = {k for k in fresh if torch.equal(result.params[k], fresh[k])}
     # A key bias shifts every score of a query equally: softmax gives it no gradient.
     assert unchanged <= {k for k in fresh if k.endswith(".k.bias")}
+
+
+def test_a_module_trains_on_an_imported_marian_backbone(tmp_path: Path) -> None:
+    """OPUS-MT vocabularies have their own special ids (eos 0, pad = decoder start = the
+    last id): batches, loss and masks use the backbone's, not this project's."""
+    files = convert_marian(save_marian(marian_model(), tmp_path / "opus-mt"))
+    parts = backbone_parts(files)
+    config = parts.config
+    specials = Specials.of(config)
+    assert specials != Specials() and specials.start == specials.pad
+    backbone = load_backbone(config, parts.tensors)
+    pairs = new_domain_pairs(count=32)
+    data = encode_for_backbone(pairs, parts.source_tokenizer, parts.target_tokenizer, config,
+                               max_len=64)
+    assert data.specials == specials and len(data) == len(pairs)
+
+    _, batch = next(iterate_batches(data, [[0, 1, 2, 3]]))
+    assert (batch.tgt_in[:, 0] == config.decoder_start_id).all()
+    lengths = [len(data.target[i]) for i in range(4)]
+    for row, length in enumerate(lengths):
+        assert batch.tgt_out[row, length] == config.eos_id
+        assert (batch.tgt_out[row, length + 1:] == config.pad_id).all()
+        assert (batch.src[row, len(data.source[row]):] == config.pad_id).all()
+    assert batch.target_tokens == sum(lengths) + 4
+
+    losses: list[float] = []
+    result = train_module(
+        backbone, {"family": "adapter", "bottleneck": 8}, data, pairs[:4],
+        source=parts.source_tokenizer, target=parts.target_tokenizer, settings=SETTINGS,
+        run_dir=tmp_path / "run", on_progress=lambda p: losses.append(p.loss))
+    assert result.progress.finished and losses[-1] < 0.9 * losses[0]

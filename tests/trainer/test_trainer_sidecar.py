@@ -13,11 +13,13 @@ from typing import Any
 import pytest
 import torch
 
+from converters.marian import convert_marian
 from model_store import LocalStorage, Store
 from server.engine.artifacts import backbone_parts, module_params
 from server.engine.families import get_family
 from server.engine.residency import check_params
 from server.routing.classifier import load_classifier
+from tests.converters.marian_fixture import marian_model, save_marian
 from tests.tiny import tiny_config
 from tests.trainer.helpers import (
     BACKBONE,
@@ -138,6 +140,21 @@ def test_router_is_skipped_with_a_note_without_examples(tmp_path: Path, router: 
         assert expected in done.result["notes"][0]
         assert store.registry.list_versions("classifier", "router") == ([1] if router else [])
         assert store.active_domains()[NEW_DOMAIN] == 1
+
+
+def test_a_job_on_an_imported_opus_mt_backbone_trains_its_module(tmp_path: Path) -> None:
+    files = convert_marian(save_marian(marian_model(), tmp_path / "opus-mt"))
+    with Store.open(build_store(tmp_path / "store", backbone_files=files),
+                    builtin_dir=None) as store:
+        job = submit(store, config={"max_epochs": 2})
+        assert run_once(store) == 1
+        done = store.registry.get_job(job.id)
+        assert done.state == "published" and done.error is None, done.error
+        assert done.loss is not None and math.isfinite(done.loss)
+        assert done.result is not None and done.result["module_version"] == 1
+        module = store.load("module", NEW_DOMAIN, 1)
+        assert module.manifest.backbone_fingerprint == \
+            store.load_backbone(BACKBONE).manifest.backbone_fingerprint
 
 
 FAMILY_OPTIONS: dict[str, dict[str, Any]] = {

@@ -5,8 +5,10 @@ on every en-fr corpus of the shared data (7 domains + extra genres), joint sente
 
 Every stage is resumable: re-running the command continues where it stopped. On a machine
 without the backbone's checkpoint, `--stage restore` rebuilds the run dir from the
-published built-in backbone; the later stages (adapters, classifier, publish) then run as
-usual, and the backbone stage warm-starts from it when given a larger --max-minutes.
+published built-in backbone (or from the committed snapshot of a backbone stage that
+spans sessions, when it is further along: `--stage snapshot` writes it); the later stages
+(adapters, classifier, publish) then run as usual, and the backbone stage warm-starts from
+it when given a larger --max-minutes.
 """
 
 from __future__ import annotations
@@ -35,13 +37,14 @@ from trainer.data import (
     token_batches,
     train_sentencepiece,
 )
-from trainer.loop import Trainable, TrainSettings, translation_loss
+from trainer.loop import Trainable, TrainSettings, bf16_autocast, translation_loss
 from trainer.recipes.default_stages import (
     publish_builtin,
     restore_run_dir,
     train_adapter,
     train_router,
 )
+from trainer.recipes.snapshot import SNAPSHOT_DIR, save_snapshot
 from trainer.run import train
 
 log = logging.getLogger("trainer.recipes.default_en_fr")
@@ -63,7 +66,7 @@ ADAPTER_SETTINGS = TrainSettings(lr=1e-3, warmup_steps=100, max_tokens=5000, max
                                  max_minutes=8.0, eval_every=50, patience=6, log_every=25,
                                  checkpoint_every_s=120.0)
 STAGES = ("backbone", "adapters", "classifier", "publish")
-EXTRA_STAGES = ("restore",)  # not part of "all"
+EXTRA_STAGES = ("restore", "snapshot")  # not part of "all"
 
 SETTINGS = TrainSettings(lr=1e-3, warmup_steps=800, max_tokens=5000, max_epochs=8,
                          max_minutes=100.0, eval_every=500, checkpoint_every_s=300.0)
@@ -105,11 +108,11 @@ def prepare(data_dir: Path, run_dir: Path) -> tuple[spm.SentencePieceProcessor, 
 def dev_loss_fn(model: Backbone, dev: EncodedPairs) -> float:
     batches = token_batches(dev, max_tokens=8000, seed=0, epoch=0)
     total, tokens = 0.0, 0
-    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+    with torch.no_grad(), bf16_autocast(True):
         for _, batch in iterate_batches(dev, batches):
             logits = model(batch.src, batch.tgt_in)
             count = batch.target_tokens
-            total += float(translation_loss(logits, batch.tgt_out, 0.0)) * count
+            total += float(translation_loss(logits, batch, 0.0)) * count
             tokens += count
     return total / max(tokens, 1)
 
@@ -151,17 +154,22 @@ def main() -> None:
     parser.add_argument("--domains", nargs="*", default=list(DOMAINS))
     parser.add_argument("--out", type=Path, default=BUILTIN_DIR,
                         help="where the publish stage writes the built-in artifacts")
+    parser.add_argument("--snapshot", type=Path, default=SNAPSHOT_DIR,
+                        help="the committed backbone snapshot that `--stage snapshot` writes "
+                             "and `--stage restore` reads (trainer/recipes/snapshot.py)")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     torch.set_num_threads(args.threads)
     stages = STAGES if args.stage == "all" else (args.stage,)
     if "restore" in stages:
-        restore_run_dir(args.run_dir, args.out)
+        restore_run_dir(args.run_dir, args.out, snapshot=args.snapshot)
         prepare(args.data, args.run_dir)  # the encoded training set (the model card reads it)
     if "backbone" in stages:
         settings = TrainSettings(**{**SETTINGS.__dict__, "max_minutes": args.max_minutes})
         train_backbone(args.data, args.run_dir, settings)
+    if "snapshot" in stages:
+        save_snapshot(args.run_dir, args.snapshot)
     if "adapters" in stages:
         adapter_settings = TrainSettings(**{**ADAPTER_SETTINGS.__dict__,
                                             "max_minutes": args.adapter_minutes})
@@ -170,7 +178,7 @@ def main() -> None:
     if "classifier" in stages:
         train_router(args.data, args.run_dir, DOMAINS)
     if "publish" in stages:
-        publish_builtin(args.data, args.run_dir, args.out)
+        publish_builtin(args.data, args.run_dir, args.out, snapshot=args.snapshot)
 
 
 if __name__ == "__main__":

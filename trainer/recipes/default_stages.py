@@ -29,9 +29,10 @@ from trainer.classifier import (
 )
 from trainer.data import Corpus, encode_pairs
 from trainer.evaluate import evaluate_texts
-from trainer.loop import Checkpoints, Progress, TrainSettings
+from trainer.loop import Checkpoints, TrainSettings
 from trainer.modules import train_module
 from trainer.recipes.model_card import write_model_card
+from trainer.recipes.snapshot import load_snapshot, position, remove_if_superseded
 
 log = logging.getLogger("trainer.recipes.default_en_fr")
 
@@ -132,41 +133,47 @@ def train_router(data_dir: Path, run_dir: Path, domains: tuple[str, ...]) -> Non
     log.info("classifier: dev accuracy %.3f", scores.overall)
 
 
-def restore_run_dir(run_dir: Path, builtin: Path) -> bool:
-    """Rebuild the backbone stage's outputs (config, vocabulary, weights, progress) from
-    the published built-in backbone, so later stages (adapters, router, publish) can run
-    on a machine without the training checkpoint. False when there is nothing to do.
+def restore_run_dir(run_dir: Path, builtin: Path, *, snapshot: Path) -> bool:
+    """Rebuild the backbone stage's outputs (config, vocabulary, weights, position) from
+    the published built-in backbone, or from the recipe's committed snapshot when that is
+    further along (trainer/recipes/snapshot.py), so later stages (adapters, router,
+    publish) can run on a machine without the training checkpoint. False when there is
+    nothing to do.
 
     The checkpoint holds the model only (no optimizer state): resuming the backbone stage
-    from it warm-starts a fresh optimizer at the published step."""
+    from it warm-starts a fresh optimizer at the saved step and batch."""
     checkpoint = run_dir / "backbone" / "checkpoint.pt"
     if checkpoint.exists():
         return False
     with tempfile.TemporaryDirectory() as tmp, Store.open(Path(tmp), builtin_dir=builtin) as store:
         loaded = store.load_backbone(BACKBONE_NAME)
-    parts = backbone_parts(loaded.files)
-    provenance = loaded.manifest.provenance
+    parts, spm_bytes = backbone_parts(loaded.files), loaded.files["source.spm"]
+    provenance = loaded.manifest.provenance  # written by _backbone_provenance
+    progress = position({**provenance, "step": provenance.get("steps", 0),
+                         "elapsed_s": provenance.get("train_seconds", 0.0)})
+    source = f"the published {loaded.manifest.label}"
+    saved = load_snapshot(snapshot)
+    if saved is not None and saved.progress.step > progress.step:
+        parts, spm_bytes, progress = saved.parts, saved.spm, saved.progress
+        source = f"the snapshot in {snapshot}"
     checkpoint.parent.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.json").write_text(json.dumps(parts.config.to_dict(), indent=1))
-    (run_dir / "spm.model").write_bytes(loaded.files["source.spm"])
-    progress = Progress(step=int(provenance.get("steps", 0)),
-                        target_tokens=int(provenance.get("target_tokens", 0)),
-                        elapsed_s=float(provenance.get("train_seconds", 0.0)), finished=True,
-                        stop_reason="max_minutes")  # a larger --max-minutes trains on
+    (run_dir / "spm.model").write_bytes(spm_bytes)
     torch.save({"model": parts.tensors, "progress": asdict(progress)}, checkpoint)
     Checkpoints(checkpoint.parent).write_progress(progress)
-    log.info("run dir restored from the published %s (step %d)", loaded.manifest.label,
-             progress.step)
+    log.info("run dir restored from %s (step %d, epoch %d, batch %d)", source, progress.step,
+             progress.epoch, progress.batch_in_epoch)
     return True
 
 
-def publish_builtin(data_dir: Path, run_dir: Path, out: Path) -> None:
+def publish_builtin(data_dir: Path, run_dir: Path, out: Path, *, snapshot: Path) -> None:
     """Publish every trained artifact as the next version of its built-in name, then make
     `out` (the package's read-only built-in directory) hold exactly the newest version of
     each name. Built-in versions are immutable: a retrained module ships as a new version,
     and stores that served the old built-in version move to it on their next open
     (`Store.register_builtins`). A backbone whose files did not change keeps its version,
-    so the modules of every store stay valid for it."""
+    so the modules of every store stay valid for it. A backbone snapshot that is no further
+    along than the published backbone is removed."""
     model, tokenizer = load_trained_backbone(run_dir)
     progress = json.loads((run_dir / "backbone" / "progress.json").read_text())
     spm_bytes = (run_dir / "spm.model").read_bytes()
@@ -185,6 +192,7 @@ def publish_builtin(data_dir: Path, run_dir: Path, out: Path) -> None:
             for old in target.parent.iterdir():
                 if old != target:
                     shutil.rmtree(old)
+    remove_if_superseded(snapshot, published_step=progress["step"])
     write_model_card(out, run_dir, config=model.config,
                      parameters=sum(p.numel() for p in model.parameters()),
                      adapter_parameters=_adapter_size(run_dir), progress=progress)
@@ -212,7 +220,9 @@ def _backbone_provenance(progress: dict[str, Any]) -> dict[str, Any]:
     return {"recipe": "trainer/recipes/default_en_fr.py", "data": "shared/data en-fr: 7 domains "
             "+ extra genres (train splits)", "steps": progress["step"],
             "target_tokens": progress["target_tokens"],
-            "train_seconds": round(progress["elapsed_s"], 1)}
+            "train_seconds": round(progress["elapsed_s"], 1),
+            # where the training batches stopped: a warm start reads on from there
+            "epoch": progress["epoch"], "batch_in_epoch": progress["batch_in_epoch"]}
 
 
 def _active_with(store: Store, kind: ArtifactKind, name: str,

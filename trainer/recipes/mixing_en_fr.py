@@ -24,12 +24,12 @@ import torch
 from safetensors.torch import save_file
 
 from model_store import BUILTIN_DIR, Store
-from server.engine.artifacts import backbone_parts, module_files
+from server.engine.artifacts import BackboneParts, backbone_parts, module_files
 from server.engine.engine import load_backbone
 from server.engine.families import get_family
-from trainer.data import EncodedPairs, join_labelled
+from trainer.data import EncodedPairs, encode_for_backbone, join_labelled
 from trainer.loop import TrainSettings
-from trainer.mixing import MixingResult, encode_labelled, train_mixing
+from trainer.mixing import MixingResult, train_mixing
 from trainer.recipes.default_en_fr import DOMAINS, MAX_LEN
 from trainer.recipes.default_stages import BACKBONE_NAME, domain_corpus
 
@@ -70,7 +70,7 @@ def run(recipe: Recipe) -> dict[str, Any]:
         loaded = store.load_backbone(recipe.backbone)
         parts = backbone_parts(loaded.files)
         model = load_backbone(parts.config, parts.tensors)
-        data = join_labelled(_train_sets(recipe, parts.source_tokenizer, parts.target_tokenizer))
+        data = join_labelled(_train_sets(recipe, parts))
         dev = {d: domain_corpus(recipe.data, d, "dev").read() for d in recipe.domains}
         config = {"family": "mixing", "domains": list(recipe.domains),
                   "epsilon": recipe.epsilon, "sides": recipe.sides}
@@ -101,11 +101,13 @@ def run(recipe: Recipe) -> dict[str, Any]:
     return summary
 
 
-def _train_sets(recipe: Recipe, source: Any, target: Any) -> list[EncodedPairs]:
+def _train_sets(recipe: Recipe, backbone: BackboneParts) -> list[EncodedPairs]:
     parts: list[EncodedPairs] = []
     for label, domain in enumerate(recipe.domains):
         pairs = domain_corpus(recipe.data, domain, "train").read()
-        parts.append(encode_labelled(pairs, source, target, max_len=MAX_LEN, label=label))
+        parts.append(encode_for_backbone(pairs, backbone.source_tokenizer,
+                                         backbone.target_tokenizer, backbone.config,
+                                         max_len=MAX_LEN, label=label))
         log.info("domain %s: %d training pairs", domain, len(parts[-1]))
     return parts
 

@@ -1,0 +1,92 @@
+"""A backbone snapshot committed beside the recipe, for a backbone stage that needs more
+compute than one session (or one machine) has: the backbone's artifact files (float16
+weights, ~20 MB for the default model) and the run's position (step, epoch, batch within
+the epoch, training time). No optimizer state: a run restored from it warm-starts Adam at
+the saved step, and reads the training batches from where the snapshot stopped.
+
+    python -m trainer.recipes.default_en_fr --stage snapshot   # after some backbone training
+    python -m trainer.recipes.default_en_fr --stage restore    # on the next machine
+
+`--stage restore` takes the snapshot when it is further along than the published built-in
+backbone; publishing a backbone at least as far along removes the snapshot.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from server.engine.artifacts import BackboneParts, backbone_files, backbone_parts
+from server.engine.config import BackboneConfig
+from trainer.loop import Progress
+
+log = logging.getLogger("trainer.recipes.default_en_fr")
+
+SNAPSHOT_DIR = Path(__file__).resolve().parent / "snapshot"
+PROGRESS_FILE = "progress.json"
+POSITION = ("step", "epoch", "batch_in_epoch", "elapsed_s", "target_tokens")
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    parts: BackboneParts
+    spm: bytes
+    progress: Progress  # finished by "max_minutes": a larger budget trains on
+
+
+def position(values: dict[str, Any]) -> Progress:
+    """A finished run's position from saved values (missing ones count as 0): a backbone
+    stage given a larger --max-minutes continues from it."""
+    return Progress(step=int(values.get("step", 0)), epoch=int(values.get("epoch", 0)),
+                    batch_in_epoch=int(values.get("batch_in_epoch", 0)),
+                    elapsed_s=float(values.get("elapsed_s", 0.0)),
+                    target_tokens=int(values.get("target_tokens", 0)), finished=True,
+                    stop_reason="max_minutes")
+
+
+def save_snapshot(run_dir: Path, out: Path) -> Progress:
+    """Write the run dir's backbone checkpoint to `out` (replaced whole: a reader never
+    sees a mix of two snapshots)."""
+    saved = torch.load(run_dir / "backbone" / "checkpoint.pt", weights_only=True)
+    config = BackboneConfig.from_dict(json.loads((run_dir / "config.json").read_text()))
+    spm = (run_dir / "spm.model").read_bytes()
+    progress = position(saved["progress"])
+    files = backbone_files(config, saved["model"], source_spm=spm, target_spm=spm, half=True)
+    files[PROGRESS_FILE] = json.dumps({k: asdict(progress)[k] for k in POSITION},
+                                      indent=1).encode()
+    staging = out.with_name(out.name + ".tmp")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    for name, data in files.items():
+        (staging / name).write_bytes(data)
+    shutil.rmtree(out, ignore_errors=True)
+    staging.rename(out)
+    log.info("snapshot of step %d (epoch %d, batch %d) written to %s", progress.step,
+             progress.epoch, progress.batch_in_epoch, out)
+    return progress
+
+
+def load_snapshot(folder: Path) -> Snapshot | None:
+    if not (folder / PROGRESS_FILE).exists():
+        return None
+    files = {path.name: path.read_bytes() for path in folder.iterdir() if path.is_file()}
+    progress = position(json.loads(files.pop(PROGRESS_FILE)))
+    return Snapshot(parts=backbone_parts(files), spm=files["source.spm"], progress=progress)
+
+
+def remove_if_superseded(folder: Path, published_step: int) -> None:
+    """A published backbone at least as far along makes the snapshot useless."""
+    snapshot_progress = folder / PROGRESS_FILE
+    if not snapshot_progress.exists():
+        return
+    step = int(json.loads(snapshot_progress.read_text())["step"])
+    if step <= published_step:
+        shutil.rmtree(folder)
+        log.info("snapshot of step %d removed: the published backbone has step %d", step,
+                 published_step)
