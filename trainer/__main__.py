@@ -12,18 +12,16 @@ from __future__ import annotations
 
 import argparse
 import logging
-import signal
 import sys
-import threading
 from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import torch
 from pydantic import ValidationError
 
 from model_store import BUILTIN_DIR, Store
+from trainer.loop import stop_on_signals
 from trainer.settings import SidecarSettings
 from trainer.sidecar import Sidecar
 
@@ -63,14 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if settings.trainer.threads:
         torch.set_num_threads(settings.trainer.threads)
-    stop = threading.Event()
-
-    def on_signal(number: int, _frame: FrameType | None) -> None:
-        log.info("%s: stopping after the current step", signal.Signals(number).name)
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    stop = stop_on_signals()
     builtin = BUILTIN_DIR if settings.builtin_artifacts else None
     with Store.open(settings.store_dir, registry_url=settings.registry_url,
                     builtin_dir=builtin) as store:

@@ -12,9 +12,12 @@ import json
 import logging
 import math
 import os
+import signal
+import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import torch
@@ -129,6 +132,20 @@ class Checkpoints:
 Evaluate = Callable[[], float]  # higher is better (e.g. -dev loss or dev BLEU)
 OnProgress = Callable[[Progress], None]
 ShouldStop = Callable[[], bool]  # polled after every step (e.g. SIGTERM received)
+
+
+def stop_on_signals() -> threading.Event:
+    """An event set by SIGTERM / SIGINT: a run polling it (`should_stop=event.is_set`)
+    checkpoints after its current step and stops; the same command resumes it."""
+    stop = threading.Event()
+
+    def on_signal(number: int, _frame: FrameType | None) -> None:
+        log.info("%s: stopping after the current step", signal.Signals(number).name)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    return stop
 
 
 class TrainingInterrupted(Exception):

@@ -41,6 +41,16 @@ def engine_tokens(engine: Engine, rows: list[list[int]],
     return [hyps[0].tokens for hyps in engine.translate(jobs, SearchOptions(beam_size=1))]
 
 
+def ct2_log_probs(model_dir: Path, engine: Engine, rows: list[list[int]],
+                  targets: list[list[int]]) -> np.ndarray:
+    """CTranslate2's per-token log-probabilities of `targets` (engine ids), concatenated."""
+    source_vocab, target_vocab = tokens(engine.source_tokenizer), tokens(engine.target_tokenizer)
+    translator = ctranslate2.Translator(str(model_dir), device="cpu", inter_threads=1)
+    results = translator.score_batch([[source_vocab[i] for i in ids] for ids in rows],
+                                     [[target_vocab[i] for i in ids] for ids in targets])
+    return np.concatenate([np.asarray(r.log_probs) for r in results])
+
+
 def ct2_tokens(model_dir: Path, engine: Engine, rows: list[list[int]]) -> list[list[int]]:
     """CTranslate2 greedy output as engine ids (token strings both ways)."""
     source_vocab = tokens(engine.source_tokenizer)
@@ -105,9 +115,14 @@ def test_int8_export_loads_and_mostly_agrees(marian_dir: Path, tmp_path: Path) -
     full = export_ct2(files, tmp_path / "float32")
     assert (out / "model.bin").stat().st_size < 0.6 * (full / "model.bin").stat().st_size
     rows = sources(engine)
-    agree = [a == b for a, b in zip(ct2_tokens(out, engine, rows), engine_tokens(engine, rows),
-                                    strict=True)]
-    assert sum(agree) >= len(agree) // 2
+    assert all(ct2_tokens(out, engine, rows))  # it loads and translates
+    # Greedy outputs of a random tiny model diverge under int8 on CPUs without VNNI (AVX2),
+    # so compare scores instead: int8 log-probs of the float engine's own output follow
+    # the float32 export's closely (measured: correlation 0.93 on AVX2).
+    best = engine_tokens(engine, rows)
+    quantized, exact = ct2_log_probs(out, engine, rows, best), ct2_log_probs(full, engine, rows,
+                                                                             best)
+    assert np.corrcoef(quantized, exact)[0, 1] > 0.8
 
 
 # Mergeable families: ldr (own input embeddings), sf (own k/v, the ffn matrix folded into

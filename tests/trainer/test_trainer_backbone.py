@@ -4,6 +4,8 @@ to exactly the weights of an uninterrupted run."""
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 
 import sentencepiece as spm
@@ -12,7 +14,7 @@ import torch
 from server.engine.backbone import Backbone
 from tests.tiny import ENGLISH, FRENCH, spm_bytes, tiny_config
 from trainer.data import encode_pairs
-from trainer.loop import TrainSettings, bf16_autocast, native_bf16
+from trainer.loop import TrainSettings, bf16_autocast, native_bf16, stop_on_signals
 from trainer.recipes.default_en_fr import backbone_trainable
 from trainer.run import train
 
@@ -57,3 +59,16 @@ def test_bf16_autocast_only_where_the_cpu_has_native_bf16() -> None:
         unwanted = x @ x
     assert wanted.dtype == (torch.bfloat16 if native_bf16() else torch.float32)
     assert unwanted.dtype == torch.float32
+
+
+def test_a_termination_signal_asks_the_run_to_stop() -> None:
+    previous = {number: signal.getsignal(number) for number in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        for number in previous:
+            stop = stop_on_signals()
+            assert not stop.is_set()
+            os.kill(os.getpid(), number)
+            assert stop.wait(timeout=5.0)
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)

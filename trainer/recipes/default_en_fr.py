@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import threading
 from pathlib import Path
 
 import sentencepiece as spm
@@ -37,7 +38,15 @@ from trainer.data import (
     token_batches,
     train_sentencepiece,
 )
-from trainer.loop import Trainable, TrainSettings, bf16_autocast, translation_loss
+from trainer.loop import (
+    ShouldStop,
+    Trainable,
+    TrainingInterrupted,
+    TrainSettings,
+    bf16_autocast,
+    stop_on_signals,
+    translation_loss,
+)
 from trainer.recipes.default_stages import (
     publish_builtin,
     restore_run_dir,
@@ -126,7 +135,9 @@ def backbone_trainable(model: Backbone) -> Trainable:
         set_train=model.train)
 
 
-def train_backbone(data_dir: Path, run_dir: Path, settings: TrainSettings) -> Backbone:
+def train_backbone(data_dir: Path, run_dir: Path, settings: TrainSettings, *,
+                   should_stop: ShouldStop | None = None) -> Backbone:
+    """Raises TrainingInterrupted (checkpoint saved) when `should_stop` asks for it."""
     processor, data = prepare(data_dir, run_dir)
     dev_pairs = [p for c in corpora(data_dir, "dev") for p in c.read()]
     dev = encode_pairs(dev_pairs, processor, max_len=MAX_LEN)
@@ -134,8 +145,10 @@ def train_backbone(data_dir: Path, run_dir: Path, settings: TrainSettings) -> Ba
     torch.manual_seed(settings.seed)
     model = Backbone(BACKBONE)
     log.info("backbone: %.2fM parameters", sum(p.numel() for p in model.parameters()) / 1e6)
-    train(backbone_trainable(model), data, settings, run_dir / "backbone",
-          evaluate=lambda: -dev_loss_fn(model, dev))
+    progress = train(backbone_trainable(model), data, settings, run_dir / "backbone",
+                     evaluate=lambda: -dev_loss_fn(model, dev), should_stop=should_stop)
+    if not progress.finished:
+        raise TrainingInterrupted(progress)
     return model
 
 
@@ -161,25 +174,33 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     torch.set_num_threads(args.threads)
-    stages = STAGES if args.stage == "all" else (args.stage,)
+    stop = stop_on_signals()
+    try:
+        run_stages(args, STAGES if args.stage == "all" else (args.stage,), stop)
+    except TrainingInterrupted as interrupted:
+        log.info("%s; checkpoint saved: the same command resumes it", interrupted)
+
+
+def run_stages(args: argparse.Namespace, stages: tuple[str, ...],
+               stop: threading.Event) -> None:
     if "restore" in stages:
         restore_run_dir(args.run_dir, args.out, snapshot=args.snapshot)
         prepare(args.data, args.run_dir)  # the encoded training set (the model card reads it)
     if "backbone" in stages:
         settings = TrainSettings(**{**SETTINGS.__dict__, "max_minutes": args.max_minutes})
-        train_backbone(args.data, args.run_dir, settings)
+        train_backbone(args.data, args.run_dir, settings, should_stop=stop.is_set)
     if "snapshot" in stages:
         save_snapshot(args.run_dir, args.snapshot)
     if "adapters" in stages:
         adapter_settings = TrainSettings(**{**ADAPTER_SETTINGS.__dict__,
                                             "max_minutes": args.adapter_minutes})
         for domain in args.domains:
-            train_adapter(args.data, args.run_dir, domain, adapter_settings, config=ADAPTER)
+            train_adapter(args.data, args.run_dir, domain, adapter_settings, config=ADAPTER,
+                          should_stop=stop.is_set)
     if "classifier" in stages:
         train_router(args.data, args.run_dir, DOMAINS)
     if "publish" in stages:
         publish_builtin(args.data, args.run_dir, args.out, snapshot=args.snapshot)
-
 
 if __name__ == "__main__":
     main()

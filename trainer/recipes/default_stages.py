@@ -29,7 +29,7 @@ from trainer.classifier import (
 )
 from trainer.data import Corpus, encode_pairs
 from trainer.evaluate import evaluate_texts
-from trainer.loop import Checkpoints, TrainSettings
+from trainer.loop import Checkpoints, ShouldStop, TrainSettings
 from trainer.modules import train_module
 from trainer.recipes.model_card import write_model_card
 from trainer.recipes.snapshot import load_snapshot, position, remove_if_superseded
@@ -70,7 +70,8 @@ def load_trained_backbone(run_dir: Path) -> tuple[Backbone, Tokenizer]:
 
 
 def train_adapter(data_dir: Path, run_dir: Path, domain: str, settings: TrainSettings, *,
-                  config: dict[str, Any]) -> None:
+                  config: dict[str, Any], should_stop: ShouldStop | None = None) -> None:
+    """Raises TrainingInterrupted (checkpoint saved) when `should_stop` asks for it."""
     out_dir = run_dir / "adapters" / domain
     if (out_dir / "result.json").exists():
         log.info("adapter %s: already trained", domain)
@@ -82,7 +83,7 @@ def train_adapter(data_dir: Path, run_dir: Path, domain: str, settings: TrainSet
     generic, _ = evaluate_texts(model, tokenizer, tokenizer, dev)
     log.info("adapter %s: %d pairs; backbone dev BLEU %.2f", domain, len(data), generic.bleu)
     result = train_module(model, dict(config), data, dev, source=tokenizer, target=tokenizer,
-                          settings=settings, run_dir=out_dir)
+                          settings=settings, run_dir=out_dir, should_stop=should_stop)
     save_file({k: v.contiguous() for k, v in result.params.items()},
               str(out_dir / "module.safetensors"))
     summary = {"domain": domain, "config": result.config, "pairs": len(data),
