@@ -31,7 +31,8 @@ log = logging.getLogger(__name__)
 
 def native_bf16() -> bool:
     """Whether this CPU computes bfloat16 natively (AVX512-BF16 or AMX). Elsewhere (an AVX2
-    machine, say) autocast emulates bf16 and runs several times slower than float32."""
+    machine, say) autocast emulates bf16: 25x slower than float32 there (41 vs ~1,030 target
+    tokens/s training the default backbone on 2 AVX2 cores)."""
     return bool(torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())
 
 
