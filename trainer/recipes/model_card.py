@@ -68,8 +68,8 @@ def write_model_card(out: Path, run_dir: Path, *, config: BackboneConfig, parame
         f"- backbone: {progress['step']} steps, {progress['target_tokens'] / 1e6:.1f}M target "
         f"tokens (about {progress['target_tokens'] / epoch_tokens:.2f} passes over "
         f"{len(lengths) / 1e3:.0f}k pairs), "
-        f"{hours:.2f} h of wall-clock time over several sessions (a machine with AVX512-BF16 "
-        "at ~2,400 target tokens/s, an AVX2 one at ~1,050 in float32).",
+        f"{hours:.2f} h of training time, summed over every resumed or warm-started part "
+        "(throughput by CPU: README, \"Retrain the embedded default\").",
         "- adapters (per domain, backbone frozen, early stopping on dev BLEU):", "",
         *_adapter_rows(run_dir), "",
         f"- router: {router}.", "",
