@@ -137,7 +137,22 @@ def _classifier(section: Mapping[str, Any]) -> str:
     confusion = _table(["true \\ predicted", *labels],
                        [[d, *(str(c.get(p, 0)) for p in labels)]
                         for d, c in report["confusion"].items()])
-    return accuracy + "\n\nConfusion matrix (test sentences):\n\n" + confusion
+    return (accuracy + "\n\nConfusion matrix (test sentences):\n\n" + confusion
+            + _calibration(section.get("calibration")))
+
+
+def _calibration(report: Mapping[str, Any] | None) -> str:
+    if not report:
+        return ""
+    rows = [("as served", report["served"])]
+    if "uncalibrated" in report:
+        rows = [(f"as served (temperature {report['temperature']:.2f})", report["served"]),
+                ("fastText's own (temperature 1)", report["uncalibrated"])]
+    table = _table(["posteriors", "mean confidence", "accuracy", "NLL", "ECE"],
+                   [[name, f"{s['mean_confidence']:.3f}", f"{s['accuracy']:.3f}",
+                     f"{s['nll']:.3f}", f"{s['ece']:.3f}"] for name, s in rows])
+    return ("\n\nCalibration on the same test sentences (NLL of the true domain; ECE over "
+            "10 confidence bins):\n\n" + table)
 
 
 def _routing(section: Mapping[str, Any]) -> str:

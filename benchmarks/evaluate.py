@@ -45,6 +45,7 @@ from typing import Any, TypeVar
 
 import torch
 
+from benchmarks.eval_calibration import calibration_report
 from benchmarks.eval_data import domain_names, domain_set, genre_names, genre_set
 from benchmarks.eval_decode import Decoder, DecodeSettings
 from benchmarks.eval_finetune import FinetuneSettings
@@ -220,7 +221,8 @@ def _classifier_section(ctx: Context) -> dict[str, Any]:
     if ctx.router.classifier is None:
         return {"routing": {}}
     return {"routing": routing_report(ctx.router, ctx.known + ctx.genres),
-            "accuracy_report": classifier_report(ctx.router, ctx.known)}
+            "accuracy_report": classifier_report(ctx.router, ctx.known),
+            "calibration": calibration_report(ctx.router.classifier, ctx.known)}
 
 
 def _timed(seconds: dict[str, float], name: str, run: Callable[[], T]) -> T:

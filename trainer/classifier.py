@@ -3,12 +3,14 @@
 The classifier artifact carries its own training examples (`examples.tsv.gz`: label TAB
 text), so adding a domain retrains on every domain the store knows plus the new one.
 fastText reads its input in order and does not shuffle, so examples are shuffled here
-(seeded); one thread keeps training deterministic.
+(seeded); one thread keeps training deterministic. `fit_temperature` calibrates the trained
+model's posteriors on held-out examples (server/routing/classifier.py applies it).
 """
 
 from __future__ import annotations
 
 import gzip
+import math
 import random
 import tempfile
 from collections import Counter
@@ -18,7 +20,12 @@ from pathlib import Path
 
 import fasttext
 
-from server.routing.classifier import CLASSIFIER_FILE, LABEL_PREFIX
+from server.routing.classifier import (
+    CLASSIFIER_FILE,
+    LABEL_PREFIX,
+    calibrated,
+    raw_posteriors,
+)
 from server.routing.features import classifier_text
 
 EXAMPLES_FILE = "examples.tsv.gz"
@@ -83,11 +90,15 @@ class Accuracy:
     confusion: dict[str, dict[str, int]]  # true label -> predicted label -> count
 
 
-def accuracy(model_bytes: bytes, examples: Sequence[Example]) -> Accuracy:
+def _load(model_bytes: bytes) -> fasttext.FastText._FastText:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / CLASSIFIER_FILE
         path.write_bytes(model_bytes)
-        model = fasttext.load_model(str(path))
+        return fasttext.load_model(str(path))
+
+
+def accuracy(model_bytes: bytes, examples: Sequence[Example]) -> Accuracy:
+    model = _load(model_bytes)
     confusion: dict[str, Counter[str]] = {}
     for label, text in examples:
         predicted = model.predict(classifier_text(text), k=1)[0][0].removeprefix(LABEL_PREFIX)
@@ -96,3 +107,40 @@ def accuracy(model_bytes: bytes, examples: Sequence[Example]) -> Accuracy:
     correct = sum(counts[label] for label, counts in confusion.items())
     return Accuracy(correct / max(len(examples), 1), per_label,
                     {label: dict(counts) for label, counts in confusion.items()})
+
+
+@dataclass(frozen=True)
+class Calibration:
+    temperature: float
+    nll: float  # mean negative log-likelihood of the true labels at `temperature`
+    nll_uncalibrated: float  # ... at temperature 1
+    examples: int
+
+
+# Candidate temperatures: a log-spaced grid from 1/4 to 16 that contains 1.0 exactly, so
+# the fitted temperature never does worse on the fitting examples than none at all.
+TEMPERATURES = tuple(2 ** (i / 8) for i in range(-16, 33))
+
+
+def negative_log_likelihood(posteriors: Sequence[dict[str, float]], labels: Sequence[str],
+                            temperature: float) -> float:
+    total = 0.0
+    for found, label in zip(posteriors, labels, strict=True):
+        total -= math.log(max(calibrated(found, temperature)[label], 1e-12))
+    return total / max(len(labels), 1)
+
+
+def fit_temperature(model_bytes: bytes, examples: Sequence[Example]) -> Calibration:
+    """The temperature that minimises the negative log-likelihood of held-out `examples`
+    (those whose label the model knows). The NLL is convex in 1/T, so a fine grid finds
+    its minimum; with no usable example the temperature stays 1."""
+    model = _load(model_bytes)
+    known = {label.removeprefix(LABEL_PREFIX) for label in model.get_labels()}
+    usable = [(label, text) for label, text in examples if label in known]
+    if not usable:
+        return Calibration(1.0, math.nan, math.nan, 0)
+    posteriors = [raw_posteriors(model, text) for _, text in usable]
+    labels = [label for label, _ in usable]
+    scores = {t: negative_log_likelihood(posteriors, labels, t) for t in TEMPERATURES}
+    best = min(scores, key=lambda t: (scores[t], abs(math.log(t))))
+    return Calibration(round(best, 4), scores[best], scores[1.0], len(usable))

@@ -4,9 +4,12 @@ The active classifier artifact carries the examples it was trained on
 (`examples.tsv.gz`: label TAB source text). The new classifier is trained on those
 examples (minus any old ones of the same label) plus source sentences of the new domain,
 and published as the next version of the same classifier name with
-`config = {"labels": [...]}` (as trainer/recipes/default_stages.py publishes the default
-router). Without an active classifier, or one without examples, the router is left alone
-and the job records a note: the new domain is then reachable by name only.
+`config = {"labels": [...], "temperature": T}` (as trainer/recipes/default_stages.py
+publishes the default router). The temperature is the base classifier's: the job has dev
+text of the new domain only, and a temperature fitted on one class would only sharpen
+(see server/routing/classifier.py). Without an active classifier, or one without
+examples, the router is left alone and the job records a note: the new domain is then
+reachable by name only.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from model_store import Manifest, Store
-from server.routing.classifier import CLASSIFIER_FILE
+from server.routing.classifier import CLASSIFIER_FILE, config_temperature
 from trainer.classifier import (
     EXAMPLES_FILE,
     accuracy,
@@ -37,6 +40,7 @@ class RouterUpdate:
     labels: list[str]
     examples: int
     dev_accuracy: float  # on the new domain's dev sources
+    temperature: float  # carried over from the base classifier
 
 
 def router_update(store: Store, domain: str, data: tuple[Sequence[Pair], Sequence[Pair]], *,
@@ -60,14 +64,16 @@ def router_update(store: Store, domain: str, data: tuple[Sequence[Pair], Sequenc
     dev_accuracy = accuracy(model, [(domain, source) for source, _ in dev_pairs]).overall
     files = {CLASSIFIER_FILE: model, EXAMPLES_FILE: examples_to_bytes(examples)}
     labels = sorted({label for label, _ in examples})
-    return RouterUpdate(base, files, labels, len(examples), dev_accuracy)
+    temperature = config_temperature(loaded.manifest.config)
+    return RouterUpdate(base, files, labels, len(examples), dev_accuracy, temperature)
 
 
 def publish_router(store: Store, update: RouterUpdate, *, name: str, job_id: str,
                    domain: str, fingerprint: str) -> Manifest:
     """Publish the retrained classifier (inactive; the caller flips it with the module)."""
     return store.publish(
-        "classifier", name, update.files, config={"labels": update.labels},
+        "classifier", name, update.files,
+        config={"labels": update.labels, "temperature": update.temperature},
         backbone_fingerprint=fingerprint,
         provenance={"job": job_id, "based_on": update.base_version, "added_domain": domain,
                     "examples": update.examples, "recipe": "trainer sidecar"},

@@ -96,7 +96,7 @@ def build_store(root: Path) -> str:
         data = train_classifier(examples, ClassifierSettings(epoch=40, dim=8, bucket=2000,
                                                              quantize=False))
         router = store.publish("classifier", "router", {"classifier.bin": data},
-                               config={"labels": list(DOMAINS)},
+                               config={"labels": list(DOMAINS), "temperature": 2.0},
                                backbone_fingerprint=fingerprint)
         store.activate("classifier", "router", router.version)
     return fingerprint
@@ -254,6 +254,12 @@ def test_classifier_and_parameters(harness: tuple[Path, dict[str, Any]]) -> None
     for domain, counts in report["confusion"].items():
         assert sum(counts.values()) == result["meta"]["sentences_per_domain"][domain]
     assert set(result["classifier"]["routing"]) == set(DOMAINS) | set(GENRES)
+    calibration = result["classifier"]["calibration"]
+    assert calibration["temperature"] == 2.0
+    assert calibration["sentences"] == sum(result["meta"]["sentences_per_domain"].values())
+    served, raw = calibration["served"], calibration["uncalibrated"]
+    assert served["accuracy"] == raw["accuracy"] == report["overall"]  # same argmax
+    assert served["mean_confidence"] < raw["mean_confidence"]  # T > 1 flattens
     expected = get_family("adapter").parameter_count(tiny_config(), {"bottleneck": 4})
     assert {row["parameters"] for row in result["parameters"]["served"].values()} == {expected}
     highway = result["parameters"]["families"]["highway"]
@@ -299,6 +305,7 @@ def test_markdown_has_the_tables(harness: tuple[Path, dict[str, Any]]) -> None:
                     "## Full fine-tuning", "## Open domain (genres without a module): BLEU",
                     "## Classifier (test sets)", "## Parameters (#P)", "## Targets",
                     "### Significance (paired bootstrap", "## What this shows",
+                    "Calibration on the same test sentences",
                     "## Timings (decoding)"):
         assert heading in text
     assert "| system | #P | it | law | medical | religion | avg |" in text

@@ -55,9 +55,11 @@ def tsv(pairs: list[tuple[str, str]]) -> bytes:
 
 
 def build_store(root: Path, *, examples: bool = True, router: bool = True,
-                backbone_files: dict[str, bytes] | None = None) -> Path:
-    """A store with the tiny backbone, a random adapter per domain of WORDS and a router;
-    with other `backbone_files` (e.g. an imported OPUS-MT model), that backbone alone."""
+                backbone_files: dict[str, bytes] | None = None,
+                router_temperature: float | None = None) -> Path:
+    """A store with the tiny backbone, a random adapter per domain of WORDS and a router
+    (calibrated with `router_temperature` when given); with other `backbone_files` (e.g. an
+    imported OPUS-MT model), that backbone alone."""
     with Store.open(root, builtin_dir=None) as store:
         files = backbone_files or tiny_backbone_files()
         backbone = store.publish("backbone", BACKBONE, files,
@@ -76,8 +78,10 @@ def build_store(root: Path, *, examples: bool = True, router: bool = True,
             files = {"classifier.bin": fit_classifier(data, classifier_settings())}
             if examples:
                 files[EXAMPLES_FILE] = examples_to_bytes(data)
-            manifest = store.publish("classifier", "router", files,
-                                     config={"labels": sorted(WORDS)},
+            config: dict[str, Any] = {"labels": sorted(WORDS)}
+            if router_temperature is not None:
+                config["temperature"] = router_temperature
+            manifest = store.publish("classifier", "router", files, config=config,
                                      backbone_fingerprint=fingerprint)
             store.activate("classifier", "router", manifest.version)
     return root

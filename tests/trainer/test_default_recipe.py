@@ -17,6 +17,7 @@ from safetensors.torch import save_file
 from model_store import Store
 from server.engine.artifacts import backbone_files, backbone_parts, module_files
 from server.engine.backbone import Backbone
+from tests.server.fasttext_tiny import classifier_bytes
 from tests.tiny import (
     ENGLISH,
     FRENCH,
@@ -26,12 +27,14 @@ from tests.tiny import (
     tiny_config,
 )
 from tests.trainer.test_trainer_backbone import SETTINGS
+from trainer.classifier import EXAMPLES_FILE, examples_to_bytes
 from trainer.data import EncodedPairs, encode_pairs, save_encoded
 from trainer.recipes.default_en_fr import backbone_trainable
 from trainer.recipes.default_stages import (
     BACKBONE_NAME,
     GENERIC_GENRES,
     GENERIC_LABEL,
+    ROUTER_NAME,
     generic_examples,
     load_trained_backbone,
     publish_builtin,
@@ -156,6 +159,39 @@ def test_publish_ships_new_versions_once_and_stores_follow_them(tmp_path: Path) 
     with Store.open(tmp_path / "serving", builtin_dir=builtin) as store:
         assert store.active_domains() == {"medical": 2}
         assert store.load("module", "medical").manifest.backbone_fingerprint == fingerprint
+
+
+def write_router(run_dir: Path, *, temperature: float) -> None:
+    """The classifier stage's outputs (a tiny fastText model, its examples and scores)."""
+    directory = run_dir / "classifier"
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "classifier.bin").write_bytes(
+        classifier_bytes({"medical": ["dose"], GENERIC_LABEL: ["photo"]}))
+    (directory / EXAMPLES_FILE).write_bytes(
+        examples_to_bytes([("medical", "one dose"), (GENERIC_LABEL, "a photo")]))
+    (directory / "accuracy.json").write_text(json.dumps(
+        {"dev_accuracy": 0.9, "per_domain": {"medical": 0.9, GENERIC_LABEL: 0.9},
+         "confusion": {}, "temperature": temperature, "dev_nll": 0.5,
+         "dev_nll_uncalibrated": 0.8}))
+
+
+def test_publish_ships_the_router_with_its_calibration(tmp_path: Path) -> None:
+    builtin = tmp_path / "builtin"
+    published_builtin(builtin)
+    run_dir = trained_run_dir(tmp_path, builtin)
+    write_router(run_dir, temperature=2.0)
+    publish_builtin(tmp_path / "data", run_dir, builtin, snapshot=tmp_path / "snapshot")
+    with Store.open(tmp_path / "serving", builtin_dir=builtin) as store:
+        router = store.load("classifier", ROUTER_NAME).manifest
+        assert router.config == {"labels": ["generic", "medical"], "temperature": 2.0}
+        assert router.scores["dev_nll"] == 0.5 and router.scores["dev_nll_uncalibrated"] == 0.8
+    assert "temperature 2.00" in (builtin / "MODEL_CARD.md").read_text()
+
+    write_router(run_dir, temperature=3.0)  # the same model, calibrated anew: a new version
+    publish_builtin(tmp_path / "data", run_dir, builtin, snapshot=tmp_path / "snapshot")
+    with Store.open(tmp_path / "serving", builtin_dir=builtin) as store:
+        router = store.load("classifier", ROUTER_NAME).manifest
+        assert router.version == 2 and router.config["temperature"] == 3.0
 
 
 def tiny_data() -> EncodedPairs:

@@ -72,8 +72,23 @@ def test_job_publishes_module_and_router_in_one_flip(store: Store) -> None:
     router = store.load("classifier", "router")
     classifier = load_classifier(router.files, router.manifest.config, version=2)
     assert router.manifest.config["labels"] == sorted(["it", "law", "medical", NEW_DOMAIN])
+    assert router.manifest.config["temperature"] == 1.0  # the base router's (none: 1)
     posteriors = classifier.posteriors(NEW_TEXT)
     assert max(posteriors, key=lambda d: posteriors[d]) == NEW_DOMAIN
+
+
+def test_the_retrained_router_keeps_the_base_routers_calibration(tmp_path: Path) -> None:
+    root = build_store(tmp_path / "store", router_temperature=2.5)
+    with Store.open(root, builtin_dir=None) as store:
+        submit(store)
+        assert run_once(store) == 1
+        router = store.load("classifier", "router")
+        assert router.manifest.version == 2
+        assert router.manifest.config["temperature"] == 2.5
+        classifier = load_classifier(router.files, router.manifest.config, version=2)
+        assert classifier.temperature == 2.5
+        raw, served = classifier.raw_posteriors(NEW_TEXT), classifier.posteriors(NEW_TEXT)
+        assert served[NEW_DOMAIN] < raw[NEW_DOMAIN]
 
 
 def test_same_seed_gives_a_bit_identical_module_even_across_an_interruption(

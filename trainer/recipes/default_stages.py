@@ -25,6 +25,7 @@ from trainer.classifier import (
     ClassifierSettings,
     accuracy,
     examples_to_bytes,
+    fit_temperature,
     train_classifier,
 )
 from trainer.data import Corpus, encode_pairs
@@ -128,10 +129,15 @@ def train_router(data_dir: Path, run_dir: Path, domains: tuple[str, ...]) -> Non
     (out_dir / "classifier.bin").write_bytes(model_bytes)
     (out_dir / EXAMPLES_FILE).write_bytes(examples_to_bytes(examples))
     scores = accuracy(model_bytes, dev)
+    calibration = fit_temperature(model_bytes, dev)
     (out_dir / "accuracy.json").write_text(json.dumps(
         {"dev_accuracy": scores.overall, "per_domain": scores.per_label,
-         "confusion": scores.confusion}, indent=1))
-    log.info("classifier: dev accuracy %.3f", scores.overall)
+         "confusion": scores.confusion, "temperature": calibration.temperature,
+         "dev_nll": calibration.nll, "dev_nll_uncalibrated": calibration.nll_uncalibrated},
+        indent=1))
+    log.info("classifier: dev accuracy %.3f; temperature %.2f (dev NLL %.3f, %.3f without)",
+             scores.overall, calibration.temperature, calibration.nll,
+             calibration.nll_uncalibrated)
 
 
 def restore_run_dir(run_dir: Path, builtin: Path, *, snapshot: Path) -> bool:
@@ -241,10 +247,12 @@ def _active_with(store: Store, kind: ArtifactKind, name: str,
 
 
 def _unchanged(store: Store, kind: ArtifactKind, name: str, files: dict[str, bytes],
-               fingerprint: str) -> bool:
-    """The active version of `kind`/`name` holds these files for this backbone."""
+               fingerprint: str, *, config: dict[str, Any] | None = None) -> bool:
+    """The active version of `kind`/`name` holds these files (and `config`, when given)
+    for this backbone."""
     manifest = _active_with(store, kind, name, files)
-    return manifest is not None and manifest.backbone_fingerprint == fingerprint
+    return (manifest is not None and manifest.backbone_fingerprint == fingerprint
+            and (config is None or dict(manifest.config) == config))
 
 
 def _publish_adapter(store: Store, result_path: Path, fingerprint: str) -> None:
@@ -261,6 +269,9 @@ def _publish_adapter(store: Store, result_path: Path, fingerprint: str) -> None:
                   scores={"dev": result["dev"], "backbone_dev": result["backbone_dev"]})
 
 
+CALIBRATION_SCORES = ("dev_nll", "dev_nll_uncalibrated")
+
+
 def _publish_router(store: Store, directory: Path, fingerprint: str) -> None:
     if not (directory / "classifier.bin").exists():
         return
@@ -268,14 +279,17 @@ def _publish_router(store: Store, directory: Path, fingerprint: str) -> None:
     labels = sorted(scores["per_domain"])
     files = {"classifier.bin": (directory / "classifier.bin").read_bytes(),
              EXAMPLES_FILE: (directory / EXAMPLES_FILE).read_bytes()}
-    if _unchanged(store, "classifier", ROUTER_NAME, files, fingerprint):
+    config = {"labels": labels, "temperature": scores.get("temperature", 1.0)}
+    if _unchanged(store, "classifier", ROUTER_NAME, files, fingerprint, config=config):
         return
     data = "shared/data en-fr/domains/*/train.en"
     if GENERIC_LABEL in labels:
         genres = ",".join(GENERIC_GENRES)
         data += f"; {GENERIC_LABEL}: first lines of en-fr/extra/{{{genres}}}/train.en"
     store.publish("classifier", ROUTER_NAME, files,
-                  config={"labels": labels}, backbone_fingerprint=fingerprint,
+                  config=config, backbone_fingerprint=fingerprint,
                   provenance={"data": data},
                   scores={"dev_accuracy": round(scores["dev_accuracy"], 4),
-                          "per_domain": {k: round(v, 4) for k, v in scores["per_domain"].items()}})
+                          "per_domain": {k: round(v, 4) for k, v in scores["per_domain"].items()},
+                          **{key: round(scores[key], 4) for key in CALIBRATION_SCORES
+                             if key in scores}})

@@ -40,6 +40,10 @@ def write_model_card(out: Path, run_dir: Path, *, config: BackboneConfig, parame
     router = (f"dev accuracy {accuracy['dev_accuracy']:.3f}; per domain: " + ", ".join(
         f"{k} {v:.2f}" for k, v in sorted(accuracy["per_domain"].items()))
               if accuracy else "not trained")
+    if accuracy and "temperature" in accuracy:
+        router += (f"; posteriors calibrated on dev with temperature "
+                   f"{accuracy['temperature']:.2f} (dev negative log-likelihood "
+                   f"{accuracy['dev_nll']:.3f}, {accuracy['dev_nll_uncalibrated']:.3f} without)")
     hours = progress["elapsed_s"] / 3600
     lengths = np.load(run_dir / "train.npz")["tgt_len"]
     epoch_tokens = int(lengths.sum()) + len(lengths)  # + EOS per sentence
