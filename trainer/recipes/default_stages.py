@@ -213,6 +213,7 @@ def _backbone_version(store: Store, files: dict[str, bytes], config: BackboneCon
     its files are these, else a newly published version."""
     current = _active_with(store, "backbone", BACKBONE_NAME, files)
     if current is not None:
+        log.info("backbone unchanged: keeping %s", current.label)
         return current.backbone_fingerprint
     return store.publish("backbone", BACKBONE_NAME, files, config=config.to_dict(),
                          provenance=_backbone_provenance(progress)).backbone_fingerprint
@@ -242,7 +243,6 @@ def _active_with(store: Store, kind: ArtifactKind, name: str,
     manifest = store.record(kind, name, active).manifest
     if manifest.file_hashes != {path: sha256_hex(data) for path, data in files.items()}:
         return None
-    log.info("%s unchanged: keeping %s", name, manifest.label)
     return manifest
 
 
@@ -251,8 +251,11 @@ def _unchanged(store: Store, kind: ArtifactKind, name: str, files: dict[str, byt
     """The active version of `kind`/`name` holds these files (and `config`, when given)
     for this backbone."""
     manifest = _active_with(store, kind, name, files)
-    return (manifest is not None and manifest.backbone_fingerprint == fingerprint
-            and (config is None or dict(manifest.config) == config))
+    if manifest is None or manifest.backbone_fingerprint != fingerprint \
+            or (config is not None and dict(manifest.config) != config):
+        return False
+    log.info("%s unchanged: keeping %s", name, manifest.label)
+    return True
 
 
 def _publish_adapter(store: Store, result_path: Path, fingerprint: str) -> None:

@@ -74,7 +74,8 @@ def write_model_card(out: Path, run_dir: Path, *, config: BackboneConfig, parame
         f"{len(lengths) / 1e3:.0f}k pairs), "
         f"{hours:.2f} h of training time, summed over every resumed or warm-started part "
         "(throughput by CPU: README, \"Retrain the embedded default\").",
-        "- adapters (per domain, backbone frozen, early stopping on dev BLEU):", "",
+        "- adapters (per domain, backbone frozen; each stops at its wall-clock budget or "
+        "when dev BLEU stops improving, and keeps its best dev checkpoint):", "",
         *_adapter_rows(run_dir), "",
         f"- router: {router}.", "",
         "Test-set scores of every system (generic, adapters, routing, ensembles) are in "
