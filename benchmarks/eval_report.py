@@ -212,6 +212,22 @@ def _significance(rows: Sequence[Mapping[str, Any]]) -> str:
                   ["---", "---", "---:", "---:"])
 
 
+def _reliance(section: Mapping[str, Row] | None) -> str:
+    """Results written before this section have none: a dash."""
+    if not section:
+        return "—"
+    body = [[name, str(row["sentences"]), f"{row['nll_own_source']:.2f}",
+             f"{row['nll_other_source']:.2f}", f"{row['gap']:.2f}"]
+            for name, row in section.items()]
+    table = _table(["set", "sentences", "own source", "another sentence's source", "gap"],
+                   body)
+    return ("Teacher-forced NLL per reference token (nats) of the plain backbone, given each "
+            "sentence's own source and given another sentence's source of the same set "
+            "(rotated by one). The gap is what the model takes from the source: a model that "
+            "translates well shows several nats; a small gap means fluent target-language "
+            "text that often ignores its input.\n\n" + table)
+
+
 def render(result: Mapping[str, Any]) -> str:
     domains, genres = result["meta"]["domains"], result["meta"]["genres"]
     backbone = result["parameters"]["backbone"]["parameters"]
@@ -236,6 +252,7 @@ def render(result: Mapping[str, Any]) -> str:
         "## Classifier (test sets)", _classifier(result["classifier"]),
         "### Routing as served, per set", _routing(result["classifier"]) or "—",
         "## Parameters (#P)", _parameters(result["parameters"]),
+        "## Backbone: reliance on the source", _reliance(result.get("source_reliance")),
         "## Targets", targets,
         f"### Significance (paired bootstrap, {RESAMPLES:,} resamples, "
         f"{LEVEL:.0%} intervals)", _significance(result.get("significance", [])),

@@ -8,7 +8,9 @@ true / the classifier's / a random wrong label, automatic routing as served, oth
 families when the store has them, the uniform and soft (classifier-weighted) ensembles,
 full fine-tuning on a few domains (upper bound and forgetting); on open-domain genres
 (no module), the generic backbone vs uniform / soft / dev-tuned ("learnable") ensembles;
-the classifier's accuracy and confusion matrix; parameter counts; the targets.
+the classifier's accuracy and confusion matrix; parameter counts; how much the backbone
+relies on the source (teacher-forced NLL with the own vs another sentence's source); the
+targets.
 
 Modes (any value can be overridden by its option):
 - full: every test sentence of the 7 domains (200 each), the first 500 of each genre's
@@ -51,6 +53,7 @@ from benchmarks.eval_decode import Decoder, DecodeSettings
 from benchmarks.eval_finetune import FinetuneSettings
 from benchmarks.eval_learnable import DEFAULT_GRID
 from benchmarks.eval_models import Models, load_models, parameter_summary
+from benchmarks.eval_reliance import source_reliance
 from benchmarks.eval_report import render
 from benchmarks.eval_sections import (
     Context,
@@ -241,6 +244,8 @@ def evaluate(args: argparse.Namespace, models: Models, run_dir: Path) -> dict[st
     tuned = _timed(seconds, "finetuning", lambda: finetuning(ctx, known))
     open_rows = _timed(seconds, "open_domain", lambda: open_domain(ctx))
     classifier = _timed(seconds, "classifier", lambda: _classifier_section(ctx))
+    reliance = _timed(seconds, "source_reliance",
+                      lambda: source_reliance(models.backbone_files, ctx.known + ctx.genres))
     domains, genres = [ds.name for ds in ctx.known], [ds.name for ds in ctx.genres]
     accuracy = classifier.get("accuracy_report", {}).get("accuracy", {})
     targets = check_targets(bleu_table(known), bleu_table(open_rows), accuracy,
@@ -251,7 +256,7 @@ def evaluate(args: argparse.Namespace, models: Models, run_dir: Path) -> dict[st
     meta = _meta(args, ctx, started) | {"section_seconds": seconds}
     return {"meta": meta, "parameters": parameter_summary(models),
             "known_domains": known, "families": families, "finetuning": tuned,
-            "open_domain": open_rows, "classifier": classifier,
+            "open_domain": open_rows, "classifier": classifier, "source_reliance": reliance,
             "targets": [t.as_dict() for t in targets], "significance": intervals,
             "summary": text, "notes": ctx.notes}
 

@@ -151,8 +151,8 @@ def test_domain_of_artifact_names(name: str, expected: str | None) -> None:
 def test_every_section_is_present(harness: tuple[Path, dict[str, Any]]) -> None:
     _, result = harness
     assert set(result) == {"meta", "parameters", "known_domains", "families", "finetuning",
-                           "open_domain", "classifier", "targets", "significance", "summary",
-                           "notes"}
+                           "open_domain", "classifier", "source_reliance", "targets",
+                           "significance", "summary", "notes"}
     assert result["meta"]["mode"] == "quick"
     assert result["meta"]["domains"] == list(DOMAINS)
     assert result["meta"]["genres"] == list(GENRES)
@@ -306,7 +306,7 @@ def test_markdown_has_the_tables(harness: tuple[Path, dict[str, Any]]) -> None:
                     "## Classifier (test sets)", "## Parameters (#P)", "## Targets",
                     "### Significance (paired bootstrap", "## What this shows",
                     "Calibration on the same test sentences",
-                    "## Timings (decoding)"):
+                    "## Backbone: reliance on the source", "## Timings (decoding)"):
         assert heading in text
     assert "| system | #P | it | law | medical | religion | avg |" in text
     assert "| system | #P | captions | news | avg |" in text
@@ -315,6 +315,17 @@ def test_markdown_has_the_tables(harness: tuple[Path, dict[str, Any]]) -> None:
     assert text.count("| Word-level mixing (no label) | +") == 4  # BLEU, chrF x 2 sections
     assert "| mixing: mixed (4 domains) | mixing |" in text
     assert result["summary"] in text
+    assert "| set | sentences | own source | another sentence's source | gap |" in text
+
+
+def test_source_reliance_covers_every_set(harness: tuple[Path, dict[str, Any]]) -> None:
+    _, result = harness
+    reliance = result["source_reliance"]
+    assert list(reliance) == [*DOMAINS, *GENRES]
+    for row in reliance.values():
+        assert row["sentences"] >= 2
+        assert row["gap"] == pytest.approx(row["nll_other_source"] - row["nll_own_source"],
+                                           abs=1e-3)
 
 
 def test_rerun_resumes_from_the_cache(harness: tuple[Path, dict[str, Any]]) -> None:
