@@ -29,7 +29,7 @@ from tests.tiny import (
 from tests.trainer.test_trainer_backbone import SETTINGS
 from trainer.classifier import EXAMPLES_FILE, examples_to_bytes
 from trainer.data import EncodedPairs, encode_pairs, save_encoded
-from trainer.recipes.default_en_fr import backbone_trainable
+from trainer.recipes.default_en_fr import backbone_trainable, train_backbone
 from trainer.recipes.default_stages import (
     BACKBONE_NAME,
     GENERIC_GENRES,
@@ -263,3 +263,51 @@ def test_publishing_a_backbone_as_far_along_removes_the_snapshot(tmp_path: Path)
     assert saved is not None and saved.progress.step == 42
     publish_builtin(tmp_path / "data", run_dir, builtin, snapshot=snapshot)
     assert not snapshot.exists()
+
+
+def other_architecture_snapshot(tmp_path: Path, step: int) -> Path:
+    """A snapshot of a pre-norm tiny backbone (the published one is post-norm), as a newer
+    recipe's backbone stage leaves it after `step` steps."""
+    run_dir = tmp_path / "newer-recipe"
+    config = tiny_config(normalize_before=True)
+    (run_dir / "backbone").mkdir(parents=True)
+    (run_dir / "config.json").write_text(json.dumps(config.to_dict()))
+    (run_dir / "spm.model").write_bytes(spm_bytes())
+    torch.manual_seed(3)
+    torch.save({"model": Backbone(config).state_dict(),
+                "progress": {"step": step, "epoch": 0, "batch_in_epoch": step}},
+               run_dir / "backbone" / "checkpoint.pt")
+    snapshot = tmp_path / "snapshot"
+    save_snapshot(run_dir, snapshot)
+    return snapshot
+
+
+def test_restore_takes_a_snapshot_of_another_architecture_whatever_its_step(
+        tmp_path: Path) -> None:
+    builtin = tmp_path / "builtin"
+    published_builtin(builtin)  # post-norm, step 42
+    snapshot = other_architecture_snapshot(tmp_path, step=5)
+    run_dir = tmp_path / "run"
+    assert restore_run_dir(run_dir, builtin, snapshot=snapshot)
+    model, _ = load_trained_backbone(run_dir)
+    assert model.config.normalize_before
+    assert json.loads((run_dir / "backbone" / "progress.json").read_text())["step"] == 5
+
+
+def test_publishing_another_architecture_keeps_the_snapshot(tmp_path: Path) -> None:
+    builtin = tmp_path / "builtin"
+    published_builtin(builtin)
+    run_dir = trained_run_dir(tmp_path, builtin)  # the published post-norm backbone, step 42
+    snapshot = other_architecture_snapshot(tmp_path, step=5)
+    publish_builtin(tmp_path / "data", run_dir, builtin, snapshot=snapshot)
+    saved = load_snapshot(snapshot)
+    assert saved is not None and saved.progress.step == 5
+
+
+def test_the_backbone_stage_refuses_a_run_dir_of_another_architecture(tmp_path: Path) -> None:
+    builtin = tmp_path / "builtin"
+    published_builtin(builtin)  # the tiny config, not the recipe's
+    run_dir = tmp_path / "run"
+    restore_run_dir(run_dir, builtin, snapshot=tmp_path / "snapshot")
+    with pytest.raises(ValueError, match="another architecture .* new --run-dir"):
+        train_backbone(tmp_path / "no-data", run_dir, SETTINGS)

@@ -63,9 +63,14 @@ DOMAINS = ("medical", "law", "it", "subtitles", "edu", "ted", "religion")
 VOCAB_SIZE = 8000
 MAX_LEN = 128
 
+# Pre-norm: with this recipe's small batches (~2k target tokens), lr 1e-3 and short warm-up,
+# post-norm learned the target language long before it learned to use the source (the
+# shipped post-norm v2: 0.4-0.9 nats of source reliance after 6 h). Side by side from scratch
+# on the captions genre, 8 minutes each: pre-norm 17.6 BLEU and 1.54 nats of reliance vs
+# post-norm 3.1 and 0.40 (Xiong et al. 2020 on why pre-norm trains faster).
 BACKBONE = BackboneConfig(
     src_vocab_size=VOCAB_SIZE, tgt_vocab_size=VOCAB_SIZE, d_model=256, n_heads=4, d_ff=1024,
-    encoder_layers=6, decoder_layers=3, activation="relu", normalize_before=False,
+    encoder_layers=6, decoder_layers=3, activation="relu", normalize_before=True,
     positions="sinusoidal", max_positions=512, scale_embedding=True, shared_embeddings="all",
     output_bias=False, dropout=0.1, pad_id=PAD_ID, eos_id=EOS_ID, unk_id=UNK_ID,
     decoder_start_id=BOS_ID)
@@ -135,9 +140,25 @@ def backbone_trainable(model: Backbone) -> Trainable:
         set_train=model.train)
 
 
+def check_architecture(run_dir: Path) -> None:
+    """A run dir whose backbone has another architecture than the recipe's (restored from
+    an older published backbone, or trained by an older recipe) cannot be trained on."""
+    saved = run_dir / "config.json"
+    if not saved.exists():
+        return
+    config = BackboneConfig.from_dict(json.loads(saved.read_text()))
+    if config != BACKBONE:
+        changed = sorted(k for k, v in BACKBONE.to_dict().items()
+                         if config.to_dict().get(k) != v)
+        raise ValueError(f"{run_dir} holds a backbone of another architecture than this "
+                         f"recipe's (differs in {', '.join(changed)}): train the recipe's "
+                         "backbone from scratch in a new --run-dir")
+
+
 def train_backbone(data_dir: Path, run_dir: Path, settings: TrainSettings, *,
                    should_stop: ShouldStop | None = None) -> Backbone:
     """Raises TrainingInterrupted (checkpoint saved) when `should_stop` asks for it."""
+    check_architecture(run_dir)
     processor, data = prepare(data_dir, run_dir)
     dev_pairs = [p for c in corpora(data_dir, "dev") for p in c.read()]
     dev = encode_pairs(dev_pairs, processor, max_len=MAX_LEN)

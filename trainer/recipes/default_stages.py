@@ -143,9 +143,9 @@ def train_router(data_dir: Path, run_dir: Path, domains: tuple[str, ...]) -> Non
 def restore_run_dir(run_dir: Path, builtin: Path, *, snapshot: Path) -> bool:
     """Rebuild the backbone stage's outputs (config, vocabulary, weights, position) from
     the published built-in backbone, or from the recipe's committed snapshot when that is
-    further along (trainer/recipes/snapshot.py), so later stages (adapters, router,
-    publish) can run on a machine without the training checkpoint. False when there is
-    nothing to do.
+    further along or of another architecture (trainer/recipes/snapshot.py), so later
+    stages (adapters, router, publish) can run on a machine without the training
+    checkpoint. False when there is nothing to do.
 
     The checkpoint holds the model only (no optimizer state): resuming the backbone stage
     from it warm-starts a fresh optimizer at the saved step and batch."""
@@ -160,7 +160,10 @@ def restore_run_dir(run_dir: Path, builtin: Path, *, snapshot: Path) -> bool:
                          "elapsed_s": provenance.get("train_seconds", 0.0)})
     source = f"the published {loaded.manifest.label}"
     saved = load_snapshot(snapshot)
-    if saved is not None and saved.progress.step > progress.step:
+    # Only the recipe that trains now writes snapshots: one of another architecture than the
+    # published backbone belongs to a newer recipe and is taken whatever its step.
+    if saved is not None and (saved.progress.step > progress.step
+                              or saved.parts.config != parts.config):
         parts, spm_bytes, progress = saved.parts, saved.spm, saved.progress
         source = f"the snapshot in {snapshot}"
     checkpoint.parent.mkdir(parents=True, exist_ok=True)
@@ -199,7 +202,7 @@ def publish_builtin(data_dir: Path, run_dir: Path, out: Path, *, snapshot: Path)
             for old in target.parent.iterdir():
                 if old != target:
                     shutil.rmtree(old)
-    remove_if_superseded(snapshot, published_step=progress["step"])
+    remove_if_superseded(snapshot, published_step=progress["step"], published_config=model.config)
     write_model_card(out, run_dir, config=model.config,
                      parameters=sum(p.numel() for p in model.parameters()),
                      adapter_parameters=_adapter_size(run_dir), progress=progress)

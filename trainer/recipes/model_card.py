@@ -54,7 +54,8 @@ def write_model_card(out: Path, run_dir: Path, *, config: BackboneConfig, parame
         "`trainer/recipes/default_en_fr.py` (`make train-default`).", "",
         "## Architecture", "",
         f"- backbone: {config.encoder_layers}+{config.decoder_layers} layers, d={config.d_model}, "
-        f"{config.n_heads} heads, FFN {config.d_ff}, {config.activation}, post-norm, "
+        f"{config.n_heads} heads, FFN {config.d_ff}, {config.activation}, "
+        f"{'pre-norm' if config.normalize_before else 'post-norm'}, "
         f"sinusoidal positions, joint sentencepiece vocabulary of {config.tgt_vocab_size} "
         f"(unigram, byte fallback), all embeddings shared: {parameters / 1e6:.2f}M parameters "
         "(stored as float16).",

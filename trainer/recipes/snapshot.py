@@ -8,7 +8,8 @@ the saved step, and reads the training batches from where the snapshot stopped.
     python -m trainer.recipes.default_en_fr --stage restore    # on the next machine
 
 `--stage restore` takes the snapshot when it is further along than the published built-in
-backbone; publishing a backbone at least as far along removes the snapshot.
+backbone, or of another architecture (a newer recipe's); publishing a backbone of the same
+architecture at least as far along removes the snapshot.
 """
 
 from __future__ import annotations
@@ -80,13 +81,16 @@ def load_snapshot(folder: Path) -> Snapshot | None:
     return Snapshot(parts=backbone_parts(files), spm=files["source.spm"], progress=progress)
 
 
-def remove_if_superseded(folder: Path, published_step: int) -> None:
-    """A published backbone at least as far along makes the snapshot useless."""
+def remove_if_superseded(folder: Path, published_step: int,
+                         published_config: BackboneConfig) -> None:
+    """A published backbone of the same architecture and at least as far along makes the
+    snapshot useless."""
     snapshot_progress = folder / PROGRESS_FILE
     if not snapshot_progress.exists():
         return
     step = int(json.loads(snapshot_progress.read_text())["step"])
-    if step <= published_step:
+    config = BackboneConfig.from_dict(json.loads((folder / "config.json").read_text()))
+    if step <= published_step and config == published_config:
         shutil.rmtree(folder)
         log.info("snapshot of step %d removed: the published backbone has step %d", step,
                  published_step)
