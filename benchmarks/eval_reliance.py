@@ -16,13 +16,13 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from benchmarks.eval_data import EvalSet
 from server.engine.artifacts import backbone_parts
 from server.engine.backbone import Backbone
 from server.engine.engine import load_backbone
 from trainer.data import Specials, collate, encode_for_backbone
+from trainer.loop import translation_loss
 
 BATCH_SIZE = 32
 
@@ -35,10 +35,8 @@ def reference_nll(model: Backbone, sources: Sequence[np.ndarray], targets: Seque
         batch = collate(sources[start: start + batch_size], targets[start: start + batch_size],
                         specials=specials)
         with torch.inference_mode():
-            logits = model(batch.src, batch.tgt_in).float()
-        total += float(F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
-                                       batch.tgt_out.reshape(-1), ignore_index=specials.pad,
-                                       reduction="sum"))
+            loss = translation_loss(model(batch.src, batch.tgt_in), batch, 0.0)
+        total += float(loss) * batch.target_tokens
         tokens += batch.target_tokens
     return total / max(tokens, 1)
 

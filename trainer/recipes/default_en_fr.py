@@ -148,8 +148,8 @@ def check_architecture(run_dir: Path) -> None:
         return
     config = BackboneConfig.from_dict(json.loads(saved.read_text()))
     if config != BACKBONE:
-        changed = sorted(k for k, v in BACKBONE.to_dict().items()
-                         if config.to_dict().get(k) != v)
+        saved_values = config.to_dict()
+        changed = sorted(k for k, v in BACKBONE.to_dict().items() if saved_values.get(k) != v)
         raise ValueError(f"{run_dir} holds a backbone of another architecture than this "
                          f"recipe's (differs in {', '.join(changed)}): train the recipe's "
                          "backbone from scratch in a new --run-dir")
