@@ -102,9 +102,10 @@ class Translator:
         self.metrics = metrics
 
     async def translate(self, items: Sequence[Item], request: DecodingRequest, *,
-                        proportions: bool = False) -> list[ItemResult]:
+                        proportions: bool = False, explain: bool = False) -> list[ItemResult]:
         """`proportions` (debug): also return each text's per-token domain proportions;
-        every text must then be translated by a word-level mixture."""
+        every text must then be translated by a word-level mixture. `explain`: the same for
+        the texts a mixture translates, without requiring one."""
         self.check_limits(items)
         options = self.search_options(request)
         deadline = time.monotonic() + self.timeout_s
@@ -115,8 +116,9 @@ class Translator:
                 _check_mixtures(prepared)
             jobs = [job for item in prepared for job in item.jobs]
             hypotheses = await self._run(jobs, options, deadline)
-            if proportions:
-                shown = [await self._proportions(item) for item in prepared]
+            if proportions or explain:
+                shown = [await self._proportions(item) if item.mixture is not None else None
+                         for item in prepared]
         finally:
             self.runtime.release(held)
         results = await asyncio.to_thread(self._finish, prepared, hypotheses, request.n_best)

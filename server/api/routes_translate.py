@@ -19,12 +19,14 @@ from server.api.schemas import (
     DomainInfo,
     DomainsResponse,
     ErrorResponse,
+    Explanation,
     Proportions,
     Routing,
     SentenceProportions,
     TranslateRequest,
     TranslateResponse,
 )
+from server.routing.policy import RoutingDecision
 from server.translation import DecodingRequest, Item, ItemResult
 
 T = TypeVar("T")
@@ -45,8 +47,13 @@ async def translate(body: TranslateRequest, request: Request,
     item = Item(body.text, body.domain)
     results = await until_disconnected(
         request, translator.translate([item], decoding_request(body.options),
-                                      proportions=body.return_proportions))
-    return to_response(results[0])
+                                      proportions=body.return_proportions,
+                                      explain=body.explain))
+    response = to_response(results[0])
+    if body.explain:
+        response.explanation = explanation(results[0].decision,
+                                           threshold=translator.policy.settings.threshold)
+    return response
 
 
 @router.post("/translate/batch", response_model=BatchResponse, responses=ERRORS)
@@ -76,6 +83,13 @@ async def domains(runtime: RuntimeDep) -> DomainsResponse:
     info = (BackboneInfo(name=backbone.name, version=backbone.version,
                          fingerprint=backbone.backbone_fingerprint) if backbone else None)
     return DomainsResponse(backbone=info, domains=listed)
+
+
+def explanation(decision: RoutingDecision, *, threshold: float) -> Explanation:
+    posteriors = decision.posteriors
+    shown = ({label: round(p, 4) for label, p in sorted(posteriors.items())}
+             if posteriors is not None else None)
+    return Explanation(posteriors=shown, threshold=threshold)
 
 
 def decoding_request(options: DecodingOptions) -> DecodingRequest:

@@ -49,6 +49,10 @@ class TranslateRequest(Strict):
         False, description="debug: also return the word-level domain proportions of every "
                            "source token (the text must be translated by a word-level "
                            "mixture, family mixing; 422 otherwise)")
+    explain: bool = Field(
+        False, description="also return `explanation` (the classifier's posterior of every "
+                           "label, the routing threshold) and, when a word-level mixture "
+                           "translated the text, its `proportions`; never refused")
 
     _check_text = field_validator("text")(_valid_unicode)
 
@@ -96,13 +100,25 @@ class Proportions(BaseModel):
     sentences: list[SentenceProportions] = Field(description="one per translated sentence")
 
 
+class Explanation(BaseModel):
+    posteriors: dict[str, float] | None = Field(
+        description="the classifier's calibrated posterior of every label (4 decimals), "
+                    "when automatic routing asked it; null otherwise")
+    threshold: float = Field(description="confidence at or above which the classifier's "
+                                         "domain is used alone (NMT_ROUTING__THRESHOLD)")
+
+
 class TranslateResponse(BaseModel):
     translation: str
     routing: Routing
     alternatives: list[Alternative] | None = Field(
         None, description="n-best alternatives, best first (only when n_best > 1)")
     proportions: Proportions | None = Field(
-        None, description="word-level domain proportions (only with return_proportions)")
+        None, description="word-level domain proportions (with return_proportions, or "
+                          "explain when a word-level mixture translated the text)")
+    explanation: Explanation | None = Field(
+        None, exclude_if=lambda value: value is None,
+        description="why the text was routed as it was (only with explain; absent otherwise)")
 
 
 class BatchResponse(BaseModel):

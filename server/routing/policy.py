@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from server.errors import InvalidInput, UnknownDomain
@@ -53,6 +53,9 @@ class RoutingDecision:
     confidence: float | None = None
     predicted: str | None = None
     weights: dict[str, float] | None = None
+    # The classifier's calibrated posterior of every label, when it was asked (shown by
+    # `explain`; not part of what the decision *is*, so equality ignores it).
+    posteriors: dict[str, float] | None = field(default=None, compare=False)
 
     @property
     def module_domains(self) -> list[str]:
@@ -115,6 +118,10 @@ class RoutingPolicy:
         if classifier is None:
             return GENERIC_DECISION
         posteriors = classifier.posteriors(text)
+        return replace(self._choose(posteriors, domains), posteriors=posteriors)
+
+    def _choose(self, posteriors: Mapping[str, float],
+                domains: Mapping[str, int]) -> RoutingDecision:
         # The most probable domain (ties: the first name in alphabetical order).
         predicted, confidence = min(posteriors.items(), key=lambda item: (-item[1], item[0]),
                                     default=(None, 0.0))
