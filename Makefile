@@ -29,7 +29,7 @@ RUNTIME_STAMP := $(VENV)/.installed-runtime
 # --quick is passed to the benchmarks only when QUICK is set to something other than 0.
 QUICK_FLAG := $(if $(filter-out 0,$(QUICK)),--quick,)
 
-.PHONY: venv venv-runtime run test lint bench-engine bench-serve eval train-default clean distclean
+.PHONY: venv venv-runtime run test lint bench-engine bench-serve eval train-default screenshots clean distclean
 
 venv: $(DEV_STAMP)
 
@@ -69,6 +69,11 @@ bench-serve: $(DEV_STAMP)
 
 eval: $(DEV_STAMP)
 	$(PY) -m benchmarks.evaluate --data $(DATA) $(QUICK_FLAG)
+
+# The web page's screenshots in docs/images (embedded default model, a training job on
+# real finance pairs from DATA; Chromium at /usr/bin/chromium).
+screenshots: $(DEV_STAMP)
+	$(PY) docs/screenshots.py --data $(DATA)
 
 train-default: $(RUNTIME_STAMP)
 	$(PY) -m trainer.recipes.default_en_fr --data $(DATA)

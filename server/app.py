@@ -21,6 +21,7 @@ from server.runtime import Runtime
 from server.scheduling.scheduler import EngineThread, Scheduler
 from server.settings import Settings
 from server.translation import Translator
+from server.web import install_web
 
 DESCRIPTION = """One frozen Transformer backbone shared by hot-swappable domain modules.
 Requests name a domain, a mixture of domains, or let the classifier route them.
@@ -72,4 +73,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     for router in ROUTERS:
         app.include_router(router)
+    install_web(app)
     return app

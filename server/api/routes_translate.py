@@ -87,8 +87,7 @@ async def domains(runtime: RuntimeDep) -> DomainsResponse:
 
 def explanation(decision: RoutingDecision, *, threshold: float) -> Explanation:
     posteriors = decision.posteriors
-    shown = ({label: round(p, 4) for label, p in sorted(posteriors.items())}
-             if posteriors is not None else None)
+    shown = dict(sorted(posteriors.items())) if posteriors is not None else None
     return Explanation(posteriors=shown, threshold=threshold)
 
 

@@ -102,8 +102,8 @@ class Proportions(BaseModel):
 
 class Explanation(BaseModel):
     posteriors: dict[str, float] | None = Field(
-        description="the classifier's calibrated posterior of every label (4 decimals), "
-                    "when automatic routing asked it; null otherwise")
+        description="the classifier's calibrated posterior of every label (the top one "
+                    "is routing.confidence), when automatic routing asked it; null otherwise")
     threshold: float = Field(description="confidence at or above which the classifier's "
                                          "domain is used alone (NMT_ROUTING__THRESHOLD)")
 

@@ -1,0 +1,314 @@
+"""The web page at `/`, end to end: headless Chromium (Playwright) against the app served
+by a real uvicorn on a loopback port with the tiny fixture models. Every check compares
+what the page shows with what the public API answers for the same request."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import torch
+from playwright.sync_api import Browser, Page, expect
+
+from model_store import Store, pack_artifact_dir
+from server.engine.artifacts import module_files
+from server.engine.families.mixing import WordMixing
+from tests.e2e.browser import chromium
+from tests.e2e.processes import live_server, start_sidecar, stop
+from tests.tiny import random_backbone, random_module, tiny_config
+from tests.trainer.helpers import (
+    BACKBONE,
+    FAST_JOB,
+    NEW_DOMAIN,
+    TOKEN,
+    WORDS,
+    admin_headers,
+    build_store,
+    new_domain_pairs,
+    server_settings,
+    tsv,
+)
+
+IT_TEXT = "click the button and open the file in the window"
+TIMEOUT_MS = 30_000
+expect.set_options(timeout=TIMEOUT_MS)  # the machine may be busy: wait, do not guess
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with chromium() as found:
+        yield found
+
+
+@pytest.fixture(scope="module")
+def store_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_store(tmp_path_factory.mktemp("web") / "store")
+
+
+@pytest.fixture(scope="module")
+def base(store_root: Path) -> Iterator[str]:
+    with live_server(server_settings(store_root)) as url:
+        yield url
+
+
+@pytest.fixture
+def page(browser: Browser, base: str) -> Iterator[Page]:
+    context = browser.new_context(base_url=base)  # a fresh session storage per test
+    context.set_default_timeout(TIMEOUT_MS)
+    opened = context.new_page()
+    errors: list[str] = []
+    opened.on("pageerror", lambda error: errors.append(str(error)))
+    try:
+        yield opened
+    finally:
+        context.close()
+    assert errors == [], f"the page threw: {errors}"
+
+
+def api(base: str, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    with httpx.Client(base_url=base, timeout=60) as http:
+        return http.request(method, path, **kwargs)
+
+
+def translate_on_page(page: Page, text: str) -> None:
+    page.get_by_label("Source text").fill(text)
+    page.get_by_role("button", name="Translate").click()
+
+
+def test_the_page_is_served_by_the_server_itself(base: str) -> None:
+    page = api(base, "GET", "/")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "default-src 'self'" in page.headers["content-security-policy"]
+    assert 'src="ui/js/main.js"' in page.text and "http" not in page.text.split("<body")[0]
+    script = api(base, "GET", "/ui/js/main.js")
+    assert script.status_code == 200 and "javascript" in script.headers["content-type"]
+    assert "/" not in api(base, "GET", "/openapi.json").json()["paths"]
+
+
+def test_type_translate_and_see_the_translation_and_the_routing(page: Page, base: str) -> None:
+    page.goto("/")
+    translate_on_page(page, IT_TEXT)
+    expected = api(base, "POST", "/translate", json={"text": IT_TEXT, "explain": True}).json()
+    assert expected["routing"]["mode"] == "classifier" and expected["routing"]["domain"] == "it"
+    expect(page.locator("#translation")).to_have_text(expected["translation"])
+    confidence = round(expected["routing"]["confidence"] * 100)
+    expect(page.locator("#routing-summary")).to_contain_text(
+        f"Routed by the classifier to it (confidence {confidence}%) · module v1")
+
+    page.get_by_role("link", name="Why?").click()
+    expect(page.get_by_role("heading", name="Why this translation")).to_be_focused()
+    expect(page.locator("#decision")).to_contain_text("classifier")
+    posteriors = page.locator("#posteriors .bar")
+    expect(posteriors).to_have_count(len(expected["explanation"]["posteriors"]))
+    expect(page.locator("#posteriors .bar.chosen .bar-label")).to_have_text("it")
+    expect(posteriors.first).to_contain_text(
+        f"{expected['explanation']['posteriors']['it'] * 100:.1f}%")
+
+
+def test_pick_a_domain_and_a_custom_mixture(page: Page, base: str) -> None:
+    page.goto("/")
+    page.get_by_label("Domain", exact=True).select_option(label="law (v1)")
+    translate_on_page(page, IT_TEXT)
+    law = api(base, "POST", "/translate", json={"text": IT_TEXT, "domain": "law"}).json()
+    expect(page.locator("#routing-summary")).to_contain_text("Domain law, as requested · module v1")
+    expect(page.locator("#translation")).to_have_text(law["translation"])
+
+    page.get_by_label("Domain", exact=True).select_option(label="Custom mixture…")
+    page.get_by_label("Weight of medical").fill("3")
+    page.get_by_label("Weight of generic").fill("1")
+    page.get_by_role("button", name="Translate").click()
+    expect(page.locator("#routing-summary")).to_contain_text(
+        "Ensemble of medical 75%, generic 25%")
+    mixed = api(base, "POST", "/translate",
+                json={"text": IT_TEXT, "domain": {"medical": 3, "generic": 1}}).json()
+    expect(page.locator("#translation")).to_have_text(mixed["translation"])
+
+    page.get_by_role("link", name="Why", exact=True).click()
+    expect(page.locator("#weights .bar")).to_have_count(2)
+    expect(page.locator("#posteriors-card")).to_be_hidden()  # no classifier was asked
+    page.get_by_role("button", name="Compare with generic").click()
+    generic = api(base, "POST", "/translate", json={"text": IT_TEXT, "domain": "generic"}).json()
+    columns = page.locator(".compare-col .translation")
+    expect(columns.nth(0)).to_have_text(generic["translation"])
+    expect(columns.nth(1)).to_have_text(mixed["translation"])
+
+
+def test_an_api_error_is_shown_as_the_api_words_it(page: Page, base: str) -> None:
+    page.goto("/")
+    page.get_by_label("Beam size").fill("2")
+    page.get_by_label("Alternatives").fill("3")
+    translate_on_page(page, IT_TEXT)
+    refused = api(base, "POST", "/translate",
+                  json={"text": IT_TEXT, "options": {"beam_size": 2, "n_best": 3}})
+    assert refused.status_code == 422
+    error = refused.json()["error"]
+    alert = page.locator("#translate-error")
+    expect(alert).to_be_visible()
+    expect(alert).to_contain_text(error["message"])
+    expect(alert).to_contain_text(f"422 {error['code']}")
+
+
+def test_alternatives_are_listed_with_their_scores(page: Page, base: str) -> None:
+    page.goto("/")
+    page.get_by_label("Beam size").fill("3")
+    page.get_by_label("Alternatives").fill("3")
+    translate_on_page(page, IT_TEXT)
+    answer = api(base, "POST", "/translate",
+                 json={"text": IT_TEXT, "options": {"beam_size": 3, "n_best": 3}}).json()
+    items = page.locator("#alternatives-list li .alt-text")
+    expect(items).to_have_count(len(answer["alternatives"]))
+    expect(items.first).to_have_text(answer["alternatives"][0]["translation"])
+
+
+def module_archive(scratch: Path, name: str, seed: int, *, fingerprint: str) -> Path:
+    """A module artifact as an operator uploads it: a tar.gz of its directory."""
+    config, params = random_module(tiny_config(), "adapter", seed=seed, bottleneck=4)
+    with Store.open(scratch, builtin_dir=None) as store:
+        manifest = store.publish("module", name, module_files(params), config=config,
+                                 backbone_fingerprint=fingerprint)
+    archive = scratch / f"{name}.tar.gz"
+    archive.write_bytes(pack_artifact_dir(scratch / "modules" / name / f"v{manifest.version}"))
+    return archive
+
+
+def sign_in(page: Page, token: str) -> None:
+    page.get_by_label("Admin token").fill(token)
+    page.get_by_role("button", name="Sign in").click()
+
+
+def served(base: str) -> dict[str, int]:
+    return {d["name"]: d["version"] for d in api(base, "GET", "/domains").json()["domains"]}
+
+
+def test_upload_a_module_and_roll_it_back(page: Page, base: str, store_root: Path,
+                                          tmp_path: Path) -> None:
+    page.goto("/#operate")
+    sign_in(page, "not-the-token")
+    wrong = api(base, "GET", "/admin/domains", headers=admin_headers("not-the-token"))
+    assert wrong.status_code == 403
+    expect(page.locator("#token-error")).to_contain_text(wrong.json()["error"]["message"])
+
+    sign_in(page, TOKEN)
+    expect(page.locator("#domains-body")).to_contain_text("law")
+    assert page.evaluate("sessionStorage.getItem('nmt-admin-token')") == TOKEN
+    with Store.open(store_root, builtin_dir=None) as store:
+        fingerprint = store.record("backbone", BACKBONE).fingerprint
+    archive = module_archive(tmp_path / "scratch", "law", 11, fingerprint=fingerprint)
+    page.get_by_label("Module domain").fill("law")
+    page.get_by_label("Module archive").set_input_files(archive)
+    page.get_by_role("button", name="Upload module").click()
+    expect(page.locator("#admin-notice")).to_have_text("Uploaded law v2 (adapter), now serving.")
+    assert served(base)["law"] == 2
+
+    page.get_by_role("button", name="Roll back law to v1").click()
+    expect(page.locator("#admin-notice")).to_have_text("law now serves v1.")
+    assert served(base)["law"] == 1
+    expect(page.get_by_role("button", name="Activate law to v2")).to_be_visible()
+
+    page.get_by_role("button", name="Remove it").click()
+    page.get_by_role("button", name="Confirm removing it").click()
+    expect(page.locator("#admin-notice")).to_contain_text("it no longer served")
+    assert "it" not in served(base)
+    page.get_by_role("button", name="Activate it to v1").click()  # serve it again
+    expect(page.locator("#admin-notice")).to_have_text("it now serves v1.")
+    assert served(base)["it"] == 1
+
+    bad = module_archive(tmp_path / "other", "law", 12, fingerprint="0" * 64)
+    page.get_by_label("Module domain").fill("law")
+    page.get_by_label("Module archive").set_input_files(bad)
+    page.get_by_role("button", name="Upload module").click()
+    refused = api(base, "POST", "/admin/domains/law/versions", headers=admin_headers(),
+                  content=bad.read_bytes())
+    assert refused.status_code == 422
+    expect(page.locator("#admin-error")).to_contain_text(refused.json()["error"]["message"])
+
+
+def test_live_metrics_count_the_traffic(page: Page, base: str) -> None:
+    page.goto("/#operate")
+    tiles = page.locator("#metrics .tile")
+    expect(tiles).to_have_count(5)
+    expect(tiles.nth(4)).to_contain_text("Queue depth0 sentences")
+    for _ in range(3):
+        api(base, "POST", "/translate", json={"text": IT_TEXT})
+    # a scrape every 2 s differences the counters: some scrape sees the 3 requests
+    expect(tiles.nth(3)).not_to_contain_text("— · —", timeout=TIMEOUT_MS)
+
+
+def test_add_a_domain_from_tsv_and_follow_its_training_job(page: Page, base: str,
+                                                           store_root: Path,
+                                                           tmp_path: Path) -> None:
+    train = tmp_path / "religion.tsv"
+    train.write_bytes(tsv(new_domain_pairs()))
+    page.goto("/#operate")
+    sign_in(page, TOKEN)
+    page.get_by_label("New domain").fill(NEW_DOMAIN)
+    page.get_by_label("Training data (TSV)").set_input_files(train)
+    page.get_by_label("More options (JSON, optional)").fill(json.dumps(FAST_JOB))
+    page.get_by_role("button", name="Start training").click()
+    job = page.locator(".job").first
+    expect(job).to_contain_text("Queued: waiting for the training sidecar")
+    sidecar = start_sidecar(store_root, tmp_path / "sidecar.log", "--once")
+    try:
+        expect(job.locator(".state")).to_have_text("published", timeout=180_000)
+        assert sidecar.wait(120) == 0, (tmp_path / "sidecar.log").read_text()  # --once: done
+    finally:
+        stop(sidecar)
+    jobs = api(base, "GET", "/admin/jobs", headers=admin_headers()).json()["jobs"]
+    version = jobs[-1]["result"]["module_version"]
+    expect(job).to_contain_text(f"Published as v{version} (")
+    assert job.locator("progress").evaluate("bar => bar.value") == 1
+    expect(page.locator("#domains-body")).to_contain_text(NEW_DOMAIN)
+    assert NEW_DOMAIN in served(base)
+
+
+def publish_mixture(root: Path, name: str) -> None:
+    """A word-level mixture over the fixture's domains, perturbed so proportions differ."""
+    family = WordMixing()
+    config = family.normalise({"family": "mixing", "domains": list(WORDS), "sides": "both"})
+    backbone = random_backbone(tiny_config(), 0)  # the weights of the fixture's backbone
+    params = family.initial(tiny_config(), config, torch.Generator(),
+                            weights=backbone.state_dict())
+    generator = torch.Generator().manual_seed(3)
+    for key, tensor in params.items():
+        if key.endswith((".w", ".r")):
+            tensor.add_(torch.randn(tensor.shape, generator=generator) * 0.5)
+    with Store.open(root, builtin_dir=None) as store:
+        fingerprint = store.record("backbone", BACKBONE).fingerprint
+        manifest = store.publish("module", name, module_files(params), config=config,
+                                 backbone_fingerprint=fingerprint)
+        store.activate("module", name, manifest.version)
+
+
+def test_a_word_level_mixture_shows_its_proportions_as_a_heatmap(
+        browser: Browser, tmp_path: Path) -> None:
+    root = build_store(tmp_path / "store")
+    publish_mixture(root, "mixed")
+    with live_server(server_settings(root, routing={"mixture": "mixed"})) as url:
+        context = browser.new_context(base_url=url)
+        context.set_default_timeout(TIMEOUT_MS)
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto("/")
+        text = "the patient takes a tablet. click the button."
+        translate_on_page(page, text)
+        expect(page.locator("#routing-summary")).to_contain_text("Word-level mixture mixed")
+        answer = api(url, "POST", "/translate", json={"text": text, "explain": True}).json()
+        page.get_by_role("link", name="Why", exact=True).click()
+        tables = page.locator("table.heatmap")
+        expect(tables).to_have_count(len(answer["proportions"]["sentences"]))
+        assert errors == [], f"the page threw: {errors}"
+        first = answer["proportions"]["sentences"][0]
+        rows = tables.first.locator("tbody tr")
+        expect(rows).to_have_count(len(WORDS))
+        expect(rows.first.locator("td")).to_have_count(len(first["pieces"]))
+        layers = page.get_by_label("Encoder layer")
+        expect(layers.locator("option")).to_have_count(len(first["layers"]) + 1)
+        layers.select_option(label="Layer 2")
+        cell = rows.nth(1).locator("td").first  # second domain, first piece, layer 2
+        expect(cell).to_have_text(str(round(first["layers"][1][0][1] * 100)))
+        context.close()
