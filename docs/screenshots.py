@@ -71,9 +71,10 @@ def traffic(base: str, stop: threading.Event) -> None:
     """Background requests, so that the live metrics show numbers."""
     with httpx.Client(base_url=base, timeout=60) as http:
         while not stop.is_set():
-            for text in TRAFFIC:
+            for text in TRAFFIC:  # light: the sidecar trains on the same CPU meanwhile
                 http.post("/translate", json={"text": text})
-            stop.wait(0.5)
+                if stop.wait(2.0):
+                    return
 
 
 def translate_views(page: Page, out: Path) -> None:
@@ -98,8 +99,8 @@ def translate_views(page: Page, out: Path) -> None:
 def operate_view(page: Page, out: Path, data: Path, scratch: Path) -> None:
     train = scratch / "finance.tsv"
     dev = scratch / "finance-dev.tsv"
-    train.write_bytes(pairs(data, "finance", 0, 1500))
-    dev.write_bytes(pairs(data, "finance", 7000, 60))
+    train.write_bytes(pairs(data, "finance", 0, 400))
+    dev.write_bytes(pairs(data, "finance", 7000, 30))
     page.goto("/#operate")
     page.get_by_label("Admin token").fill(TOKEN)
     page.get_by_role("button", name="Sign in").click()
@@ -107,7 +108,7 @@ def operate_view(page: Page, out: Path, data: Path, scratch: Path) -> None:
     page.get_by_label("Training data (TSV)").set_input_files(train)
     page.get_by_label("Dev data (TSV, optional)").set_input_files(dev)
     page.get_by_label("More options (JSON, optional)").fill(
-        '{"max_minutes": 4, "eval_every": 20, "max_tokens": 2000}')
+        '{"max_minutes": 5, "eval_every": 5, "max_tokens": 600}')
     page.get_by_role("button", name="Start training").click()
     # wait until the job reports a dev score while it trains
     expect(page.locator(".job").first).to_contain_text("best dev BLEU", timeout=600_000)
@@ -126,11 +127,11 @@ def main() -> None:
         settings = Settings(store_dir=scratch / "store", admin_token=TOKEN,
                             poll_interval_s=0.5)
         env = os.environ | {"PYTHONPATH": str(REPO), "NMT_STORE_DIR": str(scratch / "store"),
-                            "NMT_TRAINER__PROGRESS_EVERY_STEPS": "2"}
+                            "NMT_TRAINER__PROGRESS_EVERY_STEPS": "1"}
         with live_server(settings) as base, sync_playwright() as playwright:
-            sidecar = subprocess.Popen([sys.executable, "-m", "trainer", "--once"], cwd=REPO,
-                                       env=env, stdout=subprocess.DEVNULL,
-                                       stderr=subprocess.DEVNULL)
+            log = open(scratch / "sidecar.log", "wb")  # noqa: SIM115 (closed below)
+            sidecar = subprocess.Popen([sys.executable, "-m", "trainer"], cwd=REPO, env=env,
+                                       stdout=log, stderr=subprocess.STDOUT)
             stop = threading.Event()
             background = threading.Thread(target=traffic, args=(base, stop), daemon=True)
             browser = playwright.chromium.launch(executable_path=args.chromium,
@@ -142,13 +143,15 @@ def main() -> None:
                 operate_view(page, args.out, args.data, scratch)
             except AssertionError:
                 page.screenshot(path=scratch_dir + "-failure.png", full_page=True)
-                sys.stderr.write(f"what the page showed: {scratch_dir}-failure.png\n")
+                sys.stderr.write(f"what the page showed: {scratch_dir}-failure.png\n"
+                                 f"sidecar: {(scratch / 'sidecar.log').read_text()[-3000:]}\n")
                 raise
             finally:
                 stop.set()
                 browser.close()
                 sidecar.terminate()
                 sidecar.wait(60)
+                log.close()
     sys.stdout.write(f"screenshots in {args.out}\n")
 
 

@@ -109,6 +109,19 @@ def test_type_translate_and_see_the_translation_and_the_routing(page: Page, base
         f"{expected['explanation']['posteriors']['it'] * 100:.1f}%")
 
 
+def test_the_keyboard_alone_translates(page: Page, base: str) -> None:
+    page.goto("/")
+    page.keyboard.press("Tab")  # the skip link comes first
+    expect(page.get_by_role("link", name="Skip to content")).to_be_focused()
+    page.get_by_label("Source text").focus()
+    page.keyboard.type("the council adopted the regulation")
+    page.keyboard.press("Control+Enter")
+    law = api(base, "POST", "/translate", json={"text": "the council adopted the regulation"})
+    expect(page.locator("#translation")).to_have_text(law.json()["translation"])
+    page.keyboard.press("Tab")  # from the text box on to the domain selector
+    expect(page.get_by_label("Domain", exact=True)).to_be_focused()
+
+
 def test_pick_a_domain_and_a_custom_mixture(page: Page, base: str) -> None:
     page.goto("/")
     page.get_by_label("Domain", exact=True).select_option(label="law (v1)")

@@ -92,9 +92,11 @@ function sparkline(values, label) {
 const format = (value, digits = 1) => (value === null || Number.isNaN(value) ? "—" : value.toFixed(digits));
 const ms = (seconds) => (seconds === null ? "—" : `${Math.round(seconds * 1000)} ms`);
 
+const WINDOW_MS = 10_000;
+
 export class MetricsPanel {
   constructor() {
-    this.previous = null;
+    this.snapshots = []; // the scrapes of the last WINDOW_MS (oldest first)
     this.history = [];
     this.timer = null;
   }
@@ -108,7 +110,7 @@ export class MetricsPanel {
   stop() {
     clearInterval(this.timer);
     this.timer = null;
-    this.previous = null;
+    this.snapshots = [];
   }
 
   async scrape() {
@@ -120,12 +122,17 @@ export class MetricsPanel {
       showError($("#metrics-error"), error);
       return;
     }
-    const before = this.previous;
-    this.previous = current;
+    // Rates and quantiles over the last 10 s (the oldest scrape in the window); the
+    // sparkline over each 2 s interval.
+    const last = this.snapshots[this.snapshots.length - 1];
+    this.snapshots = [...this.snapshots.filter((s) => current.at - s.at <= WINDOW_MS), current];
+    const before = this.snapshots.length > 1 ? this.snapshots[0] : null;
     const seconds = before ? (current.at - before.at) / 1000 : 0;
     const rate = (key) => (before && seconds > 0 ? Math.max(0, current[key] - before[key]) / seconds : null);
-    const tokens = rate("tokens");
-    if (tokens !== null) this.history = [...this.history, tokens].slice(-HISTORY);
+    if (last) {
+      const interval = (current.at - last.at) / 1000;
+      this.history = [...this.history, Math.max(0, current.tokens - last.tokens) / interval].slice(-HISTORY);
+    }
     const p50 = before ? quantile(0.5, before.latency, current.latency) : null;
     const p95 = before ? quantile(0.95, before.latency, current.latency) : null;
     const tile = (label, value, unit, extra = null) => h("div", { class: "tile" },
@@ -135,7 +142,7 @@ export class MetricsPanel {
     $("#metrics").replaceChildren(
       tile("Translation requests", format(rate("requests")), " /s"),
       tile("Sentences", format(rate("sentences")), " /s"),
-      tile("Target tokens", format(tokens, 0), " /s",
+      tile("Target tokens", format(rate("tokens"), 0), " /s",
            sparkline(this.history, "target tokens per second, last two minutes")),
       tile("Latency p50 · p95", `${ms(p50)} · ${ms(p95)}`, ""),
       tile("Queue depth", String(current.queue), " sentences"));

@@ -7,11 +7,14 @@ import { $, h, showError } from "./dom.js";
 
 const FINISHED = new Set(["published", "failed"]);
 
+// Dev BLEU of a version against the plain backbone: sidecar jobs record module/backbone,
+// the default recipe dev/backbone_dev.
 function scoresText(scores) {
   if (!scores) return "";
+  const own = (scores.module || scores.dev || {}).bleu;
+  const backbone = (scores.backbone || scores.backbone_dev || {}).bleu;
   const parts = [];
-  if (scores.module && scores.module.bleu !== undefined) parts.push(`BLEU ${scores.module.bleu}`);
-  if (scores.backbone && scores.backbone.bleu !== undefined) parts.push(`backbone ${scores.backbone.bleu}`);
+  if (own !== undefined) parts.push(`BLEU ${own}` + (backbone !== undefined ? ` (backbone ${backbone})` : ""));
   if (scores.gate) parts.push(`gate ${scores.gate}`);
   return parts.join(" · ");
 }
