@@ -30,7 +30,9 @@ from libretranslatepy import LibreTranslateAPI
 from uvicorn_live import serving
 
 from model_store import Store
+from server.api.libretranslate.errors import to_libretranslate
 from server.app import create_app
+from server.errors import Busy, DeadlineExceeded, InvalidInput, NotReady, TooLarge
 from tests.tiny import tiny_backbone_files
 
 ENGLISH = "The patient takes one tablet a day and the council adopted this regulation."
@@ -269,3 +271,30 @@ def test_a_backbone_without_languages_is_named(tmp_path: Path) -> None:
         assert response.status_code == 503
         assert "backbone 'tiny' does not say which languages" in response.json()["error"]
         assert client.get("/libretranslate/languages").status_code == 503
+
+
+def test_openapi_documents_both_body_types(http: httpx.Client) -> None:
+    paths = http.get("/openapi.json").json()["paths"]
+    body = paths["/libretranslate/translate"]["post"]["requestBody"]["content"]
+    assert set(body) == {"application/json", "application/x-www-form-urlencoded",
+                         "multipart/form-data"}
+    assert body["application/json"]["schema"]["required"] == ["q", "source", "target"]
+    assert {"/libretranslate/languages", "/libretranslate/detect",
+            "/libretranslate/frontend/settings", "/libretranslate/health"} <= set(paths)
+
+
+@pytest.mark.parametrize(("error", "status", "message", "headers"), [
+    (Busy("the queue is full", retry_after=2), 429, "Slowdown: the queue is full",
+     {"Retry-After": "2"}),
+    (TooLarge("65 items; at most 64", field="items"), 400,
+     "Invalid request: items: 65 items; at most 64", None),
+    (InvalidInput("bad", field="q"), 400, "Invalid request: q: bad", None),
+    (DeadlineExceeded("too slow"), 504, "too slow", None),
+    (NotReady("no backbone"), 503, "no backbone", None),
+    (RuntimeError("secret detail"), 500, "internal server error; the server log has details",
+     None),
+])
+def test_native_errors_in_libretranslate_shape(error: Exception, status: int, message: str,
+                                               headers: dict[str, str] | None) -> None:
+    mapped = to_libretranslate(error)
+    assert (mapped.status, mapped.message, mapped.headers) == (status, message, headers)

@@ -44,6 +44,25 @@ ERRORS: dict[int | str, dict[str, Any]] = {
                                 (503, "no backbone is loaded"))}
 
 
+TRANSLATE_FIELDS: dict[str, Any] = {
+    "q": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
+          "description": "text(s) to translate"},
+    "source": {"type": "string", "example": "en", "description": 'a language code or "auto"'},
+    "target": {"type": "string", "example": "fr"},
+    "format": {"type": "string", "enum": ["text", "html"], "default": "text"},
+    "alternatives": {"type": "integer", "default": 0, "minimum": 0},
+    "api_key": {"type": "string", "description": "accepted and ignored (no keys yet)"},
+    "domain": {"description": "extra: a domain, generic, auto, or {domain: weight}"}}
+
+
+def body_schema(fields: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    """OpenAPI for a body read by hand (JSON or form, as LibreTranslate accepts both)."""
+    schema = {"type": "object", "properties": fields, "required": required}
+    return {"requestBody": {"required": True, "content": {
+        media: {"schema": schema} for media in (
+            "application/json", "application/x-www-form-urlencoded", "multipart/form-data")}}}
+
+
 def get_detectors(request: Request) -> LanguageDetectors:
     detectors: LanguageDetectors = request.app.state.language_detectors
     return detectors
@@ -65,7 +84,8 @@ def served_pair(runtime: Runtime) -> LanguagePair:
     return pair
 
 
-@router.post("/translate", responses=ERRORS)
+@router.post("/translate", responses=ERRORS,
+             openapi_extra=body_schema(TRANSLATE_FIELDS, ["q", "source", "target"]))
 async def translate(request: Request, runtime: RuntimeDep, translator: TranslatorDep,
                     settings: SettingsDep, detectors: DetectorsDep) -> JSONResponse:
     """Translate `q` (a string or a list) from `source` (a code or `auto`) to `target`.
@@ -145,7 +165,8 @@ async def languages(runtime: RuntimeDep) -> JSONResponse:
     return JSONResponse(listed)
 
 
-@router.post("/detect", responses=ERRORS)
+@router.post("/detect", responses=ERRORS, openapi_extra=body_schema(
+    {"q": TRANSLATE_FIELDS["q"], "api_key": TRANSLATE_FIELDS["api_key"]}, ["q"]))
 async def detect(request: Request, runtime: RuntimeDep,
                  detectors: DetectorsDep) -> JSONResponse:
     """The language of `q` among the server's languages, most probable first
