@@ -109,6 +109,20 @@ def test_type_translate_and_see_the_translation_and_the_routing(page: Page, base
         f"{expected['explanation']['posteriors']['it'] * 100:.1f}%")
 
 
+def test_html_mode_and_glossary_appear_exactly_when_the_api_has_them(page: Page,
+                                                                     base: str) -> None:
+    fields = api(base, "GET", "/openapi.json").json()[
+        "components"]["schemas"]["TranslateRequest"]["properties"]
+    page.goto("/")
+    expect(page.get_by_role("button", name="Translate")).to_be_enabled()
+    for field, label in (("format", "HTML input (tags kept)"), ("glossary", "Glossary")):
+        control = expect(page.get_by_label(label))
+        if field in fields:
+            control.to_be_visible()
+        else:
+            control.to_be_hidden()
+
+
 def test_the_keyboard_alone_translates(page: Page, base: str) -> None:
     page.goto("/")
     page.keyboard.press("Tab")  # the skip link comes first

@@ -153,7 +153,7 @@ class FailingTranslator:
         self.error = error
 
     async def translate(self, items: object, request: object, *,
-                        proportions: bool = False) -> list[object]:
+                        proportions: bool = False, explain: bool = False) -> list[object]:
         raise self.error
 
 
