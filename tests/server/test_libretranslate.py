@@ -298,3 +298,18 @@ def test_native_errors_in_libretranslate_shape(error: Exception, status: int, me
                                                headers: dict[str, str] | None) -> None:
     mapped = to_libretranslate(error)
     assert (mapped.status, mapped.message, mapped.headers) == (status, message, headers)
+
+
+def test_browsers_may_call_it_cross_origin(http: httpx.Client) -> None:
+    preflight = http.options("/libretranslate/translate", headers={
+        "Origin": "https://example.org", "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "content-type"})
+    assert preflight.status_code == 204
+    assert preflight.headers["access-control-allow-origin"] == "*"
+    assert "POST" in preflight.headers["access-control-allow-methods"]
+    assert "Content-Type" in preflight.headers["access-control-allow-headers"]
+    for response in (http.get("/libretranslate/languages"),
+                     http.post("/libretranslate/translate", json={"q": "Hi."})):
+        assert response.headers["access-control-allow-origin"] == "*"
+    assert "access-control-allow-origin" not in http.get("/domains").headers
+    assert http.post("/libretranslate/no-such-endpoint").status_code == 404

@@ -11,7 +11,7 @@ import asyncio
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
 from server.api.deps import RuntimeDep, SettingsDep, TranslatorDep
 from server.api.libretranslate.errors import LibreTranslateError, LibreTranslateRoute, bad_request
@@ -199,3 +199,12 @@ async def health(runtime: RuntimeDep) -> JSONResponse:
     """`{"status": "ok"}` once a backbone is served."""
     served_pair(runtime)
     return JSONResponse({"status": "ok"})
+
+
+async def preflight() -> Response:
+    """CORS preflight of a browser's cross-origin call (the headers are the route class's)."""
+    return Response(status_code=204)
+
+
+for _path in ("/translate", "/languages", "/detect", "/frontend/settings", "/health"):
+    router.add_api_route(_path, preflight, methods=["OPTIONS"], include_in_schema=False)
