@@ -122,6 +122,13 @@ def test_auto_detects_the_source(lt: LibreTranslate) -> None:
     assert [d.language for d in batch.detected_language] == ["en", "en"]
 
 
+def test_auto_with_nothing_to_detect(lt: LibreTranslate) -> None:
+    result = lt.translate(["", " "], "auto", "fr")
+    assert result.translated_text == ["", " "]
+    assert isinstance(result.detected_language, list)
+    assert [(d.language, d.confidence) for d in result.detected_language] == [("en", 0.0)] * 2
+
+
 def test_auto_refuses_a_text_in_a_language_the_backbone_does_not_translate(
         lt: LibreTranslate) -> None:
     with pytest.raises(BadRequestError) as refused:

@@ -121,8 +121,11 @@ async def _detected_source(params: TranslateParams, pair: LanguagePair,
             raise bad_request(f"{params.source} is not supported as a source language; "
                               f"{pair.describe()}")
         return None
+    text = "\n".join(params.texts)
+    if not text.strip():  # nothing to detect; nothing will be translated either
+        return Detection(pair.source, 0.0)
     detector = detectors.get(pair.codes)
-    ranked = await asyncio.to_thread(detector.rank, "\n".join(params.texts))
+    ranked = await asyncio.to_thread(detector.rank, text)
     if not ranked or ranked[0].language != pair.source:
         found = ranked[0].language if ranked else "the language of q"
         raise bad_request(f"{found} (detected) is not supported as a source language; "
