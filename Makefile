@@ -54,11 +54,11 @@ run: $(RUNTIME_STAMP)
 
 lint: $(DEV_STAMP)
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy server model_store converters trainer
+	$(VENV)/bin/mypy contract server model_store converters trainer
 
 test: $(DEV_STAMP)
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy server model_store converters trainer
+	$(VENV)/bin/mypy contract server model_store converters trainer
 	$(VENV)/bin/pytest -q
 
 bench-engine: $(DEV_STAMP)

@@ -59,6 +59,7 @@ from benchmarks.speed_systems import (
     register_adapters,
     register_override,
 )
+from contract.families import mixes_domains
 from converters.marian import convert_marian
 from server.engine.artifacts import build_engine
 from server.engine.engine import EngineOptions, Member
@@ -151,7 +152,7 @@ def engine_runners(config: BenchConfig, checkpoint: Checkpoint, work: Workload,
 def family_options(family: str, config: BenchConfig) -> dict[str, Any]:
     """The benchmarked options of a weight-override family (the family's defaults, and for
     the mixture its k domain names)."""
-    if family == "mixing":
+    if mixes_domains(family):
         return {"domains": [f"domain-{i}" for i in range(config.mixing_domains)],
                 "sides": "encoder"}
     return {}

@@ -20,14 +20,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from contract.artifacts import MODULE_WEIGHTS_FILE
+from contract.families import mixes_domains
 from model_store import ArtifactRecord, LoadedArtifact, Manifest, Store, StoreError
-from server.engine.artifacts import MODULE_FILE, backbone_parts, build_engine, module_params
+from server.engine.artifacts import backbone_parts, build_engine, module_params
 from server.engine.engine import Engine, EngineOptions
 from server.engine.families import ModuleConfigError, get_family
 from server.routing.classifier import FastTextClassifier, load_classifier
 from server.settings import RoutingSettings
-
-MIXING = "mixing"  # the family of word-level mixtures
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,8 @@ def domain_of(name: str, domains: Iterable[str]) -> str | None:
 
 def _engine_id(loaded: LoadedArtifact, prefix: str = "") -> str:
     manifest = loaded.manifest
-    digest = manifest.files[MODULE_FILE].sha256[:12] if MODULE_FILE in manifest.files else "x"
+    weights = manifest.files.get(MODULE_WEIGHTS_FILE)
+    digest = weights.sha256[:12] if weights is not None else "x"
     return f"{prefix}{manifest.name}@{manifest.version}#{digest}"
 
 
@@ -98,7 +99,7 @@ def _load_served(store: Store, engine: Engine, fingerprint: str,
     served: dict[str, ModuleInfo] = {}
     for domain, version in sorted(store.active_domains().items()):
         try:
-            if _family_of(store.record("module", domain, version)) == MIXING:
+            if mixes_domains(_family_of(store.record("module", domain, version))):
                 notes.append(f"module {domain} v{version} is a word-level mixture: evaluated "
                              "as the no-label mixing row, not as a served domain")
                 continue
@@ -121,7 +122,7 @@ def _family_candidates(store: Store, domains: Iterable[str],
     for record in store.registry.list_artifacts("module"):
         domain = domain_of(record.name, domains)
         family = _family_of(record)
-        if domain is None or family in (skip_family, MIXING):  # a mixture is no domain's
+        if domain is None or family == skip_family or mixes_domains(family):  # no domain's
             continue
         current = chosen.get((family, domain))
         if current is None or record.version > current.version:
@@ -155,7 +156,7 @@ def _family_of(record: ArtifactRecord) -> str:
 
 def mixing_candidate(store: Store) -> ArtifactRecord | None:
     """The store's word-level mixture: the active one, else the newest published one."""
-    records = [r for r in store.registry.list_artifacts("module") if _family_of(r) == MIXING]
+    records = [r for r in store.registry.list_artifacts("module") if mixes_domains(_family_of(r))]
     active = store.active_domains()
     serving = [r for r in records if active.get(r.name) == r.version]
     return max(serving or records, key=lambda r: (r.created_at, r.version), default=None)

@@ -18,10 +18,10 @@ from typing import Any
 
 from benchmarks import speed_model
 from benchmarks.speed_systems import random_adapter
+from contract.backbone import BackboneConfig
 from converters.marian import convert_marian
 from model_store import BUILTIN_DIR, Store, StoreError
 from server.engine.artifacts import backbone_parts, module_files, module_params
-from server.engine.config import BackboneConfig
 from server.engine.families import Params
 from server.engine.tokenizer import Tokenizer
 

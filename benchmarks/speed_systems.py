@@ -22,8 +22,8 @@ from typing import Any
 import torch
 from transformers import MarianMTModel
 
+from contract.backbone import BackboneConfig
 from server.decoding.search import SearchOptions
-from server.engine.config import BackboneConfig
 from server.engine.engine import Engine, Member, SentenceJob
 from server.engine.families import Params, get_family
 from server.engine.families.mixing import EPSILON

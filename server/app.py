@@ -11,16 +11,17 @@ from collections.abc import AsyncIterator
 from fastapi import FastAPI
 
 from model_store import BUILTIN_DIR, Store
-from server.admin import DomainAdmin
 from server.api import ROUTERS
 from server.api.errors import install_error_handlers
 from server.api.middleware import MetricsMiddleware
 from server.metrics import Metrics
 from server.routing.policy import RoutingPolicy
-from server.runtime import Runtime
 from server.scheduling.scheduler import EngineThread, Scheduler
+from server.serving.admin import DomainAdmin
+from server.serving.runtime import Runtime
+from server.serving.translation import Translator
+from server.serving.watch import watch_registry
 from server.settings import Settings
-from server.translation import Translator
 
 DESCRIPTION = """One frozen Transformer backbone shared by hot-swappable domain modules.
 Requests name a domain, a mixture of domains, or let the classifier route them.
@@ -49,7 +50,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         runtime, scheduler, policy, limits=settings.limits, decoding=settings.decoding,
         timeout_s=settings.scheduler.request_timeout_s, metrics=metrics)
     app.state.admin = DomainAdmin(store, runtime, drain_timeout_s=settings.drain_timeout_s)
-    poller = asyncio.create_task(runtime.poll_forever(settings.poll_interval_s),
+    poller = asyncio.create_task(watch_registry(runtime, settings.poll_interval_s),
                                  name="nmt-registry-poller")
     try:
         yield

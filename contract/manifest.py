@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AwareDatetime,
@@ -16,20 +16,14 @@ from pydantic import (
     field_validator,
 )
 
-ArtifactKind = Literal["backbone", "module", "classifier"]
-KINDS: tuple[ArtifactKind, ...] = get_args(ArtifactKind)
+from contract.artifacts import KINDS, MANIFEST_FILE, REQUIRED_FILES, ArtifactKind
 
-MANIFEST_FILE = "manifest.json"
+__all__ = ["KINDS", "MANIFEST_FILE", "REQUIRED_FILES", "ArtifactKind", "FileEntry", "Manifest",
+           "artifact_key", "check_name", "is_safe_relpath", "kind_of_dir", "parse_version_dir"]
+
 FORMAT_VERSION: Literal[1] = 1
 NAME_PATTERN = r"^[a-z][a-z0-9_-]{0,62}$"
 SHA256_PATTERN = r"^[0-9a-f]{64}$"
-
-# Files every artifact of a kind must list (docs/ARCHITECTURE.md, "Files per kind").
-REQUIRED_FILES: dict[ArtifactKind, tuple[str, ...]] = {
-    "backbone": ("config.json", "model.safetensors", "source.spm", "target.spm"),
-    "module": ("module.safetensors",),
-    "classifier": ("classifier.bin",),
-}
 
 ArtifactName = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
 Sha256 = Annotated[str, StringConstraints(pattern=SHA256_PATTERN)]

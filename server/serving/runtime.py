@@ -1,4 +1,4 @@
-"""The glue between the model store and the engine: what is served, and hot reload.
+"""Loading: the glue between the model store and the engine, and hot reload.
 
 `Runtime` loads the backbone into an `Engine`, then keeps an immutable `ServingState`
 (served domain -> module version, the classifier) in step with the registry:
@@ -8,12 +8,11 @@
   engine as `"<domain>@<version>"` and copied into a device slot right away (on the engine
   thread), so the first request that uses it is fast. A new classifier version is loaded
   the same way. Then the new state replaces the old one in one assignment.
-- `poll_forever()` calls `refresh()` whenever `registry.latest_event_id()` changes.
+- `server.serving.watch.watch_registry()` calls `refresh()` whenever the registry changes.
 - Requests `hold()` the module ids of the state they were routed with and `release()`
-  them when done. A version that left the state is *retired*: it stays in the engine until
-  no request holds it, then it is removed. Old and new versions therefore coexist while
-  in-flight work finishes; each request ends on the version it started with. (The engine's
-  loader can also reload any `"<domain>@<version>"` from the store, as a safety net.)
+  them when done (`server.serving.holds`): a version that left the state stays in the
+  engine until no request holds it, then it is removed here. (The engine's loader can
+  also reload any `"<domain>@<version>"` from the store, as a safety net.)
 
 A version that fails to load is reported (readiness, /domains) and the previous version
 keeps serving; it is retried when the registry changes again.
@@ -24,9 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from model_store import LoadedArtifact, Manifest, Store, StoreError
@@ -39,50 +36,12 @@ from server.errors import NotReady
 from server.metrics import Metrics
 from server.routing.classifier import Classifier, load_classifier
 from server.scheduling.scheduler import EngineThread
+from server.serving.holds import ModuleHolds
+from server.serving.readiness import readiness
+from server.serving.state import DomainEntry, ServingState, module_id, parse_module_id
 from server.settings import Settings
 
 log = logging.getLogger(__name__)
-
-
-def module_id(domain: str, version: int) -> str:
-    return f"{domain}@{version}"
-
-
-def parse_module_id(value: str) -> tuple[str, int]:
-    domain, _, version = value.rpartition("@")
-    if not domain or not version.isdigit():
-        raise ValueError(f"not a module id: {value!r} (expected '<domain>@<version>')")
-    return domain, int(version)
-
-
-@dataclass(frozen=True)
-class DomainEntry:
-    """A served domain: the module version registered in the engine."""
-
-    name: str
-    version: int
-    family: str
-    size: int  # parameter count
-
-    @property
-    def module_id(self) -> str:
-        return module_id(self.name, self.version)
-
-
-@dataclass(frozen=True)
-class ServingState:
-    """What is served right now; replaced as a whole, never mutated."""
-
-    domains: Mapping[str, DomainEntry] = field(default_factory=dict)
-    classifier: Classifier | None = None
-    failures: Mapping[str, str] = field(default_factory=dict)  # "backbone" | "classifier"
-    module_failures: Mapping[str, str] = field(default_factory=dict)  # domain -> problem
-
-    def versions(self) -> dict[str, int]:
-        return {name: entry.version for name, entry in self.domains.items()}
-
-    def module_ids(self) -> set[str]:
-        return {entry.module_id for entry in self.domains.values()}
 
 
 class Runtime:
@@ -97,8 +56,7 @@ class Runtime:
         self.state = ServingState()
         self.seen_event = -1
         self._lock = asyncio.Lock()
-        self._refs: Counter[str] = Counter()
-        self._retired: set[str] = set()
+        self._holds = ModuleHolds()
         self._failed: dict[tuple[str, int], str] = {}  # (name, version) -> error, not retried
         self._preloaded: dict[str, DomainEntry] = {}
         self._tasks: set[asyncio.Task[None]] = set()
@@ -191,7 +149,7 @@ class Runtime:
         engine.register_module(module_id(name, version), config, module_params(loaded.files))
         family = get_family(str(config.get("family")))
         size = family.parameter_count(engine.config, family.normalise(config))
-        return DomainEntry(name, version, family.name, size)
+        return DomainEntry(name, version, family.name, size, family.mixes_domains)
 
     def _load_artifact(self, name: str, version: int) -> LoadedArtifact:
         """A module version read and verified against the serving backbone."""
@@ -236,33 +194,23 @@ class Runtime:
 
     # -- state, holds and retirement ---------------------------------------------------
     def _publish(self, state: ServingState) -> None:
-        new_ids = state.module_ids()
-        self._retired = (self._retired | (self.state.module_ids() - new_ids)) - new_ids
+        self._holds.replace(self.state.module_ids(), state.module_ids())
         self.state = state
 
     def hold(self, module_ids: Iterable[str]) -> bool:
         """Count in-flight use of modules; False when one was already unloaded (the
         caller routes again with the current state)."""
-        ids = list(module_ids)
-        live = self.state.module_ids() | self._retired
-        if any(m not in live for m in ids):
-            return False
-        self._refs.update(ids)
-        return True
+        return self._holds.hold(module_ids, served=self.state.module_ids())
 
     def release(self, module_ids: Iterable[str]) -> None:
-        self._refs.subtract(module_ids)
-        self._refs = +self._refs  # drop zero counts
-        if any(m not in self._refs for m in self._retired):
+        if self._holds.release(module_ids):
             task = asyncio.get_running_loop().create_task(self._collect())
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
     async def _collect(self) -> None:
         """Remove retired versions that no request holds any more."""
-        idle = [m for m in self._retired if not self._refs[m]]
-        self._retired.difference_update(idle)
-        for value in idle:
+        for value in self._holds.take_idle():
             await self.engine_thread.run(self._remove, value)
 
     def _remove(self, value: str) -> None:
@@ -275,7 +223,7 @@ class Runtime:
             log.info("kept module %s: %s", value, error)
 
     def in_flight(self, domain: str) -> list[str]:
-        return [m for m, count in self._refs.items() if count and parse_module_id(m)[0] == domain]
+        return self._holds.in_flight(domain)
 
     async def drain(self, domain: str, *, timeout: float) -> bool:
         """Wait until no request holds any version of `domain`; False on timeout."""
@@ -293,17 +241,6 @@ class Runtime:
         """The scheduler's batch runner (called on the engine thread)."""
         return self._engine().translate(jobs, options)
 
-    async def poll_forever(self, interval: float) -> None:
-        """Reload whenever the registry's change counter moves."""
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                latest = await asyncio.to_thread(self.store.registry.latest_event_id)
-                if latest != self.seen_event:
-                    await self.refresh()
-            except Exception:  # the poller outlives any failure; it retries next tick
-                log.exception("reloading from the registry failed")
-
     def residency(self) -> dict[str, int]:
         if self.engine is None:
             return {}
@@ -311,39 +248,6 @@ class Runtime:
         return {"host": len(snapshot["host"]), "device": len(snapshot["device"])}
 
     def readiness(self) -> tuple[bool, dict[str, Any]]:
-        """(ready, checks): backbone loaded, classifier loaded (or absent), every active
-        domain served by some loaded version."""
-        state = self.state
-        checks: dict[str, Any] = {}
-        backbone = self.backbone
-        checks["backbone"] = (f"loaded ({backbone.label})" if backbone and self.engine
-                              else "failed: " + state.failures.get("backbone", "not loaded"))
-        if state.classifier is not None:
-            checks["classifier"] = f"loaded (v{state.classifier.version})"
-        elif "classifier" in state.failures:
-            checks["classifier"] = "failed: " + state.failures["classifier"]
-        else:
-            checks["classifier"] = "absent: auto-routed requests use the generic backbone"
-        modules = {name: f"loaded (v{entry.version})" for name, entry in state.domains.items()}
-        for name, problem in state.module_failures.items():
-            modules[name] = modules.get(name, "not loaded") + "; failed: " + problem
-        checks["modules"] = modules
-        mixture = self.settings.routing.mixture
-        if mixture is not None:
-            checks["mixture"] = _mixture_check(state, mixture)
-        unserved = [name for name in state.module_failures if name not in state.domains]
-        ready = (self.engine is not None and not unserved
-                 and (state.classifier is not None or "classifier" not in state.failures))
-        return ready, checks
-
-
-def _mixture_check(state: ServingState, name: str) -> str:
-    """How requests without a domain are routed when `routing.mixture` names `name`."""
-    entry = state.domains.get(name)
-    if entry is None:
-        return (f"not served: no active domain {name!r}; requests without a domain use "
-                "the classifier")
-    if entry.family != "mixing":
-        return (f"not used: domain {name!r} is of family {entry.family!r}, not a word-level "
-                "mixture; requests without a domain use the classifier")
-    return f"serving requests without a domain ({name} v{entry.version})"
+        """(ready, checks) of /health/ready (see `server.serving.readiness`)."""
+        return readiness(self.state, backbone=self.backbone, engine_loaded=self.engine is not None,
+                         mixture=self.settings.routing.mixture)

@@ -17,18 +17,19 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from contract.families import mixture_families
 from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.engine import Engine, Member, SentenceJob
 from server.errors import DeadlineExceeded, InvalidInput, NotReady, TooLarge
 from server.metrics import Metrics
 from server.routing.policy import DomainSpec, RoutingDecision, RoutingPolicy
-from server.runtime import Runtime, ServingState
 from server.scheduling.scheduler import Scheduler
+from server.serving.runtime import Runtime
+from server.serving.state import ServingState
 from server.settings import DecodingSettings, LimitSettings
 from server.text import Piece, join_pieces, sentences, split_text
 
 HOLD_ATTEMPTS = 3
-MIXING = "mixing"  # the family of word-level mixtures
 Decode = Callable[[Hypothesis], str]
 
 
@@ -173,7 +174,7 @@ class Translator:
     def _prepare(self, items: Sequence[Item], request: DecodingRequest, state: ServingState,
                  engine: Engine) -> list[Prepared]:
         versions = state.versions()
-        mixtures = {name for name, entry in state.domains.items() if entry.family == MIXING}
+        mixtures = state.mixtures()
         prepared: list[Prepared] = []
         for item in items:
             decision = self.policy.decide(item.domain, item.text, domains=versions,
@@ -269,8 +270,9 @@ def _check_mixtures(prepared: Sequence[Prepared]) -> None:
         if item.mixture is None:
             decision = item.decision
             used = decision.domain if decision.mode != "ensemble" else "an ensemble"
+            families = " or ".join(map(repr, mixture_families()))
             raise InvalidInput("return_proportions needs a word-level mixture (family "
-                               f"'{MIXING}') to translate the text; it was routed to "
+                               f"{families}) to translate the text; it was routed to "
                                f"{used!r} (mode {decision.mode!r})", field="return_proportions")
 
 

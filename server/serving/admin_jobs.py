@@ -19,12 +19,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from model_store import ConflictError, Job, JobState, Manifest, NotFoundError, Store
-from server.admin import check_domain_name
-from server.engine.config import BackboneConfig
-from server.errors import Conflict, InvalidInput, NotFound, NotReady
-from server.runtime import Runtime
-from trainer.jobspec import (
+from contract.backbone import BackboneConfig
+from contract.training import (
     DEV_FILE,
     TRAIN_FILE,
     JobConfigError,
@@ -32,7 +28,11 @@ from trainer.jobspec import (
     job_key,
     normalise_config,
 )
-from trainer.tsv import DataError, Pair, hold_out, pairs_to_bytes, parse_pairs
+from contract.tsv import DataError, Pair, hold_out, pairs_to_bytes, parse_pairs
+from model_store import ConflictError, Job, JobState, Manifest, NotFoundError, Store
+from server.errors import Conflict, InvalidInput, NotFound, NotReady
+from server.serving.admin import check_domain_name
+from server.serving.runtime import Runtime
 
 
 @dataclass(frozen=True)

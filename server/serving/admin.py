@@ -15,14 +15,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from contract.backbone import BackboneConfig
+from contract.manifest import check_name
 from model_store import LocalStorage, Manifest, Store, unpack_artifact, verify_artifact
-from model_store.manifest import check_name
 from server.engine.artifacts import module_params
-from server.engine.config import BackboneConfig
 from server.engine.families import get_family
 from server.engine.residency import check_params
 from server.errors import InvalidArtifact, InvalidInput, NotFound, NotReady
-from server.runtime import DomainEntry, Runtime
+from server.serving.runtime import Runtime
+from server.serving.state import DomainEntry
 
 
 @dataclass(frozen=True)

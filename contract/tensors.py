@@ -1,12 +1,12 @@
-"""Safetensors helpers: a torch-free structural check and a loader that never crashes."""
+"""Safetensors bytes, read and written in one place: a torch-free structural check, and
+a reader / writer that import torch only when called."""
 
 from __future__ import annotations
 
 import json
 import struct
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
-
-from .errors import ArtifactError
 
 if TYPE_CHECKING:
     import torch
@@ -47,17 +47,26 @@ def check_safetensors(data: bytes) -> str | None:
     return None
 
 
-def load_safetensors(data: bytes, *, label: str = "safetensors") -> dict[str, torch.Tensor]:
-    """Deserialize safetensors bytes; any corruption raises ArtifactError naming `label`."""
-    # Imported here so that registry-only users (the sidecar's job loop, CLI tools)
-    # do not pay torch's start-up cost.
+def tensors_from_bytes(data: bytes) -> dict[str, torch.Tensor]:
+    """The tensors of safetensors bytes; ValueError ("corrupt safetensors: ...") when they
+    are malformed. torch is imported here, on first use: the registry, the sidecar's job
+    loop and the API import this package without it."""
     from safetensors import SafetensorError
     from safetensors.torch import load
 
     problem = check_safetensors(data)
     if problem is not None:
-        raise ArtifactError(label, [problem])
+        raise ValueError(problem)
     try:
         return load(data)
-    except SafetensorError as exc:
-        raise ArtifactError(label, [f"corrupt safetensors: {exc}"]) from exc
+    except SafetensorError as error:
+        raise ValueError(f"corrupt safetensors: {error}") from error
+
+
+def tensors_to_bytes(tensors: Mapping[str, torch.Tensor], *, half: bool = False) -> bytes:
+    """safetensors bytes; `half` stores float tensors as float16 (half the disk)."""
+    from safetensors.torch import save
+
+    prepared = {k: (v.half() if half and v.is_floating_point() else v).contiguous()
+                for k, v in tensors.items()}
+    return save(prepared)

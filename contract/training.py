@@ -4,7 +4,8 @@ settings and the quality gate, with defaults suited to the backbone.
 Operators send it flat (`{"family": "ldr", "rank": 4, "max_epochs": 3}`); the server
 validates it at upload time (422 naming the allowed options) and stores it normalised and
 nested in the job row (`{"module": {...}, "training": {...}, ...}`), which the sidecar
-reads back. This module is pure (no torch training, no I/O) so both processes import it.
+reads back. Pure (no torch, no I/O): both processes import it. The training loop's
+`TrainSettings` (trainer/loop.py) takes its defaults from `TrainingOptions`.
 """
 
 from __future__ import annotations
@@ -14,9 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from server.engine.config import BackboneConfig
-from server.engine.families import FAMILIES, Family, ModuleConfigError
-from trainer.loop import TrainSettings
+from contract.backbone import BackboneConfig
+from contract.families import FAMILY_SPECS, FamilySpec, ModuleConfigError
 
 DEFAULT_FAMILY = "adapter"
 
@@ -64,18 +64,8 @@ class TrainingOptions(BaseModel):
     max_dev_pairs: int = Field(500, ge=1, description="size cap of a held-out dev set")
     max_len: int = Field(128, ge=8, description="pairs longer than this (tokens) are skipped")
 
-    def train_settings(self, *, bf16: bool, log_every: int,
-                       checkpoint_every_s: float) -> TrainSettings:
-        return TrainSettings(
-            lr=self.lr, warmup_steps=self.warmup_steps, max_tokens=self.max_tokens,
-            max_epochs=self.max_epochs, max_steps=self.max_steps,
-            max_minutes=self.max_minutes, label_smoothing=self.label_smoothing,
-            weight_decay=self.weight_decay, seed=self.seed, bf16=bf16, log_every=log_every,
-            eval_every=self.eval_every, checkpoint_every_s=checkpoint_every_s,
-            patience=self.patience)
 
-
-def suggested_options(family: Family, backbone: BackboneConfig) -> dict[str, Any]:
+def suggested_options(family: FamilySpec, backbone: BackboneConfig) -> dict[str, Any]:
     """Family defaults scaled to the backbone: an adapter bottleneck of d_model / 2 (the
     default model's 128 for d=256)."""
     options = family.defaults()
@@ -84,7 +74,7 @@ def suggested_options(family: Family, backbone: BackboneConfig) -> dict[str, Any
     return options
 
 
-def allowed_options(family: Family) -> str:
+def allowed_options(family: FamilySpec) -> str:
     module = ", ".join(sorted(family.defaults()))
     training = ", ".join(TrainingOptions.model_fields)
     return f"family, {module} (module); {training} (training)"
@@ -92,17 +82,17 @@ def allowed_options(family: Family) -> str:
 
 def addable_families() -> list[str]:
     """Families a training job can add as one new domain (not the joint ones)."""
-    return sorted(name for name, family in FAMILIES.items() if not family.joint)
+    return sorted(name for name, family in FAMILY_SPECS.items() if not family.joint)
 
 
 def normalise_config(raw: Mapping[str, Any], backbone: BackboneConfig) -> dict[str, Any]:
     """`{"module": {...}, "training": {...}}` with every default filled in; JobConfigError
     lists every unknown option or bad value (and names the allowed ones)."""
     name = raw.get("family", DEFAULT_FAMILY)
-    if not isinstance(name, str) or name not in FAMILIES:
+    if not isinstance(name, str) or name not in FAMILY_SPECS:
         raise JobConfigError(f"unknown module family {name!r}; allowed: "
                              f"{', '.join(addable_families())}")
-    family = FAMILIES[name]
+    family = FAMILY_SPECS[name]
     if family.joint:
         raise JobConfigError(f"module family {name!r} is trained jointly over all its domains "
                              "(python -m trainer.recipes.mixing_en_fr), not added as one "
