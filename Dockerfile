@@ -26,6 +26,7 @@ RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml
     && pip install -r /tmp/requirements.txt \
     && rm /tmp/requirements.txt
 
+COPY contract ./contract
 COPY server ./server
 COPY model_store ./model_store
 COPY converters ./converters

@@ -167,6 +167,16 @@ def test_dockerignore_lets_every_copied_path_in() -> None:
 
 
 @pytest.mark.parametrize("dockerfile", DOCKERFILES)
+def test_every_installed_package_is_copied(dockerfile: str) -> None:
+    with (ROOT / "pyproject.toml").open("rb") as handle:
+        include = tomllib.load(handle)["tool"]["setuptools"]["packages"]["find"]["include"]
+    packages = {pattern.rstrip("*") for pattern in include}
+    copied = {args.split()[0].removeprefix("./").rstrip("/")
+              for op, args in _instructions(dockerfile) if op == "COPY"}
+    assert packages - copied == set()
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES)
 def test_hadolint(dockerfile: str) -> None:
     beside_python = Path(sys.executable).parent / "hadolint"
     hadolint = str(beside_python) if beside_python.exists() else shutil.which("hadolint")
