@@ -27,6 +27,7 @@ RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml
     && rm /tmp/requirements.txt
 
 COPY contract ./contract
+COPY launch ./launch
 COPY server ./server
 COPY model_store ./model_store
 COPY converters ./converters

@@ -21,7 +21,7 @@ TORCH_PIN := torch==2.13.0
 
 # An editable install maps the top-level packages that exist when it runs: reinstall when
 # pyproject.toml changes or when a package appears.
-INSTALL_DEPS  := pyproject.toml $(wildcard contract/__init__.py server/__init__.py model_store/__init__.py \
+INSTALL_DEPS  := pyproject.toml $(wildcard contract/__init__.py launch/__init__.py server/__init__.py model_store/__init__.py \
                    converters/__init__.py trainer/__init__.py)
 DEV_STAMP     := $(VENV)/.installed
 RUNTIME_STAMP := $(VENV)/.installed-runtime
@@ -54,11 +54,11 @@ run: $(RUNTIME_STAMP)
 
 lint: $(DEV_STAMP)
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy contract server model_store converters trainer
+	$(VENV)/bin/mypy contract launch server model_store converters trainer
 
 test: $(DEV_STAMP)
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy contract server model_store converters trainer
+	$(VENV)/bin/mypy contract launch server model_store converters trainer
 	$(VENV)/bin/pytest -q
 
 bench-engine: $(DEV_STAMP)

@@ -10,7 +10,6 @@ from collections.abc import AsyncIterator
 
 from fastapi import FastAPI
 
-from model_store import BUILTIN_DIR, Store
 from server.api import ROUTERS
 from server.api.errors import install_error_handlers
 from server.api.middleware import MetricsMiddleware
@@ -32,9 +31,7 @@ Admin endpoints need `Authorization: Bearer $NMT_ADMIN_TOKEN`. See docs/API.md."
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings: Settings = app.state.settings
     metrics: Metrics = app.state.metrics
-    store = await asyncio.to_thread(
-        Store.open, settings.store_dir, registry_url=settings.registry_url,
-        builtin_dir=BUILTIN_DIR if settings.builtin_artifacts else None)
+    store = await asyncio.to_thread(settings.open_store)
     engine_thread = EngineThread()
     runtime = Runtime(store, settings, metrics=metrics, engine_thread=engine_thread)
     await runtime.refresh()

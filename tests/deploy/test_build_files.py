@@ -59,7 +59,7 @@ def test_make_test_runs_ruff_then_mypy_then_pytest() -> None:
     lines = _make_dry_run("test")
     assert lines[-3:] == [
         ".venv/bin/ruff check .",
-        ".venv/bin/mypy contract server model_store converters trainer",
+        ".venv/bin/mypy contract launch server model_store converters trainer",
         ".venv/bin/pytest -q",
     ]
 
