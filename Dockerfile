@@ -32,6 +32,7 @@ COPY server ./server
 COPY model_store ./model_store
 COPY converters ./converters
 COPY trainer ./trainer
+COPY benchmarks ./benchmarks
 RUN pip install --no-deps . \
     && rm -rf /app/build /app/*.egg-info
 

@@ -62,13 +62,13 @@ test: $(DEV_STAMP)
 	$(VENV)/bin/pytest -q
 
 bench-engine: $(DEV_STAMP)
-	$(PY) -m benchmarks.engine_speed --data $(DATA) $(QUICK_FLAG)
+	$(PY) -m benchmarks.speed.engine_speed --data $(DATA) $(QUICK_FLAG)
 
 bench-serve: $(DEV_STAMP)
-	$(PY) -m benchmarks.serve_load --data $(DATA) $(QUICK_FLAG)
+	$(PY) -m benchmarks.speed.serve_load --data $(DATA) $(QUICK_FLAG)
 
 eval: $(DEV_STAMP)
-	$(PY) -m benchmarks.evaluate --data $(DATA) $(QUICK_FLAG)
+	$(PY) -m benchmarks.quality.evaluate --data $(DATA) $(QUICK_FLAG)
 
 train-default: $(RUNTIME_STAMP)
 	$(PY) -m trainer.recipes.default_en_fr --data $(DATA)

@@ -133,7 +133,7 @@ def _exporter(sub: Any, name: str, command: Command, help_text: str) -> argparse
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m converters", epilog=EXAMPLES,
+        prog="nmt-convert", epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Import Marian / OpenNMT-py checkpoints into the model store as backbones; "
                     "export backbones (and mergeable domain modules) to CTranslate2.")

@@ -83,11 +83,12 @@ def test_make_run_installs_runtime_only_and_serves() -> None:
 @pytest.mark.parametrize(
     ("args", "command"),
     [
-        (("bench-engine",), "-m benchmarks.engine_speed --data ../shared/data"),
-        (("bench-engine", "QUICK=1"), "-m benchmarks.engine_speed --data ../shared/data --quick"),
-        (("bench-engine", "QUICK=0"), "-m benchmarks.engine_speed --data ../shared/data"),
-        (("bench-serve", "DATA=/d"), "-m benchmarks.serve_load --data /d"),
-        (("eval",), "-m benchmarks.evaluate --data ../shared/data"),
+        (("bench-engine",), "-m benchmarks.speed.engine_speed --data ../shared/data"),
+        (("bench-engine", "QUICK=1"),
+         "-m benchmarks.speed.engine_speed --data ../shared/data --quick"),
+        (("bench-engine", "QUICK=0"), "-m benchmarks.speed.engine_speed --data ../shared/data"),
+        (("bench-serve", "DATA=/d"), "-m benchmarks.speed.serve_load --data /d"),
+        (("eval",), "-m benchmarks.quality.evaluate --data ../shared/data"),
         (("train-default",), "-m trainer.recipes.default_en_fr --data ../shared/data"),
     ],
 )

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.eval_data import EvalSet
+from benchmarks.quality.data import EvalSet
 from server.decoding.search import SearchOptions
 from server.engine.engine import Engine, Member, SentenceJob
 from server.settings import DecodingSettings

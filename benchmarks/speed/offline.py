@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from benchmarks.speed_loadgen import LevelRun, LoadRequest
-from benchmarks.speed_loadstats import OfflineStats, TokenCounter
+from benchmarks.speed.loadgen import LevelRun, LoadRequest
+from benchmarks.speed.loadstats import OfflineStats, TokenCounter
 from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.artifacts import build_engine
 from server.engine.engine import Engine, EngineOptions, Member, SentenceJob

@@ -16,13 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.eval_data import EvalSet, domain_set, domain_train_pairs, genre_dev_slice
-from benchmarks.eval_decode import GENERIC_MEMBERS, Decoded, Decoder, Members
-from benchmarks.eval_finetune import FinetuneSettings, finetune
-from benchmarks.eval_learnable import Weights, coordinate_ascent
-from benchmarks.eval_models import Models, ModuleInfo
-from benchmarks.eval_significance import sentence_statistics
-from benchmarks.eval_systems import (
+from benchmarks.quality.data import EvalSet, domain_set, domain_train_pairs, genre_dev_slice
+from benchmarks.quality.decode import GENERIC_MEMBERS, Decoded, Decoder, Members
+from benchmarks.quality.finetune import FinetuneSettings, finetune
+from benchmarks.quality.learnable import Weights, coordinate_ascent
+from benchmarks.quality.models import Models, ModuleInfo
+from benchmarks.quality.significance import sentence_statistics
+from benchmarks.quality.systems import (
     Router,
     mean_soft_weights,
     predicted_label,

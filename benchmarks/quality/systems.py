@@ -16,9 +16,9 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from benchmarks.eval_data import EvalSet
-from benchmarks.eval_decode import GENERIC_MEMBERS, Members
-from benchmarks.eval_models import ModuleInfo
+from benchmarks.quality.data import EvalSet
+from benchmarks.quality.decode import GENERIC_MEMBERS, Members
+from benchmarks.quality.models import ModuleInfo
 from server.engine.engine import Member
 from server.routing import GENERIC, Classifier, RoutingDecision, RoutingPolicy
 from server.settings import RoutingSettings

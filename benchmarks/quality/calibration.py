@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from benchmarks.eval_data import EvalSet
+from benchmarks.quality.data import EvalSet
 from server.routing import Classifier
 from server.routing.classifier import FastTextClassifier
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from benchmarks.speed_systems import Runner
+from benchmarks.speed.systems import Runner
 
 TOP_OPS = 25
 TOP_FUNCTIONS = 30

@@ -1,6 +1,6 @@
 """Serving throughput and latency of a live server, against the engine offline.
 
-    python -m benchmarks.serve_load [--data DIR] [--quick] [--tiny] [--levels 1,4,16]
+    python -m benchmarks.speed.serve_load [--data DIR] [--quick] [--tiny] [--levels 1,4,16]
                                     [--beam-size N] [--out DIR]
 
 1. seed a temporary store: the package's built-in artifacts layered under an empty root
@@ -35,8 +35,9 @@ from typing import Any
 
 import torch
 
-from benchmarks.speed_data import read_test_sets, training_lines
-from benchmarks.speed_loadgen import (
+from benchmarks.common import RESULTS_DIR
+from benchmarks.speed.data import read_test_sets, training_lines
+from benchmarks.speed.loadgen import (
     LevelRun,
     LoadRequest,
     build_requests,
@@ -44,7 +45,7 @@ from benchmarks.speed_loadgen import (
     served_domains,
     warm_up,
 )
-from benchmarks.speed_loadstats import (
+from benchmarks.speed.loadstats import (
     OfflineStats,
     TokenCounter,
     markdown,
@@ -52,10 +53,10 @@ from benchmarks.speed_loadstats import (
     summarise,
     write_results,
 )
-from benchmarks.speed_model import quiet_libraries, synthetic_lines
-from benchmarks.speed_offline import offline_engine, offline_items, run_offline
-from benchmarks.speed_server import live_server
-from benchmarks.speed_store import (
+from benchmarks.speed.model import quiet_libraries, synthetic_lines
+from benchmarks.speed.offline import offline_engine, offline_items, run_offline
+from benchmarks.speed.server import live_server
+from benchmarks.speed.store import (
     TINY_DOMAINS,
     StoreSpec,
     backbone_files,
@@ -67,7 +68,7 @@ from benchmarks.speed_store import (
 from server.engine.engine import EngineOptions
 from server.settings import DecodingSettings, EngineSettings, SchedulerSettings
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = RESULTS_DIR
 
 
 @dataclass(frozen=True)
@@ -189,7 +190,7 @@ def metadata(plan: LoadPlan, config: ServeConfig, *, mode: str, data: str,
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.serve_load",
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.speed.serve_load",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, help="corpora root (../shared/data)")
     parser.add_argument("--quick", action="store_true", help="fewer levels, shorter levels")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import httpx
 
-REPO = Path(__file__).resolve().parent.parent
+from benchmarks.common import REPO
 
 
 class ServerFailed(RuntimeError):

@@ -1,6 +1,7 @@
 """Multi-domain evaluation harness: one command reproduces the results table.
 
-    python -m benchmarks.evaluate --data ../shared/data [--quick]      (make eval [QUICK=1])
+    nmt-eval --data ../shared/data [--quick]     (make eval [QUICK=1]; or python -m
+    benchmarks.quality.evaluate)
 
 Writes `benchmarks/results/eval.{json,md}` (`eval-quick.*` with --quick): per known domain,
 BLEU and chrF (sacrebleu) of the generic backbone ("Mixed"), residual adapters with the
@@ -47,15 +48,16 @@ from typing import Any, TypeVar
 
 import torch
 
-from benchmarks.eval_calibration import calibration_report
-from benchmarks.eval_data import domain_names, domain_set, genre_names, genre_set
-from benchmarks.eval_decode import Decoder, DecodeSettings
-from benchmarks.eval_finetune import FinetuneSettings
-from benchmarks.eval_learnable import DEFAULT_GRID
-from benchmarks.eval_models import Models, load_models, parameter_summary
-from benchmarks.eval_reliance import source_reliance
-from benchmarks.eval_report import render
-from benchmarks.eval_sections import (
+from benchmarks.common import DEFAULT_DATA, RESULTS_DIR
+from benchmarks.quality.calibration import calibration_report
+from benchmarks.quality.data import domain_names, domain_set, genre_names, genre_set
+from benchmarks.quality.decode import Decoder, DecodeSettings
+from benchmarks.quality.finetune import FinetuneSettings
+from benchmarks.quality.learnable import DEFAULT_GRID
+from benchmarks.quality.models import Models, load_models, parameter_summary
+from benchmarks.quality.reliance import source_reliance
+from benchmarks.quality.report import render
+from benchmarks.quality.sections import (
     Context,
     RunOptions,
     family_rows,
@@ -63,14 +65,13 @@ from benchmarks.eval_sections import (
     known_domains,
     open_domain,
 )
-from benchmarks.eval_significance import significance
-from benchmarks.eval_systems import Router, classifier_report, routing_report
-from benchmarks.eval_targets import check_targets, summary
+from benchmarks.quality.significance import significance
+from benchmarks.quality.systems import Router, classifier_report, routing_report
+from benchmarks.quality.targets import check_targets, summary
 from model_store import BUILTIN_DIR, NotFoundError, Store
 from server.settings import RoutingSettings
 
 T = TypeVar("T")
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
 MODES: dict[str, dict[str, Any]] = {
     "full": {"sentences": 0, "genre_sentences": 500, "beam": 4, "finetune_minutes": 4.0,
              "dev_lines": 200},
@@ -104,10 +105,10 @@ METHOD = [
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__,
+    parser = argparse.ArgumentParser(prog="nmt-eval", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add = parser.add_argument
-    add("--data", type=Path, default=Path("../shared/data"), help="the shared data dir")
+    add("--data", type=Path, default=DEFAULT_DATA, help="the shared data dir")
     add("--quick", action="store_true", help="short version (see above)")
     add("--store", type=Path, default=None,
         help="model store root (default: a scratch registry over the built-in artifacts)")

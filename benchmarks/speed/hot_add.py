@@ -1,7 +1,7 @@
 """Speed of a hot add: how soon a live server serves a new module, and how long the
 sidecar takes to train a ~5,000-pair domain on this CPU.
 
-    python -m benchmarks.hot_add --data ../shared/data [--quick] [--out benchmarks/results]
+    python -m benchmarks.speed.hot_add --data ../shared/data [--quick] [--out benchmarks/results]
 
 1. a scratch store: the package's built-in artifacts (backbone `default-en-fr`, its
    domains and router) layered under an empty root (or `--store-dir` as it is);
@@ -41,7 +41,8 @@ from typing import Any
 import httpx
 import torch
 
-from benchmarks.speed_server import REPO, live_server
+from benchmarks.common import DEFAULT_DATA, REPO, RESULTS_DIR
+from benchmarks.speed.server import live_server
 from model_store import BUILTIN_DIR, Store
 from server.engine.artifacts import backbone_parts, module_files
 from server.engine.families import get_family
@@ -114,7 +115,7 @@ def publish_flip_versions(store: Store, *, backbone: str, name: str,
         manifest = store.publish("module", name, module_files(params, half=True),
                                  config=module_config,
                                  backbone_fingerprint=loaded.manifest.backbone_fingerprint,
-                                 provenance={"recipe": "benchmarks/hot_add.py (random)"})
+                                 provenance={"recipe": "benchmarks/speed/hot_add.py (random)"})
         versions.append(manifest.version)
     return versions, module_config
 
@@ -287,8 +288,8 @@ def markdown(result: dict[str, Any]) -> str:
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=Path("../shared/data"))
-    parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results")
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--out", type=Path, default=RESULTS_DIR)
     parser.add_argument("--store-dir", type=Path, help="use this store as it is")
     parser.add_argument("--no-builtin", dest="builtin", action="store_false",
                         help="do not layer the package's built-in artifacts")

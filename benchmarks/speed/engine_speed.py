@@ -1,6 +1,6 @@
 """Engine speed against its peers, on one backbone and one input batch, in one run.
 
-    python -m benchmarks.engine_speed [--data DIR] [--quick] [--tiny] [--profile]
+    python -m benchmarks.speed.engine_speed [--data DIR] [--quick] [--tiny] [--profile]
                                       [--systems hf,ct2-float32,...] [--rounds N] [--out DIR]
 
 The backbone is a Transformer-base (6+6 layers, d=512, 8 heads, FFN 2048, 8k vocabulary)
@@ -43,13 +43,14 @@ from typing import Any
 
 import torch
 
-from benchmarks import speed_model
-from benchmarks.speed_data import training_lines
-from benchmarks.speed_measure import DECODES, Row, measure
-from benchmarks.speed_model import Checkpoint, ModelSize, quiet_libraries
-from benchmarks.speed_profile import write_profile
-from benchmarks.speed_report import check_targets, markdown, write_results
-from benchmarks.speed_systems import (
+from benchmarks.common import RESULTS_DIR
+from benchmarks.speed import model as speed_model
+from benchmarks.speed.data import training_lines
+from benchmarks.speed.measure import DECODES, Row, measure
+from benchmarks.speed.model import Checkpoint, ModelSize, quiet_libraries
+from benchmarks.speed.profile import write_profile
+from benchmarks.speed.report import check_targets, markdown, write_results
+from benchmarks.speed.systems import (
     Runner,
     Workload,
     ct2_runner,
@@ -64,7 +65,7 @@ from converters.marian import convert_marian
 from server.engine.artifacts import build_engine
 from server.engine.engine import EngineOptions, Member
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = RESULTS_DIR
 # Systems of one module of a weight-override family for every row -> that family.
 FAMILY_SYSTEMS: dict[str, str] = {"engine-float32-sf": "sf", "engine-float32-pa": "pa",
                                   "engine-float32-mixing": "mixing"}
@@ -196,7 +197,7 @@ def metadata(config: BenchConfig, *, mode: str, data: str) -> dict[str, Any]:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.engine_speed",
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.speed.engine_speed",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, help="corpora root (../shared/data)")
     parser.add_argument("--quick", action="store_true", help=f"{QUICK.rounds} rounds")

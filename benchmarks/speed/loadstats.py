@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.speed_loadgen import LevelRun, LoadRequest
+from benchmarks.speed.loadgen import LevelRun, LoadRequest
 from server.text import sentences, split_text
 
 TokenCounter = Callable[[str], int]

@@ -22,6 +22,7 @@ from typing import Any
 import torch
 from transformers import MarianMTModel
 
+from benchmarks.common import REPO
 from contract.backbone import BackboneConfig
 from server.decoding.search import SearchOptions
 from server.engine.engine import Engine, Member, SentenceJob
@@ -78,11 +79,11 @@ def _hf_length(tokens: list[int], work: Workload) -> int:
 
 def ct2_runner(model_dir: Path, work: Workload, *, compute_type: str, threads: int) -> Runner:
     """A CTranslate2 `Translator` on CPU with `threads` intra-op threads, in a worker process
-    of its own (see benchmarks/speed_ct2_worker.py); it exits with this process."""
+    of its own (see benchmarks/speed/ct2_worker.py); it exits with this process."""
     worker = subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.speed_ct2_worker", str(model_dir), compute_type,
+        [sys.executable, "-m", "benchmarks.speed.ct2_worker", str(model_dir), compute_type,
          str(threads)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-        cwd=Path(__file__).resolve().parent.parent)
+        cwd=REPO)
     atexit.register(_stop_worker, worker)
     assert worker.stdin is not None and worker.stdout is not None
     stdin, stdout = worker.stdin, worker.stdout

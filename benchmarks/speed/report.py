@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.speed_measure import Row
+from benchmarks.speed.measure import Row
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks import speed_model
-from benchmarks.speed_systems import random_adapter
+from benchmarks.speed import model as speed_model
+from benchmarks.speed.systems import random_adapter
 from contract.backbone import BackboneConfig
 from converters.marian import convert_marian
 from model_store import BUILTIN_DIR, Store, StoreError

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from benchmarks.eval_data import EvalSet
+from benchmarks.quality.data import EvalSet
 from server.engine.artifacts import backbone_parts
 from server.engine.backbone import Backbone
 from server.engine.engine import load_backbone
