@@ -13,6 +13,7 @@ from fastapi import FastAPI
 from server.api import ROUTERS
 from server.api.errors import install_error_handlers
 from server.api.middleware import MetricsMiddleware
+from server.languages import LanguageDetectors
 from server.metrics import Metrics
 from server.routing.policy import RoutingPolicy
 from server.scheduling.scheduler import EngineThread, Scheduler
@@ -66,6 +67,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                   lifespan=lifespan)
     app.state.settings = settings
     app.state.metrics = metrics
+    app.state.language_detectors = LanguageDetectors()
     install_error_handlers(app, metrics)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     for router in ROUTERS:
