@@ -27,7 +27,7 @@ from server.api.schemas import (
     TranslateResponse,
 )
 from server.routing.policy import RoutingDecision
-from server.translation import DecodingRequest, Item, ItemResult
+from server.serving.translation import DecodingRequest, Item, ItemResult
 
 T = TypeVar("T")
 router = APIRouter(tags=["translation"])
