@@ -124,8 +124,9 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as scratch_dir:
         scratch = Path(scratch_dir)
+        # a long deadline: the sidecar trains on the same CPU meanwhile
         settings = Settings(store_dir=scratch / "store", admin_token=TOKEN,
-                            poll_interval_s=0.5)
+                            poll_interval_s=0.5, scheduler={"request_timeout_s": 300})
         env = os.environ | {"PYTHONPATH": str(REPO), "NMT_STORE_DIR": str(scratch / "store"),
                             "NMT_TRAINER__PROGRESS_EVERY_STEPS": "1"}
         with live_server(settings) as base, sync_playwright() as playwright:

@@ -45,7 +45,7 @@ export function bars(entries, { marker = null, highlight = null } = {}) {
       line.style.left = percent(marker, 2);
       track.append(line);
     }
-    const kind = label === highlight ? " chosen" : (label === "generic" ? " backbone" : "");
+    const kind = label === highlight ? " chosen" : (label === "generic" ? " plain-backbone" : "");
     return h("div", { class: `bar${kind}` },
       h("span", { class: "bar-label", text: label }), track,
       h("span", { class: "bar-value", text: percent(value, 1) }));
