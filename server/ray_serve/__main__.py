@@ -23,6 +23,7 @@ from types import FrameType
 import ray
 from pydantic import ValidationError
 from ray import serve
+from ray.serve.exceptions import RayServeException
 
 import server
 from server.ray_serve.deployment import application
@@ -106,7 +107,7 @@ def serve_until_stopped(args: argparse.Namespace, settings: Settings) -> None:
 def _serve_running() -> bool:
     try:
         serve.status()
-    except Exception:  # Ray raises several kinds when no Serve controller exists
+    except RayServeException:  # no Serve controller on this cluster
         return False
     return True
 

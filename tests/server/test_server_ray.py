@@ -261,3 +261,18 @@ def test_sigterm_stops_everything_the_command_started(cluster: Cluster) -> None:
           what="every Ray process of the command to exit")
     for pid in cluster.seen_pids:
         assert not Path(f"/proc/{pid}").exists(), f"replica {pid} outlived the command"
+
+
+def test_replicas_get_this_commands_settings_and_code(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from server.ray_serve.__main__ import CODE_ROOT, replica_environment
+    from server.settings import Settings
+
+    monkeypatch.chdir(tmp_path)
+    environ = {"NMT_STORE_DIR": "store", "NMT_ADMIN_TOKEN": TOKEN, "HOME": "/root",
+               "PYTHONPATH": f"/elsewhere{os.pathsep}{CODE_ROOT}"}
+    monkeypatch.setenv("NMT_STORE_DIR", "store")
+    env = replica_environment(Settings(), cpus_per_replica=2, environ=environ)
+    assert env == {"NMT_STORE_DIR": str(tmp_path / "store"), "NMT_ADMIN_TOKEN": TOKEN,
+                   "PYTHONPATH": f"{CODE_ROOT}{os.pathsep}/elsewhere", "OMP_NUM_THREADS": "2"}
+    assert CODE_ROOT == REPO
