@@ -15,6 +15,7 @@ from server.admin import DomainAdmin
 from server.api import ROUTERS
 from server.api.errors import install_error_handlers
 from server.api.middleware import MetricsMiddleware
+from server.languages import LanguageDetectors
 from server.metrics import Metrics
 from server.replica import ReplicaHeaderMiddleware
 from server.routing.policy import RoutingPolicy
@@ -69,6 +70,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                   lifespan=lifespan)
     app.state.settings = settings
     app.state.metrics = metrics
+    app.state.language_detectors = LanguageDetectors()
     install_error_handlers(app, metrics)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     app.add_middleware(ReplicaHeaderMiddleware)
