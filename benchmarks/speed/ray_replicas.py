@@ -110,7 +110,7 @@ def measure(base_url: str, requests: Sequence[LoadRequest], plan: Plan, *, syste
 
 def start_ray(*, cpus: int) -> str:
     """A local cluster with `cpus` CPUs and Serve's proxy on a free loopback port."""
-    ray.init(num_cpus=cpus, object_store_memory=128 * 1024 * 1024, include_dashboard=False,
+    ray.init(address="local", num_cpus=cpus, object_store_memory=128 * 1024 * 1024, include_dashboard=False,
              log_to_driver=False)
     port = free_port()
     serve.start(http_options={"host": "127.0.0.1", "port": port})

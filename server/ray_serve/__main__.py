@@ -82,8 +82,8 @@ def wait_for_stop_signal() -> None:
 
 def serve_until_stopped(args: argparse.Namespace, settings: Settings) -> None:
     address = os.environ.get("RAY_ADDRESS") or None
-    if address is None:
-        ray.init(num_cpus=max(1, round(args.replicas * args.cpus_per_replica)),
+    if address is None:  # "local": a new cluster, never one found on this machine
+        ray.init(address="local", num_cpus=max(1, round(args.replicas * args.cpus_per_replica)),
                  object_store_memory=args.object_store_mb * 1024 * 1024,
                  include_dashboard=False)
     else:
