@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from contract.artifacts import BACKBONE_CONFIG_FILE
 from model_store import LoadedArtifact, Manifest, StoreError
 from model_store.store import Store
 
@@ -43,7 +44,8 @@ def _store(args: argparse.Namespace) -> Store:
 def _publish(args: argparse.Namespace, files: dict[str, bytes], provenance: dict[str, Any]) -> str:
     with _store(args) as store:
         manifest = store.publish("backbone", args.name, files,
-                                 config=json.loads(files["config.json"]), provenance=provenance)
+                                 config=json.loads(files[BACKBONE_CONFIG_FILE]),
+                                 provenance=provenance)
         if args.activate:
             store.activate("backbone", manifest.name, manifest.version)
     state = "active" if args.activate else "not active"
@@ -131,7 +133,7 @@ def _exporter(sub: Any, name: str, command: Command, help_text: str) -> argparse
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m converters", epilog=EXAMPLES,
+        prog="nmt-convert", epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Import Marian / OpenNMT-py checkpoints into the model store as backbones; "
                     "export backbones (and mergeable domain modules) to CTranslate2.")

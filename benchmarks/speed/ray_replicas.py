@@ -6,7 +6,7 @@ uvicorn direct at one replica, in one run (one torch thread per replica everywhe
 
 1. seed a temporary store: the built-in default model (or `--tiny`: a toy backbone and
    three random adapters); draw requests once from the en-fr test sets of `--data`
-   (single /translate and /translate/batch, domains mixed, as benchmarks.serve_load does);
+   (single /translate and /translate/batch, domains mixed, as benchmarks.speed.serve_load does);
 2. start `python -m server` (uvicorn, OMP_NUM_THREADS=1) and a local Ray cluster with
    2 CPUs running the same app through `server.ray_serve.deployment.application`;
 3. per round, in this order: uvicorn direct, Ray with 1 replica, Ray with 2 replicas
@@ -37,17 +37,18 @@ import httpx
 import ray
 from ray import serve
 
-from benchmarks.serve_load import ServeConfig, seed_store, text_sets, token_counter
-from benchmarks.speed_loadgen import LevelRun, LoadRequest, build_requests, run_level, warm_up
-from benchmarks.speed_loadstats import LevelStats, TokenCounter, summarise
-from benchmarks.speed_model import quiet_libraries
-from benchmarks.speed_server import free_port, live_server
-from benchmarks.speed_store import StoreSpec
+from benchmarks.common import RESULTS_DIR
+from benchmarks.speed.loadgen import LevelRun, LoadRequest, build_requests, run_level, warm_up
+from benchmarks.speed.loadstats import LevelStats, TokenCounter, summarise
+from benchmarks.speed.model import quiet_libraries
+from benchmarks.speed.serve_load import ServeConfig, seed_store, text_sets, token_counter
+from benchmarks.speed.server import free_port, live_server
+from benchmarks.speed.store import StoreSpec
 from server.ray_serve.__main__ import replica_environment
 from server.ray_serve.deployment import application
 from server.settings import Settings
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+RESULTS = RESULTS_DIR
 SYSTEMS = ("uvicorn", "ray-1", "ray-2")
 TARGET_SCALING = 1.6  # 2 replicas over 1
 TARGET_PROXY = 0.9  # Ray's proxy at 1 replica over uvicorn direct (<= 10% overhead)
@@ -110,8 +111,8 @@ def measure(base_url: str, requests: Sequence[LoadRequest], plan: Plan, *, syste
 
 def start_ray(*, cpus: int) -> str:
     """A local cluster with `cpus` CPUs and Serve's proxy on a free loopback port."""
-    ray.init(address="local", num_cpus=cpus, object_store_memory=128 * 1024 * 1024, include_dashboard=False,
-             log_to_driver=False)
+    ray.init(address="local", num_cpus=cpus, object_store_memory=128 * 1024 * 1024,
+             include_dashboard=False, log_to_driver=False)
     port = free_port()
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     return f"http://127.0.0.1:{port}"

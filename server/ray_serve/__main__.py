@@ -1,9 +1,10 @@
 """`python -m server.ray_serve [--replicas N] [--host H] [--port P] [--cpus-per-replica C]
-[--object-store-mb M]`
+[--object-store-mb M] [--store-dir DIR] [--registry-url URL] [--log-level L]`
 
 Starts a local Ray cluster (or joins the one at RAY_ADDRESS), starts Serve's HTTP proxy on
-H:P and runs N replicas of the server. Settings are the NMT_* environment, as for
-`python -m server` (NMT_HOST / NMT_PORT give the proxy's defaults). SIGTERM or Ctrl-C
+H:P and runs N replicas of the server. Settings are the NMT_* environment and the flags, as
+for `python -m server` (NMT_HOST / NMT_PORT give the proxy's defaults); every replica gets
+them as its environment. SIGTERM or Ctrl-C
 removes the application and stops everything this command started: the whole local cluster,
 or, on a joined cluster, only the application and the Serve instance it started.
 """
@@ -14,18 +15,17 @@ import argparse
 import logging
 import os
 import signal
-import sys
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 
 import ray
-from pydantic import ValidationError
 from ray import serve
 from ray.serve.exceptions import RayServeException
 
 import server
+from launch.startup import add_store_flags, given, start
 from server.ray_serve.deployment import application
 from server.settings import Settings
 
@@ -47,6 +47,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--object-store-mb", type=int, default=128,
                         help="object store of a local cluster, MiB (128; the server "
                              "passes no large objects through it)")
+    add_store_flags(parser)
     args = parser.parse_args(argv)
     if args.replicas < 1 or args.cpus_per_replica <= 0:
         parser.error("--replicas must be >= 1 and --cpus-per-replica > 0")
@@ -55,11 +56,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def replica_environment(settings: Settings, *, cpus_per_replica: float,
                         environ: Mapping[str, str]) -> dict[str, str]:
-    """The process environment of every replica: this command's NMT_* variables, the store
-    as an absolute path (replicas do not share this command's working directory), this
-    command's code on PYTHONPATH, and one torch thread per reserved CPU."""
+    """The process environment of every replica: this command's NMT_* variables and flags,
+    the store as an absolute path (replicas do not share this command's working directory),
+    this command's code on PYTHONPATH, and one torch thread per reserved CPU."""
     env = {key: value for key, value in environ.items() if key.startswith("NMT_")}
     env["NMT_STORE_DIR"] = str(settings.store_dir.resolve())
+    env["NMT_LOG_LEVEL"] = settings.log_level
+    if settings.registry_url is not None:
+        env["NMT_REGISTRY_URL"] = settings.registry_url
     paths = [str(CODE_ROOT), *environ.get("PYTHONPATH", "").split(os.pathsep)]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(part for part in paths if part))
     env["OMP_NUM_THREADS"] = str(max(1, int(cpus_per_replica)))
@@ -80,7 +84,7 @@ def wait_for_stop_signal() -> None:
         pass
 
 
-def serve_until_stopped(args: argparse.Namespace, settings: Settings) -> None:
+def serve_until_stopped(args: argparse.Namespace, settings: Settings) -> int:
     address = os.environ.get("RAY_ADDRESS") or None
     if address is None:  # "local": a new cluster, never one found on this machine
         ray.init(address="local", num_cpus=max(1, round(args.replicas * args.cpus_per_replica)),
@@ -102,6 +106,7 @@ def serve_until_stopped(args: argparse.Namespace, settings: Settings) -> None:
         wait_for_stop_signal()
     finally:
         _stop(local=address is None, started_serve=started_serve)
+    return 0
 
 
 def _serve_running() -> bool:
@@ -124,15 +129,8 @@ def _stop(*, local: bool, started_serve: bool) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    try:
-        settings = Settings()
-    except ValidationError as error:
-        print(f"invalid settings:\n{error}", file=sys.stderr)
-        return 2
-    logging.basicConfig(level=settings.log_level.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    serve_until_stopped(args, settings)
-    return 0
+    return start(Settings, given(args, ("store_dir", "registry_url", "log_level")),
+                 lambda settings: serve_until_stopped(args, settings))
 
 
 if __name__ == "__main__":

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from contract.backbone import BackboneConfig
 from converters.cli import main
 from converters.marian import convert_marian
 from model_store.store import Store
 from server.engine.artifacts import module_files
-from server.engine.config import BackboneConfig
 from tests.tiny import random_module
 
 REPO = Path(__file__).resolve().parents[2]

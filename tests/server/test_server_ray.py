@@ -274,5 +274,6 @@ def test_replicas_get_this_commands_settings_and_code(tmp_path: Path,
     monkeypatch.setenv("NMT_STORE_DIR", "store")
     env = replica_environment(Settings(), cpus_per_replica=2, environ=environ)
     assert env == {"NMT_STORE_DIR": str(tmp_path / "store"), "NMT_ADMIN_TOKEN": TOKEN,
+                   "NMT_LOG_LEVEL": "info",
                    "PYTHONPATH": f"{CODE_ROOT}{os.pathsep}/elsewhere", "OMP_NUM_THREADS": "2"}
     assert CODE_ROOT == REPO

@@ -29,8 +29,8 @@ from server.languages import (
     language_name,
     language_pair,
 )
-from server.runtime import Runtime
-from server.translation import DecodingRequest, Item, ItemResult
+from server.serving.runtime import Runtime
+from server.serving.translation import DecodingRequest, Item, ItemResult
 
 router = APIRouter(prefix="/libretranslate", tags=["libretranslate"],
                    route_class=LibreTranslateRoute)
