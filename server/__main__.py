@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import uvicorn
 from pydantic import ValidationError
 
 from server.app import create_app
+from server.lifecycle import serve
 from server.settings import Settings
 
 
@@ -58,8 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     logging.basicConfig(level=settings.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port,
-                log_level=settings.log_level)
+    serve(create_app(settings), settings)  # drains on SIGTERM (server/lifecycle.py)
     return 0
 
 

@@ -15,12 +15,14 @@ from server.admin import DomainAdmin
 from server.api import ROUTERS
 from server.api.errors import install_error_handlers
 from server.api.middleware import MetricsMiddleware
+from server.lifecycle import DrainMiddleware, Lifecycle
 from server.metrics import Metrics
 from server.routing.policy import RoutingPolicy
 from server.runtime import Runtime
 from server.scheduling.scheduler import EngineThread, Scheduler
 from server.settings import Settings
 from server.translation import Translator
+from server.watchdog import Watchdog
 
 DESCRIPTION = """One frozen Transformer backbone shared by hot-swappable domain modules.
 Requests name a domain, a mixture of domains, or let the classifier route them.
@@ -49,6 +51,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         runtime, scheduler, policy, limits=settings.limits, decoding=settings.decoding,
         timeout_s=settings.scheduler.request_timeout_s, metrics=metrics)
     app.state.admin = DomainAdmin(store, runtime, drain_timeout_s=settings.drain_timeout_s)
+    app.state.watchdog = Watchdog(scheduler, engine_thread, stall_s=settings.liveness_stall_s)
     poller = asyncio.create_task(runtime.poll_forever(settings.poll_interval_s),
                                  name="nmt-registry-poller")
     try:
@@ -68,7 +71,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                   lifespan=lifespan)
     app.state.settings = settings
     app.state.metrics = metrics
+    app.state.lifecycle = Lifecycle()
     install_error_handlers(app, metrics)
+    app.add_middleware(DrainMiddleware, lifecycle=app.state.lifecycle)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     for router in ROUTERS:
         app.include_router(router)

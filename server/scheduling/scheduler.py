@@ -19,6 +19,7 @@ The engine runs in one dedicated thread (`EngineThread`); the event loop only wa
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import itertools
 import logging
@@ -36,6 +37,7 @@ from server.settings import SchedulerSettings
 
 BatchRunner = Callable[[Sequence[SentenceJob], SearchOptions], list[list[Hypothesis]]]
 T = TypeVar("T")
+HEARTBEAT_S = 1.0  # the idle batching loop still beats this often
 log = logging.getLogger(__name__)
 
 
@@ -53,17 +55,39 @@ class EngineThread:
 
     def __init__(self) -> None:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nmt-engine")
+        self._busy_since: float | None = None  # monotonic start of the call running now
+        self._closed = False
 
     async def run(self, function: Callable[..., T], *args: object) -> T:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, functools.partial(function, *args))
+        return await loop.run_in_executor(self._executor, self._timed,
+                                          functools.partial(function, *args))
 
     def call(self, function: Callable[..., T], *args: object) -> T:
         """`run` for a worker thread (never the event loop, never the engine thread): waits
         for `function` to run on the engine thread and returns its result."""
-        return self._executor.submit(functools.partial(function, *args)).result()
+        return self._executor.submit(self._timed, functools.partial(function, *args)).result()
+
+    def _timed(self, call: Callable[[], T]) -> T:
+        """Runs on the engine thread: records how long the current call has been running,
+        for the liveness watchdog."""
+        self._busy_since = time.monotonic()
+        try:
+            return call()
+        finally:
+            self._busy_since = None
+
+    def busy_for(self) -> float:
+        """Seconds the current engine call has been running (0 when idle)."""
+        started = self._busy_since
+        return 0.0 if started is None else time.monotonic() - started
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     def shutdown(self) -> None:
+        self._closed = True
         self._executor.shutdown(wait=True, cancel_futures=True)
 
 
@@ -102,18 +126,39 @@ class Scheduler:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._running: list[Pending] = []  # the batch in the engine now
+        self.heartbeat = time.monotonic()  # the batching loop's last sign of life
+        self.failure: str | None = None  # why the batching loop ended, if it crashed
 
     # -- lifecycle ---------------------------------------------------------------------
     def start(self) -> None:
+        self.heartbeat = time.monotonic()
         self._task = asyncio.create_task(self._loop(), name="nmt-scheduler")
+        self._task.add_done_callback(self._on_loop_end)
+
+    def _on_loop_end(self, task: asyncio.Task[None]) -> None:
+        """The batching loop ended on its own (a bug): fail what waits at once (503) rather
+        than at its deadline; liveness reports it (see server/watchdog.py)."""
+        if task.cancelled():
+            return
+        error = task.exception()
+        self.failure = f"the batching loop crashed: {error!r}"
+        log.critical("scheduler: %s", self.failure, exc_info=error)
+        self._fail_waiting(NotReady(f"the scheduler stopped ({self.failure}); retry later"))
+
+    @property
+    def alive(self) -> bool:
+        return self._task is not None and not self._task.done()
 
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
+        self._fail_waiting(NotReady("the server is shutting down"))
+
+    def _fail_waiting(self, error: Exception) -> None:
         for item in [*self._queue.values(), *self._running]:
             if not item.future.done():
-                item.future.set_exception(NotReady("the server is shutting down"))
+                item.future.set_exception(error)
         self._queue.clear()
         self._running = []
         self._report_depth()
@@ -126,6 +171,8 @@ class Scheduler:
     def submit(self, jobs: Sequence[SentenceJob], options: SearchOptions, *,
                deadline: float) -> list[asyncio.Future[list[Hypothesis]]]:
         """Queue sentences; one future per job (cancel it to withdraw the sentence)."""
+        if self.failure is not None:
+            raise NotReady(f"the scheduler stopped ({self.failure}); retry later")
         if self._queue and len(self._queue) + len(jobs) > self.settings.max_queue:
             raise Busy(f"the request queue is full ({len(self._queue)} sentences waiting, "
                        f"limit {self.settings.max_queue}); retry later",
@@ -152,7 +199,9 @@ class Scheduler:
     # -- the batching loop -------------------------------------------------------------
     async def _loop(self) -> None:
         while True:
+            self.heartbeat = time.monotonic()
             await self._wait_for_work()
+            self.heartbeat = time.monotonic()
             batch = self._take_batch()
             if batch:
                 await self._execute(batch)
@@ -162,10 +211,12 @@ class Scheduler:
     async def _wait_for_work(self) -> None:
         """Return when the oldest sentence should run: budget full or waited long enough."""
         while True:
-            self._expire(time.monotonic())
+            self.heartbeat = time.monotonic()
+            self._expire(self.heartbeat)
             if not self._queue:
                 self._wake.clear()
-                await self._wake.wait()
+                with contextlib.suppress(TimeoutError):  # beat while idle too
+                    await asyncio.wait_for(self._wake.wait(), HEARTBEAT_S)
                 continue
             oldest = next(iter(self._queue.values()))
             remaining = oldest.enqueued + self.settings.max_wait_ms / 1000 - time.monotonic()
