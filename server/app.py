@@ -40,7 +40,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     runtime = Runtime(store, settings, metrics=metrics, engine_thread=engine_thread)
     await runtime.refresh()
     scheduler = Scheduler(runtime.run_batch, engine_thread, settings.scheduler,
-                          max_modules=settings.engine.slots_per_bank, metrics=metrics)
+                          max_modules=settings.engine.slots_per_bank, metrics=metrics,
+                          residency=runtime)
     scheduler.start()
     policy = RoutingPolicy(settings.routing, max_members=settings.engine.slots_per_bank)
     app.state.store = store

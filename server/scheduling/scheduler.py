@@ -11,7 +11,10 @@ Policy lives here, mechanism in the engine:
 - the queue is bounded (`max_queue` sentences): beyond it `submit` raises `Busy` (429);
   a request that fits an empty queue is always accepted, whatever its size;
 - every sentence has a deadline; expired or cancelled sentences (a client that gave up or
-  disconnected) leave the queue at once and are never computed.
+  disconnected) leave the queue at once and are never computed;
+- a sentence whose module was evicted from memory waits while `Residency.reload` reads it
+  back off the engine thread, then joins a later batch (once: if it was evicted again in
+  the meantime, the engine's own loader reads it inside the batch rather than starve it).
 
 The engine runs in one dedicated thread (`EngineThread`); the event loop only waits on it.
 """
@@ -24,10 +27,10 @@ import functools
 import itertools
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.engine import SentenceJob
@@ -36,6 +39,18 @@ from server.metrics import Metrics
 from server.settings import SchedulerSettings
 
 BatchRunner = Callable[[Sequence[SentenceJob], SearchOptions], list[list[Hypothesis]]]
+
+
+class Residency(Protocol):
+    """Where the scheduler learns that a module must be read back before it can run."""
+
+    def missing(self, module_ids: Iterable[str]) -> set[str]:
+        """The modules that are resident in no tier."""
+        ...
+
+    async def reload(self, module_id: str) -> None:
+        """Read the module back into memory, off the engine thread."""
+        ...
 T = TypeVar("T")
 HEARTBEAT_S = 1.0  # the idle batching loop still beats this often
 log = logging.getLogger(__name__)
@@ -101,6 +116,7 @@ class Pending:
     enqueued: float
     deadline: float
     future: asyncio.Future[list[Hypothesis]]
+    reloaded: bool = False  # its modules were read back once already
 
     @property
     def modules(self) -> set[str]:
@@ -115,8 +131,10 @@ def job_cost(job: SentenceJob, options: SearchOptions) -> int:
 class Scheduler:
     def __init__(self, runner: BatchRunner, engine_thread: EngineThread,
                  settings: SchedulerSettings, *, max_modules: int,
-                 metrics: Metrics | None = None) -> None:
+                 metrics: Metrics | None = None, residency: Residency | None = None) -> None:
         self.runner = runner
+        self.residency = residency
+        self._reloads: dict[str, asyncio.Task[None]] = {}  # module id -> its reload
         self.engine_thread = engine_thread
         self.settings = settings
         self.max_modules = max_modules
@@ -205,6 +223,10 @@ class Scheduler:
             batch = self._take_batch()
             if batch:
                 await self._execute(batch)
+            elif self._reloads:  # what waits, waits for a module: the reload wakes us
+                self._wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), HEARTBEAT_S)
             else:
                 await asyncio.sleep(0)  # let cancellation callbacks run
 
@@ -252,7 +274,7 @@ class Scheduler:
         tokens = 0
         modules: set[str] = set()
         for key, item in list(self._queue.items()):
-            if item.options != options:
+            if item.options != options or self._needs_reload(item):
                 continue
             wanted = modules | item.modules
             if batch and (tokens + item.cost > self.settings.max_batch_tokens
@@ -264,6 +286,33 @@ class Scheduler:
             del self._queue[key]
         self._report_depth()
         return batch
+
+    def _needs_reload(self, item: Pending) -> bool:
+        """True when `item` must wait for its modules to be read back (started here)."""
+        if self.residency is None or item.reloaded or not item.modules:
+            return False
+        missing = self.residency.missing(item.modules)
+        if not missing:
+            return False
+        for module_id in missing - self._reloads.keys():
+            task = asyncio.get_running_loop().create_task(self._reload(module_id))
+            self._reloads[module_id] = task
+        item.reloaded = True  # after this reload it runs, resident or not
+        return True
+
+    async def _reload(self, module_id: str) -> None:
+        assert self.residency is not None
+        try:
+            await self.residency.reload(module_id)
+        except Exception as error:  # its sentences fail (503); nothing else does
+            log.error("reloading module %s failed: %s", module_id, error)
+            for item in self._queue.values():
+                if module_id in item.modules and not item.future.done():
+                    item.future.set_exception(NotReady(
+                        f"module {module_id} could not be read back into memory: {error}"))
+        finally:
+            del self._reloads[module_id]
+            self._wake.set()
 
     async def _execute(self, batch: list[Pending]) -> None:
         live = [item for item in batch if not item.future.done()]
