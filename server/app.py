@@ -15,6 +15,7 @@ from server.admin import DomainAdmin
 from server.api import ROUTERS
 from server.api.errors import install_error_handlers
 from server.api.middleware import MetricsMiddleware
+from server.languages import LanguageDetectors
 from server.lifecycle import DrainMiddleware, Lifecycle
 from server.metrics import Metrics
 from server.routing.policy import RoutingPolicy
@@ -73,6 +74,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.metrics = metrics
     app.state.lifecycle = Lifecycle()
+    app.state.language_detectors = LanguageDetectors()
     install_error_handlers(app, metrics)
     app.add_middleware(DrainMiddleware, lifecycle=app.state.lifecycle)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
