@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO
 
+from contract.manifest import MANIFEST_FILE, is_safe_relpath
+
 from .errors import ArtifactError
 from .gunzip import BoundedGunzip
-from .manifest import MANIFEST_FILE, is_safe_relpath
 
 MAX_MEMBER_BYTES = 4 << 30
 MAX_TOTAL_BYTES = 16 << 30

@@ -10,8 +10,6 @@ from collections.abc import AsyncIterator
 
 from fastapi import FastAPI
 
-from model_store import BUILTIN_DIR, Store
-from server.admin import DomainAdmin
 from server.api import ROUTERS
 from server.api.errors import install_error_handlers
 from server.api.middleware import MetricsMiddleware
@@ -19,10 +17,12 @@ from server.languages import LanguageDetectors
 from server.lifecycle import DrainMiddleware, Lifecycle
 from server.metrics import Metrics
 from server.routing.policy import RoutingPolicy
-from server.runtime import Runtime
 from server.scheduling.scheduler import EngineThread, Scheduler
+from server.serving.admin import DomainAdmin
+from server.serving.runtime import Runtime
+from server.serving.translation import Translator
+from server.serving.watch import watch_registry
 from server.settings import Settings
-from server.translation import Translator
 from server.watchdog import Watchdog
 
 DESCRIPTION = """One frozen Transformer backbone shared by hot-swappable domain modules.
@@ -34,9 +34,7 @@ Admin endpoints need `Authorization: Bearer $NMT_ADMIN_TOKEN`. See docs/API.md."
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings: Settings = app.state.settings
     metrics: Metrics = app.state.metrics
-    store = await asyncio.to_thread(
-        Store.open, settings.store_dir, registry_url=settings.registry_url,
-        builtin_dir=BUILTIN_DIR if settings.builtin_artifacts else None)
+    store = await asyncio.to_thread(settings.open_store)
     engine_thread = EngineThread()
     runtime = Runtime(store, settings, metrics=metrics, engine_thread=engine_thread)
     await runtime.refresh()
@@ -54,7 +52,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         timeout_s=settings.scheduler.request_timeout_s, metrics=metrics)
     app.state.admin = DomainAdmin(store, runtime, drain_timeout_s=settings.drain_timeout_s)
     app.state.watchdog = Watchdog(scheduler, engine_thread, stall_s=settings.liveness_stall_s)
-    poller = asyncio.create_task(runtime.poll_forever(settings.poll_interval_s),
+    poller = asyncio.create_task(watch_registry(runtime, settings.poll_interval_s),
                                  name="nmt-registry-poller")
     try:
         yield
