@@ -16,6 +16,7 @@ from server.api.middleware import MetricsMiddleware
 from server.languages import LanguageDetectors
 from server.lifecycle import DrainMiddleware, Lifecycle
 from server.metrics import Metrics
+from server.replica import ReplicaHeaderMiddleware
 from server.routing.policy import RoutingPolicy
 from server.scheduling.scheduler import EngineThread, Scheduler
 from server.serving.admin import DomainAdmin
@@ -76,6 +77,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app, metrics)
     app.add_middleware(DrainMiddleware, lifecycle=app.state.lifecycle)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
+    app.add_middleware(ReplicaHeaderMiddleware)
     for router in ROUTERS:
         app.include_router(router)
     return app

@@ -9,6 +9,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from server.api.deps import MetricsDep, RuntimeDep
 from server.api.schemas import ErrorResponse, LiveResponse, ReadyResponse
 from server.lifecycle import Lifecycle
+from server.replica import replica_name
 from server.watchdog import Watchdog
 
 router = APIRouter(tags=["health"])
@@ -31,24 +32,29 @@ async def live(request: Request) -> LiveResponse | JSONResponse:
 @router.get("/health/ready", response_model=ReadyResponse,
             responses={503: {"model": ErrorResponse, "description": "not ready (see checks)"}})
 async def ready(request: Request, runtime: RuntimeDep) -> ReadyResponse | JSONResponse:
-    """Ready when the backbone, the classifier (if one is active) and every active domain
-    module are loaded and the server is not draining for shutdown; 503 otherwise. `checks`
-    says what is loaded (or absent, or failed)."""
+    """Ready when the backbone is loaded and the server is not draining for shutdown; 503
+    otherwise. Damage stays local: a broken domain or classifier is listed in `checks`, not
+    fatal. `checks` says what is loaded (or absent, or failed, or broken); `replica` and
+    `registry_revision` say which process answered and how far it has applied the
+    registry's changes (replicas converge on the same revision)."""
     is_ready, checks = runtime.readiness()
+    replica, revision = replica_name(), runtime.seen_event
     lifecycle: Lifecycle = request.app.state.lifecycle
     if lifecycle.draining:
         checks["draining"] = "shutting down: finishing in-flight requests, taking no new ones"
         return JSONResponse({"error": {"code": "not_ready", "message": (
-            "not ready: the server is shutting down (see checks)")}, "checks": checks},
-            status_code=503)
+            "not ready: the server is shutting down (see checks)")}, "replica": replica,
+            "registry_revision": revision, "checks": checks}, status_code=503)
     if is_ready:
-        return ReadyResponse(status="ready", checks=checks)
+        return ReadyResponse(status="ready", replica=replica, registry_revision=revision,
+                             checks=checks)
     failed = [name for name, value in checks.items()
               if isinstance(value, str) and value.startswith("failed")]
     failed += [f"module {name}" for name, value in checks["modules"].items()
                if "failed" in value and not value.startswith("loaded")]
     message = "not ready: " + (", ".join(failed) or "loading") + " (see checks)"
-    return JSONResponse({"error": {"code": "not_ready", "message": message}, "checks": checks},
+    return JSONResponse({"error": {"code": "not_ready", "message": message},
+                         "replica": replica, "registry_revision": revision, "checks": checks},
                         status_code=503)
 
 

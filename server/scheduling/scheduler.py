@@ -165,6 +165,7 @@ class Scheduler:
 
     @property
     def alive(self) -> bool:
+        """Started and its loop still runs (a health check of the replica)."""
         return self._task is not None and not self._task.done()
 
     async def stop(self) -> None:
