@@ -53,6 +53,21 @@ def test_import_marian_publishes_the_converted_backbone(
     assert loaded.manifest.provenance["format"] == "huggingface-marian"
 
 
+def test_import_records_the_languages(marian_dir: Path, tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    store = tmp_path / "store"
+    code, _, err = run(["import-marian", str(marian_dir), "--store", str(store),
+                        "--name", "opus-tiny", "--languages", "en-de"], capsys)
+    assert (code, err) == (0, "")
+    with Store.open(store) as opened:
+        provenance = opened.load("backbone", "opus-tiny", 1).manifest.provenance
+    assert provenance["languages"] == {"source": "en", "target": "de"}
+    with pytest.raises(SystemExit):
+        main(["import-marian", str(marian_dir), "--store", str(store), "--name", "x",
+              "--languages", "english-german"])
+    assert "is not SRC-TGT with two ISO 639-1 codes" in capsys.readouterr().err
+
+
 def test_export_ct2_from_the_store(marian_dir: Path, tmp_path: Path,
                                    capsys: pytest.CaptureFixture[str]) -> None:
     import_marian(tmp_path / "store", marian_dir, capsys)
