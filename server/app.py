@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from fastapi import FastAPI
 
 from model_store import BUILTIN_DIR, Store
+from model_store.notify import change_waiter
 from server.admin import DomainAdmin
 from server.api import ROUTERS
 from server.api.errors import install_error_handlers
@@ -49,13 +50,16 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         runtime, scheduler, policy, limits=settings.limits, decoding=settings.decoding,
         timeout_s=settings.scheduler.request_timeout_s, metrics=metrics)
     app.state.admin = DomainAdmin(store, runtime, drain_timeout_s=settings.drain_timeout_s)
-    poller = asyncio.create_task(runtime.poll_forever(settings.poll_interval_s),
-                                 name="nmt-registry-poller")
+    changes = change_waiter(store.registry.url)
+    poller = asyncio.create_task(
+        runtime.poll_forever(settings.poll_interval_s, changes=changes),
+        name="nmt-registry-poller")
     try:
         yield
     finally:
         poller.cancel()
         await asyncio.gather(poller, return_exceptions=True)
+        await changes.close()
         await scheduler.stop()
         await asyncio.to_thread(engine_thread.shutdown)
         store.close()

@@ -8,7 +8,8 @@
   engine as `"<domain>@<version>"` and copied into a device slot right away (on the engine
   thread), so the first request that uses it is fast. A new classifier version is loaded
   the same way. Then the new state replaces the old one in one assignment.
-- `poll_forever()` calls `refresh()` whenever `registry.latest_event_id()` changes.
+- `poll_forever()` calls `refresh()` whenever `registry.latest_event_id()` changes; on
+  PostgreSQL a NOTIFY listener wakes it at once, else it checks every poll interval.
 - Requests `hold()` the module ids of the state they were routed with and `release()`
   them when done. A version that left the state is *retired*: it stays in the engine until
   no request holds it, then it is removed. Old and new versions therefore coexist while
@@ -30,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from model_store import LoadedArtifact, Manifest, Store, StoreError
+from model_store.notify import ChangeWaiter, SleepingWaiter
 from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.artifacts import build_engine, module_params
 from server.engine.engine import Engine, EngineOptions, SentenceJob
@@ -293,10 +295,13 @@ class Runtime:
         """The scheduler's batch runner (called on the engine thread)."""
         return self._engine().translate(jobs, options)
 
-    async def poll_forever(self, interval: float) -> None:
-        """Reload whenever the registry's change counter moves."""
+    async def poll_forever(self, interval: float, *,
+                           changes: ChangeWaiter | None = None) -> None:
+        """Reload whenever the registry's change counter moves: checked every `interval`,
+        and at once when `changes` announces one (PostgreSQL's NOTIFY)."""
+        changes = changes or SleepingWaiter()
         while True:
-            await asyncio.sleep(interval)
+            await changes.wait(interval)
             try:
                 latest = await asyncio.to_thread(self.store.registry.latest_event_id)
                 if latest != self.seen_event:
