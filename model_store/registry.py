@@ -121,6 +121,11 @@ class Registry:
             self._engine.dispose()
             raise
 
+    @property
+    def engine(self) -> Engine:
+        """The SQLAlchemy engine (for tools that move rows wholesale; see transfer.py)."""
+        return self._engine
+
     def close(self) -> None:
         self._engine.dispose()
 
