@@ -13,7 +13,8 @@ import logging
 from typing import Protocol
 
 import psycopg
-from sqlalchemy.engine import make_url
+
+from .database import registry_url
 
 log = logging.getLogger(__name__)
 
@@ -81,11 +82,12 @@ class PostgresListener:
 
 def libpq_conninfo(url: str) -> str:
     """The libpq URI of a SQLAlchemy PostgreSQL URL (`postgresql+psycopg://...`)."""
-    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    parsed = registry_url(url).set(drivername="postgresql")
+    return parsed.render_as_string(hide_password=False)
 
 
 def change_waiter(url: str) -> ChangeWaiter:
     """The waiter that fits a registry URL."""
-    if make_url(url).get_backend_name() == "postgresql":
+    if registry_url(url).get_backend_name() == "postgresql":
         return PostgresListener(libpq_conninfo(url))
     return SleepingWaiter()

@@ -24,20 +24,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import (
-    Connection,
-    Engine,
-    create_engine,
-    event,
-    func,
-    insert,
-    select,
-    update,
-)
+from sqlalchemy import Connection, Engine, func, insert, select, update
 from sqlalchemy import delete as sql_delete
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.pool import ConnectionPoolEntry, StaticPool
 
+from .database import WRITE_OPTION, make_engine
 from .errors import ConflictError, NotFoundError
 from .hashing import canonical_json
 from .jobs import Job, JobState, JobUpdate, job_from_row
@@ -46,10 +37,8 @@ from .notify import CHANNEL
 from .schema import upgrade_schema
 from .tables import active, artifacts, events, jobs
 
-SQLITE_BUSY_TIMEOUT_MS = 30_000
 RUNNING_STATES: tuple[JobState, ...] = ("running", "evaluating")
 UNFINISHED_STATES: tuple[JobState, ...] = ("queued", *RUNNING_STATES)
-_WRITE = "model_store_write"
 # Serializes PostgreSQL transactions that write events or check before they write.
 WRITE_LOCK_KEY = 0x6E6D_7472_6567_7772  # "nmtregwr"
 
@@ -79,32 +68,6 @@ class Event:
 
 def _now() -> datetime:
     return datetime.now(UTC)
-
-
-def make_engine(url: str) -> Engine:
-    """An engine for `url`; SQLite gets WAL, a busy timeout and explicit BEGINs."""
-    if not url.startswith("sqlite"):
-        return create_engine(url, pool_pre_ping=True)
-    memory = url in ("sqlite://", "sqlite:///:memory:")
-    # One shared connection for in-memory databases, else each connection sees its own.
-    engine = create_engine(url, poolclass=StaticPool) if memory else create_engine(url)
-
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
-        # Take BEGIN away from the sqlite3 module; _on_begin emits it (SQLAlchemy's recipe).
-        dbapi_connection.isolation_level = None
-        cursor = dbapi_connection.cursor()
-        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
-        if not memory:
-            cursor.execute("PRAGMA journal_mode = WAL")
-        cursor.close()
-
-    @event.listens_for(engine, "begin")
-    def _on_begin(conn: Connection) -> None:
-        immediate = conn.get_execution_options().get(_WRITE, False)
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
-
-    return engine
 
 
 class Registry:
@@ -139,7 +102,7 @@ class Registry:
         """A write transaction; `serial`: one at a time across processes (SQLite's
         BEGIN IMMEDIATE always is; PostgreSQL takes the registry's advisory lock)."""
         with self._engine.connect() as conn:
-            conn = conn.execution_options(**{_WRITE: True})
+            conn = conn.execution_options(**{WRITE_OPTION: True})
             with conn.begin():
                 if serial and self.dialect == "postgresql":
                     conn.execute(select(func.pg_advisory_xact_lock(WRITE_LOCK_KEY)))

@@ -4,6 +4,7 @@ empty database, by several processes at once, and the migrated schema equals tab
 from __future__ import annotations
 
 import multiprocessing
+import re
 import shutil
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Barrier
@@ -15,6 +16,7 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine, text
 
 from model_store import Registry, Store, StoreError
+from model_store.database import registry_url as parse_registry_url
 from model_store.schema import BASELINE_REVISION, head_revision, script_directory
 from model_store.tables import metadata
 
@@ -113,3 +115,22 @@ def test_processes_starting_at_once_upgrade_the_schema_once(registry_url: str) -
     assert [p.exitcode for p in workers] == [0, 0, 0]
     assert seen == [0, 0, 0]
     assert revision_of(registry_url) == head_revision()
+
+
+@pytest.mark.parametrize(("url", "expected"), [
+    ("sqlite:///var/store/registry.sqlite", "sqlite:///var/store/registry.sqlite"),
+    ("postgresql+psycopg://nmt:pw@db:5432/nmt", "postgresql+psycopg://nmt:pw@db:5432/nmt"),
+    ("postgresql://nmt:pw@db/nmt", "postgresql+psycopg://nmt:pw@db/nmt"),  # the driver we ship
+])
+def test_registry_urls_name_a_supported_database(url: str, expected: str) -> None:
+    assert parse_registry_url(url).render_as_string(hide_password=False) == expected
+
+
+@pytest.mark.parametrize(("url", "problem"), [
+    ("mysql://db/nmt", "scheme 'mysql' is not supported; use sqlite:///PATH or postgresql"),
+    ("postgresql+asyncpg://db/nmt", "scheme 'postgresql+asyncpg' is not supported"),
+    ("registry.sqlite", "'registry.sqlite' is not a database URL"),
+])
+def test_other_registry_urls_are_refused_with_what_is_supported(url: str, problem: str) -> None:
+    with pytest.raises(StoreError, match=re.escape(problem)):
+        Registry(url)
