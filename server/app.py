@@ -16,6 +16,7 @@ from server.admin import DomainAdmin
 from server.api import ROUTERS
 from server.api.errors import install_error_handlers
 from server.api.middleware import MetricsMiddleware
+from server.languages import LanguageDetectors
 from server.metrics import Metrics
 from server.routing.policy import RoutingPolicy
 from server.runtime import Runtime
@@ -72,6 +73,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                   lifespan=lifespan)
     app.state.settings = settings
     app.state.metrics = metrics
+    app.state.language_detectors = LanguageDetectors()
     install_error_handlers(app, metrics)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     for router in ROUTERS:
