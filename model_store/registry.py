@@ -28,11 +28,12 @@ from sqlalchemy import Connection, Engine, func, insert, select, update
 from sqlalchemy import delete as sql_delete
 from sqlalchemy.exc import IntegrityError
 
+from contract.manifest import ArtifactKind, Manifest
+
 from .database import WRITE_OPTION, make_engine
 from .errors import ConflictError, NotFoundError
 from .hashing import canonical_json
 from .jobs import Job, JobState, JobUpdate, job_from_row
-from .manifest import ArtifactKind, Manifest
 from .notify import CHANNEL
 from .schema import upgrade_schema
 from .tables import active, artifacts, events, jobs

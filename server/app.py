@@ -1,6 +1,7 @@
 """`create_app(settings)`: the FastAPI application. The lifespan builds the store, the
 runtime (engine + served modules + classifier), the scheduler, the translator and the
-registry poller, and puts them on `app.state`; routes reach them through `api/deps.py`."""
+registry poller (woken by NOTIFY where the registry is PostgreSQL), and puts them on
+`app.state`; routes reach them through `api/deps.py`."""
 
 from __future__ import annotations
 
@@ -10,19 +11,19 @@ from collections.abc import AsyncIterator
 
 from fastapi import FastAPI
 
-from model_store import BUILTIN_DIR, Store
 from model_store.notify import change_waiter
-from server.admin import DomainAdmin
 from server.api import ROUTERS
 from server.api.errors import install_error_handlers
 from server.api.middleware import MetricsMiddleware
 from server.languages import LanguageDetectors
 from server.metrics import Metrics
 from server.routing.policy import RoutingPolicy
-from server.runtime import Runtime
 from server.scheduling.scheduler import EngineThread, Scheduler
+from server.serving.admin import DomainAdmin
+from server.serving.runtime import Runtime
+from server.serving.translation import Translator
+from server.serving.watch import watch_registry
 from server.settings import Settings
-from server.translation import Translator
 
 DESCRIPTION = """One frozen Transformer backbone shared by hot-swappable domain modules.
 Requests name a domain, a mixture of domains, or let the classifier route them.
@@ -33,9 +34,7 @@ Admin endpoints need `Authorization: Bearer $NMT_ADMIN_TOKEN`. See docs/API.md."
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings: Settings = app.state.settings
     metrics: Metrics = app.state.metrics
-    store = await asyncio.to_thread(
-        Store.open, settings.store_dir, registry_url=settings.registry_url,
-        builtin_dir=BUILTIN_DIR if settings.builtin_artifacts else None)
+    store = await asyncio.to_thread(settings.open_store)
     engine_thread = EngineThread()
     runtime = Runtime(store, settings, metrics=metrics, engine_thread=engine_thread)
     await runtime.refresh()
@@ -53,7 +52,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.admin = DomainAdmin(store, runtime, drain_timeout_s=settings.drain_timeout_s)
     changes = change_waiter(store.registry.url)
     poller = asyncio.create_task(
-        runtime.poll_forever(settings.poll_interval_s, changes=changes),
+        watch_registry(runtime, settings.poll_interval_s, changes=changes),
         name="nmt-registry-poller")
     try:
         yield
