@@ -17,6 +17,7 @@ from server.api.errors import install_error_handlers
 from server.api.middleware import MetricsMiddleware
 from server.languages import LanguageDetectors
 from server.metrics import Metrics
+from server.replica import ReplicaHeaderMiddleware
 from server.routing.policy import RoutingPolicy
 from server.scheduling.scheduler import EngineThread, Scheduler
 from server.serving.admin import DomainAdmin
@@ -75,6 +76,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.language_detectors = LanguageDetectors()
     install_error_handlers(app, metrics)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
+    app.add_middleware(ReplicaHeaderMiddleware)
     for router in ROUTERS:
         app.include_router(router)
     return app
