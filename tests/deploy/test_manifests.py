@@ -187,3 +187,20 @@ def test_postgres_statefulset_sits_behind_its_headless_service() -> None:
     # The server Service must not pick up the database pods, nor the other way round.
     server = _resources()[("Service", "nmt-server")]
     assert not server["spec"]["selector"].items() <= labels.items()
+
+
+def test_server_termination_covers_the_prestop_sleep_and_the_drain() -> None:
+    """SIGTERM comes after the preStop sleep; the server then drains for up to
+    NMT_SHUTDOWN_DRAIN_S (server/lifecycle.py); Kubernetes kills it at the grace period."""
+    from server.settings import Settings
+
+    server = _container("nmt-server")
+    sleep = server["lifecycle"]["preStop"]["sleep"]["seconds"]
+    drain = float(_env(server).get("NMT_SHUTDOWN_DRAIN_S",
+                                   Settings.model_fields["shutdown_drain_s"].default))
+    grace = _pod_spec("Deployment", "nmt-server")["terminationGracePeriodSeconds"]
+    assert sleep >= 1
+    assert grace >= sleep + drain + 10, (grace, sleep, drain)
+    stall = float(_env(server)["NMT_LIVENESS_STALL_S"])
+    probe = server["livenessProbe"]
+    assert stall >= probe["periodSeconds"]  # the watchdog bound, not the probe, decides
