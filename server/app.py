@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from collections.abc import AsyncIterator
 
 from fastapi import FastAPI
@@ -13,6 +14,7 @@ from fastapi import FastAPI
 from model_store import BUILTIN_DIR, Store
 from server.admin import DomainAdmin
 from server.api import ROUTERS
+from server.api.body_limit import BodyLimitMiddleware
 from server.api.errors import install_error_handlers
 from server.api.middleware import MetricsMiddleware
 from server.metrics import Metrics
@@ -57,8 +59,17 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         poller.cancel()
         await asyncio.gather(poller, return_exceptions=True)
         await scheduler.stop()
+        app.state.translator.preparation.close()
         await asyncio.to_thread(engine_thread.shutdown)
         store.close()
+
+
+UPLOAD_PATH = re.compile(r"/admin/domains(/[^/]+/versions)?")
+
+
+def streams_own_upload(method: str, path: str) -> bool:
+    """Module and domain uploads stream their bodies under their own byte limits."""
+    return method == "POST" and UPLOAD_PATH.fullmatch(path) is not None
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -69,7 +80,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.metrics = metrics
     install_error_handlers(app, metrics)
-    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    app.add_middleware(BodyLimitMiddleware, limit=settings.limits.max_body_bytes,
+                       streams_itself=streams_own_upload, metrics=metrics)
+    app.add_middleware(MetricsMiddleware, metrics=metrics)  # outermost: counts the 413s too
     for router in ROUTERS:
         app.include_router(router)
     return app

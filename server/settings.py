@@ -14,6 +14,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+# Hard bounds of the request schemas (server/api/schemas.py): the limits below may be set
+# lower, never higher, so the OpenAPI schema states exactly what validation accepts.
+MAX_TEXT_CHARS = 1_000_000
+MAX_BATCH_ITEMS = 1024
 LogLevel = Literal["critical", "error", "warning", "info", "debug"]
 EnsembleWeights = Literal["soft", "uniform", "fixed"]
 
@@ -38,10 +42,23 @@ class EngineSettings(BaseModel):
 class LimitSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    max_text_chars: int = Field(10_000, ge=1, description="characters per text (413 above)")
-    max_batch_items: int = Field(64, ge=1, description="items per /translate/batch request")
+    max_body_bytes: int = Field(
+        2 * 1024 * 1024, ge=1024, le=1 << 30,
+        description="bytes of a request body, uploads aside (413 while it streams)")
+    max_text_chars: int = Field(10_000, ge=1, le=MAX_TEXT_CHARS,
+                                description="characters per text (413 above)")
+    max_batch_items: int = Field(64, ge=1, le=MAX_BATCH_ITEMS,
+                                 description="items per /translate/batch request")
     max_request_chars: int = Field(
         100_000, ge=1, description="characters of all texts of one request together")
+    max_request_sentences: int = Field(
+        1000, ge=1, description="sentences of one request after splitting (413 above)")
+    max_request_tokens: int = Field(
+        40_000, ge=1, description="source tokens of one request after tokenizing (413 above)")
+    max_preparing_chars: int = Field(
+        400_000, ge=1,
+        description="characters being routed, split and tokenized at once, all requests "
+                    "together; beyond it requests get 429")
     max_upload_bytes: int = Field(
         2 << 30, ge=1, description="size of an uploaded module artifact (tar.gz)")
     max_domain_upload_bytes: int = Field(
