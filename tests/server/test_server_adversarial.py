@@ -55,9 +55,10 @@ def test_a_chunked_body_over_the_limit_is_413(guarded: TestClient) -> None:
 
 
 def test_a_lying_content_length_is_cut_at_the_limit() -> None:
-    """The body says 10 bytes and never ends: refused after about `limit` bytes were read,
-    and the app never ran."""
+    """The body says 10 bytes and never ends: refused once `limit` bytes were read, the
+    app never ran, and the rest is dropped for at most `linger_bytes`."""
     reads = 0
+    reads_when_answered = 0
     sent: list[Message] = []
 
     async def endless() -> Message:
@@ -66,19 +67,25 @@ def test_a_lying_content_length_is_cut_at_the_limit() -> None:
         return {"type": "http.request", "body": b"x" * 1000, "more_body": True}
 
     async def record(message: Message) -> None:
+        nonlocal reads_when_answered
+        if message["type"] == "http.response.start":
+            reads_when_answered = reads
         sent.append(message)
 
     async def app(_scope: Scope, _receive: Receive, _send: Send) -> None:
         raise AssertionError("the app must not see an oversized body")
 
     middleware = BodyLimitMiddleware(app, limit=LIMIT, metrics=Metrics(),
-                                     streams_itself=lambda _method, _path: False)
+                                     streams_itself=lambda _method, _path: False,
+                                     linger_bytes=20_000)
     scope = {"type": "http", "method": "POST", "path": "/translate",
              "headers": [(b"content-length", b"10")]}
     asyncio.run(middleware(scope, endless, record))
     assert sent[0]["status"] == 413
-    assert reads == LIMIT // 1000 + 1
+    assert reads_when_answered == LIMIT // 1000 + 1
     assert json.loads(sent[1]["body"])["error"]["code"] == "too_large"
+    assert sent[-1] == {"type": "http.response.body", "body": b""}  # then the close
+    assert reads == reads_when_answered + 21  # lingered on 21,000 more bytes, no more
 
 
 def test_a_body_within_the_limit_passes_unchanged(guarded: TestClient) -> None:

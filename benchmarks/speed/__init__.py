@@ -1,0 +1,1 @@
+"""Speed benchmarks (issue #18 moves the others here)."""
