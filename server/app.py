@@ -17,6 +17,7 @@ from server.api import ROUTERS
 from server.api.body_limit import BodyLimitMiddleware
 from server.api.errors import install_error_handlers
 from server.api.middleware import MetricsMiddleware
+from server.languages import LanguageDetectors
 from server.metrics import Metrics
 from server.routing.policy import RoutingPolicy
 from server.runtime import Runtime
@@ -79,6 +80,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                   lifespan=lifespan)
     app.state.settings = settings
     app.state.metrics = metrics
+    app.state.language_detectors = LanguageDetectors()
     install_error_handlers(app, metrics)
     app.add_middleware(BodyLimitMiddleware, limit=settings.limits.max_body_bytes,
                        streams_itself=streams_own_upload, metrics=metrics)

@@ -233,7 +233,9 @@ def _backbone_provenance(progress: dict[str, Any]) -> dict[str, Any]:
             "target_tokens": progress["target_tokens"],
             "train_seconds": round(progress["elapsed_s"], 1),
             # where the training batches stopped: a warm start reads on from there
-            "epoch": progress["epoch"], "batch_in_epoch": progress["batch_in_epoch"]}
+            "epoch": progress["epoch"], "batch_in_epoch": progress["batch_in_epoch"],
+            # what the LibreTranslate API lists (server/languages.py)
+            "languages": {"source": "en", "target": "fr"}}
 
 
 def _active_with(store: Store, kind: ArtifactKind, name: str,
