@@ -1,5 +1,5 @@
 """`python -m server [--host H] [--port P] [--store-dir DIR] [--registry-url URL]
-[--backbone NAME] [--device D] [--int8] [--log-level L]`
+[--backbone NAME] [--device D] [--int8] [--admin-port P] [--log-level L]`
 
 Flags override the NMT_* environment (docs/API.md lists every setting); the admin token
 is read from the environment only (NMT_ADMIN_TOKEN).
@@ -14,10 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import uvicorn
 from pydantic import ValidationError
 
-from server.app import create_app
+from server import listeners
 from server.settings import Settings
 
 
@@ -32,6 +31,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--device", help="torch device: cpu, cuda, cuda:1 (NMT_ENGINE__DEVICE)")
     parser.add_argument("--int8", action="store_true", default=None,
                         help="int8 dynamic quantization on CPU (NMT_ENGINE__INT8)")
+    parser.add_argument("--admin-port", type=int,
+                        help="serve /admin on this port only (NMT_ADMIN_PORT)")
     parser.add_argument("--log-level", choices=["critical", "error", "warning", "info", "debug"],
                         help="logging level (NMT_LOG_LEVEL)")
     return parser.parse_args(argv)
@@ -40,7 +41,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def overrides(args: argparse.Namespace) -> dict[str, Any]:
     """Only the flags that were given: the environment supplies the rest."""
     values: dict[str, Any] = {key: getattr(args, key) for key in (
-        "host", "port", "store_dir", "registry_url", "backbone", "log_level")
+        "host", "port", "store_dir", "registry_url", "backbone", "log_level", "admin_port")
         if getattr(args, key) is not None}
     engine = {key: getattr(args, key) for key in ("device", "int8")
               if getattr(args, key) is not None}
@@ -58,8 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     logging.basicConfig(level=settings.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port,
-                log_level=settings.log_level)
+    listeners.run(settings)
     return 0
 
 

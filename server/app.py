@@ -12,8 +12,9 @@ from collections.abc import AsyncIterator
 from fastapi import FastAPI
 
 from model_store import BUILTIN_DIR, Store
+from server.access import AccessGuard
 from server.admin import DomainAdmin
-from server.api import ROUTERS
+from server.api import ADMIN_ROUTERS, PUBLIC_ROUTERS
 from server.api.body_limit import BodyLimitMiddleware
 from server.api.errors import install_error_handlers
 from server.api.middleware import MetricsMiddleware
@@ -45,6 +46,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     scheduler.start()
     policy = RoutingPolicy(settings.routing, max_members=settings.engine.slots_per_bank)
     app.state.store = store
+    app.state.access = AccessGuard(store.registry, settings.access, metrics=metrics)
     app.state.runtime = runtime
     app.state.scheduler = scheduler
     app.state.engine_thread = engine_thread
@@ -85,6 +87,23 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BodyLimitMiddleware, limit=settings.limits.max_body_bytes,
                        streams_itself=streams_own_upload, metrics=metrics)
     app.add_middleware(MetricsMiddleware, metrics=metrics)  # outermost: counts the 413s too
-    for router in ROUTERS:
+    separate_admin = settings.admin_port is not None
+    for router in PUBLIC_ROUTERS if separate_admin else [*PUBLIC_ROUTERS, *ADMIN_ROUTERS]:
         app.include_router(router)
     return app
+
+
+def create_admin_app(app: FastAPI) -> FastAPI:
+    """The admin listener's app (`NMT_ADMIN_PORT`): the /admin routes over the main app's
+    state (store, runtime, metrics), which the main app's lifespan builds; it has no
+    lifespan of its own and is served only once the main app has started."""
+    settings: Settings = app.state.settings
+    admin = FastAPI(title="nmt-server admin", version="0.1.0", description=DESCRIPTION)
+    admin.state = app.state
+    install_error_handlers(admin, app.state.metrics)
+    admin.add_middleware(BodyLimitMiddleware, limit=settings.limits.max_body_bytes,
+                         streams_itself=streams_own_upload, metrics=app.state.metrics)
+    admin.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
+    for router in ADMIN_ROUTERS:
+        admin.include_router(router)
+    return admin

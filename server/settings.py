@@ -101,6 +101,23 @@ class SchedulerSettings(BaseModel):
     retry_after_s: int = Field(1, ge=0, description="Retry-After of a 429 answer, seconds")
 
 
+class AccessSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    api_keys: bool = Field(
+        False, description="require an API key (X-API-Key) on the public endpoints; keys "
+                           "are managed under /admin/keys")
+    requests_per_minute: int = Field(
+        60, ge=1, le=1_000_000, description="a key's requests per minute, unless the key "
+                                            "sets its own (429 beyond)")
+    chars_per_minute: int = Field(
+        100_000, ge=1, le=1_000_000_000,
+        description="a key's characters per minute, unless the key sets its own (429)")
+    cache_s: float = Field(
+        5.0, ge=0, le=3600, description="how long a looked-up key is trusted; a revocation "
+                                        "reaches other replicas within this time")
+
+
 class RoutingSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -148,17 +165,25 @@ class Settings(BaseSettings):
         1.0, gt=0, description="how often the registry is polled for activations")
     drain_timeout_s: float = Field(
         60.0, gt=0, description="DELETE /admin/domains waits this long for in-flight work")
+    admin_port: int | None = Field(
+        None, ge=1, le=65535,
+        description="serve /admin on this port only (a separate listener, like "
+                    "TorchServe's management API); unset: /admin is on the main port")
+    admin_host: str = Field("127.0.0.1", description="address of the admin listener")
     engine: EngineSettings = Field(default_factory=EngineSettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
     decoding: DecodingSettings = Field(default_factory=DecodingSettings)
     scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
     routing: RoutingSettings = Field(default_factory=RoutingSettings)
+    access: AccessSettings = Field(default_factory=AccessSettings)
 
     @model_validator(mode="after")
     def _ensemble_fits_slots(self) -> Settings:
         if self.routing.top_k > self.engine.slots_per_bank:
             raise ValueError(f"routing.top_k ({self.routing.top_k}) exceeds "
                              f"engine.slots_per_bank ({self.engine.slots_per_bank})")
+        if self.admin_port is not None and self.admin_port == self.port:
+            raise ValueError(f"admin_port ({self.admin_port}) must differ from port")
         return self
 
     def admin_secret(self) -> str | None:
