@@ -175,7 +175,9 @@ class Settings(BaseSettings):
     decoding: DecodingSettings = Field(default_factory=DecodingSettings)
     scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
     routing: RoutingSettings = Field(default_factory=RoutingSettings)
-    access: AccessSettings = Field(default_factory=AccessSettings)
+    access: AccessSettings = Field(
+        default_factory=AccessSettings,
+        description="API keys and per-key rate limits of the public endpoints (off by default)")
 
     @model_validator(mode="after")
     def _ensemble_fits_slots(self) -> Settings:
