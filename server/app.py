@@ -11,9 +11,7 @@ from collections.abc import AsyncIterator
 
 from fastapi import FastAPI
 
-from model_store import BUILTIN_DIR, Store
 from server.access import AccessGuard
-from server.admin import DomainAdmin
 from server.api import ADMIN_ROUTERS, PUBLIC_ROUTERS
 from server.api.body_limit import BodyLimitMiddleware
 from server.api.errors import install_error_handlers
@@ -21,10 +19,12 @@ from server.api.middleware import MetricsMiddleware
 from server.languages import LanguageDetectors
 from server.metrics import Metrics
 from server.routing.policy import RoutingPolicy
-from server.runtime import Runtime
 from server.scheduling.scheduler import EngineThread, Scheduler
+from server.serving.admin import DomainAdmin
+from server.serving.runtime import Runtime
+from server.serving.translation import Translator
+from server.serving.watch import watch_registry
 from server.settings import Settings
-from server.translation import Translator
 
 DESCRIPTION = """One frozen Transformer backbone shared by hot-swappable domain modules.
 Requests name a domain, a mixture of domains, or let the classifier route them.
@@ -35,9 +35,7 @@ Admin endpoints need `Authorization: Bearer $NMT_ADMIN_TOKEN`. See docs/API.md."
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings: Settings = app.state.settings
     metrics: Metrics = app.state.metrics
-    store = await asyncio.to_thread(
-        Store.open, settings.store_dir, registry_url=settings.registry_url,
-        builtin_dir=BUILTIN_DIR if settings.builtin_artifacts else None)
+    store = await asyncio.to_thread(settings.open_store)
     engine_thread = EngineThread()
     runtime = Runtime(store, settings, metrics=metrics, engine_thread=engine_thread)
     await runtime.refresh()
@@ -54,7 +52,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         runtime, scheduler, policy, limits=settings.limits, decoding=settings.decoding,
         timeout_s=settings.scheduler.request_timeout_s, metrics=metrics)
     app.state.admin = DomainAdmin(store, runtime, drain_timeout_s=settings.drain_timeout_s)
-    poller = asyncio.create_task(runtime.poll_forever(settings.poll_interval_s),
+    poller = asyncio.create_task(watch_registry(runtime, settings.poll_interval_s),
                                  name="nmt-registry-poller")
     try:
         yield

@@ -1,1 +1,4 @@
-"""Speed benchmarks (issue #18 moves the others here)."""
+"""Speed benchmarks: `engine_speed` (the engine against CTranslate2 / Marian-style peers),
+`serve_load` (the HTTP server under load), `hot_add` (a new domain, upload to served),
+`adversarial` (a polite client beside misbehaving ones). The other modules are their
+helpers."""

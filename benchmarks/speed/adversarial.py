@@ -42,9 +42,9 @@ from typing import Any
 import httpx
 
 from benchmarks.speed.adversaries import ADVERSARIES, Adversary, Outcome, bulk_batch
-from benchmarks.speed_data import read_test_sets
-from benchmarks.speed_server import live_server
-from benchmarks.speed_store import StoreSpec, seed_default_store, seed_tiny_store
+from benchmarks.speed.data import read_test_sets
+from benchmarks.speed.server import live_server
+from benchmarks.speed.store import StoreSpec, seed_default_store, seed_tiny_store
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
 POLITE_DOMAINS = ("medical", "law", "it")

@@ -10,12 +10,12 @@ from fastapi import Depends, Request
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from server.access import AccessGuard
-from server.admin import DomainAdmin
 from server.errors import Forbidden, Unauthorized
 from server.metrics import Metrics
-from server.runtime import Runtime
+from server.serving.admin import DomainAdmin
+from server.serving.runtime import Runtime
+from server.serving.translation import Translator
 from server.settings import Settings
-from server.translation import Translator
 
 bearer = HTTPBearer(auto_error=False, description="NMT_ADMIN_TOKEN")
 api_key_header = APIKeyHeader(name="X-API-Key", auto_error=False,

@@ -25,7 +25,7 @@ from server.api.schemas import (
     TranslateRequest,
     TranslateResponse,
 )
-from server.translation import DecodingRequest, Item, ItemResult
+from server.serving.translation import DecodingRequest, Item, ItemResult
 
 T = TypeVar("T")
 router = APIRouter(tags=["translation"])

@@ -122,6 +122,13 @@ def test_auto_detects_the_source(lt: LibreTranslate) -> None:
     assert [d.language for d in batch.detected_language] == ["en", "en"]
 
 
+def test_auto_with_nothing_to_detect(lt: LibreTranslate) -> None:
+    result = lt.translate(["", " "], "auto", "fr")
+    assert result.translated_text == ["", " "]
+    assert isinstance(result.detected_language, list)
+    assert [(d.language, d.confidence) for d in result.detected_language] == [("en", 0.0)] * 2
+
+
 def test_auto_refuses_a_text_in_a_language_the_backbone_does_not_translate(
         lt: LibreTranslate) -> None:
     with pytest.raises(BadRequestError) as refused:
@@ -298,3 +305,18 @@ def test_native_errors_in_libretranslate_shape(error: Exception, status: int, me
                                                headers: dict[str, str] | None) -> None:
     mapped = to_libretranslate(error)
     assert (mapped.status, mapped.message, mapped.headers) == (status, message, headers)
+
+
+def test_browsers_may_call_it_cross_origin(http: httpx.Client) -> None:
+    preflight = http.options("/libretranslate/translate", headers={
+        "Origin": "https://example.org", "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "content-type"})
+    assert preflight.status_code == 204
+    assert preflight.headers["access-control-allow-origin"] == "*"
+    assert "POST" in preflight.headers["access-control-allow-methods"]
+    assert "Content-Type" in preflight.headers["access-control-allow-headers"]
+    for response in (http.get("/libretranslate/languages"),
+                     http.post("/libretranslate/translate", json={"q": "Hi."})):
+        assert response.headers["access-control-allow-origin"] == "*"
+    assert "access-control-allow-origin" not in http.get("/domains").headers
+    assert http.post("/libretranslate/no-such-endpoint").status_code == 404

@@ -1,9 +1,9 @@
-"""LibreTranslate's error contract: every error is `{"error": "<message>"}`, and every bad
-or unsupported parameter is a 400 (LibreTranslate 1.9 answers missing parameters,
-unsupported languages or formats and size limits alike with 400; 403 for a refused key,
-429 "Slowdown: ..." for limits). Native errors raised by the shared translation path are
-mapped onto that contract here, by a route class, so the native API's error bodies stay as
-they are."""
+"""LibreTranslate's error contract, and its CORS headers (any web page or browser add-on
+may call it). Every error is `{"error": "<message>"}`, and every bad or unsupported
+parameter is a 400 (LibreTranslate 1.9 answers missing parameters, unsupported languages
+or formats and size limits alike with 400; 403 for a refused key, 429 "Slowdown: ..." for
+limits). Native errors raised by the shared translation path are mapped onto that contract
+here, by a route class, so the native API's error bodies stay as they are."""
 
 from __future__ import annotations
 
@@ -25,6 +25,13 @@ log = logging.getLogger(__name__)
 # Native status -> LibreTranslate status: whatever the native API calls a bad request
 # (422 invalid, 404 unknown domain, 413 too large) LibreTranslate calls 400.
 STATUS = {422: 400, 404: 400, 413: 400}
+
+
+# As LibreTranslate: any web page or browser add-on may call the API (no cookies are read).
+CORS = {"Access-Control-Allow-Origin": "*",
+        "Access-Control-Allow-Headers": "Authorization, Content-Type",
+        "Access-Control-Allow-Methods": "GET, POST",
+        "Access-Control-Max-Age": str(20 * 24 * 3600)}
 
 
 class LibreTranslateError(Exception):
@@ -69,13 +76,15 @@ class LibreTranslateRoute(APIRoute):
 
         async def handle(request: Request) -> Response:
             try:
-                return await handler(request)
+                response = await handler(request)
             except (LibreTranslateError, ServingError, StoreError) as exc:
-                return respond(request, to_libretranslate(exc))
+                response = respond(request, to_libretranslate(exc))
             except Exception as exc:  # the native handler would answer in the native shape
                 log.error("unhandled error on %s %s", request.method, request.url.path,
                           exc_info=exc)
-                return respond(request, to_libretranslate(exc))
+                response = respond(request, to_libretranslate(exc))
+            response.headers.update(CORS)
+            return response
 
         return handle
 

@@ -11,7 +11,7 @@ import asyncio
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
 from server.api.deps import RuntimeDep, SettingsDep, TranslatorDep
 from server.api.libretranslate.errors import LibreTranslateError, LibreTranslateRoute, bad_request
@@ -29,8 +29,8 @@ from server.languages import (
     language_name,
     language_pair,
 )
-from server.runtime import Runtime
-from server.translation import DecodingRequest, Item, ItemResult
+from server.serving.runtime import Runtime
+from server.serving.translation import DecodingRequest, Item, ItemResult
 
 router = APIRouter(prefix="/libretranslate", tags=["libretranslate"],
                    route_class=LibreTranslateRoute)
@@ -121,8 +121,11 @@ async def _detected_source(params: TranslateParams, pair: LanguagePair,
             raise bad_request(f"{params.source} is not supported as a source language; "
                               f"{pair.describe()}")
         return None
+    text = "\n".join(params.texts)
+    if not text.strip():  # nothing to detect; nothing will be translated either
+        return Detection(pair.source, 0.0)
     detector = detectors.get(pair.codes)
-    ranked = await asyncio.to_thread(detector.rank, "\n".join(params.texts))
+    ranked = await asyncio.to_thread(detector.rank, text)
     if not ranked or ranked[0].language != pair.source:
         found = ranked[0].language if ranked else "the language of q"
         raise bad_request(f"{found} (detected) is not supported as a source language; "
@@ -199,3 +202,12 @@ async def health(runtime: RuntimeDep) -> JSONResponse:
     """`{"status": "ok"}` once a backbone is served."""
     served_pair(runtime)
     return JSONResponse({"status": "ok"})
+
+
+async def preflight() -> Response:
+    """CORS preflight of a browser's cross-origin call (the headers are the route class's)."""
+    return Response(status_code=204)
+
+
+for _path in ("/translate", "/languages", "/detect", "/frontend/settings", "/health"):
+    router.add_api_route(_path, preflight, methods=["OPTIONS"], include_in_schema=False)
