@@ -6,14 +6,18 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import admin_headers, build_store, make_client
+from conftest import admin_headers, build_store, make_client, make_settings
 from fastapi.testclient import TestClient
 from starlette.types import Message, Receive, Scope, Send
+from uvicorn_live import serving
 
+from benchmarks.speed.adversaries import raw_post
 from server.api.body_limit import BodyLimitMiddleware
+from server.app import create_app
 from server.metrics import Metrics
 
 LIMIT = 4096
@@ -166,3 +170,14 @@ def test_the_openapi_schema_states_the_bounds(guarded: TestClient) -> None:
     assert schemas["TranslateRequest"]["properties"]["text"]["maxLength"] == 1_000_000
     assert schemas["BatchRequest"]["properties"]["items"]["maxItems"] == 1024
     assert schemas["ActivateRequest"]["properties"]["version"]["maximum"] == 2**31 - 1
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_a_huge_body_over_real_http_gets_its_413(tmp_path: Path, chunked: bool) -> None:
+    """24 MB to a real uvicorn server: the client reads the 413 while still sending (the
+    server lingers on the rest instead of resetting the connection under it)."""
+    root = build_store(tmp_path / "store", domains=(), classifier=False)
+    with serving(create_app(make_settings(root))) as base_url:
+        outcome = asyncio.run(raw_post(base_url, "huge", size=24 * 1024 * 1024,
+                                       chunked=chunked))
+    assert outcome.status == 413, outcome
