@@ -29,7 +29,7 @@ RUNTIME_STAMP := $(VENV)/.installed-runtime
 # --quick is passed to the benchmarks only when QUICK is set to something other than 0.
 QUICK_FLAG := $(if $(filter-out 0,$(QUICK)),--quick,)
 
-.PHONY: venv venv-runtime run test lint bench-engine bench-serve eval train-default clean distclean
+.PHONY: venv venv-runtime run test lint bench-engine bench-serve bench-adversarial eval train-default clean distclean
 
 venv: $(DEV_STAMP)
 
@@ -66,6 +66,9 @@ bench-engine: $(DEV_STAMP)
 
 bench-serve: $(DEV_STAMP)
 	$(PY) -m benchmarks.speed.serve_load --data $(DATA) $(QUICK_FLAG)
+
+bench-adversarial: $(DEV_STAMP)
+	$(PY) -m benchmarks.speed.adversarial --data $(DATA) $(QUICK_FLAG)
 
 eval: $(DEV_STAMP)
 	$(PY) -m benchmarks.quality.evaluate --data $(DATA) $(QUICK_FLAG)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import schemathesis
-from conftest import admin_headers, build_store, make_settings
+from conftest import admin_headers, make_settings
 from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
@@ -19,6 +19,7 @@ from schemathesis.checks import not_a_server_error
 from schemathesis.python import asgi
 from schemathesis.specs.openapi.checks import response_schema_conformance
 from schemathesis.specs.openapi.schemas import OpenApiSchema
+from test_libretranslate import build_store
 
 from server.app import create_app
 
@@ -27,6 +28,7 @@ EXAMPLES = 12  # per operation and mode: well under two minutes on a busy 2-core
 
 @pytest.fixture(scope="module")
 def api_schema(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OpenApiSchema]:
+    # the server tests' tiny store, its backbone declaring its languages (LibreTranslate)
     root: Path = build_store(tmp_path_factory.mktemp("fuzz") / "store")
     app = create_app(make_settings(root, scheduler={"request_timeout_s": 10.0},
                                    limits={"max_upload_bytes": 1 << 20}))
