@@ -18,6 +18,7 @@ from server.api.errors import install_error_handlers
 from server.api.middleware import MetricsMiddleware
 from server.languages import LanguageDetectors
 from server.metrics import Metrics
+from server.replica import ReplicaHeaderMiddleware
 from server.routing.policy import RoutingPolicy
 from server.scheduling.scheduler import EngineThread, Scheduler
 from server.serving.admin import DomainAdmin
@@ -84,7 +85,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app, metrics)
     app.add_middleware(BodyLimitMiddleware, limit=settings.limits.max_body_bytes,
                        streams_itself=streams_own_upload, metrics=metrics)
-    app.add_middleware(MetricsMiddleware, metrics=metrics)  # outermost: counts the 413s too
+    app.add_middleware(MetricsMiddleware, metrics=metrics)  # counts the 413s too
+    app.add_middleware(ReplicaHeaderMiddleware)
     separate_admin = settings.admin_port is not None
     for router in PUBLIC_ROUTERS if separate_admin else [*PUBLIC_ROUTERS, *ADMIN_ROUTERS]:
         app.include_router(router)
@@ -102,6 +104,7 @@ def create_admin_app(app: FastAPI) -> FastAPI:
     admin.add_middleware(BodyLimitMiddleware, limit=settings.limits.max_body_bytes,
                          streams_itself=streams_own_upload, metrics=app.state.metrics)
     admin.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
+    admin.add_middleware(ReplicaHeaderMiddleware)
     for router in ADMIN_ROUTERS:
         admin.include_router(router)
     return admin

@@ -17,6 +17,7 @@ from model_store import ArtifactError, ConflictError, NotFoundError, StoreError
 from server import errors
 from server.api.schemas import DecodingOptions
 from server.metrics import Metrics
+from server.replica import REPLICA_HEADER, replica_name
 
 log = logging.getLogger(__name__)
 
@@ -157,7 +158,10 @@ def install_error_handlers(app: FastAPI, metrics: Metrics) -> None:
 
     async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
-        return respond(to_http(exc))
+        response = respond(to_http(exc))
+        # Answered by Starlette's outermost middleware, outside ReplicaHeaderMiddleware.
+        response.headers[REPLICA_HEADER] = replica_name()
+        return response
 
     app.add_exception_handler(errors.ServingError, on_serving_error)
     app.add_exception_handler(StoreError, on_serving_error)

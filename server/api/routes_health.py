@@ -8,6 +8,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from server.api.deps import MetricsDep, RuntimeDep
 from server.api.schemas import ErrorResponse, LiveResponse, ReadyResponse
+from server.replica import replica_name
 
 router = APIRouter(tags=["health"])
 
@@ -22,16 +23,21 @@ async def live() -> LiveResponse:
             responses={503: {"model": ErrorResponse, "description": "not ready (see checks)"}})
 async def ready(runtime: RuntimeDep) -> ReadyResponse | JSONResponse:
     """Ready when the backbone, the classifier (if one is active) and every active domain
-    module are loaded; 503 otherwise. `checks` says what is loaded (or absent, or failed)."""
+    module are loaded; 503 otherwise. `checks` says what is loaded (or absent, or failed);
+    `replica` and `registry_revision` say which process answered and how far it has applied
+    the registry's changes (replicas converge on the same revision)."""
     is_ready, checks = runtime.readiness()
+    replica, revision = replica_name(), runtime.seen_event
     if is_ready:
-        return ReadyResponse(status="ready", checks=checks)
+        return ReadyResponse(status="ready", replica=replica, registry_revision=revision,
+                             checks=checks)
     failed = [name for name, value in checks.items()
               if isinstance(value, str) and value.startswith("failed")]
     failed += [f"module {name}" for name, value in checks["modules"].items()
                if "failed" in value and not value.startswith("loaded")]
     message = "not ready: " + (", ".join(failed) or "loading") + " (see checks)"
-    return JSONResponse({"error": {"code": "not_ready", "message": message}, "checks": checks},
+    return JSONResponse({"error": {"code": "not_ready", "message": message},
+                         "replica": replica, "registry_revision": revision, "checks": checks},
                         status_code=503)
 
 

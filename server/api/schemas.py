@@ -194,4 +194,7 @@ class LiveResponse(BaseModel):
 
 class ReadyResponse(BaseModel):
     status: Literal["ready"]
+    replica: str = Field(description="<host>:<pid> of the process that answered")
+    registry_revision: int = Field(
+        description="the latest registry event this replica has applied (-1: none yet)")
     checks: dict[str, Any]

@@ -129,6 +129,11 @@ class Scheduler:
     def start(self) -> None:
         self._task = asyncio.create_task(self._loop(), name="nmt-scheduler")
 
+    @property
+    def alive(self) -> bool:
+        """Started and its loop still runs (a health check of the replica)."""
+        return self._task is not None and not self._task.done()
+
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
