@@ -41,13 +41,13 @@ def overrides(args: argparse.Namespace) -> dict[str, Any]:
     return values
 
 
-def serve(settings: Settings) -> int:
-    listeners.run(settings)
+def run(settings: Settings) -> int:
+    listeners.run(settings)  # drains on SIGTERM (server/lifecycle.py)
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return start(Settings, overrides(parse_args(argv)), serve)
+    return start(Settings, overrides(parse_args(argv)), run)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from server.api.body_limit import BodyLimitMiddleware
 from server.api.errors import install_error_handlers
 from server.api.middleware import MetricsMiddleware
 from server.languages import LanguageDetectors
+from server.lifecycle import DrainMiddleware, Lifecycle
 from server.metrics import Metrics
 from server.replica import ReplicaHeaderMiddleware
 from server.routing.policy import RoutingPolicy
@@ -26,6 +27,7 @@ from server.serving.runtime import Runtime
 from server.serving.translation import Translator
 from server.serving.watch import watch_registry
 from server.settings import Settings
+from server.watchdog import Watchdog
 
 DESCRIPTION = """One frozen Transformer backbone shared by hot-swappable domain modules.
 Requests name a domain, a mixture of domains, or let the classifier route them.
@@ -41,7 +43,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     runtime = Runtime(store, settings, metrics=metrics, engine_thread=engine_thread)
     await runtime.refresh()
     scheduler = Scheduler(runtime.run_batch, engine_thread, settings.scheduler,
-                          max_modules=settings.engine.slots_per_bank, metrics=metrics)
+                          max_modules=settings.engine.slots_per_bank, metrics=metrics,
+                          residency=runtime)
     scheduler.start()
     policy = RoutingPolicy(settings.routing, max_members=settings.engine.slots_per_bank)
     app.state.store = store
@@ -53,6 +56,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         runtime, scheduler, policy, limits=settings.limits, decoding=settings.decoding,
         timeout_s=settings.scheduler.request_timeout_s, metrics=metrics)
     app.state.admin = DomainAdmin(store, runtime, drain_timeout_s=settings.drain_timeout_s)
+    app.state.watchdog = Watchdog(scheduler, engine_thread, stall_s=settings.liveness_stall_s)
     poller = asyncio.create_task(watch_registry(runtime, settings.poll_interval_s),
                                  name="nmt-registry-poller")
     try:
@@ -81,11 +85,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                   lifespan=lifespan)
     app.state.settings = settings
     app.state.metrics = metrics
+    app.state.lifecycle = Lifecycle()
     app.state.language_detectors = LanguageDetectors()
     install_error_handlers(app, metrics)
     app.add_middleware(BodyLimitMiddleware, limit=settings.limits.max_body_bytes,
                        streams_itself=streams_own_upload, metrics=metrics)
-    app.add_middleware(MetricsMiddleware, metrics=metrics)  # counts the 413s too
+    app.add_middleware(DrainMiddleware, lifecycle=app.state.lifecycle)  # before any body
+    app.add_middleware(MetricsMiddleware, metrics=metrics)  # counts the 413s and 503s too
     app.add_middleware(ReplicaHeaderMiddleware)
     separate_admin = settings.admin_port is not None
     for router in PUBLIC_ROUTERS if separate_admin else [*PUBLIC_ROUTERS, *ADMIN_ROUTERS]:
@@ -103,6 +109,7 @@ def create_admin_app(app: FastAPI) -> FastAPI:
     install_error_handlers(admin, app.state.metrics)
     admin.add_middleware(BodyLimitMiddleware, limit=settings.limits.max_body_bytes,
                          streams_itself=streams_own_upload, metrics=app.state.metrics)
+    admin.add_middleware(DrainMiddleware, lifecycle=app.state.lifecycle)
     admin.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
     admin.add_middleware(ReplicaHeaderMiddleware)
     for router in ADMIN_ROUTERS:

@@ -160,6 +160,14 @@ class Settings(ProcessSettings):
         1.0, gt=0, description="how often the registry is polled for activations")
     drain_timeout_s: float = Field(
         60.0, gt=0, description="DELETE /admin/domains waits this long for in-flight work")
+    shutdown_drain_s: float = Field(
+        40.0, gt=0, le=3600,
+        description="on SIGTERM: how long in-flight requests may run before the process "
+                    "exits (readiness is 503 and new requests are refused at once)")
+    liveness_stall_s: float = Field(
+        120.0, gt=0, le=86400,
+        description="liveness fails when one engine call, or the scheduler's batching "
+                    "loop, has made no progress for this long")
     admin_port: int | None = Field(
         None, ge=1, le=65535,
         description="serve /admin on this port only (a separate listener, like "

@@ -13,7 +13,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from model_store import ArtifactError, ConflictError, NotFoundError, StoreError
+from model_store import ArtifactError, ConflictError, InflationError, NotFoundError, StoreError
 from server import errors
 from server.api.schemas import DecodingOptions
 from server.metrics import Metrics
@@ -42,14 +42,15 @@ STATUS: dict[type[Exception], int] = {
     errors.Unauthorized: 401,
     errors.Forbidden: 403,
     ClientGone: 499,
+    InflationError: 413,
     ArtifactError: 422,
     NotFoundError: 404,
     ConflictError: 409,
     StoreError: 500,
 }
-STORE_CODES: dict[type[Exception], str] = {
-    ArtifactError: "invalid_artifact", NotFoundError: "not_found", ConflictError: "conflict",
-    StoreError: "store_error"}
+STORE_CODES: dict[type[Exception], str] = {  # most specific first
+    InflationError: "too_large", ArtifactError: "invalid_artifact",
+    NotFoundError: "not_found", ConflictError: "conflict", StoreError: "store_error"}
 HTTP_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
               405: "method_not_allowed", 413: "too_large", 415: "unsupported_media_type",
               422: "invalid_request"}

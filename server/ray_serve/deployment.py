@@ -41,11 +41,13 @@ class TranslationReplica:
 
     async def check_health(self) -> None:
         """Serve restarts a replica whose check raises: only one that can serve nothing
-        (its batch loop died). A missing module or backbone is a readiness problem that
-        a restart does not fix: /health/ready reports it."""
-        scheduler = getattr(self.served.state, "scheduler", None) if self.served else None
-        if scheduler is not None and not scheduler.alive:
-            raise RuntimeError("the replica's scheduler loop has stopped")
+        (its batch loop died or is silent, or an engine call is stuck: the liveness
+        watchdog, server/watchdog.py). A missing module or backbone is a readiness problem
+        that a restart does not fix: /health/ready reports it."""
+        watchdog = getattr(self.served.state, "watchdog", None) if self.served else None
+        problems = watchdog.problems() if watchdog is not None else []
+        if problems:
+            raise RuntimeError("the replica is not alive: " + "; ".join(problems))
 
 
 def application(*, replicas: int, cpus_per_replica: float,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from contract.families import mixture_families
@@ -184,8 +184,10 @@ class Translator:
         mixtures = state.mixtures()
         prepared: list[Prepared] = []
         caps = RequestCaps(self.limits)
+        broken = state.broken()
         for item in items:
             check_deadline(deadline)
+            check_not_broken(item, broken)
             decision = self.policy.decide(item.domain, item.text, domains=versions,
                                           classifier=state.classifier, field=item.domain_field,
                                           mixtures=mixtures)
@@ -297,6 +299,19 @@ class RequestCaps:
             raise TooLarge(f"the request has more than {self.limits.max_request_tokens} "
                            f"source tokens ({self.tokens} so far; "
                            "NMT_LIMITS__MAX_REQUEST_TOKENS)", field=field)
+
+
+def check_not_broken(item: Item, broken: Mapping[str, tuple[int, str]]) -> None:
+    """503 naming the domain and the reason when a request names a broken domain (one whose
+    module failed to load); every other domain keeps serving."""
+    spec = item.domain
+    named = [spec] if isinstance(spec, str) else list(spec) if spec is not None else []
+    for name in named:
+        if name in broken:
+            version, problem = broken[name]
+            raise NotReady(f"domain {name!r} is unavailable: its module (v{version}) failed "
+                           f"to load ({problem}); other domains are served",
+                           field=item.domain_field)
 
 
 def _check_mixtures(prepared: Sequence[Prepared]) -> None:
