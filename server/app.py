@@ -1,6 +1,7 @@
 """`create_app(settings)`: the FastAPI application. The lifespan builds the store, the
 runtime (engine + served modules + classifier), the scheduler, the translator and the
-registry poller, and puts them on `app.state`; routes reach them through `api/deps.py`."""
+registry poller (woken by NOTIFY where the registry is PostgreSQL), and puts them on
+`app.state`; routes reach them through `api/deps.py`."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from collections.abc import AsyncIterator
 
 from fastapi import FastAPI
 
+from model_store.notify import change_waiter
 from server.access import AccessGuard
 from server.api import ADMIN_ROUTERS, PUBLIC_ROUTERS
 from server.api.body_limit import BodyLimitMiddleware
@@ -57,13 +59,16 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         timeout_s=settings.scheduler.request_timeout_s, metrics=metrics)
     app.state.admin = DomainAdmin(store, runtime, drain_timeout_s=settings.drain_timeout_s)
     app.state.watchdog = Watchdog(scheduler, engine_thread, stall_s=settings.liveness_stall_s)
-    poller = asyncio.create_task(watch_registry(runtime, settings.poll_interval_s),
-                                 name="nmt-registry-poller")
+    changes = change_waiter(store.registry.url)
+    poller = asyncio.create_task(
+        watch_registry(runtime, settings.poll_interval_s, changes=changes),
+        name="nmt-registry-poller")
     try:
         yield
     finally:
         poller.cancel()
         await asyncio.gather(poller, return_exceptions=True)
+        await changes.close()
         await scheduler.stop()
         app.state.translator.preparation.close()
         await asyncio.to_thread(engine_thread.shutdown)
