@@ -101,3 +101,18 @@ events = Table(
     Column("at", UTCDateTime, nullable=False),
     sqlite_autoincrement=True,
 )
+
+# API keys of the public endpoints (server/access): only a hash of each key is kept; the
+# key itself is shown once, when it is created. Revoked keys stay, marked, for the record.
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("id", String(36), primary_key=True),
+    Column("name", String(64), nullable=False),
+    Column("key_hash", String(64), nullable=False, unique=True),
+    Column("prefix", String(16), nullable=False),
+    Column("requests_per_minute", Integer, nullable=True),
+    Column("chars_per_minute", Integer, nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("revoked_at", UTCDateTime, nullable=True),
+)

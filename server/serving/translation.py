@@ -1,8 +1,10 @@
 """The translation pipeline of one request, from texts to results.
 
 1. check the size limits (characters per text, items, characters per request);
-2. off the event loop: route every text (policy + classifier), split it into sentences
-   (server/text.py) and tokenize them;
+2. off the event loop, under the deadline and the preparation stage's character budget
+   (server/scheduling/preparation.py: 429 beyond it): route every text (policy +
+   classifier), split it into sentences (server/text.py) and tokenize them, within the
+   caps on sentences and source tokens per request (413);
 3. hold the routed module versions (runtime) so they stay loaded until the request ends;
 4. submit every sentence to the scheduler and await them under the request's deadline;
 5. off the loop: decode and rejoin the sentences into each text's layout;
@@ -23,6 +25,7 @@ from server.engine.engine import Engine, Member, SentenceJob
 from server.errors import DeadlineExceeded, InvalidInput, NotReady, TooLarge
 from server.metrics import Metrics
 from server.routing.policy import DomainSpec, RoutingDecision, RoutingPolicy
+from server.scheduling.preparation import PreparationGate, check_deadline
 from server.scheduling.scheduler import Scheduler
 from server.serving.runtime import Runtime
 from server.serving.state import ServingState
@@ -101,6 +104,8 @@ class Translator:
         self.decoding = decoding
         self.timeout_s = timeout_s
         self.metrics = metrics
+        self.preparation = PreparationGate(max_chars=limits.max_preparing_chars,
+                                           retry_after_s=scheduler.settings.retry_after_s)
 
     async def translate(self, items: Sequence[Item], request: DecodingRequest, *,
                         proportions: bool = False, explain: bool = False) -> list[ItemResult]:
@@ -110,7 +115,7 @@ class Translator:
         self.check_limits(items)
         options = self.search_options(request)
         deadline = time.monotonic() + self.timeout_s
-        prepared, held = await self._prepare_held(items, request)
+        prepared, held = await self._prepare_held(items, request, deadline)
         shown: list[ItemProportions | None] = [None] * len(prepared)
         try:
             if proportions:
@@ -158,14 +163,16 @@ class Translator:
         return SearchOptions(beam_size=beam, n_best=request.n_best)
 
     # -- 2./3. routing, splitting, tokenizing, holding --------------------------------
-    async def _prepare_held(self, items: Sequence[Item],
-                            request: DecodingRequest) -> tuple[list[Prepared], list[str]]:
+    async def _prepare_held(self, items: Sequence[Item], request: DecodingRequest,
+                            deadline: float) -> tuple[list[Prepared], list[str]]:
+        chars = sum(len(item.text) for item in items)
         for _attempt in range(HOLD_ATTEMPTS):
             state = self.runtime.state
             engine = self.runtime.engine
             if engine is None:
                 raise NotReady("no backbone is loaded; see /health/ready")
-            prepared = await asyncio.to_thread(self._prepare, items, request, state, engine)
+            prepared = await self.preparation.run(chars, deadline, self._prepare, items,
+                                                  request, state, engine, deadline)
             held = [m for item in prepared for m in item.module_ids]
             if self.runtime.hold(held):
                 for item in prepared:
@@ -174,12 +181,14 @@ class Translator:
         raise NotReady("the served modules changed while routing this request; retry")
 
     def _prepare(self, items: Sequence[Item], request: DecodingRequest, state: ServingState,
-                 engine: Engine) -> list[Prepared]:
+                 engine: Engine, deadline: float) -> list[Prepared]:
         versions = state.versions()
         mixtures = state.mixtures()
         prepared: list[Prepared] = []
+        caps = RequestCaps(self.limits)
         broken = state.broken()
         for item in items:
+            check_deadline(deadline)
             check_not_broken(item, broken)
             decision = self.policy.decide(item.domain, item.text, domains=versions,
                                           classifier=state.classifier, field=item.domain_field,
@@ -188,7 +197,9 @@ class Translator:
                             for d, w in decision.members)
             pieces = split_text(item.text)
             texts = sentences(pieces)
+            caps.add_sentences(len(texts), field=item.text_field)
             ids = engine.source_tokenizer.encode(texts) if texts else []
+            caps.add_tokens(sum(len(source) for source in ids), field=item.text_field)
             jobs = [SentenceJob(source, members, self._max_length(
                         engine, source, request, field=item.text_field)) for source in ids]
             used = {d: versions[d] for d in decision.module_domains}
@@ -267,6 +278,29 @@ class Translator:
             raise NotReady("the backbone was unloaded")
         tokenizer = engine.target_tokenizer
         return lambda hypothesis: tokenizer.decode(hypothesis.tokens)
+
+
+class RequestCaps:
+    """Running totals of one request's sentences and source tokens against their caps."""
+
+    def __init__(self, limits: LimitSettings) -> None:
+        self.limits = limits
+        self.sentences = 0
+        self.tokens = 0
+
+    def add_sentences(self, count: int, *, field: str) -> None:
+        self.sentences += count
+        if self.sentences > self.limits.max_request_sentences:
+            raise TooLarge(f"the request has more than {self.limits.max_request_sentences} "
+                           f"sentences ({self.sentences} so far; "
+                           "NMT_LIMITS__MAX_REQUEST_SENTENCES)", field=field)
+
+    def add_tokens(self, count: int, *, field: str) -> None:
+        self.tokens += count
+        if self.tokens > self.limits.max_request_tokens:
+            raise TooLarge(f"the request has more than {self.limits.max_request_tokens} "
+                           f"source tokens ({self.tokens} so far; "
+                           "NMT_LIMITS__MAX_REQUEST_TOKENS)", field=field)
 
 
 def check_not_broken(item: Item, broken: Mapping[str, tuple[int, str]]) -> None:
