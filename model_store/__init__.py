@@ -7,6 +7,7 @@ See `store.py` for atomic publication and layering, and docs/ARCHITECTURE.md
 from .archive import pack_artifact_dir, unpack_artifact
 from .artifact import ArtifactId, LoadedArtifact, build_manifest, verify_artifact
 from .errors import ArtifactError, ConflictError, NotFoundError, StoreError
+from .glossary_rows import GlossaryRecord
 from .hashing import FINGERPRINT_FILES, backbone_fingerprint, canonical_json, sha256_hex
 from .jobs import Job, JobState
 from .manifest import KINDS, REQUIRED_FILES, ArtifactKind, FileEntry, Manifest
@@ -27,6 +28,7 @@ __all__ = [
     "ConflictError",
     "Event",
     "FileEntry",
+    "GlossaryRecord",
     "Job",
     "JobState",
     "LoadedArtifact",

@@ -31,6 +31,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.pool import ConnectionPoolEntry, StaticPool
 
 from .errors import ConflictError, NotFoundError
+from .glossary_rows import GlossaryRows
 from .hashing import canonical_json
 from .jobs import Job, JobState, JobUpdate, job_from_row
 from .manifest import ArtifactKind, Manifest
@@ -95,7 +96,7 @@ def make_engine(url: str) -> Engine:
     return engine
 
 
-class Registry:
+class Registry(GlossaryRows):
     """Artifacts, active versions, jobs and events in one SQL database."""
 
     def __init__(self, url: str) -> None:

@@ -15,6 +15,7 @@ from server.admin import DomainAdmin
 from server.api import ROUTERS
 from server.api.errors import install_error_handlers
 from server.api.middleware import MetricsMiddleware
+from server.glossaries import GlossaryBook
 from server.metrics import Metrics
 from server.routing.policy import RoutingPolicy
 from server.runtime import Runtime
@@ -45,9 +46,12 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.runtime = runtime
     app.state.scheduler = scheduler
     app.state.engine_thread = engine_thread
+    glossaries = GlossaryBook(store.registry, settings.limits)
+    app.state.glossaries = glossaries
     app.state.translator = Translator(
         runtime, scheduler, policy, limits=settings.limits, decoding=settings.decoding,
-        timeout_s=settings.scheduler.request_timeout_s, metrics=metrics)
+        timeout_s=settings.scheduler.request_timeout_s, metrics=metrics,
+        glossaries=glossaries)
     app.state.admin = DomainAdmin(store, runtime, drain_timeout_s=settings.drain_timeout_s)
     poller = asyncio.create_task(runtime.poll_forever(settings.poll_interval_s),
                                  name="nmt-registry-poller")

@@ -11,6 +11,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from server.admin import DomainAdmin
 from server.errors import Forbidden, Unauthorized
+from server.glossaries import GlossaryBook
 from server.metrics import Metrics
 from server.runtime import Runtime
 from server.settings import Settings
@@ -44,11 +45,17 @@ def get_admin(request: Request) -> DomainAdmin:
     return admin
 
 
+def get_glossaries(request: Request) -> GlossaryBook:
+    glossaries: GlossaryBook = request.app.state.glossaries
+    return glossaries
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 MetricsDep = Annotated[Metrics, Depends(get_metrics)]
 RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
 TranslatorDep = Annotated[Translator, Depends(get_translator)]
 AdminDep = Annotated[DomainAdmin, Depends(get_admin)]
+GlossaryDep = Annotated[GlossaryBook, Depends(get_glossaries)]
 
 
 def require_admin(settings: SettingsDep,

@@ -5,13 +5,21 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 DOMAIN_DESCRIPTION = (
     'A served domain name; "generic" (plain backbone); absent, null or "auto" (routed '
     'automatically); or a mixture {"medical": 0.7, "law": 0.3} (an ensemble with these '
     'weights, "generic" allowed as a member).')
 DomainField = str | dict[str, float] | None
+FormatField = Literal["text", "html"]
+FORMAT_DESCRIPTION = (
+    '"text" (default): placeholders, URLs, e-mail addresses, entities and numbers come back '
+    'verbatim; "html": an HTML document or fragment, tags/attributes/entities/comments kept, '
+    'script/style/code/pre untranslated')
+GLOSSARY_DESCRIPTION = (
+    'terms to enforce, {"source term": "target term"}: matched ignoring case, longest first')
+GLOSSARY_ID_DESCRIPTION = "a stored glossary (PUT /admin/glossaries/{name}) to enforce"
 
 
 class Strict(BaseModel):
@@ -36,7 +44,21 @@ class DecodingOptions(Strict):
                                    description="most target tokens per sentence")
 
 
-class TranslateRequest(Strict):
+class TextOptions(Strict):
+    """Format and glossary: shared by /translate, batch items and the batch itself."""
+
+    format: FormatField = Field("text", description=FORMAT_DESCRIPTION)
+    glossary: dict[str, str] | None = Field(None, description=GLOSSARY_DESCRIPTION)
+    glossary_id: str | None = Field(None, description=GLOSSARY_ID_DESCRIPTION)
+
+    @model_validator(mode="after")
+    def _one_glossary(self) -> TextOptions:
+        if self.glossary is not None and self.glossary_id is not None:
+            raise ValueError("give either glossary or glossary_id, not both")
+        return self
+
+
+class TranslateRequest(TextOptions):
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
         {"text": "The patient takes one tablet a day.", "domain": "medical"},
         {"text": "Member states shall comply.", "domain": {"law": 0.7, "generic": 0.3}},
@@ -53,7 +75,7 @@ class TranslateRequest(Strict):
     _check_text = field_validator("text")(_valid_unicode)
 
 
-class BatchItem(Strict):
+class BatchItem(TextOptions):
     text: str = Field(description="the text to translate")
     domain: DomainField = Field(None, description=DOMAIN_DESCRIPTION + " Default: the "
                                                   "request's domain.")
@@ -61,7 +83,7 @@ class BatchItem(Strict):
     _check_text = field_validator("text")(_valid_unicode)
 
 
-class BatchRequest(Strict):
+class BatchRequest(TextOptions):
     items: list[BatchItem] = Field(min_length=1, description="texts, answered in this order")
     domain: DomainField = Field(None, description="default domain of items without one")
     options: DecodingOptions = Field(default_factory=DecodingOptions)
@@ -96,6 +118,12 @@ class Proportions(BaseModel):
     sentences: list[SentenceProportions] = Field(description="one per translated sentence")
 
 
+class GlossaryResult(BaseModel):
+    applied: list[str] = Field(description="glossary source terms found in the text whose "
+                                           "target is in the translation")
+    missed: list[str] = Field(description="terms found in the text whose target is not")
+
+
 class TranslateResponse(BaseModel):
     translation: str
     routing: Routing
@@ -103,6 +131,8 @@ class TranslateResponse(BaseModel):
         None, description="n-best alternatives, best first (only when n_best > 1)")
     proportions: Proportions | None = Field(
         None, description="word-level domain proportions (only with return_proportions)")
+    glossary: GlossaryResult | None = Field(
+        None, description="the glossary's terms in this text (only when a glossary applied)")
 
 
 class BatchResponse(BaseModel):
@@ -181,3 +211,31 @@ class LiveResponse(BaseModel):
 class ReadyResponse(BaseModel):
     status: Literal["ready"]
     checks: dict[str, Any]
+
+
+class GlossaryUpload(Strict):
+    entries: dict[str, str] = Field(description='{"source term": "target term", ...}')
+    default_for: str | None = Field(
+        None, pattern=r"^[a-z][a-z0-9_-]{0,62}$",
+        description="a domain whose requests use this glossary when they name none")
+
+
+class GlossaryInfo(BaseModel):
+    name: str
+    size: int = Field(description="number of entries")
+    default_for: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class GlossaryDetail(GlossaryInfo):
+    entries: dict[str, str]
+
+
+class GlossariesResponse(BaseModel):
+    glossaries: list[GlossaryInfo]
+
+
+class GlossaryDeleted(BaseModel):
+    name: str
+    deleted: bool
