@@ -119,7 +119,8 @@ def build_document(text: str, *, fmt: Format = "text", glossary: Glossary | None
         if isinstance(segment, str):
             chunks.append(segment)
             continue
-        for piece in split_sentences(glossary.apply(segment) if glossary else segment):
+        parts = glossary.apply(segment) if glossary else segment
+        for piece in split_sentences(parts, lines=fmt != "html"):
             if isinstance(piece, str):
                 chunks.append(piece)
                 continue

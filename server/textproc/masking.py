@@ -22,6 +22,7 @@ from server.textproc.parts import Close, Open, Part, Term, Text
 
 TermMode = Literal["protect", "inline"]
 _MARKER = re.compile(r"\{(\d+)\}|<(/?)(\d+)>")
+_LINE_BREAK = re.compile(r"[ \t]*(?:\r\n|[\n\r\u2028\u2029])\s*")  # inside an HTML sentence
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ def mask(parts: Sequence[Part], *, terms: TermMode = "protect") -> Masked:
     number = 0
     for part in parts:
         if isinstance(part, Text):
-            pieces.append(part.text)
+            pieces.append(_LINE_BREAK.sub(" ", part.text))
             continue
         if isinstance(part, Term) and terms == "inline":
             pieces.append(part.target)
@@ -80,7 +81,8 @@ def unmask(masked: Masked, output: str) -> str | None:
 
 def runs(parts: Sequence[Part]) -> list[str]:
     """The texts between non-text parts that need translating (stripped, with letters)."""
-    return [part.text.strip() for part in parts if isinstance(part, Text) and _wordy(part.text)]
+    return [_LINE_BREAK.sub(" ", part.text.strip()) for part in parts
+            if isinstance(part, Text) and _wordy(part.text)]
 
 
 def render_runs(parts: Sequence[Part], translations: Sequence[str]) -> str:

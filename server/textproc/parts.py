@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from server.text import split_text
 
 OPAQUE = "\ue000"  # stands for a non-text part while sentences are split
+_AS_SPACE = str.maketrans({"\n": " ", "\r": " ", "\u2028": " ", "\u2029": " "})
 
 
 @dataclass(frozen=True)
@@ -71,13 +72,18 @@ def merged(parts: Sequence[Part]) -> list[Part]:
     return out
 
 
-def split_sentences(parts: Sequence[Part]) -> list[str | list[Part]]:
+def split_sentences(parts: Sequence[Part], *,
+                    lines: bool = True) -> list[str | list[Part]]:
     """Sentences (lists of parts) and verbatim layout between them (strings), in order.
 
     The sentence rule of server/text.py runs on a probe string in which every non-text
-    part is one opaque character, so its offsets map back onto the parts."""
+    part is one opaque character, so its offsets map back onto the parts. `lines=False`
+    (HTML, where a line break is only whitespace): line breaks do not end sentences
+    (masking folds them into spaces)."""
     parts = merged(parts)
     probe = "".join(p.text if isinstance(p, Text) else OPAQUE for p in parts)
+    if not lines:
+        probe = probe.translate(_AS_SPACE)  # same length: offsets still map
     starts: list[int] = []
     cursor = 0
     for part in parts:
@@ -107,3 +113,4 @@ def _slice(parts: Sequence[Part], starts: Sequence[int], begin: int, end: int) -
         elif begin <= start < end:
             chosen.append(part)
     return chosen
+

@@ -1,0 +1,1 @@
+"""Quality benchmarks of what happens around the engine (markup, placeholders, glossaries)."""
