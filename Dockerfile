@@ -26,10 +26,13 @@ RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml
     && pip install -r /tmp/requirements.txt \
     && rm /tmp/requirements.txt
 
+COPY contract ./contract
+COPY launch ./launch
 COPY server ./server
 COPY model_store ./model_store
 COPY converters ./converters
 COPY trainer ./trainer
+COPY benchmarks ./benchmarks
 RUN pip install --no-deps . \
     && rm -rf /app/build /app/*.egg-info
 

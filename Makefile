@@ -21,7 +21,7 @@ TORCH_PIN := torch==2.13.0
 
 # An editable install maps the top-level packages that exist when it runs: reinstall when
 # pyproject.toml changes or when a package appears.
-INSTALL_DEPS  := pyproject.toml $(wildcard server/__init__.py model_store/__init__.py \
+INSTALL_DEPS  := pyproject.toml $(wildcard contract/__init__.py launch/__init__.py server/__init__.py model_store/__init__.py \
                    converters/__init__.py trainer/__init__.py)
 DEV_STAMP     := $(VENV)/.installed
 RUNTIME_STAMP := $(VENV)/.installed-runtime
@@ -54,21 +54,21 @@ run: $(RUNTIME_STAMP)
 
 lint: $(DEV_STAMP)
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy server model_store converters trainer
+	$(VENV)/bin/mypy contract launch server model_store converters trainer
 
 test: $(DEV_STAMP)
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy server model_store converters trainer
+	$(VENV)/bin/mypy contract launch server model_store converters trainer
 	$(VENV)/bin/pytest -q
 
 bench-engine: $(DEV_STAMP)
-	$(PY) -m benchmarks.engine_speed --data $(DATA) $(QUICK_FLAG)
+	$(PY) -m benchmarks.speed.engine_speed --data $(DATA) $(QUICK_FLAG)
 
 bench-serve: $(DEV_STAMP)
-	$(PY) -m benchmarks.serve_load --data $(DATA) $(QUICK_FLAG)
+	$(PY) -m benchmarks.speed.serve_load --data $(DATA) $(QUICK_FLAG)
 
 eval: $(DEV_STAMP)
-	$(PY) -m benchmarks.evaluate --data $(DATA) $(QUICK_FLAG)
+	$(PY) -m benchmarks.quality.evaluate --data $(DATA) $(QUICK_FLAG)
 
 train-default: $(RUNTIME_STAMP)
 	$(PY) -m trainer.recipes.default_en_fr --data $(DATA)

@@ -16,8 +16,8 @@ from typing import Any, TypeVar
 import torch
 from torch import Tensor
 
+from contract.backbone import BackboneConfig, ConfigError
 from server.engine.backbone import Backbone
-from server.engine.config import BackboneConfig, ConfigError
 
 T = TypeVar("T")
 

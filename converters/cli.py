@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from contract.artifacts import BACKBONE_CONFIG_FILE
 from model_store import LoadedArtifact, Manifest, StoreError
 from model_store.store import Store
 
@@ -41,9 +42,13 @@ def _store(args: argparse.Namespace) -> Store:
 
 
 def _publish(args: argparse.Namespace, files: dict[str, bytes], provenance: dict[str, Any]) -> str:
+    if args.languages:
+        source, target = args.languages
+        provenance = {**provenance, "languages": {"source": source, "target": target}}
     with _store(args) as store:
         manifest = store.publish("backbone", args.name, files,
-                                 config=json.loads(files["config.json"]), provenance=provenance)
+                                 config=json.loads(files[BACKBONE_CONFIG_FILE]),
+                                 provenance=provenance)
         if args.activate:
             store.activate("backbone", manifest.name, manifest.version)
     state = "active" if args.activate else "not active"
@@ -114,8 +119,22 @@ def _importer(sub: Any, name: str, command: Command, help_text: str) -> argparse
     parser.add_argument("--name", required=True, help="backbone name in the store")
     parser.add_argument("--activate", action="store_true",
                         help="make the new version the active one")
+    parser.add_argument("--languages", type=language_pair_argument, metavar="SRC-TGT",
+                        help="the languages it translates, ISO 639-1 (e.g. en-de), as the "
+                             "LibreTranslate API lists them (default: the name's -SRC-TGT "
+                             "ending)")
     parser.set_defaults(command=command)
     return parser
+
+
+def language_pair_argument(value: str) -> tuple[str, str]:
+    from server.languages import is_language_code
+
+    source, _, target = value.partition("-")
+    if not (is_language_code(source) and is_language_code(target)):
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not SRC-TGT with two ISO 639-1 codes, e.g. en-de")
+    return source, target
 
 
 def _exporter(sub: Any, name: str, command: Command, help_text: str) -> argparse.ArgumentParser:
@@ -131,7 +150,7 @@ def _exporter(sub: Any, name: str, command: Command, help_text: str) -> argparse
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m converters", epilog=EXAMPLES,
+        prog="nmt-convert", epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Import Marian / OpenNMT-py checkpoints into the model store as backbones; "
                     "export backbones (and mergeable domain modules) to CTranslate2.")

@@ -22,8 +22,8 @@ import torch
 from ctranslate2.specs import common_spec, model_spec, transformer_spec
 from torch import Tensor
 
+from contract.backbone import BackboneConfig
 from server.engine.artifacts import backbone_parts
-from server.engine.config import BackboneConfig
 from server.engine.families import Params, get_family
 from server.engine.layers import sinusoidal_table
 from server.engine.tokenizer import Tokenizer

@@ -21,6 +21,7 @@ import torch
 from safetensors.torch import load_file
 from torch import Tensor
 
+from contract.backbone import BackboneConfig
 from converters.checks import (
     Checker,
     ConversionError,
@@ -30,7 +31,6 @@ from converters.checks import (
     ordered_vocab,
 )
 from server.engine.artifacts import backbone_files
-from server.engine.config import BackboneConfig
 
 SUPPORTED_ACTIVATIONS: dict[str, str] = {
     "relu": "relu", "gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",

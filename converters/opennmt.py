@@ -27,9 +27,9 @@ import sentencepiece as spm
 import torch
 from torch import Tensor
 
+from contract.backbone import BackboneConfig
 from converters.checks import Checker, ConversionError, TensorSource, expected_shapes, fill
 from server.engine.artifacts import backbone_files
-from server.engine.config import BackboneConfig
 
 SPECIALS = {"pad": "<blank>", "unk": "<unk>", "bos": "<s>", "eos": "</s>"}  # DefaultTokens
 MAX_POSITIONS = 5000  # OpenNMT-py's PositionalEncoding table length

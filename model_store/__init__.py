@@ -4,17 +4,19 @@ See `store.py` for atomic publication and layering, and docs/ARCHITECTURE.md
 ("Artifacts (model_store)") for the manifest contract.
 """
 
+from contract.artifacts import FINGERPRINT_FILES
+from contract.manifest import KINDS, REQUIRED_FILES, ArtifactKind, FileEntry, Manifest
+from contract.tensors import check_safetensors
+
 from .archive import pack_artifact_dir, unpack_artifact
-from .artifact import ArtifactId, LoadedArtifact, build_manifest, verify_artifact
+from .artifact import ArtifactId, LoadedArtifact, build_manifest, load_safetensors, verify_artifact
 from .errors import ArtifactError, ConflictError, NotFoundError, StoreError
 from .glossary_rows import GlossaryRecord
-from .hashing import FINGERPRINT_FILES, backbone_fingerprint, canonical_json, sha256_hex
+from .hashing import backbone_fingerprint, canonical_json, sha256_hex
 from .jobs import Job, JobState
-from .manifest import KINDS, REQUIRED_FILES, ArtifactKind, FileEntry, Manifest
 from .registry import ArtifactRecord, Event, Registry
 from .storage import LocalStorage, Storage
 from .store import BUILTIN_DIR, PublishHook, PublishStep, Store
-from .tensors import check_safetensors, load_safetensors
 
 __all__ = [
     "BUILTIN_DIR",

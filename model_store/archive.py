@@ -14,8 +14,9 @@ import tarfile
 import zlib
 from pathlib import Path, PurePosixPath
 
+from contract.manifest import MANIFEST_FILE, is_safe_relpath
+
 from .errors import ArtifactError
-from .manifest import MANIFEST_FILE, is_safe_relpath
 
 MAX_MEMBER_BYTES = 4 << 30
 MAX_TOTAL_BYTES = 16 << 30

@@ -10,9 +10,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import ValidationError
 
-from .errors import ArtifactError
-from .hashing import backbone_fingerprint, sha256_hex, short_hash
-from .manifest import (
+from contract.artifacts import (
+    BACKBONE_CONFIG_FILE,
+    BACKBONE_WEIGHTS_FILE,
+    CLASSIFIER_MODEL_FILE,
+    MODULE_WEIGHTS_FILE,
+)
+from contract.manifest import (
     MANIFEST_FILE,
     REQUIRED_FILES,
     ArtifactKind,
@@ -20,17 +24,20 @@ from .manifest import (
     Manifest,
     artifact_key,
 )
+from contract.tensors import check_safetensors, tensors_from_bytes
+
+from .errors import ArtifactError
+from .hashing import backbone_fingerprint, sha256_hex, short_hash
 from .storage import Storage
-from .tensors import check_safetensors, load_safetensors
 
 if TYPE_CHECKING:
     import torch
 
 # The weights file of each kind, for LoadedArtifact.tensors().
 WEIGHTS_FILE: dict[ArtifactKind, str] = {
-    "backbone": "model.safetensors",
-    "module": "module.safetensors",
-    "classifier": "classifier.bin",
+    "backbone": BACKBONE_WEIGHTS_FILE,
+    "module": MODULE_WEIGHTS_FILE,
+    "classifier": CLASSIFIER_MODEL_FILE,
 }
 
 
@@ -80,7 +87,7 @@ def build_manifest(
     entries = {p: FileEntry(sha256=sha256_hex(data), size=len(data)) for p, data in files.items()}
     if kind == "backbone":
         hashes = {path: entry.sha256 for path, entry in entries.items()}
-        if "model.safetensors" not in hashes:
+        if BACKBONE_WEIGHTS_FILE not in hashes:
             raise ArtifactError(f"{kind}s/{name}", ["model.safetensors: required for a backbone"])
         computed = backbone_fingerprint(config, hashes)
         if fingerprint is not None and fingerprint != computed:
@@ -189,9 +196,10 @@ def _content_problems(manifest: Manifest, files: Mapping[str, bytes]) -> list[st
             problems.append(f"{path}: {problem}")
     if manifest.kind != "backbone":
         return problems
-    if "config.json" in files and _json_or_none(files["config.json"]) != manifest.config:
+    config_file = files.get(BACKBONE_CONFIG_FILE)
+    if config_file is not None and _json_or_none(config_file) != manifest.config:
         problems.append("config.json: differs from the manifest's config")
-    if "model.safetensors" in manifest.files:
+    if BACKBONE_WEIGHTS_FILE in manifest.files:
         computed = backbone_fingerprint(manifest.config, manifest.file_hashes)
         if computed != manifest.backbone_fingerprint:
             problems.append(
@@ -206,3 +214,11 @@ def _json_or_none(data: bytes) -> object:
         return json.loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError):
         return None
+
+
+def load_safetensors(data: bytes, *, label: str = "safetensors") -> dict[str, torch.Tensor]:
+    """Deserialize safetensors bytes; any corruption raises ArtifactError naming `label`."""
+    try:
+        return tensors_from_bytes(data)
+    except ValueError as error:
+        raise ArtifactError(label, [str(error)]) from error

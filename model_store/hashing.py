@@ -6,16 +6,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 
-# Files whose bytes define what a backbone computes: the weights and the id mapping.
-# config.json is not listed: the config enters the fingerprint as canonical JSON instead,
-# so formatting changes of the file do not change the fingerprint.
-FINGERPRINT_FILES: tuple[str, ...] = (
-    "model.safetensors",
-    "source.spm",
-    "target.spm",
-    "source.vocab",
-    "target.vocab",
-)
+from contract.artifacts import BACKBONE_WEIGHTS_FILE, FINGERPRINT_FILES
 
 
 def sha256_hex(data: bytes) -> str:
@@ -38,8 +29,8 @@ def backbone_fingerprint(config: Mapping[str, object], file_hashes: Mapping[str,
     `file_hashes` maps relpath -> sha256 hex; `model.safetensors` is required, the
     tokenizer and vocabulary files enter when present, any other file is ignored.
     """
-    if "model.safetensors" not in file_hashes:
-        raise ValueError("a backbone fingerprint needs the sha256 of model.safetensors")
+    if BACKBONE_WEIGHTS_FILE not in file_hashes:
+        raise ValueError(f"a backbone fingerprint needs the sha256 of {BACKBONE_WEIGHTS_FILE}")
     files = {name: file_hashes[name] for name in FINGERPRINT_FILES if name in file_hashes}
     payload = canonical_json({"config": dict(config), "files": files})
     return sha256_hex(payload.encode("utf-8"))

@@ -30,11 +30,12 @@ from sqlalchemy import delete as sql_delete
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.pool import ConnectionPoolEntry, StaticPool
 
+from contract.manifest import ArtifactKind, Manifest
+
 from .errors import ConflictError, NotFoundError
 from .glossary_rows import GlossaryRows
 from .hashing import canonical_json
 from .jobs import Job, JobState, JobUpdate, job_from_row
-from .manifest import ArtifactKind, Manifest
 from .tables import active, artifacts, events, jobs, metadata
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000

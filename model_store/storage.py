@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from .manifest import is_safe_relpath
+from contract.manifest import is_safe_relpath
 
 
 class Storage(Protocol):

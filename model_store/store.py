@@ -46,9 +46,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
 
-from .artifact import ArtifactId, LoadedArtifact, build_manifest, verify_artifact
-from .errors import ArtifactError, ConflictError, NotFoundError, StoreError
-from .manifest import (
+from contract.manifest import (
     KINDS,
     MANIFEST_FILE,
     NAME_PATTERN,
@@ -60,6 +58,9 @@ from .manifest import (
     kind_of_dir,
     parse_version_dir,
 )
+
+from .artifact import ArtifactId, LoadedArtifact, build_manifest, verify_artifact
+from .errors import ArtifactError, ConflictError, NotFoundError, StoreError
 from .registry import ArtifactRecord, Registry
 from .storage import LocalStorage, Storage
 

@@ -10,18 +10,19 @@ from collections.abc import AsyncIterator
 
 from fastapi import FastAPI
 
-from model_store import BUILTIN_DIR, Store
-from server.admin import DomainAdmin
 from server.api import ROUTERS
 from server.api.errors import install_error_handlers
 from server.api.middleware import MetricsMiddleware
 from server.glossaries import GlossaryBook
+from server.languages import LanguageDetectors
 from server.metrics import Metrics
 from server.routing.policy import RoutingPolicy
-from server.runtime import Runtime
 from server.scheduling.scheduler import EngineThread, Scheduler
+from server.serving.admin import DomainAdmin
+from server.serving.runtime import Runtime
+from server.serving.translation import Translator
+from server.serving.watch import watch_registry
 from server.settings import Settings
-from server.translation import Translator
 
 DESCRIPTION = """One frozen Transformer backbone shared by hot-swappable domain modules.
 Requests name a domain, a mixture of domains, or let the classifier route them.
@@ -32,9 +33,7 @@ Admin endpoints need `Authorization: Bearer $NMT_ADMIN_TOKEN`. See docs/API.md."
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings: Settings = app.state.settings
     metrics: Metrics = app.state.metrics
-    store = await asyncio.to_thread(
-        Store.open, settings.store_dir, registry_url=settings.registry_url,
-        builtin_dir=BUILTIN_DIR if settings.builtin_artifacts else None)
+    store = await asyncio.to_thread(settings.open_store)
     engine_thread = EngineThread()
     runtime = Runtime(store, settings, metrics=metrics, engine_thread=engine_thread)
     await runtime.refresh()
@@ -53,7 +52,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         timeout_s=settings.scheduler.request_timeout_s, metrics=metrics,
         glossaries=glossaries)
     app.state.admin = DomainAdmin(store, runtime, drain_timeout_s=settings.drain_timeout_s)
-    poller = asyncio.create_task(runtime.poll_forever(settings.poll_interval_s),
+    poller = asyncio.create_task(watch_registry(runtime, settings.poll_interval_s),
                                  name="nmt-registry-poller")
     try:
         yield
@@ -72,6 +71,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                   lifespan=lifespan)
     app.state.settings = settings
     app.state.metrics = metrics
+    app.state.language_detectors = LanguageDetectors()
     install_error_handlers(app, metrics)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     for router in ROUTERS:

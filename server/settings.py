@@ -1,20 +1,22 @@
 """The server's one typed settings tree; the only place environment variables are read.
 
 Every field is an environment variable with the prefix `NMT_`; nested groups use `__`
-(`NMT_ENGINE__DEVICE=cuda`, `NMT_SCHEDULER__MAX_WAIT_MS=10`). `python -m server` flags
-override the environment. The admin token is read from the environment only.
+(`NMT_ENGINE__DEVICE=cuda`, `NMT_SCHEDULER__MAX_WAIT_MS=10`). The store and logging
+fields come from the base shared with the training sidecar (launch/settings.py).
+`nmt-server` / `python -m server` flags override the environment. The admin token is read
+from the environment only.
 docs/API.md lists every setting.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
-LogLevel = Literal["critical", "error", "warning", "info", "debug"]
+from launch.settings import ProcessSettings
+
 EnsembleWeights = Literal["soft", "uniform", "fixed"]
 
 
@@ -113,20 +115,13 @@ class RoutingSettings(BaseModel):
                           "classifier (routing mode \"mixture\")")
 
 
-class Settings(BaseSettings):
+class Settings(ProcessSettings):
     """Everything the server reads at start-up (env prefix NMT_, nested delimiter __)."""
 
-    model_config = SettingsConfigDict(env_prefix="NMT_", env_nested_delimiter="__",
-                                      extra="forbid", frozen=True)
+    model_config = SettingsConfigDict(extra="forbid")
 
     host: str = Field("127.0.0.1", description="address to listen on")
     port: int = Field(8000, ge=0, le=65535, description="port to listen on")
-    log_level: LogLevel = Field("info", description="logging level")
-    store_dir: Path = Field(Path("var/store"), description="writable model store root")
-    registry_url: str | None = Field(
-        None, description="registry database URL (default: SQLite in the store dir)")
-    builtin_artifacts: bool = Field(
-        True, description="layer the package's built-in artifacts under the store")
     backbone: str | None = Field(
         None, description="backbone name to serve (default: the store's only/active one)")
     admin_token: SecretStr | None = Field(

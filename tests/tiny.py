@@ -8,9 +8,9 @@ from functools import cache
 import sentencepiece as spm
 import torch
 
+from contract.backbone import BackboneConfig
 from server.engine.artifacts import backbone_files
 from server.engine.backbone import Backbone
-from server.engine.config import BackboneConfig
 from server.engine.families import Params, get_family
 
 ENGLISH = [

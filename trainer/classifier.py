@@ -20,15 +20,13 @@ from pathlib import Path
 
 import fasttext
 
+from contract.artifacts import CLASSIFIER_MODEL_FILE
 from server.routing.classifier import (
-    CLASSIFIER_FILE,
     LABEL_PREFIX,
     calibrated,
     raw_posteriors,
 )
 from server.routing.features import classifier_text
-
-EXAMPLES_FILE = "examples.tsv.gz"
 
 Example = tuple[str, str]  # (label, source text)
 
@@ -76,7 +74,7 @@ def train_classifier(examples: Sequence[Example], settings: ClassifierSettings |
             str(data), epoch=settings.epoch, lr=settings.lr, dim=settings.dim,
             wordNgrams=settings.word_ngrams, minn=settings.minn, maxn=settings.maxn,
             bucket=settings.bucket, thread=1, seed=settings.seed, verbose=0)
-        out = Path(tmp) / CLASSIFIER_FILE
+        out = Path(tmp) / CLASSIFIER_MODEL_FILE
         if settings.quantize:
             model.quantize(input=str(data), qnorm=True, retrain=False, cutoff=100_000)
         model.save_model(str(out))
@@ -92,7 +90,7 @@ class Accuracy:
 
 def _load(model_bytes: bytes) -> fasttext.FastText._FastText:
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / CLASSIFIER_FILE
+        path = Path(tmp) / CLASSIFIER_MODEL_FILE
         path.write_bytes(model_bytes)
         return fasttext.load_model(str(path))
 

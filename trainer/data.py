@@ -13,7 +13,7 @@ import sentencepiece as spm
 import torch
 from torch import Tensor
 
-from server.engine.config import BackboneConfig
+from contract.backbone import BackboneConfig
 from server.engine.tokenizer import Tokenizer
 
 log = logging.getLogger(__name__)

@@ -17,6 +17,9 @@ from typing import Any
 
 from safetensors.torch import load_file, save_file
 
+from contract.artifacts import MODULE_WEIGHTS_FILE
+from contract.training import DEV_FILE, RUN_DIR, TRAIN_FILE, TrainingOptions, job_key
+from contract.tsv import Pair, pairs_from_bytes
 from model_store import LocalStorage, Manifest, Store
 from server.engine.artifacts import backbone_parts
 from server.engine.backbone import Backbone
@@ -24,15 +27,12 @@ from server.engine.engine import load_backbone
 from server.engine.families import Params
 from server.engine.tokenizer import Tokenizer
 from trainer.data import EncodedPairs, encode_for_backbone, token_batches
-from trainer.jobspec import DEV_FILE, RUN_DIR, TRAIN_FILE, TrainingOptions, job_key
-from trainer.loop import Progress, ShouldStop, TrainingInterrupted
+from trainer.loop import Progress, ShouldStop, TrainingInterrupted, TrainSettings
 from trainer.modules import train_module
 from trainer.settings import WorkerSettings
-from trainer.tsv import Pair, pairs_from_bytes
 
 log = logging.getLogger(__name__)
 
-MODULE_WEIGHTS = "module.safetensors"
 MODULE_SUMMARY = "module.json"
 TRAINING_SHARE = 0.85  # of the job's progress bar; gate, router and publication share the rest
 
@@ -138,8 +138,9 @@ def train_job_module(backbone: JobBackbone, module_config: dict[str, Any],
         raise JobFailed(f"no training pair is at most {options.max_len} tokens long")
     batches = len(token_batches(encoded, max_tokens=options.max_tokens, seed=options.seed,
                                 epoch=0))
-    loop = options.train_settings(bf16=settings.bf16, log_every=settings.progress_every_steps,
-                                  checkpoint_every_s=settings.checkpoint_every_s)
+    loop = TrainSettings.from_options(options, bf16=settings.bf16,
+                                      log_every=settings.progress_every_steps,
+                                      checkpoint_every_s=settings.checkpoint_every_s)
     log.info("training a %s module on %d pairs (%d dev), %d batches per epoch",
              module_config["family"], len(encoded), len(dev_pairs), batches)
     try:
@@ -161,7 +162,7 @@ def train_job_module(backbone: JobBackbone, module_config: dict[str, Any],
 def save_trained(run_dir: Path, trained: TrainedModule) -> None:
     """Weights first, summary last: the summary's presence means both are complete."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    weights = run_dir / MODULE_WEIGHTS
+    weights = run_dir / MODULE_WEIGHTS_FILE
     tmp = weights.with_suffix(".tmp")
     save_file({k: v.contiguous() for k, v in trained.params.items()}, str(tmp))
     tmp.replace(weights)
@@ -175,7 +176,7 @@ def load_trained(run_dir: Path) -> TrainedModule | None:
     if not (run_dir / MODULE_SUMMARY).exists():
         return None
     summary = json.loads((run_dir / MODULE_SUMMARY).read_text())
-    return TrainedModule(params=load_file(str(run_dir / MODULE_WEIGHTS)), **summary)
+    return TrainedModule(params=load_file(str(run_dir / MODULE_WEIGHTS_FILE)), **summary)
 
 
 def run_dir_of(store: Store, job_id: str) -> Path:

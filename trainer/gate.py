@@ -12,11 +12,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from contract.tsv import Pair
 from server.engine.families import Params, get_family
 from server.engine.single import SingleModuleHooks
 from trainer.domain_job import JobBackbone
 from trainer.evaluate import Scores, evaluate_texts
-from trainer.tsv import Pair
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from contract.training import TrainingOptions
 from trainer.data import Batch
 
 log = logging.getLogger(__name__)
@@ -41,23 +42,42 @@ def bf16_autocast(wanted: bool) -> contextlib.AbstractContextManager[Any]:
     return torch.autocast("cpu", dtype=torch.bfloat16, enabled=wanted and native_bf16())
 
 
+DEFAULTS = TrainingOptions()  # one set of knobs and defaults for jobs and recipes
+
+
 @dataclass(frozen=True)
 class TrainSettings:
-    lr: float = 1e-3
-    warmup_steps: int = 1000
-    max_tokens: int = 6000  # padded source + target tokens per batch
-    max_epochs: int = 10
-    max_steps: int = 1_000_000
-    max_minutes: float = 60.0
-    label_smoothing: float = 0.1
+    """The training loop's settings: a job's `TrainingOptions` (same names, same defaults)
+    plus how this run logs, evaluates and checkpoints."""
+
+    lr: float = DEFAULTS.lr
+    warmup_steps: int = DEFAULTS.warmup_steps
+    max_tokens: int = DEFAULTS.max_tokens  # padded source + target tokens per batch
+    max_epochs: int = DEFAULTS.max_epochs
+    max_steps: int = DEFAULTS.max_steps
+    max_minutes: float = DEFAULTS.max_minutes
+    label_smoothing: float = DEFAULTS.label_smoothing
     grad_clip: float = 1.0
-    weight_decay: float = 0.0
-    seed: int = 1
+    weight_decay: float = DEFAULTS.weight_decay
+    seed: int = DEFAULTS.seed
     bf16: bool = True  # CPU autocast where native (bf16_autocast): ~2x faster there
     log_every: int = 50
-    eval_every: int = 500
+    eval_every: int = DEFAULTS.eval_every
     checkpoint_every_s: float = 600.0
-    patience: int = 0  # evaluations without improvement before stopping; 0 = never stop early
+    # evaluations without improvement before stopping; 0 = never stop early
+    patience: int = DEFAULTS.patience
+
+    @classmethod
+    def from_options(cls, options: TrainingOptions, *, bf16: bool, log_every: int,
+                     checkpoint_every_s: float) -> TrainSettings:
+        """The loop settings of a training job."""
+        return cls(
+            lr=options.lr, warmup_steps=options.warmup_steps, max_tokens=options.max_tokens,
+            max_epochs=options.max_epochs, max_steps=options.max_steps,
+            max_minutes=options.max_minutes, label_smoothing=options.label_smoothing,
+            weight_decay=options.weight_decay, seed=options.seed, bf16=bf16,
+            log_every=log_every, eval_every=options.eval_every,
+            checkpoint_every_s=checkpoint_every_s, patience=options.patience)
 
 
 @dataclass

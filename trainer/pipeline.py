@@ -22,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from contract.training import training_options
+from contract.tsv import Pair
 from model_store import ArtifactKind, ConflictError, Job, Manifest, Store
 from server.engine.artifacts import module_files
 from trainer.domain_job import (
@@ -35,11 +37,9 @@ from trainer.domain_job import (
     train_job_module,
 )
 from trainer.gate import GateResult, quality_gate
-from trainer.jobspec import training_options
 from trainer.loop import ShouldStop
 from trainer.router_update import RouterUpdate, publish_router, router_update
 from trainer.settings import WorkerSettings
-from trainer.tsv import Pair
 
 log = logging.getLogger(__name__)
 

@@ -18,17 +18,17 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from contract.artifacts import CLASSIFIER_EXAMPLES_FILE, CLASSIFIER_MODEL_FILE
+from contract.tsv import Pair
 from model_store import Manifest, Store
-from server.routing.classifier import CLASSIFIER_FILE, config_temperature
+from server.routing.classifier import config_temperature
 from trainer.classifier import (
-    EXAMPLES_FILE,
     accuracy,
     examples_from_bytes,
     examples_to_bytes,
     train_classifier,
 )
 from trainer.settings import RouterSettings
-from trainer.tsv import Pair
 
 log = logging.getLogger(__name__)
 
@@ -51,18 +51,19 @@ def router_update(store: Store, domain: str, data: tuple[Sequence[Pair], Sequenc
         return (f"no active classifier {settings.name!r}: the router was not updated; "
                 f"requests reach {domain!r} by name only")
     loaded = store.load("classifier", settings.name, base)
-    if EXAMPLES_FILE not in loaded.files:
-        return (f"the active classifier {loaded.manifest.label} carries no {EXAMPLES_FILE}: "
+    if CLASSIFIER_EXAMPLES_FILE not in loaded.files:
+        return (f"the active classifier {loaded.manifest.label} carries no "
+                f"{CLASSIFIER_EXAMPLES_FILE}: "
                 f"the router was not updated; requests reach {domain!r} by name only")
     train_pairs, dev_pairs = data
-    old = [(label, text) for label, text in examples_from_bytes(loaded.files[EXAMPLES_FILE])
-           if label != domain]
+    stored = examples_from_bytes(loaded.files[CLASSIFIER_EXAMPLES_FILE])
+    old = [(label, text) for label, text in stored if label != domain]
     new = [(domain, source) for source, _ in train_pairs[: settings.max_examples_per_domain]]
     examples = old + new
     log.info("router: retraining on %d examples (%d of %r)", len(examples), len(new), domain)
     model = train_classifier(examples, settings.classifier_settings())
     dev_accuracy = accuracy(model, [(domain, source) for source, _ in dev_pairs]).overall
-    files = {CLASSIFIER_FILE: model, EXAMPLES_FILE: examples_to_bytes(examples)}
+    files = {CLASSIFIER_MODEL_FILE: model, CLASSIFIER_EXAMPLES_FILE: examples_to_bytes(examples)}
     labels = sorted({label for label, _ in examples})
     temperature = config_temperature(loaded.manifest.config)
     return RouterUpdate(base, files, labels, len(examples), dev_accuracy, temperature)

@@ -1,6 +1,6 @@
 """The training sidecar's typed settings; the only place it reads environment variables.
 
-Shared with the server (same meaning, same variables): `NMT_STORE_DIR`, `NMT_REGISTRY_URL`,
+Shared with the server (same base, launch/settings.py): `NMT_STORE_DIR`, `NMT_REGISTRY_URL`,
 `NMT_BUILTIN_ARTIFACTS`, `NMT_LOG_LEVEL`. The sidecar's own settings are the nested group
 `NMT_TRAINER__*` (`NMT_TRAINER__WORKER_NAME`, `NMT_TRAINER__ROUTER__BUCKET`), so that they
 never collide with a server setting of the same name (the server's `NMT_POLL_INTERVAL_S`
@@ -11,15 +11,12 @@ from __future__ import annotations
 
 import os
 import socket
-from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
+from launch.settings import ProcessSettings
 from trainer.classifier import ClassifierSettings
-
-LogLevel = Literal["critical", "error", "warning", "info", "debug"]
 
 
 def default_worker_name() -> str:
@@ -72,15 +69,10 @@ class WorkerSettings(BaseModel):
     router: RouterSettings = Field(default_factory=RouterSettings)
 
 
-class SidecarSettings(BaseSettings):
-    """Everything `python -m trainer` reads at start-up (env prefix NMT_, nested __)."""
+class SidecarSettings(ProcessSettings):
+    """Everything `nmt-trainer` reads at start-up (env prefix NMT_, nested __); the
+    server's own variables in a shared environment are ignored."""
 
-    model_config = SettingsConfigDict(env_prefix="NMT_", env_nested_delimiter="__",
-                                      extra="ignore", frozen=True)
+    model_config = SettingsConfigDict(extra="ignore")
 
-    store_dir: Path = Field(Path("var/store"), description="writable model store root")
-    registry_url: str | None = Field(None, description="registry URL (default: SQLite in "
-                                                       "the store dir)")
-    builtin_artifacts: bool = Field(True, description="layer the package's built-in artifacts")
-    log_level: LogLevel = Field("info")
     trainer: WorkerSettings = Field(default_factory=WorkerSettings)

@@ -27,9 +27,9 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from contract.training import JOBS_DIR, job_key
 from model_store import Job, Store, StoreError
 from trainer.domain_job import JobFailed, JobInterrupted
-from trainer.jobspec import JOBS_DIR, job_key
 from trainer.pipeline import JobContext, run_domain_job
 from trainer.settings import WorkerSettings
 

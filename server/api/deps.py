@@ -9,13 +9,13 @@ from typing import Annotated
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from server.admin import DomainAdmin
 from server.errors import Forbidden, Unauthorized
 from server.glossaries import GlossaryBook
 from server.metrics import Metrics
-from server.runtime import Runtime
+from server.serving.admin import DomainAdmin
+from server.serving.runtime import Runtime
+from server.serving.translation import Translator
 from server.settings import Settings
-from server.translation import Translator
 
 bearer = HTTPBearer(auto_error=False, description="NMT_ADMIN_TOKEN")
 

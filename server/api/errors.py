@@ -15,6 +15,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from model_store import ArtifactError, ConflictError, NotFoundError, StoreError
 from server import errors
+from server.api.schemas import DecodingOptions
 from server.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -96,13 +97,21 @@ def validation_error(exc: RequestValidationError) -> HttpError:
     if any(p.get("type") == "json_invalid" for p in problems):
         return HttpError(422, "invalid_request", "the body is not valid JSON", "body")
     fields = [field_name(p.get("loc", ())) for p in problems]
-    messages = [f"{f}: {p.get('msg', 'invalid')}" for f, p in zip(fields, problems, strict=True)]
+    messages = [f"{f}: {p.get('msg', 'invalid')}{_hint(f, p)}"
+                for f, p in zip(fields, problems, strict=True)]
     field = fields[0] if fields else "body"
     # A union reports every branch; name the most specific location under the first field.
     field = max((f for f in fields if f == field or f.startswith(field + ".")), key=len,
                 default=field)
     return HttpError(422, "invalid_request", "; ".join(dict.fromkeys(messages)) or "invalid",
                      field)
+
+
+def _hint(field: str, problem: Any) -> str:
+    """A decoding option sent at the top level (`"beam_size": 4`) says where it belongs."""
+    if problem.get("type") == "extra_forbidden" and field in DecodingOptions.model_fields:
+        return f'; decoding options go in "options": {{"{field}": ...}}'
+    return ""
 
 
 def field_name(loc: Sequence[int | str]) -> str:

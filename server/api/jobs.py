@@ -1,7 +1,7 @@
 """Admin endpoints of the training sidecar (bearer token `NMT_ADMIN_TOKEN`):
 `POST /admin/domains` adds a domain from parallel text (202 + a job), `GET /admin/jobs`
 and `GET /admin/jobs/{job_id}` follow the jobs. Training itself runs in the sidecar
-(`python -m trainer`); see server/admin_jobs.py and trainer/sidecar.py."""
+(`python -m trainer`); see server/serving/admin_jobs.py and trainer/sidecar.py."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ from starlette.datastructures import FormData, UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 
 from model_store import Job, JobState
-from server.admin_jobs import DomainUpload, JobAdmin
 from server.api.deps import SettingsDep, require_admin
 from server.api.schemas import ErrorResponse
 from server.errors import InvalidInput, TooLarge
+from server.serving.admin_jobs import DomainUpload, JobAdmin
 
 router = APIRouter(prefix="/admin", tags=["admin", "jobs"], dependencies=[Depends(require_admin)],
                    responses={401: {"model": ErrorResponse, "description": "no bearer token"},

@@ -28,7 +28,7 @@ from server.api.schemas import (
     TranslateResponse,
 )
 from server.glossaries import GlossaryChoice
-from server.translation import DecodingRequest, Item, ItemResult
+from server.serving.translation import DecodingRequest, Item, ItemResult
 
 T = TypeVar("T")
 router = APIRouter(tags=["translation"])

@@ -12,18 +12,24 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from safetensors.torch import load as load_safetensors_bytes
-from safetensors.torch import save as save_safetensors_bytes
 from torch import Tensor
 
-from server.engine.config import BackboneConfig
+from contract.artifacts import (
+    BACKBONE_CONFIG_FILE,
+    BACKBONE_FILES,
+    BACKBONE_WEIGHTS_FILE,
+    MODULE_WEIGHTS_FILE,
+    SOURCE_SPM_FILE,
+    SOURCE_VOCAB_FILE,
+    TARGET_SPM_FILE,
+    TARGET_VOCAB_FILE,
+)
+from contract.backbone import BackboneConfig
+from contract.tensors import tensors_from_bytes, tensors_to_bytes
 from server.engine.engine import Engine, EngineOptions
 from server.engine.families import Params
 from server.engine.residency import Loader, Observer
 from server.engine.tokenizer import Tokenizer
-
-BACKBONE_FILES = ("config.json", "model.safetensors", "source.spm", "target.spm")
-MODULE_FILE = "module.safetensors"
 
 
 @dataclass(frozen=True)
@@ -32,20 +38,6 @@ class BackboneParts:
     tensors: dict[str, Tensor]
     source_tokenizer: Tokenizer
     target_tokenizer: Tokenizer
-
-
-def tensors_from_bytes(data: bytes) -> dict[str, Tensor]:
-    try:
-        return load_safetensors_bytes(data)
-    except Exception as error:  # safetensors raises several types for corrupt input
-        raise ValueError(f"not a valid safetensors file: {error}") from error
-
-
-def tensors_to_bytes(tensors: Mapping[str, Tensor], *, half: bool = False) -> bytes:
-    """safetensors bytes; `half` stores float tensors as float16 (half the disk)."""
-    prepared = {k: (v.half() if half and v.is_floating_point() else v).contiguous()
-                for k, v in tensors.items()}
-    return save_safetensors_bytes(prepared)
 
 
 def _vocab(files: Mapping[str, bytes], name: str) -> list[str] | None:
@@ -57,12 +49,12 @@ def backbone_parts(files: Mapping[str, bytes]) -> BackboneParts:
     missing = [name for name in BACKBONE_FILES if name not in files]
     if missing:
         raise ValueError(f"backbone artifact lacks {missing}; it needs {list(BACKBONE_FILES)}")
-    config = BackboneConfig.from_dict(json.loads(files["config.json"]))
-    tensors = {k: v.float() for k, v in tensors_from_bytes(files["model.safetensors"]).items()}
-    source = Tokenizer(files["source.spm"], vocab=_vocab(files, "source.vocab"),
+    config = BackboneConfig.from_dict(json.loads(files[BACKBONE_CONFIG_FILE]))
+    tensors = {k: v.float() for k, v in tensors_from_bytes(files[BACKBONE_WEIGHTS_FILE]).items()}
+    source = Tokenizer(files[SOURCE_SPM_FILE], vocab=_vocab(files, SOURCE_VOCAB_FILE),
                        eos_id=config.eos_id, unk_id=config.unk_id, pad_id=config.pad_id,
                        add_eos=config.source_eos)
-    target = Tokenizer(files["target.spm"], vocab=_vocab(files, "target.vocab"),
+    target = Tokenizer(files[TARGET_SPM_FILE], vocab=_vocab(files, TARGET_VOCAB_FILE),
                        eos_id=config.eos_id, unk_id=config.unk_id, pad_id=config.pad_id)
     return BackboneParts(config, tensors, source, target)
 
@@ -76,9 +68,9 @@ def build_engine(files: Mapping[str, bytes], options: EngineOptions | None = Non
 
 
 def module_params(files: Mapping[str, bytes]) -> Params:
-    if MODULE_FILE not in files:
-        raise ValueError(f"module artifact lacks {MODULE_FILE!r}")
-    return {k: v.float() for k, v in tensors_from_bytes(files[MODULE_FILE]).items()}
+    if MODULE_WEIGHTS_FILE not in files:
+        raise ValueError(f"module artifact lacks {MODULE_WEIGHTS_FILE!r}")
+    return {k: v.float() for k, v in tensors_from_bytes(files[MODULE_WEIGHTS_FILE]).items()}
 
 
 def backbone_files(config: BackboneConfig, tensors: Mapping[str, Tensor], *,
@@ -86,15 +78,15 @@ def backbone_files(config: BackboneConfig, tensors: Mapping[str, Tensor], *,
                    target_vocab: list[str] | None = None, half: bool = False) -> dict[str, bytes]:
     """The files of a backbone artifact (the inverse of `backbone_parts`)."""
     files: dict[str, bytes] = {
-        "config.json": json.dumps(config.to_dict(), indent=1, sort_keys=True).encode(),
-        "model.safetensors": tensors_to_bytes(tensors, half=half),
-        "source.spm": source_spm, "target.spm": target_spm}
-    for name, vocab in (("source.vocab", source_vocab), ("target.vocab", target_vocab)):
+        BACKBONE_CONFIG_FILE: json.dumps(config.to_dict(), indent=1, sort_keys=True).encode(),
+        BACKBONE_WEIGHTS_FILE: tensors_to_bytes(tensors, half=half),
+        SOURCE_SPM_FILE: source_spm, TARGET_SPM_FILE: target_spm}
+    for name, vocab in ((SOURCE_VOCAB_FILE, source_vocab), (TARGET_VOCAB_FILE, target_vocab)):
         if vocab is not None:
             files[name] = "".join(piece + "\n" for piece in vocab).encode("utf-8")
     return files
 
 
 def module_files(params: Params, *, half: bool = False) -> dict[str, bytes]:
-    return {MODULE_FILE: tensors_to_bytes(params, half=half)}
+    return {MODULE_WEIGHTS_FILE: tensors_to_bytes(params, half=half)}
 

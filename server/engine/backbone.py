@@ -25,7 +25,7 @@ from typing import cast
 import torch
 from torch import Tensor, nn
 
-from server.engine.config import BackboneConfig
+from contract.backbone import BackboneConfig
 from server.engine.hooks import ModuleHooks, Project, Side
 from server.engine.layers import Attention, FeedForward, Positions
 

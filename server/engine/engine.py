@@ -15,9 +15,9 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from contract.backbone import BackboneConfig
 from server.decoding.search import Hypothesis, SearchOptions, search
 from server.engine.backbone import Backbone
-from server.engine.config import BackboneConfig
 from server.engine.families import Params
 from server.engine.families.mixing import WordMixing
 from server.engine.mixture import MixtureHooks, SourceProportions, encoder_layer_means

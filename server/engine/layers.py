@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from server.engine.config import BackboneConfig
+from contract.backbone import BackboneConfig
 from server.engine.hooks import Linear, Project
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from server.engine.config import BackboneConfig
+from contract.backbone import BackboneConfig
 from server.engine.families import ModuleConfigError, Params, get_family
 from server.engine.slots import ModuleBank, bank_key, build_bank
 

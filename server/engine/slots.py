@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from server.engine.config import BackboneConfig
+from contract.backbone import BackboneConfig
 from server.engine.families import Family, Params, get_family
 from server.engine.hooks import Linear, Project, Side
 from server.engine.packing import pack_matrix, packed_key

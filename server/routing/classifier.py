@@ -22,9 +22,9 @@ from typing import Protocol
 
 import fasttext
 
+from contract.artifacts import CLASSIFIER_MODEL_FILE
 from server.routing.features import classifier_text
 
-CLASSIFIER_FILE = "classifier.bin"
 LABEL_PREFIX = "__label__"
 MIN_PROBABILITY = 1e-6  # fastText's own smoothing floor is 1e-5
 
@@ -94,8 +94,8 @@ def load_classifier(files: Mapping[str, bytes], config: Mapping[str, object], *,
                     version: int) -> FastTextClassifier:
     """A classifier from a verified artifact's files. fastText loads only from a path, so
     the verified bytes go to a private temporary file that is removed right after."""
-    if CLASSIFIER_FILE not in files:
-        raise ValueError(f"classifier artifact lacks {CLASSIFIER_FILE!r}")
+    if CLASSIFIER_MODEL_FILE not in files:
+        raise ValueError(f"classifier artifact lacks {CLASSIFIER_MODEL_FILE!r}")
     labels = config.get("labels")
     if not isinstance(labels, list) or not all(isinstance(x, str) for x in labels):
         raise ValueError("classifier config needs 'labels': a list of domain names")
@@ -103,7 +103,7 @@ def load_classifier(files: Mapping[str, bytes], config: Mapping[str, object], *,
     descriptor, path = tempfile.mkstemp(prefix="nmt-classifier-", suffix=".bin")
     try:
         with os.fdopen(descriptor, "wb") as handle:  # mkstemp: mode 0600, owner only
-            handle.write(files[CLASSIFIER_FILE])
+            handle.write(files[CLASSIFIER_MODEL_FILE])
         model = fasttext.load_model(path)
     finally:
         os.unlink(path)

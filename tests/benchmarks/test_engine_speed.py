@@ -10,10 +10,16 @@ from pathlib import Path
 import pytest
 import torch
 
-from benchmarks.engine_speed import FAMILY_SYSTEMS, SYSTEMS, TINY, family_options, run_benchmark
-from benchmarks.speed_measure import DECODES, LengthMismatch, Row, check_lengths, measure, schedule
-from benchmarks.speed_report import TARGETS, Target, check_targets, markdown, ratio, write_results
-from benchmarks.speed_systems import Runner, mixed_members, random_adapter, random_override
+from benchmarks.speed.engine_speed import (
+    FAMILY_SYSTEMS,
+    SYSTEMS,
+    TINY,
+    family_options,
+    run_benchmark,
+)
+from benchmarks.speed.measure import DECODES, LengthMismatch, Row, check_lengths, measure, schedule
+from benchmarks.speed.report import TARGETS, Target, check_targets, markdown, ratio, write_results
+from benchmarks.speed.systems import Runner, mixed_members, random_adapter, random_override
 from server.engine.artifacts import build_engine
 from server.engine.engine import Member
 from server.engine.families import get_family

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.eval_targets import (
+from benchmarks.quality.targets import (
     FORGETTING_DROP,
     Target,
     check_targets,

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.serve_load import ServeConfig, offline, token_counter
-from benchmarks.speed_loadgen import (
+from benchmarks.speed.loadgen import (
     BATCH,
     SINGLE,
     LevelRun,
@@ -21,7 +20,7 @@ from benchmarks.speed_loadgen import (
     run_level,
     served_domains,
 )
-from benchmarks.speed_loadstats import (
+from benchmarks.speed.loadstats import (
     LevelStats,
     OfflineStats,
     percentile,
@@ -29,9 +28,10 @@ from benchmarks.speed_loadstats import (
     sentence_count,
     summarise,
 )
-from benchmarks.speed_offline import members_of, pack
-from benchmarks.speed_server import ServerFailed, live_server
-from benchmarks.speed_store import TINY_DOMAINS, StoreSpec, seed_tiny_store
+from benchmarks.speed.offline import members_of, pack
+from benchmarks.speed.serve_load import ServeConfig, offline, token_counter
+from benchmarks.speed.server import ServerFailed, live_server
+from benchmarks.speed.store import TINY_DOMAINS, StoreSpec, seed_tiny_store
 from server.decoding.search import SearchOptions
 from server.engine.engine import Member, SentenceJob
 

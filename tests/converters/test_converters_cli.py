@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from contract.backbone import BackboneConfig
 from converters.cli import main
 from converters.marian import convert_marian
 from model_store.store import Store
 from server.engine.artifacts import module_files
-from server.engine.config import BackboneConfig
 from tests.tiny import random_module
 
 REPO = Path(__file__).resolve().parents[2]
@@ -51,6 +51,21 @@ def test_import_marian_publishes_the_converted_backbone(
         loaded = store.load("backbone", "opus-tiny")
     assert dict(loaded.files) == convert_marian(marian_dir)
     assert loaded.manifest.provenance["format"] == "huggingface-marian"
+
+
+def test_import_records_the_languages(marian_dir: Path, tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    store = tmp_path / "store"
+    code, _, err = run(["import-marian", str(marian_dir), "--store", str(store),
+                        "--name", "opus-tiny", "--languages", "en-de"], capsys)
+    assert (code, err) == (0, "")
+    with Store.open(store) as opened:
+        provenance = opened.load("backbone", "opus-tiny", 1).manifest.provenance
+    assert provenance["languages"] == {"source": "en", "target": "de"}
+    with pytest.raises(SystemExit):
+        main(["import-marian", str(marian_dir), "--store", str(store), "--name", "x",
+              "--languages", "english-german"])
+    assert "is not SRC-TGT with two ISO 639-1 codes" in capsys.readouterr().err
 
 
 def test_export_ct2_from_the_store(marian_dir: Path, tmp_path: Path,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from contract.backbone import BackboneConfig
 from server.decoding.search import SearchOptions, search
-from server.engine.config import BackboneConfig
 from server.engine.stepper import FixedStepper
 from tests.decoding.reference import reference_greedy, reference_search
 from tests.tiny import random_backbone, tiny_config

@@ -59,7 +59,7 @@ def test_make_test_runs_ruff_then_mypy_then_pytest() -> None:
     lines = _make_dry_run("test")
     assert lines[-3:] == [
         ".venv/bin/ruff check .",
-        ".venv/bin/mypy server model_store converters trainer",
+        ".venv/bin/mypy contract launch server model_store converters trainer",
         ".venv/bin/pytest -q",
     ]
 
@@ -83,11 +83,12 @@ def test_make_run_installs_runtime_only_and_serves() -> None:
 @pytest.mark.parametrize(
     ("args", "command"),
     [
-        (("bench-engine",), "-m benchmarks.engine_speed --data ../shared/data"),
-        (("bench-engine", "QUICK=1"), "-m benchmarks.engine_speed --data ../shared/data --quick"),
-        (("bench-engine", "QUICK=0"), "-m benchmarks.engine_speed --data ../shared/data"),
-        (("bench-serve", "DATA=/d"), "-m benchmarks.serve_load --data /d"),
-        (("eval",), "-m benchmarks.evaluate --data ../shared/data"),
+        (("bench-engine",), "-m benchmarks.speed.engine_speed --data ../shared/data"),
+        (("bench-engine", "QUICK=1"),
+         "-m benchmarks.speed.engine_speed --data ../shared/data --quick"),
+        (("bench-engine", "QUICK=0"), "-m benchmarks.speed.engine_speed --data ../shared/data"),
+        (("bench-serve", "DATA=/d"), "-m benchmarks.speed.serve_load --data /d"),
+        (("eval",), "-m benchmarks.quality.evaluate --data ../shared/data"),
         (("train-default",), "-m trainer.recipes.default_en_fr --data ../shared/data"),
     ],
 )
@@ -164,6 +165,16 @@ def test_dockerignore_lets_every_copied_path_in() -> None:
             if op == "COPY":
                 source = args.split()[0].removeprefix("./").rstrip("/")
                 assert source in allowed, f"{dockerfile}: COPY {source} is dockerignored"
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES)
+def test_every_installed_package_is_copied(dockerfile: str) -> None:
+    with (ROOT / "pyproject.toml").open("rb") as handle:
+        include = tomllib.load(handle)["tool"]["setuptools"]["packages"]["find"]["include"]
+    packages = {pattern.rstrip("*") for pattern in include}
+    copied = {args.split()[0].removeprefix("./").rstrip("/")
+              for op, args in _instructions(dockerfile) if op == "COPY"}
+    assert packages - copied == set()
 
 
 @pytest.mark.parametrize("dockerfile", DOCKERFILES)

@@ -9,10 +9,10 @@ import pytest
 import torch
 from torch import Tensor
 
+from contract.backbone import BackboneConfig
 from server.decoding.search import SearchOptions
 from server.engine.artifacts import build_engine, module_files, module_params
 from server.engine.backbone import Backbone
-from server.engine.config import BackboneConfig
 from server.engine.engine import Engine, EngineOptions, Member, SentenceJob, load_backbone
 from server.engine.families import ModuleConfigError, Params, get_family
 from server.engine.single import SingleModuleHooks

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import torch
 
+from contract.backbone import BackboneConfig
 from server.decoding.search import SearchOptions
 from server.engine.backbone import Backbone
-from server.engine.config import BackboneConfig
 from server.engine.engine import Engine, Member, SentenceJob
 from server.engine.families import ModuleConfigError, Params, get_family
 from server.engine.families.mixing import WordMixing, mix, site_names

@@ -62,6 +62,12 @@ def test_invalid_requests_are_422_with_the_field(shared_client: TestClient,
     assert error["code"] == "invalid_request" and error["field"] == field
 
 
+def test_a_top_level_decoding_option_says_where_it_belongs(shared_client: TestClient) -> None:
+    error = error_of(shared_client.post("/translate", json={"text": "x", "beam_size": 4}), 422)
+    assert error["field"] == "beam_size"
+    assert 'decoding options go in "options": {"beam_size": ...}' in error["message"]
+
+
 def test_nan_weight_is_422(shared_client: TestClient) -> None:
     raw = b'{"text": "x", "domain": {"law": NaN}}'
     error = error_of(shared_client.post("/translate", content=raw,

@@ -134,12 +134,12 @@ def test_stored_glossaries(client: TestClient) -> None:
         "entries": {"tablet": "comprimé", "patient": "malade"}, "default_for": "medical"})
     assert created.status_code == 201, created.text
     assert created.json()["entries"] == {"tablet": "comprimé", "patient": "malade"}
-    csv_body = 'tablet,cachet\n"blood, pressure",tension\n'.encode()
+    csv_body = b'tablet,cachet\n"blood, pressure",tension\n'
     replaced = client.put("/admin/glossaries/med", headers=headers | {
         "content-type": "text/csv"}, content=csv_body, params={"default_for": "medical"})
     assert replaced.status_code == 200 and replaced.json()["size"] == 2
     tsv = client.put("/admin/glossaries/it-terms", headers=headers | {
-        "content-type": "text/tab-separated-values"}, content="file\tfichier\n".encode())
+        "content-type": "text/tab-separated-values"}, content=b"file\tfichier\n")
     assert tsv.status_code == 201
     listed = client.get("/admin/glossaries", headers=headers).json()["glossaries"]
     assert [(g["name"], g["size"], g["default_for"]) for g in listed] == [

@@ -19,8 +19,8 @@ from conftest import (
     publish_module,
 )
 
-import server.admin
-import server.runtime
+import server.serving.admin
+import server.serving.runtime
 from model_store import Store
 from server.engine.families import Params
 
@@ -39,11 +39,12 @@ def test_backbone_and_modules_are_built_on_the_engine_thread(
     built: list[str] = []
     converted: list[str] = []
     checked: list[str] = []
-    monkeypatch.setattr(server.runtime, "build_engine",
-                        _recording(server.runtime.build_engine, built))
-    original_params: Callable[..., Params] = server.runtime.module_params
-    monkeypatch.setattr(server.runtime, "module_params", _recording(original_params, converted))
-    monkeypatch.setattr(server.admin, "module_params", _recording(original_params, checked))
+    monkeypatch.setattr(server.serving.runtime, "build_engine",
+                        _recording(server.serving.runtime.build_engine, built))
+    original_params: Callable[..., Params] = server.serving.runtime.module_params
+    monkeypatch.setattr(server.serving.runtime, "module_params",
+                        _recording(original_params, converted))
+    monkeypatch.setattr(server.serving.admin, "module_params", _recording(original_params, checked))
 
     with make_client(store_root) as client:
         assert client.get("/health/ready").status_code == 200

@@ -9,12 +9,13 @@ import random
 from pathlib import Path
 from typing import Any
 
+from contract.artifacts import CLASSIFIER_EXAMPLES_FILE
 from model_store import Job, Store
-from server.admin_jobs import DomainUpload, submit_domain
 from server.engine.artifacts import backbone_parts, module_files
+from server.serving.admin_jobs import DomainUpload, submit_domain
 from server.settings import Settings
 from tests.tiny import random_module, tiny_backbone_files, tiny_config
-from trainer.classifier import EXAMPLES_FILE, ClassifierSettings, examples_to_bytes
+from trainer.classifier import ClassifierSettings, examples_to_bytes
 from trainer.classifier import train_classifier as fit_classifier
 from trainer.settings import RouterSettings, WorkerSettings
 
@@ -77,7 +78,7 @@ def build_store(root: Path, *, examples: bool = True, router: bool = True,
             data = [(d, s) for i, (d, w) in enumerate(WORDS.items()) for s in sentences(w, 30, i)]
             files = {"classifier.bin": fit_classifier(data, classifier_settings())}
             if examples:
-                files[EXAMPLES_FILE] = examples_to_bytes(data)
+                files[CLASSIFIER_EXAMPLES_FILE] = examples_to_bytes(data)
             config: dict[str, Any] = {"labels": sorted(WORDS)}
             if router_temperature is not None:
                 config["temperature"] = router_temperature

@@ -14,6 +14,7 @@ import sentencepiece as spm
 import torch
 from safetensors.torch import save_file
 
+from contract.artifacts import CLASSIFIER_EXAMPLES_FILE
 from model_store import Store
 from server.engine.artifacts import backbone_files, backbone_parts, module_files
 from server.engine.backbone import Backbone
@@ -27,7 +28,7 @@ from tests.tiny import (
     tiny_config,
 )
 from tests.trainer.test_trainer_backbone import SETTINGS
-from trainer.classifier import EXAMPLES_FILE, examples_to_bytes
+from trainer.classifier import examples_to_bytes
 from trainer.data import EncodedPairs, encode_pairs, save_encoded
 from trainer.recipes.default_en_fr import backbone_trainable, train_backbone
 from trainer.recipes.default_stages import (
@@ -167,7 +168,7 @@ def write_router(run_dir: Path, *, temperature: float) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "classifier.bin").write_bytes(
         classifier_bytes({"medical": ["dose"], GENERIC_LABEL: ["photo"]}))
-    (directory / EXAMPLES_FILE).write_bytes(
+    (directory / CLASSIFIER_EXAMPLES_FILE).write_bytes(
         examples_to_bytes([("medical", "one dose"), (GENERIC_LABEL, "a photo")]))
     (directory / "accuracy.json").write_text(json.dumps(
         {"dev_accuracy": 0.9, "per_domain": {"medical": 0.9, GENERIC_LABEL: 0.9},

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from contract.training import JobConfigError, normalise_config
 from model_store import Store
 from server.engine.artifacts import backbone_parts, module_params
 from server.engine.backbone import Backbone
@@ -17,7 +18,6 @@ from server.engine.families.mixing import WordMixing
 from server.engine.tokenizer import Tokenizer
 from tests.tiny import random_backbone, spm_bytes, tiny_backbone_files, tiny_config
 from trainer.data import encode_for_backbone, join_labelled
-from trainer.jobspec import JobConfigError, normalise_config
 from trainer.loop import TrainingInterrupted, TrainSettings
 from trainer.mixing import domain_loss, train_mixing
 from trainer.recipes.mixing_en_fr import Recipe, run
@@ -30,7 +30,7 @@ WORDS = {
 DOMAINS = list(WORDS)
 FAST = TrainSettings(lr=0.01, warmup_steps=5, max_tokens=400, max_epochs=100, max_steps=60,
                      max_minutes=5.0, eval_every=20, log_every=1, bf16=False,
-                     checkpoint_every_s=1e9)
+                     checkpoint_every_s=1e9, patience=0)
 
 
 def toy_pairs(domain: str, count: int, seed: int) -> list[tuple[str, str]]:

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
+from contract.training import JobConfigError, normalise_config
+from contract.tsv import DataError, hold_out, pairs_from_bytes, pairs_to_bytes, parse_pairs
 from tests.tiny import tiny_config
-from trainer.jobspec import JobConfigError, normalise_config
-from trainer.tsv import DataError, hold_out, pairs_from_bytes, pairs_to_bytes, parse_pairs
 
 
 @pytest.mark.parametrize(("data", "pairs"), [

@@ -22,8 +22,9 @@ from pathlib import Path
 import sentencepiece as spm
 import torch
 
+from contract.artifacts import BACKBONE_CONFIG_FILE
+from contract.backbone import BackboneConfig
 from server.engine.backbone import Backbone
-from server.engine.config import BackboneConfig
 from trainer.data import (
     BOS_ID,
     EOS_ID,
@@ -84,7 +85,8 @@ EXTRA_STAGES = ("restore", "snapshot")  # not part of "all"
 
 # The budgets are the shipped default's (backbone v3: 112 min, 0.65 passes; adapters 5 min).
 SETTINGS = TrainSettings(lr=1e-3, warmup_steps=800, max_tokens=5000, max_epochs=8,
-                         max_minutes=112.0, eval_every=500, checkpoint_every_s=300.0)
+                         max_minutes=112.0, eval_every=500, checkpoint_every_s=300.0,
+                         patience=0)
 
 
 def corpora(data_dir: Path, split: str = "train") -> list[Corpus]:
@@ -144,7 +146,7 @@ def backbone_trainable(model: Backbone) -> Trainable:
 def check_architecture(run_dir: Path) -> None:
     """A run dir whose backbone has another architecture than the recipe's (restored from
     an older published backbone, or trained by an older recipe) cannot be trained on."""
-    saved = run_dir / "config.json"
+    saved = run_dir / BACKBONE_CONFIG_FILE
     if not saved.exists():
         return
     config = BackboneConfig.from_dict(json.loads(saved.read_text()))
@@ -163,7 +165,7 @@ def train_backbone(data_dir: Path, run_dir: Path, settings: TrainSettings, *,
     processor, data = prepare(data_dir, run_dir)
     dev_pairs = [p for c in corpora(data_dir, "dev") for p in c.read()]
     dev = encode_pairs(dev_pairs, processor, max_len=MAX_LEN)
-    (run_dir / "config.json").write_text(json.dumps(BACKBONE.to_dict(), indent=1))
+    (run_dir / BACKBONE_CONFIG_FILE).write_text(json.dumps(BACKBONE.to_dict(), indent=1))
     torch.manual_seed(settings.seed)
     model = Backbone(BACKBONE)
     log.info("backbone: %.2fM parameters", sum(p.numel() for p in model.parameters()) / 1e6)

@@ -14,14 +14,20 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 
+from contract.artifacts import (
+    BACKBONE_CONFIG_FILE,
+    CLASSIFIER_EXAMPLES_FILE,
+    CLASSIFIER_MODEL_FILE,
+    MODULE_WEIGHTS_FILE,
+    SOURCE_SPM_FILE,
+)
+from contract.backbone import BackboneConfig
 from model_store import ArtifactKind, Manifest, Store
 from model_store.hashing import sha256_hex
 from server.engine.artifacts import backbone_files, backbone_parts, module_files
 from server.engine.backbone import Backbone
-from server.engine.config import BackboneConfig
 from server.engine.tokenizer import Tokenizer
 from trainer.classifier import (
-    EXAMPLES_FILE,
     ClassifierSettings,
     accuracy,
     examples_to_bytes,
@@ -59,7 +65,7 @@ def domain_corpus(data_dir: Path, domain: str, split: str) -> Corpus:
 
 
 def load_trained_backbone(run_dir: Path) -> tuple[Backbone, Tokenizer]:
-    config = BackboneConfig.from_dict(json.loads((run_dir / "config.json").read_text()))
+    config = BackboneConfig.from_dict(json.loads((run_dir / BACKBONE_CONFIG_FILE).read_text()))
     model = Backbone(config)
     saved = torch.load(run_dir / "backbone" / "checkpoint.pt", weights_only=True)
     model.load_state_dict(saved["model"])
@@ -86,7 +92,7 @@ def train_adapter(data_dir: Path, run_dir: Path, domain: str, settings: TrainSet
     result = train_module(model, dict(config), data, dev, source=tokenizer, target=tokenizer,
                           settings=settings, run_dir=out_dir, should_stop=should_stop)
     save_file({k: v.contiguous() for k, v in result.params.items()},
-              str(out_dir / "module.safetensors"))
+              str(out_dir / MODULE_WEIGHTS_FILE))
     summary = {"domain": domain, "config": result.config, "pairs": len(data),
                "dev": result.dev.as_dict(), "backbone_dev": generic.as_dict(),
                "steps": result.progress.step, "stop_reason": result.progress.stop_reason,
@@ -126,8 +132,8 @@ def train_router(data_dir: Path, run_dir: Path, domains: tuple[str, ...]) -> Non
     examples += generic_train
     dev += generic_dev
     model_bytes = train_classifier(examples, ClassifierSettings())
-    (out_dir / "classifier.bin").write_bytes(model_bytes)
-    (out_dir / EXAMPLES_FILE).write_bytes(examples_to_bytes(examples))
+    (out_dir / CLASSIFIER_MODEL_FILE).write_bytes(model_bytes)
+    (out_dir / CLASSIFIER_EXAMPLES_FILE).write_bytes(examples_to_bytes(examples))
     scores = accuracy(model_bytes, dev)
     calibration = fit_temperature(model_bytes, dev)
     (out_dir / "accuracy.json").write_text(json.dumps(
@@ -154,7 +160,7 @@ def restore_run_dir(run_dir: Path, builtin: Path, *, snapshot: Path) -> bool:
         return False
     with tempfile.TemporaryDirectory() as tmp, Store.open(Path(tmp), builtin_dir=builtin) as store:
         loaded = store.load_backbone(BACKBONE_NAME)
-    parts, spm_bytes = backbone_parts(loaded.files), loaded.files["source.spm"]
+    parts, spm_bytes = backbone_parts(loaded.files), loaded.files[SOURCE_SPM_FILE]
     provenance = loaded.manifest.provenance  # written by _backbone_provenance
     progress = position({**provenance, "step": provenance.get("steps", 0),
                          "elapsed_s": provenance.get("train_seconds", 0.0)})
@@ -167,7 +173,7 @@ def restore_run_dir(run_dir: Path, builtin: Path, *, snapshot: Path) -> bool:
         parts, spm_bytes, progress = saved.parts, saved.spm, saved.progress
         source = f"the snapshot in {snapshot}"
     checkpoint.parent.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.json").write_text(json.dumps(parts.config.to_dict(), indent=1))
+    (run_dir / BACKBONE_CONFIG_FILE).write_text(json.dumps(parts.config.to_dict(), indent=1))
     (run_dir / "spm.model").write_bytes(spm_bytes)
     torch.save({"model": parts.tensors, "progress": asdict(progress)}, checkpoint)
     Checkpoints(checkpoint.parent).write_progress(progress)
@@ -233,7 +239,9 @@ def _backbone_provenance(progress: dict[str, Any]) -> dict[str, Any]:
             "target_tokens": progress["target_tokens"],
             "train_seconds": round(progress["elapsed_s"], 1),
             # where the training batches stopped: a warm start reads on from there
-            "epoch": progress["epoch"], "batch_in_epoch": progress["batch_in_epoch"]}
+            "epoch": progress["epoch"], "batch_in_epoch": progress["batch_in_epoch"],
+            # what the LibreTranslate API lists (server/languages.py)
+            "languages": {"source": "en", "target": "fr"}}
 
 
 def _active_with(store: Store, kind: ArtifactKind, name: str,
@@ -263,7 +271,7 @@ def _unchanged(store: Store, kind: ArtifactKind, name: str, files: dict[str, byt
 
 def _publish_adapter(store: Store, result_path: Path, fingerprint: str) -> None:
     result = json.loads(result_path.read_text())
-    params = load_file(str(result_path.parent / "module.safetensors"))
+    params = load_file(str(result_path.parent / MODULE_WEIGHTS_FILE))
     files = module_files(params, half=True)
     if _unchanged(store, "module", result["domain"], files, fingerprint):
         return
@@ -279,12 +287,12 @@ CALIBRATION_SCORES = ("dev_nll", "dev_nll_uncalibrated")
 
 
 def _publish_router(store: Store, directory: Path, fingerprint: str) -> None:
-    if not (directory / "classifier.bin").exists():
+    if not (directory / CLASSIFIER_MODEL_FILE).exists():
         return
     scores = json.loads((directory / "accuracy.json").read_text())
     labels = sorted(scores["per_domain"])
-    files = {"classifier.bin": (directory / "classifier.bin").read_bytes(),
-             EXAMPLES_FILE: (directory / EXAMPLES_FILE).read_bytes()}
+    files = {CLASSIFIER_MODEL_FILE: (directory / CLASSIFIER_MODEL_FILE).read_bytes(),
+             CLASSIFIER_EXAMPLES_FILE: (directory / CLASSIFIER_EXAMPLES_FILE).read_bytes()}
     config = {"labels": labels, "temperature": scores.get("temperature", 1.0)}
     if _unchanged(store, "classifier", ROUTER_NAME, files, fingerprint, config=config):
         return

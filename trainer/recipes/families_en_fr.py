@@ -21,6 +21,7 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 
+from contract.artifacts import MODULE_WEIGHTS_FILE
 from model_store import Store
 from server.engine.artifacts import backbone_parts, module_files
 from server.engine.backbone import Backbone
@@ -75,7 +76,7 @@ def train_one(model: Backbone, tokenizer: Tokenizer, data_dir: Path, out_dir: Pa
     result = train_module(model, dict(config), data, dev, source=tokenizer, target=tokenizer,
                           settings=settings_for(lr, minutes), run_dir=out_dir)
     save_file({k: v.detach().contiguous() for k, v in result.params.items()},
-              str(out_dir / "module.safetensors"))
+              str(out_dir / MODULE_WEIGHTS_FILE))
     summary = {"domain": domain, "family": family, "config": result.config,
                "pairs": len(data), "dev": result.dev.as_dict(), "steps": result.progress.step,
                "stop_reason": result.progress.stop_reason,
@@ -92,7 +93,7 @@ def publish(store: Store, out_dir: Path, summary: dict[str, Any], fingerprint: s
     marker = out_dir / "published.json"
     if marker.exists():
         return
-    params = load_file(str(out_dir / "module.safetensors"))
+    params = load_file(str(out_dir / MODULE_WEIGHTS_FILE))
     record = store.publish(
         "module", summary["domain"], module_files(params, half=True), config=summary["config"],
         backbone_fingerprint=fingerprint,

@@ -23,6 +23,7 @@ from typing import Any
 import torch
 from safetensors.torch import save_file
 
+from contract.artifacts import MODULE_WEIGHTS_FILE
 from model_store import BUILTIN_DIR, Store
 from server.engine.artifacts import BackboneParts, backbone_parts, module_files
 from server.engine.engine import load_backbone
@@ -83,7 +84,7 @@ def run(recipe: Recipe) -> dict[str, Any]:
                               domain_weight=recipe.domain_weight, bleu=recipe.bleu)
         summary = _summary(recipe, result, len(data), _size(parts.config, result.config))
         save_file({k: v.contiguous() for k, v in result.params.items()},
-                  str(recipe.run_dir / "module.safetensors"))
+                  str(recipe.run_dir / MODULE_WEIGHTS_FILE))
         manifest = store.publish(
             "module", recipe.name, module_files(result.params, half=True), config=result.config,
             backbone_fingerprint=loaded.manifest.backbone_fingerprint,

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from server.engine.config import BackboneConfig
+from contract.backbone import BackboneConfig
 
 LICENCES = """The 7 domains come from OPUS samples (EMEA and JRC-Acquis: EU documents, reuse with
 acknowledgement; KDE4: free-software documentation; TED2020 and QED: CC BY-NC-ND;

@@ -23,8 +23,9 @@ from typing import Any
 
 import torch
 
+from contract.artifacts import BACKBONE_CONFIG_FILE, SOURCE_SPM_FILE
+from contract.backbone import BackboneConfig
 from server.engine.artifacts import BackboneParts, backbone_files, backbone_parts
-from server.engine.config import BackboneConfig
 from trainer.loop import Progress
 
 log = logging.getLogger("trainer.recipes.default_en_fr")
@@ -55,7 +56,7 @@ def save_snapshot(run_dir: Path, out: Path) -> Progress:
     """Write the run dir's backbone checkpoint to `out` (replaced whole: a reader never
     sees a mix of two snapshots)."""
     saved = torch.load(run_dir / "backbone" / "checkpoint.pt", weights_only=True)
-    config = BackboneConfig.from_dict(json.loads((run_dir / "config.json").read_text()))
+    config = BackboneConfig.from_dict(json.loads((run_dir / BACKBONE_CONFIG_FILE).read_text()))
     spm = (run_dir / "spm.model").read_bytes()
     progress = position(saved["progress"])
     files = backbone_files(config, saved["model"], source_spm=spm, target_spm=spm, half=True)
@@ -78,7 +79,7 @@ def load_snapshot(folder: Path) -> Snapshot | None:
         return None
     files = {path.name: path.read_bytes() for path in folder.iterdir() if path.is_file()}
     progress = position(json.loads(files.pop(PROGRESS_FILE)))
-    return Snapshot(parts=backbone_parts(files), spm=files["source.spm"], progress=progress)
+    return Snapshot(parts=backbone_parts(files), spm=files[SOURCE_SPM_FILE], progress=progress)
 
 
 def remove_if_superseded(folder: Path, published_step: int,
@@ -89,7 +90,7 @@ def remove_if_superseded(folder: Path, published_step: int,
     if not snapshot_progress.exists():
         return
     step = int(json.loads(snapshot_progress.read_text())["step"])
-    config = BackboneConfig.from_dict(json.loads((folder / "config.json").read_text()))
+    config = BackboneConfig.from_dict(json.loads((folder / BACKBONE_CONFIG_FILE).read_text()))
     if step <= published_step and config == published_config:
         shutil.rmtree(folder)
         log.info("snapshot of step %d removed: the published backbone has step %d", step,

@@ -18,7 +18,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from server.engine.config import BackboneConfig
+from contract.backbone import BackboneConfig
+from contract.families import AdapterSpec, GatedSpec, HighwaySpec
 from server.engine.families.base import Family, Params
 from server.engine.hooks import Side
 from server.engine.packing import packed_key, packed_linear
@@ -40,21 +41,11 @@ def adapter(params: Params, side: Side, index: int, hidden: Tensor) -> Tensor:
     return h @ params[f"{p}.up_w"][index] + params[f"{p}.up_b"][index]
 
 
-class ResidualAdapter(Family):
-    name = "adapter"
+class ResidualAdapter(Family, AdapterSpec):
     sites = frozenset({"layer"})
     packed_matrices = ("enc.down_w", "enc.up_w", "dec.down_w", "dec.up_w")
     merge_refusal = ("a residual adapter adds a non-linear block after every layer; it cannot "
                      "be folded into the backbone's weights, so CTranslate2 cannot run it")
-
-    def defaults(self) -> dict[str, Any]:
-        return {"bottleneck": 64}
-
-    def problems(self, config: dict[str, Any]) -> list[str]:
-        size = config.get("bottleneck")
-        if not isinstance(size, int) or isinstance(size, bool) or not 1 <= size <= 8192:
-            return [f"bottleneck must be an integer in [1, 8192] (got {size!r})"]
-        return []
 
     def shapes(self, backbone: BackboneConfig,
                config: dict[str, Any]) -> dict[str, tuple[int, ...]]:
@@ -83,8 +74,7 @@ class ResidualAdapter(Family):
         return hidden + adapter(params, side, index, hidden)
 
 
-class HighwayAdapter(ResidualAdapter):
-    name = "highway"
+class HighwayAdapter(ResidualAdapter, HighwaySpec):
     sites = frozenset({"stack"})
     merge_refusal = ("a highway adapter adds non-linear blocks over every layer's output; it "
                      "cannot be folded into the backbone's weights")
@@ -103,9 +93,7 @@ class HighwayAdapter(ResidualAdapter):
         return hidden + self.highway_sum(params, side, states)
 
 
-class GatedAdapter(HighwayAdapter):
-    name = "gated"
-
+class GatedAdapter(HighwayAdapter, GatedSpec):
     def shapes(self, backbone: BackboneConfig,
                config: dict[str, Any]) -> dict[str, tuple[int, ...]]:
         d = backbone.d_model

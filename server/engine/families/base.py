@@ -1,4 +1,5 @@
-"""What a module family is: parameter shapes, identity initialisation, and what it does at
+"""What a module family is (its config and capabilities: contract.families), plus parameter
+shapes, identity initialisation, and what it does at
 the backbone's hook sites for the rows of one slot."""
 
 from __future__ import annotations
@@ -9,46 +10,27 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from server.engine.config import BackboneConfig
+from contract.backbone import BackboneConfig
+from contract.families import FamilySpec, ModuleConfigError
 from server.engine.hooks import Linear, Side
 
 Params = dict[str, Tensor]  # one module's tensors (or one slot's views into a bank)
 
 
-class ModuleConfigError(ValueError):
-    """A module configuration that the family cannot build; lists every problem."""
+__all__ = ["Family", "ModuleConfigError", "Params"]
 
 
-class Family(ABC):
-    """A kind of domain module. Subclasses are stateless: all state is in `Params`."""
+class Family(FamilySpec, ABC):
+    """A kind of domain module. Subclasses are stateless: all state is in `Params`; each
+    also derives from its `FamilySpec` (name, options, capabilities)."""
 
-    name: str = ""
     sites: frozenset[str] = frozenset()  # of "embed", "layer", "stack", "project"
     mergeable: bool = False  # can be folded into plain backbone weights (CTranslate2 export)
     merge_refusal: str = ""  # why not, when not mergeable
-    joint: bool = False  # trained jointly over several domains, never as one new domain
     bank_slots: int | None = None  # cap on a bank's slots (large modules); None: the engine's
     # `[layers, in, out]` matrices applied as `x @ W[layer]`: a CPU float32 bank keeps a
     # packed copy of each (see server/engine/packing.py) under `packed_key(name, layer)`.
     packed_matrices: tuple[str, ...] = ()
-
-    @abstractmethod
-    def defaults(self) -> dict[str, Any]:
-        """The family's hyper-parameters with their default values."""
-
-    def normalise(self, config: dict[str, Any]) -> dict[str, Any]:
-        """Defaults filled in, unknown keys and bad values refused (all problems at once)."""
-        allowed = self.defaults()
-        merged = {**allowed, **{k: v for k, v in config.items() if k != "family"}}
-        problems = [f"unknown option {k!r} for family {self.name!r}; allowed: {sorted(allowed)}"
-                    for k in merged if k not in allowed]
-        problems += self.problems(merged)
-        if problems:
-            raise ModuleConfigError("; ".join(problems))
-        return {"family": self.name, **merged}
-
-    def problems(self, config: dict[str, Any]) -> list[str]:
-        return []
 
     @abstractmethod
     def shapes(self, backbone: BackboneConfig,

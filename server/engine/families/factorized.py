@@ -25,7 +25,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from server.engine.config import BackboneConfig
+from contract.backbone import BackboneConfig
+from contract.families import FactorizedSpec, ParallelAttentionSpec, ShallowFactorizationSpec
 from server.engine.families.base import Family, ModuleConfigError, Params
 from server.engine.hooks import Linear, Side
 
@@ -48,24 +49,13 @@ def all_layers(backbone: BackboneConfig) -> list[tuple[Side, int]]:
         backbone.encoder_layers if side == "encoder" else backbone.decoder_layers)]
 
 
-class Factorized(Family):
+class Factorized(Family, FactorizedSpec):
     """Shared mechanism: the module's tensors named after the projection sites they
     override; a site without a tensor keeps the backbone's projection."""
 
     sites = frozenset({"project"})
     mergeable = True
     projections: tuple[str, ...] = ()  # which of q/k/v/o the module owns
-    ffn_matrix_default = False
-
-    def defaults(self) -> dict[str, Any]:
-        return {"ffn_matrix": self.ffn_matrix_default}
-
-    def problems(self, config: dict[str, Any]) -> list[str]:
-        value = config.get("ffn_matrix")
-        if not isinstance(value, bool):
-            return [f"ffn_matrix must be true or false (got {value!r})"]
-        return []
-
     def shapes(self, backbone: BackboneConfig,
                config: dict[str, Any]) -> dict[str, tuple[int, ...]]:
         d = backbone.d_model
@@ -144,13 +134,9 @@ class Factorized(Family):
         return merged, backbone
 
 
-class ShallowFactorization(Factorized):
-    name = "sf"
+class ShallowFactorization(Factorized, ShallowFactorizationSpec):
     projections = ("k", "v")
-    ffn_matrix_default = True
 
 
-class ParallelAttention(Factorized):
-    name = "pa"
+class ParallelAttention(Factorized, ParallelAttentionSpec):
     projections = ("q", "k", "v", "o")
-    ffn_matrix_default = False

@@ -16,24 +16,15 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from server.engine.config import BackboneConfig
+from contract.backbone import BackboneConfig
+from contract.families import LdrSpec
 from server.engine.families.base import Family, Params
 from server.engine.hooks import Side
 
 
-class LexicalDomainEmbedding(Family):
-    name = "ldr"
+class LexicalDomainEmbedding(Family, LdrSpec):
     sites = frozenset({"embed"})
     mergeable = True
-
-    def defaults(self) -> dict[str, Any]:
-        return {"rank": 8}
-
-    def problems(self, config: dict[str, Any]) -> list[str]:
-        rank = config.get("rank")
-        if not isinstance(rank, int) or isinstance(rank, bool) or not 1 <= rank <= 256:
-            return [f"rank must be an integer in [1, 256] (got {rank!r})"]
-        return []
 
     def shapes(self, backbone: BackboneConfig,
                config: dict[str, Any]) -> dict[str, tuple[int, ...]]:

@@ -45,12 +45,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from server.engine.config import BackboneConfig
+from contract.backbone import BackboneConfig
+from contract.families import MixingSpec
 from server.engine.families.base import Family, Params
 from server.engine.hooks import Linear, Side
 
-PROJECTIONS = ("q", "k", "v", "o", "fc1", "fc2")
-SIDES = ("encoder", "both")
 EPSILON = "epsilon"
 
 
@@ -88,40 +87,12 @@ def mix(x: Tensor, weight: Tensor, bias: Tensor, proportions: Tensor) -> Tensor:
     return torch.einsum("...k,...ko->...o", proportions.to(per_domain.dtype), per_domain)
 
 
-class WordMixing(Family):
-    name = "mixing"
+class WordMixing(Family, MixingSpec):
     sites = frozenset({"project"})
-    joint = True
     bank_slots = 2  # k copies of the backbone's projections: a serving version and its successor
     merge_refusal = ("word-level mixing weighs every token's projections by proportions "
                      "computed from that token's own hidden state; the mixture changes from "
                      "token to token, so no single set of plain weights equals it")
-
-    def defaults(self) -> dict[str, Any]:
-        return {"domains": None, "epsilon": 0.1, "sides": "encoder",
-                "projections": list(PROJECTIONS)}
-
-    def problems(self, config: dict[str, Any]) -> list[str]:
-        found: list[str] = []
-        domains = config.get("domains")
-        if (not isinstance(domains, list) or len(domains) < 2
-                or not all(isinstance(d, str) and d for d in domains)
-                or len(set(domains)) != len(domains)):
-            found.append(f"domains must be a list of at least 2 distinct domain names, in "
-                         f"proportion order (got {domains!r})")
-        epsilon = config.get("epsilon")
-        if (not isinstance(epsilon, int | float) or isinstance(epsilon, bool)
-                or not 0.0 <= epsilon < 1.0):
-            found.append(f"epsilon must be a number in [0, 1) (got {epsilon!r})")
-        if config.get("sides") not in SIDES:
-            found.append(f"sides must be one of {list(SIDES)} (got {config.get('sides')!r})")
-        projections = config.get("projections")
-        if (not isinstance(projections, list) or not projections
-                or any(p not in PROJECTIONS for p in projections)
-                or len(set(projections)) != len(projections)):
-            found.append(f"projections must be a non-empty list of distinct names of "
-                         f"{list(PROJECTIONS)} (got {projections!r})")
-        return found
 
     def shapes(self, backbone: BackboneConfig,
                config: dict[str, Any]) -> dict[str, tuple[int, ...]]:

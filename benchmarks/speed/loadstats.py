@@ -1,0 +1,150 @@
+"""Statistics and written results of the serving benchmark.
+
+Throughput counts what the server answered successfully: sentences (the server's own
+splitting rule, server/text.py) and target tokens (the backbone's target tokenizer over
+each translation), per second of the level's wall time. Latencies are those of successful
+requests; failures are counted by error code.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmarks.speed.loadgen import LevelRun, LoadRequest
+from server.text import sentences, split_text
+
+TokenCounter = Callable[[str], int]
+SERVED_OVER_OFFLINE_TARGET = 0.8
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """Linear interpolation between closest ranks (numpy's default); None when empty."""
+    if not values:
+        return None
+    if not 0 <= q <= 100:
+        raise ValueError(f"percentile must be in [0, 100] (got {q})")
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * q / 100
+    low, high = math.floor(position), math.ceil(position)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def sentence_count(text: str) -> int:
+    return len(sentences(split_text(text)))
+
+
+@dataclass(frozen=True)
+class LevelStats:
+    concurrency: int
+    requests: int
+    ok: int
+    errors: dict[str, int]
+    sentences: int
+    target_tokens: int
+    wall_s: float
+    sentences_per_s: float
+    tokens_per_s: float
+    latency_p50_s: float | None
+    latency_p95_s: float | None
+    latency_p99_s: float | None
+    latency_mean_s: float | None
+
+
+def summarise(run: LevelRun, requests: Sequence[LoadRequest], *,
+              count_tokens: TokenCounter) -> LevelStats:
+    ok = [o for o in run.outcomes if o.status == 200]
+    errors = Counter(o.error or f"http_{o.status}" for o in run.outcomes if o.status != 200)
+    n_sentences = sum(sentence_count(text) for o in ok
+                      for text in requests[o.index % len(requests)].texts)
+    tokens = sum(count_tokens(str(r["translation"])) for o in ok for r in o.results)
+    latencies = [o.latency_s for o in ok]
+    wall = max(run.wall_s, 1e-9)
+    return LevelStats(
+        concurrency=run.concurrency, requests=len(run.outcomes), ok=len(ok),
+        errors=dict(sorted(errors.items())), sentences=n_sentences, target_tokens=tokens,
+        wall_s=run.wall_s, sentences_per_s=n_sentences / wall, tokens_per_s=tokens / wall,
+        latency_p50_s=percentile(latencies, 50), latency_p95_s=percentile(latencies, 95),
+        latency_p99_s=percentile(latencies, 99),
+        latency_mean_s=sum(latencies) / len(latencies) if latencies else None)
+
+
+@dataclass(frozen=True)
+class OfflineStats:
+    sentences: int
+    target_tokens: int
+    batches: int
+    seconds: float
+    sentences_per_s: float
+    tokens_per_s: float
+
+
+@dataclass(frozen=True)
+class Saturation:
+    concurrency: int
+    served_tokens_per_s: float
+    offline_tokens_per_s: float
+    ratio: float | None
+    target: float
+    met: bool | None
+
+
+def saturation(levels: Sequence[LevelStats], offline: OfflineStats | None, *,
+               target: float = SERVED_OVER_OFFLINE_TARGET) -> Saturation | None:
+    """The level of highest served throughput, against the offline engine."""
+    if not levels:
+        return None
+    best = max(levels, key=lambda level: level.tokens_per_s)
+    offline_speed = offline.tokens_per_s if offline is not None else 0.0
+    ratio = best.tokens_per_s / offline_speed if offline_speed > 0 else None
+    return Saturation(best.concurrency, best.tokens_per_s, offline_speed, ratio, target,
+                      None if ratio is None else ratio >= target)
+
+
+def _seconds(value: float | None) -> str:
+    return "n/a" if value is None else f"{value * 1000:,.0f}"
+
+
+def markdown(levels: Sequence[LevelStats], offline: OfflineStats | None,
+             best: Saturation | None, meta: Mapping[str, Any]) -> str:
+    lines = [f"# Serving load ({meta.get('mode', 'full')} run)", "",
+             str(meta.get("description", "")), "",
+             "| clients | requests | ok | errors | sentences/s | target tokens/s | "
+             "p50 ms | p95 ms | p99 ms |", "|---:|---:|---:|---|---:|---:|---:|---:|---:|"]
+    for s in levels:
+        errors = ", ".join(f"{code}: {n}" for code, n in s.errors.items()) or "0"
+        lines.append(f"| {s.concurrency} | {s.requests} | {s.ok} | {errors} | "
+                     f"{s.sentences_per_s:,.2f} | {s.tokens_per_s:,.1f} | "
+                     f"{_seconds(s.latency_p50_s)} | {_seconds(s.latency_p95_s)} | "
+                     f"{_seconds(s.latency_p99_s)} |")
+    if offline is not None:
+        lines += ["", f"Offline engine on the same inputs ({offline.sentences} sentences in "
+                      f"{offline.batches} batches of the server's budget): "
+                      f"{offline.sentences_per_s:,.2f} sentences/s, "
+                      f"{offline.tokens_per_s:,.1f} target tokens/s."]
+    if best is not None and best.ratio is not None:
+        verdict = "met" if best.met else "**missed**"
+        lines += ["", f"Saturation ({best.concurrency} clients): served / offline = "
+                      f"{best.ratio:.2f}x (target >= {best.target:.2f}x): {verdict}."]
+    return "\n".join(lines) + "\n"
+
+
+def write_results(levels: Sequence[LevelStats], offline: OfflineStats | None,
+                  meta: Mapping[str, Any], out_dir: Path, *,
+                  stem: str = "serve_load") -> list[Path]:
+    """`<stem>.json` (levels, offline, saturation), `<stem>.meta.json`, `<stem>.md`."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    best = saturation(levels, offline)
+    data = {"levels": [asdict(s) for s in levels],
+            "offline": asdict(offline) if offline is not None else None,
+            "saturation": asdict(best) if best is not None else None}
+    paths = [out_dir / f"{stem}.json", out_dir / f"{stem}.meta.json", out_dir / f"{stem}.md"]
+    paths[0].write_text(json.dumps(data, indent=1) + "\n")
+    paths[1].write_text(json.dumps(dict(meta), indent=1, sort_keys=True) + "\n")
+    paths[2].write_text(markdown(levels, offline, best, meta))
+    return paths

@@ -1,0 +1,128 @@
+"""Ratios, targets and the written results of the engine speed benchmark.
+
+`engine_speed.json` is exactly a JSON list of rows (`system`, `decode`, `tokens_per_s`,
+plus the measurement's details); run metadata goes to `engine_speed.meta.json`;
+`engine_speed.md` is the human-readable table with the ratios and the targets.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmarks.speed.measure import Row
+
+
+@dataclass(frozen=True)
+class Target:
+    """`numerator` / `denominator` (target tokens/s of two systems, same decode), and the
+    least ratio that meets the target (None: reported without a target)."""
+
+    label: str
+    numerator: str
+    denominator: str
+    minimum: float | None
+
+
+TARGETS: tuple[Target, ...] = (
+    Target("engine float32 / CT2 float32", "engine-float32", "ct2-float32", 1.0),
+    Target("engine int8 / CT2 int8", "engine-int8", "ct2-int8", 0.7),
+    Target("one adapter / backbone only", "engine-float32-adapter", "engine-float32", 0.8),
+    Target("8 mixed adapters / one adapter", "engine-float32-mixed8",
+           "engine-float32-adapter", 0.95),
+    Target("engine float32 / HF generate", "engine-float32", "hf", None),
+    # Other module families, reported without a target: what one module of each costs.
+    *(Target(f"{family} module / {versus}", f"engine-float32-{family}", denominator, None)
+      for family in ("sf", "pa", "mixing")
+      for versus, denominator in (("one adapter", "engine-float32-adapter"),
+                                  ("backbone only", "engine-float32"))),
+)
+
+
+@dataclass(frozen=True)
+class Check:
+    target: Target
+    decode: str
+    ratio: float | None  # None when a system is missing
+    met: bool | None  # None when there is no target or no ratio
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"label": self.target.label, "decode": self.decode, "ratio": self.ratio,
+                "minimum": self.target.minimum, "met": self.met}
+
+
+def speed(rows: Sequence[Row], system: str, decode: str) -> float | None:
+    for row in rows:
+        if row.system == system and row.decode == decode:
+            return row.tokens_per_s
+    return None
+
+
+def ratio(rows: Sequence[Row], numerator: str, denominator: str, decode: str) -> float | None:
+    top, bottom = speed(rows, numerator, decode), speed(rows, denominator, decode)
+    if top is None or bottom is None or bottom <= 0:
+        return None
+    return top / bottom
+
+
+def check_targets(rows: Sequence[Row], targets: Sequence[Target] = TARGETS) -> list[Check]:
+    """Every target for every decode present in `rows`, in (decode, target) order."""
+    decodes = list(dict.fromkeys(row.decode for row in rows))
+    checks: list[Check] = []
+    for decode in decodes:
+        for target in targets:
+            value = ratio(rows, target.numerator, target.denominator, decode)
+            met = None if value is None or target.minimum is None else value >= target.minimum
+            checks.append(Check(target, decode, value, met))
+    return checks
+
+
+def _verdict(check: Check) -> str:
+    if check.target.minimum is None:
+        return "(no target)"
+    if check.met is None:
+        return "n/a"
+    return "met" if check.met else "**missed**"
+
+
+def markdown(rows: Sequence[Row], checks: Sequence[Check], meta: Mapping[str, Any]) -> str:
+    """The results table (tokens/s per system and decode) and the ratio/target table."""
+    decodes = list(dict.fromkeys(row.decode for row in rows))
+    systems = list(dict.fromkeys(row.system for row in rows))
+    lines = [f"# Engine speed ({meta.get('mode', 'full')} run)", "",
+             f"{meta.get('description', '')}".strip(), "",
+             "Target tokens per second (median of interleaved rounds; higher is better).", "",
+             "| system | " + " | ".join(decodes) + " |",
+             "|---|" + "---:|" * len(decodes)]
+    for system in systems:
+        cells = [speed(rows, system, decode) for decode in decodes]
+        lines.append(f"| {system} | " + " | ".join(
+            "n/a" if value is None else f"{value:,.0f}" for value in cells) + " |")
+    lines += ["", "| ratio | decode | value | target | verdict |", "|---|---|---:|---:|---|"]
+    for check in checks:
+        value = "n/a" if check.ratio is None else f"{check.ratio:.2f}x"
+        minimum = "" if check.target.minimum is None else f">= {check.target.minimum:.2f}x"
+        lines.append(f"| {check.target.label} | {check.decode} | {value} | {minimum} | "
+                     f"{_verdict(check)} |")
+    missed = [c for c in checks if c.met is False]
+    lines += ["", f"Targets met: {sum(c.met is True for c in checks)} of "
+                  f"{sum(c.met is not None for c in checks)}"
+              + (f"; missed: {', '.join(f'{c.target.label} ({c.decode})' for c in missed)}."
+                 if missed else "."), ""]
+    return "\n".join(lines)
+
+
+def write_results(rows: Sequence[Row], meta: Mapping[str, Any], out_dir: Path, *,
+                  stem: str = "engine_speed") -> list[Path]:
+    """`<stem>.json` (a list of rows), `<stem>.meta.json`, `<stem>.md`."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    checks = check_targets(rows)
+    paths = [out_dir / f"{stem}.json", out_dir / f"{stem}.meta.json", out_dir / f"{stem}.md"]
+    paths[0].write_text(json.dumps([row.to_dict() for row in rows], indent=1) + "\n")
+    full_meta = {**meta, "targets": [check.to_dict() for check in checks]}
+    paths[1].write_text(json.dumps(full_meta, indent=1, sort_keys=True) + "\n")
+    paths[2].write_text(markdown(rows, checks, meta))
+    return paths

@@ -1,0 +1,247 @@
+"""Serving throughput and latency of a live server, against the engine offline.
+
+    python -m benchmarks.speed.serve_load [--data DIR] [--quick] [--tiny] [--levels 1,4,16]
+                                    [--beam-size N] [--out DIR]
+
+1. seed a temporary store: the package's built-in artifacts layered under an empty root
+   (what `python -m server` serves out of the box), or with `--tiny` a toy backbone and
+   three random adapters (no classifier: "auto" then means the plain backbone);
+2. start `python -m server` on 127.0.0.1 and a free port, wait for /health/ready;
+3. draw requests once from the en-fr test sets of `--data` (synthetic text without it):
+   single /translate and /translate/batch requests, domains mixed (explicit, "auto",
+   "generic"); warm the server up;
+4. for each concurrency level: closed-loop clients (httpx.AsyncClient), bounded by a
+   request count and a duration; throughput (sentences/s, target tokens/s counted with the
+   backbone's target tokenizer), p50/p95/p99 latency, errors by code;
+5. stop the server; translate the saturation level's inputs with the engine in-process
+   (same store, routing, options and batch budget) and report served / offline (target
+   >= 0.8x).
+
+Writes results/serve_load.json, .meta.json and .md (`--tiny`: results/tmp/).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import os
+import platform
+import tempfile
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from benchmarks.common import RESULTS_DIR
+from benchmarks.speed.data import read_test_sets, training_lines
+from benchmarks.speed.loadgen import (
+    LevelRun,
+    LoadRequest,
+    build_requests,
+    run_level,
+    served_domains,
+    warm_up,
+)
+from benchmarks.speed.loadstats import (
+    OfflineStats,
+    TokenCounter,
+    markdown,
+    saturation,
+    summarise,
+    write_results,
+)
+from benchmarks.speed.model import quiet_libraries, synthetic_lines
+from benchmarks.speed.offline import offline_engine, offline_items, run_offline
+from benchmarks.speed.server import live_server
+from benchmarks.speed.store import (
+    TINY_DOMAINS,
+    StoreSpec,
+    backbone_files,
+    load_module,
+    seed_default_store,
+    seed_tiny_store,
+    target_tokenizer,
+)
+from server.engine.engine import EngineOptions
+from server.settings import DecodingSettings, EngineSettings, SchedulerSettings
+
+RESULTS = RESULTS_DIR
+
+
+@dataclass(frozen=True)
+class LoadPlan:
+    levels: tuple[int, ...]  # concurrent clients
+    max_requests: int  # per level
+    max_seconds: float  # of sending, per level
+    offline_seconds: float
+    distinct_requests: int = 500  # the drawn list; levels cycle through it
+    texts_per_set: int = 200
+
+
+FULL = LoadPlan((1, 2, 4, 8, 16, 32, 64), max_requests=400, max_seconds=60.0,
+                offline_seconds=120.0)
+# Saturation needs more closed-loop clients than one batch holds (a 4,096-token budget at
+# beam 4 is ~40 sentences): with fewer, batches stay as small as the clients in flight.
+QUICK = LoadPlan((1, 16, 64), max_requests=160, max_seconds=30.0, offline_seconds=40.0)
+TINY = LoadPlan((1, 4), max_requests=20, max_seconds=5.0, offline_seconds=10.0,
+                distinct_requests=40, texts_per_set=20)
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """The server settings the benchmark fixes (the offline run mirrors them); the rest
+    are the server's defaults."""
+
+    beam_size: int = DecodingSettings().beam_size
+    max_batch_tokens: int = SchedulerSettings().max_batch_tokens
+    request_timeout_s: float = 300.0  # measure throughput, not timeouts, at saturation
+    max_queue: int = 4096
+    length_ratio: float = DecodingSettings().length_ratio
+    max_length: int = DecodingSettings().max_length
+    engine: EngineSettings = field(default_factory=EngineSettings)
+
+    def environment(self) -> dict[str, str]:
+        return {"NMT_DECODING__BEAM_SIZE": str(self.beam_size),
+                "NMT_DECODING__MAX_BEAM_SIZE": str(max(self.beam_size,
+                                                       DecodingSettings().max_beam_size)),
+                "NMT_SCHEDULER__MAX_BATCH_TOKENS": str(self.max_batch_tokens),
+                "NMT_SCHEDULER__REQUEST_TIMEOUT_S": str(self.request_timeout_s),
+                "NMT_SCHEDULER__MAX_QUEUE": str(self.max_queue)}
+
+    def engine_options(self) -> EngineOptions:
+        e = self.engine
+        return EngineOptions(device=e.device, dtype=e.dtype, int8=e.int8, packed=e.packed,
+                             slots_per_bank=e.slots_per_bank, host_capacity=e.host_capacity)
+
+
+def text_sets(data: Path | None, *, per_set: int) -> dict[str, list[str]]:
+    """The en-fr test sets, or synthetic text per tiny domain when there are none."""
+    sets = read_test_sets(data, per_set=per_set)
+    if sets:
+        return sets
+    return {domain: synthetic_lines(per_set, seed=seed)
+            for seed, domain in enumerate(TINY_DOMAINS, start=1)}
+
+
+def token_counter(spec: StoreSpec) -> TokenCounter:
+    tokenizer = target_tokenizer(backbone_files(spec))
+    return lambda text: len(tokenizer.encode([text], add_eos=False)[0])
+
+
+async def run_levels(base_url: str, requests: Sequence[LoadRequest], plan: LoadPlan, *,
+                     timeout_s: float) -> list[LevelRun]:
+    runs: list[LevelRun] = []
+    for concurrency in plan.levels:
+        run = await run_level(base_url, requests, concurrency=concurrency,
+                              max_requests=plan.max_requests, max_seconds=plan.max_seconds,
+                              timeout_s=timeout_s)
+        failed = sum(outcome.status != 200 for outcome in run.outcomes)
+        print(f"  {concurrency:>3} clients: {len(run.outcomes)} requests in {run.wall_s:.1f} s, "
+              f"{failed} failed", flush=True)
+        runs.append(run)
+    return runs
+
+
+def serve(spec: StoreSpec, sets: dict[str, list[str]], plan: LoadPlan, config: ServeConfig,
+          *, log: Path, seed: int = 0) -> tuple[list[LevelRun], list[LoadRequest], list[str]]:
+    """Start the server, draw the requests over the served domains, run every level."""
+    with live_server(spec.environment() | config.environment(), log) as base_url:
+        served = served_domains(base_url)
+        requests = build_requests(sets, served, count=plan.distinct_requests, seed=seed)
+        print(f"server ready at {base_url}; domains: {', '.join(served) or '(none)'}",
+              flush=True)
+        warm_up(base_url, requests, timeout_s=config.request_timeout_s + 30)
+        runs = asyncio.run(run_levels(base_url, requests, plan,
+                                      timeout_s=config.request_timeout_s + 30))
+    return runs, requests, served
+
+
+def offline(spec: StoreSpec, run: LevelRun, requests: Sequence[LoadRequest],
+            config: ServeConfig, *, max_seconds: float,
+            count_tokens: TokenCounter) -> OfflineStats:
+    """The engine in this process, on the inputs `run` served successfully."""
+    items = offline_items(run, requests)
+    engine = offline_engine(backbone_files(spec), items,
+                            lambda name, version: load_module(spec, name, version),
+                            config.engine_options())
+    return run_offline(engine, items, beam_size=config.beam_size,
+                       length_ratio=config.length_ratio, max_length=config.max_length,
+                       max_batch_tokens=config.max_batch_tokens,
+                       max_modules=config.engine.slots_per_bank, max_seconds=max_seconds,
+                       count_tokens=count_tokens)
+
+
+def metadata(plan: LoadPlan, config: ServeConfig, *, mode: str, data: str,
+             served: Sequence[str]) -> dict[str, Any]:
+    return {"mode": mode, "plan": asdict(plan), "server": config.environment(),
+            "engine": config.engine.model_dump(), "served_domains": list(served), "texts": data,
+            "description": (f"Live `python -m server` on loopback, {mode} plan: clients "
+                            f"{', '.join(map(str, plan.levels))}; at most "
+                            f"{plan.max_requests} requests or {plan.max_seconds:g} s per "
+                            f"level; beam {config.beam_size}; batch budget "
+                            f"{config.max_batch_tokens} tokens; texts: {data}."),
+            "started_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            "machine": {"platform": platform.platform(), "cpu_count": os.cpu_count(),
+                        "python": platform.python_version()},
+            "versions": {"torch": torch.__version__}, "torch_threads": torch.get_num_threads()}
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.speed.serve_load",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, help="corpora root (../shared/data)")
+    parser.add_argument("--quick", action="store_true", help="fewer levels, shorter levels")
+    parser.add_argument("--tiny", action="store_true", help="toy store and plan: code path")
+    parser.add_argument("--levels", help="comma-separated client counts (overrides the plan)")
+    parser.add_argument("--beam-size", type=int, default=ServeConfig().beam_size)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path,
+                        help="results directory (default: results/; --tiny: results/tmp/)")
+    return parser.parse_args(argv)
+
+
+def choose_plan(args: argparse.Namespace) -> tuple[str, LoadPlan]:
+    mode = "tiny" if args.tiny else "quick" if args.quick else "full"
+    plan = {"tiny": TINY, "quick": QUICK, "full": FULL}[mode]
+    if args.levels:
+        plan = replace(plan, levels=tuple(int(v) for v in args.levels.split(",") if v.strip()))
+    return mode, plan
+
+
+def seed_store(root: Path, *, tiny: bool, data: Path | None) -> StoreSpec:
+    if tiny:
+        return seed_tiny_store(root, lines=training_lines(data, per_file=500))
+    return seed_default_store(root)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    mode, plan = choose_plan(args)
+    config = ServeConfig(beam_size=args.beam_size)
+    out = args.out or (RESULTS / "tmp" if args.tiny else RESULTS)
+    quiet_libraries()
+    sets = text_sets(args.data, per_set=plan.texts_per_set)
+    described = (f"{args.data} en-fr test sets" if read_test_sets(args.data, per_set=1)
+                 else "synthetic") + f" ({sum(map(len, sets.values()))} texts)"
+    with tempfile.TemporaryDirectory(prefix="serve-load-") as scratch:
+        spec = seed_store(Path(scratch) / "store", tiny=args.tiny, data=args.data)
+        count_tokens = token_counter(spec)
+        runs, requests, served = serve(spec, sets, plan, config, seed=args.seed,
+                                       log=Path(scratch) / "server.log")
+        levels = [summarise(run, requests, count_tokens=count_tokens) for run in runs]
+        best = max(range(len(levels)), key=lambda i: levels[i].tokens_per_s)
+        print(f"offline engine on the {levels[best].concurrency}-client inputs", flush=True)
+        offline_stats = offline(spec, runs[best], requests, config,
+                                max_seconds=plan.offline_seconds, count_tokens=count_tokens)
+    meta = metadata(plan, config, mode=mode, data=described, served=served)
+    paths = write_results(levels, offline_stats, meta, out)
+    print(markdown(levels, offline_stats, saturation(levels, offline_stats), meta))
+    print("wrote " + ", ".join(str(path) for path in paths))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

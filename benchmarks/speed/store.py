@@ -1,0 +1,105 @@
+"""Model stores for the serving benchmark, and what the benchmark reads back from them.
+
+- the default store: an empty writable root with the package's built-in artifacts layered
+  under it (`Store.open(root)`), i.e. exactly what `python -m server` serves out of the box;
+- a tiny store (`--tiny`, tests): a toy Marian backbone converted by `converters.marian`
+  and a few residual adapters with random weights, no classifier (automatic routing then
+  uses the plain backbone).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmarks.speed import model as speed_model
+from benchmarks.speed.systems import random_adapter
+from contract.backbone import BackboneConfig
+from converters.marian import convert_marian
+from model_store import BUILTIN_DIR, Store, StoreError
+from server.engine.artifacts import backbone_parts, module_files, module_params
+from server.engine.families import Params
+from server.engine.tokenizer import Tokenizer
+
+TINY_BACKBONE = "tiny"
+TINY_DOMAINS = ("medical", "law", "it")
+
+
+@dataclass(frozen=True)
+class StoreSpec:
+    """Where a benchmark store lives and how the server must open it."""
+
+    root: Path
+    builtin: bool  # layer the package's built-in artifacts
+    backbone: str | None  # None: the store's only backbone
+
+    def environment(self) -> dict[str, str]:
+        """The server's NMT_* variables for this store."""
+        env = {"NMT_STORE_DIR": str(self.root),
+               "NMT_BUILTIN_ARTIFACTS": "true" if self.builtin else "false"}
+        if self.backbone is not None:
+            env["NMT_BACKBONE"] = self.backbone
+        return env
+
+    def open(self) -> Store:
+        return Store.open(self.root, builtin_dir=BUILTIN_DIR if self.builtin else None)
+
+
+def seed_default_store(root: Path) -> StoreSpec:
+    """A fresh writable root over the built-in artifacts; refuses a store with no backbone
+    (the serving benchmark needs one: build the default model, or use --tiny)."""
+    spec = StoreSpec(root, builtin=True, backbone=None)
+    with spec.open() as store:
+        names = store.registry.list_names("backbone")
+    if not names:
+        raise SystemExit(f"the built-in store ({BUILTIN_DIR}) holds no backbone; add the "
+                         "default model's artifacts first (see model_store/builtin/README.md) "
+                         "or run with --tiny")
+    return spec
+
+
+def seed_tiny_store(root: Path, *, domains: Sequence[str] = TINY_DOMAINS,
+                    lines: Sequence[str] = (), bottleneck: int = 8) -> StoreSpec:
+    """A toy backbone (via a Marian checkpoint and the Marian converter) and one random
+    adapter per domain, published and activated."""
+    with tempfile.TemporaryDirectory(prefix="tiny-marian-") as scratch:
+        checkpoint, _ = speed_model.build_checkpoint(Path(scratch) / "marian",
+                                                     speed_model.TINY, lines=lines)
+        files = convert_marian(checkpoint.path)
+    config = BackboneConfig.from_dict(json.loads(files["config.json"]))
+    spec = StoreSpec(root, builtin=False, backbone=TINY_BACKBONE)
+    with spec.open() as store:
+        manifest = store.publish("backbone", TINY_BACKBONE, files, config=config.to_dict())
+        store.activate("backbone", TINY_BACKBONE, manifest.version)
+        for seed, domain in enumerate(domains, start=1):
+            module_config, params = random_adapter(config, bottleneck=bottleneck, seed=seed,
+                                                   std=0.3)
+            published = store.publish("module", domain, module_files(params),
+                                      config=module_config,
+                                      backbone_fingerprint=manifest.backbone_fingerprint)
+            store.activate("module", domain, published.version)
+    return spec
+
+
+def backbone_files(spec: StoreSpec) -> dict[str, bytes]:
+    """The served backbone's verified files."""
+    with spec.open() as store:
+        return dict(store.load_backbone(spec.backbone).files)
+
+
+def target_tokenizer(files: Mapping[str, bytes]) -> Tokenizer:
+    return backbone_parts(files).target_tokenizer
+
+
+def load_module(spec: StoreSpec, name: str, version: int) -> tuple[dict[str, Any], Params]:
+    """A module version's config and tensors, verified by the store."""
+    with spec.open() as store:
+        try:
+            loaded = store.load("module", name, version)
+        except StoreError as error:
+            raise RuntimeError(f"cannot load module {name} v{version}: {error}") from error
+        return dict(loaded.manifest.config), module_params(loaded.files)

@@ -1,0 +1,253 @@
+"""Loading: the glue between the model store and the engine, and hot reload.
+
+`Runtime` loads the backbone into an `Engine`, then keeps an immutable `ServingState`
+(served domain -> module version, the classifier) in step with the registry:
+
+- `refresh()` reads the active versions; every new or changed domain version is loaded
+  from the store (verified against the serving backbone's fingerprint), registered in the
+  engine as `"<domain>@<version>"` and copied into a device slot right away (on the engine
+  thread), so the first request that uses it is fast. A new classifier version is loaded
+  the same way. Then the new state replaces the old one in one assignment.
+- `server.serving.watch.watch_registry()` calls `refresh()` whenever the registry changes.
+- Requests `hold()` the module ids of the state they were routed with and `release()`
+  them when done (`server.serving.holds`): a version that left the state stays in the
+  engine until no request holds it, then it is removed here. (The engine's loader can
+  also reload any `"<domain>@<version>"` from the store, as a safety net.)
+
+A version that fails to load is reported (readiness, /domains) and the previous version
+keeps serving; it is retried when the registry changes again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from model_store import LoadedArtifact, Manifest, Store, StoreError
+from server.decoding.search import Hypothesis, SearchOptions
+from server.engine.artifacts import build_engine, module_params
+from server.engine.engine import Engine, EngineOptions, SentenceJob
+from server.engine.families import Params, get_family
+from server.engine.residency import ResidencyError
+from server.errors import NotReady
+from server.metrics import Metrics
+from server.routing.classifier import Classifier, load_classifier
+from server.scheduling.scheduler import EngineThread
+from server.serving.holds import ModuleHolds
+from server.serving.readiness import readiness
+from server.serving.state import DomainEntry, ServingState, module_id, parse_module_id
+from server.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+class Runtime:
+    def __init__(self, store: Store, settings: Settings, *, metrics: Metrics,
+                 engine_thread: EngineThread) -> None:
+        self.store = store
+        self.settings = settings
+        self.metrics = metrics
+        self.engine_thread = engine_thread
+        self.engine: Engine | None = None
+        self.backbone: Manifest | None = None
+        self.state = ServingState()
+        self.seen_event = -1
+        self._lock = asyncio.Lock()
+        self._holds = ModuleHolds()
+        self._failed: dict[tuple[str, int], str] = {}  # (name, version) -> error, not retried
+        self._preloaded: dict[str, DomainEntry] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    # -- loading -------------------------------------------------------------------------
+    async def refresh(self) -> None:
+        """Bring the engine and the serving state in step with the registry."""
+        async with self._lock:
+            event_id = await asyncio.to_thread(self.store.registry.latest_event_id)
+            failures: dict[str, str] = {}
+            module_failures: dict[str, str] = {}
+            if self.engine is None:
+                await self._load_backbone(failures)
+            if self.engine is None:
+                self._publish(ServingState(failures=failures))
+                self.seen_event = event_id
+                return
+            desired = await asyncio.to_thread(self.store.active_domains)
+            domains: dict[str, DomainEntry] = {}
+            for name, version in sorted(desired.items()):
+                entry = await self._domain(name, version, module_failures)
+                if entry is not None:
+                    domains[name] = entry
+            classifier = await self._classifier(failures)
+            self._publish(ServingState(domains, classifier, failures, module_failures))
+            self.seen_event = event_id
+        await self._collect()
+
+    async def _load_backbone(self, failures: dict[str, str]) -> None:
+        """Read and verify the backbone (a worker thread: file I/O and hashing), then build
+        its tensors on the engine thread (see `EngineThread`: one OpenMP team)."""
+        try:
+            loaded = await asyncio.to_thread(self.store.load_backbone, self.settings.backbone)
+            self.engine = await self.engine_thread.run(self._build_engine, loaded.files)
+            self.backbone = loaded.manifest
+            log.info("serving backbone %s", loaded.manifest.label)
+        except (StoreError, ValueError) as error:
+            failures["backbone"] = str(error)
+            log.error("no backbone to serve: %s", error)
+
+    def _build_engine(self, files: Mapping[str, bytes]) -> Engine:
+        options = self.settings.engine
+        return build_engine(
+            files,
+            EngineOptions(device=options.device, dtype=options.dtype, int8=options.int8,
+                          packed=options.packed, slots_per_bank=options.slots_per_bank,
+                          host_capacity=options.host_capacity),
+            loader=self._engine_loader, observer=self.metrics.on_engine_event)
+
+    async def _domain(self, name: str, version: int,
+                      failures: dict[str, str]) -> DomainEntry | None:
+        """The entry of an active version: the current one, or freshly loaded."""
+        current = self.state.domains.get(name)
+        if current is not None and current.version == version:
+            return current
+        problem = self._failed.get((name, version))
+        if problem is None:
+            try:
+                entry = await self.preload(name, version)
+                self._preloaded.pop(entry.module_id, None)
+                return entry
+            except (StoreError, ValueError, ResidencyError) as error:
+                problem = self._failed[(name, version)] = f"version {version}: {error}"
+                log.error("module %s@%d failed to load: %s", name, version, error)
+        failures[name] = problem
+        return current  # the previous version keeps serving, if there is one
+
+    async def preload(self, name: str, version: int) -> DomainEntry:
+        """Load, verify (fingerprint, shapes), register and activate one module version,
+        ahead of serving it: an activation checks the version this way before it flips the
+        registry, and the refresh that follows finds it ready."""
+        key = module_id(name, version)
+        entry = self._preloaded.get(key)
+        if entry is None:
+            entry = await self._register(name, version)
+        await self.engine_thread.run(self._engine().modules.activate, key)
+        self._preloaded[key] = entry
+        self._failed.pop((name, version), None)  # e.g. an operator's retry succeeded
+        return entry
+
+    async def _register(self, name: str, version: int) -> DomainEntry:
+        """Read and verify a module version (a worker thread), then convert and register
+        its tensors on the engine thread."""
+        loaded = await asyncio.to_thread(self._load_artifact, name, version)
+        return await self.engine_thread.run(self._register_loaded, name, version, loaded)
+
+    def _register_loaded(self, name: str, version: int, loaded: LoadedArtifact) -> DomainEntry:
+        engine = self._engine()
+        config = dict(loaded.manifest.config)
+        engine.register_module(module_id(name, version), config, module_params(loaded.files))
+        family = get_family(str(config.get("family")))
+        size = family.parameter_count(engine.config, family.normalise(config))
+        return DomainEntry(name, version, family.name, size, family.mixes_domains)
+
+    def _load_artifact(self, name: str, version: int) -> LoadedArtifact:
+        """A module version read and verified against the serving backbone."""
+        fingerprint = self.backbone.backbone_fingerprint if self.backbone else None
+        return self.store.load("module", name, version, expected_fingerprint=fingerprint)
+
+    def _load_module(self, name: str, version: int) -> tuple[dict[str, Any], Params]:
+        loaded = self._load_artifact(name, version)
+        return dict(loaded.manifest.config), module_params(loaded.files)
+
+    def _engine_loader(self, value: str) -> tuple[dict[str, Any], Params]:
+        """The engine's loader: reload an evicted `"<domain>@<version>"` from the store."""
+        return self._load_module(*parse_module_id(value))
+
+    async def _classifier(self, failures: dict[str, str]) -> Classifier | None:
+        name = self.settings.routing.classifier
+        version = await asyncio.to_thread(self.store.registry.get_active, "classifier", name)
+        current = self.state.classifier
+        if version is None:
+            return None
+        if current is not None and current.version == version:
+            return current
+        problem = self._failed.get((f"classifier:{name}", version))
+        if problem is None:
+            try:
+                return await asyncio.to_thread(self._load_classifier, name, version)
+            except (StoreError, ValueError, OSError) as error:
+                problem = f"version {version}: {error}"
+                self._failed[(f"classifier:{name}", version)] = problem
+                log.error("classifier %s v%d failed to load: %s", name, version, error)
+        failures["classifier"] = problem
+        return current
+
+    def _load_classifier(self, name: str, version: int) -> Classifier:
+        loaded = self.store.load("classifier", name, version)
+        return load_classifier(loaded.files, loaded.manifest.config, version=version)
+
+    def _engine(self) -> Engine:
+        if self.engine is None:
+            raise NotReady("no backbone is loaded: " + self.state.failures.get("backbone", ""))
+        return self.engine
+
+    # -- state, holds and retirement ---------------------------------------------------
+    def _publish(self, state: ServingState) -> None:
+        self._holds.replace(self.state.module_ids(), state.module_ids())
+        self.state = state
+
+    def hold(self, module_ids: Iterable[str]) -> bool:
+        """Count in-flight use of modules; False when one was already unloaded (the
+        caller routes again with the current state)."""
+        return self._holds.hold(module_ids, served=self.state.module_ids())
+
+    def release(self, module_ids: Iterable[str]) -> None:
+        if self._holds.release(module_ids):
+            task = asyncio.get_running_loop().create_task(self._collect())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _collect(self) -> None:
+        """Remove retired versions that no request holds any more."""
+        for value in self._holds.take_idle():
+            await self.engine_thread.run(self._remove, value)
+
+    def _remove(self, value: str) -> None:
+        if self.engine is None or value in self.state.module_ids():  # served again: keep
+            return
+        try:
+            self.engine.modules.remove(value)
+            log.info("removed retired module %s", value)
+        except ResidencyError as error:  # running again (a quick rollback): keep it
+            log.info("kept module %s: %s", value, error)
+
+    def in_flight(self, domain: str) -> list[str]:
+        return self._holds.in_flight(domain)
+
+    async def drain(self, domain: str, *, timeout: float) -> bool:
+        """Wait until no request holds any version of `domain`; False on timeout."""
+        deadline = time.monotonic() + timeout
+        while self.in_flight(domain):
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(0.01)
+        await self._collect()
+        return True
+
+    # -- serving -----------------------------------------------------------------------
+    def run_batch(self, jobs: Sequence[SentenceJob],
+                  options: SearchOptions) -> list[list[Hypothesis]]:
+        """The scheduler's batch runner (called on the engine thread)."""
+        return self._engine().translate(jobs, options)
+
+    def residency(self) -> dict[str, int]:
+        if self.engine is None:
+            return {}
+        snapshot = self.engine.modules.snapshot()
+        return {"host": len(snapshot["host"]), "device": len(snapshot["device"])}
+
+    def readiness(self) -> tuple[bool, dict[str, Any]]:
+        """(ready, checks) of /health/ready (see `server.serving.readiness`)."""
+        return readiness(self.state, backbone=self.backbone, engine_loaded=self.engine is not None,
+                         mixture=self.settings.routing.mixture)

@@ -1,0 +1,365 @@
+"""The translation pipeline of one request, from texts to results.
+
+1. check the size limits (characters per text, items, characters per request);
+2. off the event loop: route every text (policy + classifier), split it into sentences
+   (server/text.py) and tokenize them;
+3. hold the routed module versions (runtime) so they stay loaded until the request ends;
+4. submit every sentence to the scheduler and await them under the request's deadline;
+5. off the loop: decode, restore markup, placeholders and glossary terms
+   (server/textproc); sentences whose markers were lost are translated again run by run
+   (a second round under the same deadline); rejoin each text's layout;
+6. on request (debug), a word-level mixture's per-token domain proportions, from a separate
+   encoder pass on the engine thread (translation batches never record them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from contract.families import mixture_families
+from server.decoding.search import Hypothesis, SearchOptions
+from server.engine.engine import Engine, Member, SentenceJob
+from server.errors import DeadlineExceeded, InvalidInput, NotReady, TooLarge
+from server.glossaries import GlossaryBook, GlossaryChoice
+from server.metrics import Metrics
+from server.routing.policy import DomainSpec, RoutingDecision, RoutingPolicy
+from server.scheduling.scheduler import Scheduler
+from server.serving.runtime import Runtime
+from server.serving.state import ServingState
+from server.settings import DecodingSettings, LimitSettings
+from server.textproc.document import Document, Format, GlossaryReport, build_document
+from server.textproc.masking import TermMode
+
+HOLD_ATTEMPTS = 3
+Decode = Callable[[Hypothesis], str]
+
+
+@dataclass(frozen=True)
+class Item:
+    """One text to translate; the fields name where it sits in the request (errors)."""
+
+    text: str
+    domain: DomainSpec
+    text_field: str = "text"
+    domain_field: str = "domain"
+    format: Format = "text"
+    glossary: GlossaryChoice = GlossaryChoice()
+
+
+@dataclass(frozen=True)
+class DecodingRequest:
+    """Decoding options as the client asked for them (None = the server's default)."""
+
+    beam_size: int | None = None
+    n_best: int = 1
+    max_length: int | None = None
+
+
+@dataclass(frozen=True)
+class Alternative:
+    translation: str
+    score: float
+
+
+@dataclass(frozen=True)
+class SentenceProportions:
+    pieces: list[str]  # source pieces, EOS included
+    layers: list[list[list[float]]]  # per encoder layer: [pieces x domains]
+
+
+@dataclass(frozen=True)
+class ItemProportions:
+    domain: str  # the mixture's domain name
+    domains: list[str]  # the mixed domains, in proportion order
+    sentences: list[SentenceProportions]
+
+
+@dataclass(frozen=True)
+class ItemResult:
+    translation: str
+    decision: RoutingDecision
+    versions: dict[str, int]  # module version used, by domain
+    alternatives: list[Alternative] | None
+    proportions: ItemProportions | None = None
+    glossary: GlossaryReport | None = None  # when a glossary applied to the text
+
+
+@dataclass(frozen=True)
+class Prepared:
+    document: Document
+    glossary: bool  # a glossary applied
+    decision: RoutingDecision
+    versions: dict[str, int]
+    module_ids: list[str]
+    jobs: list[SentenceJob]
+    mixture: str | None = None  # module id, when one word-level mixture translates it
+
+
+class Translator:
+    def __init__(self, runtime: Runtime, scheduler: Scheduler, policy: RoutingPolicy, *,
+                 limits: LimitSettings, decoding: DecodingSettings, timeout_s: float,
+                 metrics: Metrics, glossaries: GlossaryBook,
+                 terms: TermMode = "protect") -> None:
+        self.runtime = runtime
+        self.scheduler = scheduler
+        self.policy = policy
+        self.limits = limits
+        self.decoding = decoding
+        self.timeout_s = timeout_s
+        self.metrics = metrics
+        self.glossaries = glossaries
+        self.terms = terms
+
+    async def translate(self, items: Sequence[Item], request: DecodingRequest, *,
+                        proportions: bool = False) -> list[ItemResult]:
+        """`proportions` (debug): also return each text's per-token domain proportions;
+        every text must then be translated by a word-level mixture."""
+        self.check_limits(items)
+        options = self.search_options(request)
+        deadline = time.monotonic() + self.timeout_s
+        prepared, held = await self._prepare_held(items, request)
+        shown: list[ItemProportions | None] = [None] * len(prepared)
+        try:
+            if proportions:
+                _check_mixtures(prepared)
+            jobs = [job for item in prepared for job in item.jobs]
+            hypotheses = await self._run(jobs, options, deadline)
+            restored = await asyncio.to_thread(self._restore, prepared, hypotheses)
+            retried = await self._retry(prepared, restored, request, options, deadline)
+            if proportions:
+                shown = [await self._proportions(item) for item in prepared]
+        finally:
+            self.runtime.release(held)
+        results = await asyncio.to_thread(self._finish, prepared, hypotheses, restored,
+                                          retried, request.n_best)
+        return [replace(result, proportions=extra) for result, extra in
+                zip(results, shown, strict=True)]
+
+    # -- 1. limits and options ---------------------------------------------------------
+    def check_limits(self, items: Sequence[Item]) -> None:
+        limits = self.limits
+        if len(items) > limits.max_batch_items:
+            raise TooLarge(f"{len(items)} items; at most {limits.max_batch_items} per request",
+                           field="items")
+        for item in items:
+            if len(item.text) > limits.max_text_chars:
+                raise TooLarge(f"text of {len(item.text)} characters; at most "
+                               f"{limits.max_text_chars}", field=item.text_field)
+        total = sum(len(item.text) for item in items)
+        if total > limits.max_request_chars:
+            raise TooLarge(f"{total} characters in the request; at most "
+                           f"{limits.max_request_chars}",
+                           field="items" if len(items) > 1 else items[0].text_field)
+
+    def search_options(self, request: DecodingRequest) -> SearchOptions:
+        decoding = self.decoding
+        beam = request.beam_size or max(decoding.beam_size, request.n_best)
+        if beam > decoding.max_beam_size:
+            field = "options.beam_size" if request.beam_size else "options.n_best"
+            raise InvalidInput(f"beam size {beam} exceeds the limit {decoding.max_beam_size}",
+                               field=field)
+        if request.n_best > beam:
+            raise InvalidInput(f"n_best ({request.n_best}) cannot exceed beam_size ({beam})",
+                               field="options.n_best")
+        if request.max_length is not None and request.max_length > decoding.max_length:
+            raise InvalidInput(f"max_length {request.max_length} exceeds the limit "
+                               f"{decoding.max_length}", field="options.max_length")
+        return SearchOptions(beam_size=beam, n_best=request.n_best)
+
+    # -- 2./3. routing, splitting, tokenizing, holding --------------------------------
+    async def _prepare_held(self, items: Sequence[Item],
+                            request: DecodingRequest) -> tuple[list[Prepared], list[str]]:
+        for _attempt in range(HOLD_ATTEMPTS):
+            state = self.runtime.state
+            engine = self.runtime.engine
+            if engine is None:
+                raise NotReady("no backbone is loaded; see /health/ready")
+            prepared = await asyncio.to_thread(self._prepare, items, request, state, engine)
+            held = [m for item in prepared for m in item.module_ids]
+            if self.runtime.hold(held):
+                for item in prepared:
+                    self._count(item.decision)
+                return prepared, held
+        raise NotReady("the served modules changed while routing this request; retry")
+
+    def _prepare(self, items: Sequence[Item], request: DecodingRequest, state: ServingState,
+                 engine: Engine) -> list[Prepared]:
+        versions = state.versions()
+        mixtures = state.mixtures()
+        prepared: list[Prepared] = []
+        for item in items:
+            glossary = self.glossaries.explicit(item.glossary)
+            document = build_document(item.text, fmt=item.format, glossary=glossary,
+                                      terms=self.terms)
+            routed = document.plain_text() if item.format == "html" else item.text
+            decision = self.policy.decide(item.domain, routed, domains=versions,
+                                          classifier=state.classifier, field=item.domain_field,
+                                          mixtures=mixtures)
+            if glossary is None and decision.domain is not None:
+                glossary = self.glossaries.domain_default(decision.domain)
+                if glossary is not None:
+                    document = build_document(item.text, fmt=item.format, glossary=glossary,
+                                              terms=self.terms)
+            members = tuple(Member(state.domains[d].module_id if d else None, w)
+                            for d, w in decision.members)
+            jobs = self._jobs(engine, document.sources(), members, request,
+                              field=item.text_field)
+            used = {d: versions[d] for d in decision.module_domains}
+            module_ids = [m.module_id for m in members if m.module_id is not None]
+            single = decision.domain if len(decision.members) == 1 else None
+            mixture = (state.domains[single].module_id if single in mixtures else None)
+            prepared.append(Prepared(document, glossary is not None, decision, used,
+                                     module_ids, jobs, mixture))
+        return prepared
+
+    def _jobs(self, engine: Engine, texts: list[str], members: tuple[Member, ...],
+              request: DecodingRequest, *, field: str) -> list[SentenceJob]:
+        ids = engine.source_tokenizer.encode(texts) if texts else []
+        return [SentenceJob(source, members, self._max_length(engine, source, request,
+                                                              field=field)) for source in ids]
+
+    def _max_length(self, engine: Engine, source: list[int], request: DecodingRequest, *,
+                    field: str) -> int:
+        limit = engine.config.max_positions
+        if len(source) > limit:
+            raise TooLarge(f"a sentence of {len(source)} tokens exceeds the model's limit of "
+                           f"{limit}; split it", field=field)
+        if request.max_length is not None:
+            return min(request.max_length, limit)
+        return engine.max_length(len(source), ratio=self.decoding.length_ratio,
+                                 limit=self.decoding.max_length)
+
+    def _count(self, decision: RoutingDecision) -> None:
+        self.metrics.routing_decisions.labels(mode=decision.mode).inc()
+        if decision.predicted is not None:
+            self.metrics.predicted_domains.labels(domain=decision.predicted).inc()
+        if decision.confidence is not None:
+            self.metrics.confidence.observe(decision.confidence)
+
+    # -- 4. scheduling -----------------------------------------------------------------
+    async def _run(self, jobs: list[SentenceJob], options: SearchOptions,
+                   deadline: float) -> list[list[Hypothesis]]:
+        if not jobs:
+            return []
+        futures = self.scheduler.submit(jobs, options, deadline=deadline)
+        try:
+            remaining = max(0.0, deadline - time.monotonic())
+            return list(await asyncio.wait_for(asyncio.gather(*futures), remaining))
+        except TimeoutError:
+            raise DeadlineExceeded(f"the request did not finish within {self.timeout_s:g} s"
+                                   ) from None
+        finally:
+            for future in futures:
+                future.cancel()  # withdraws what has not run (no-op for finished ones)
+
+    # -- 6. a mixture's proportions (debug) --------------------------------------------
+    async def _proportions(self, item: Prepared) -> ItemProportions:
+        engine = self.runtime.engine
+        if engine is None or item.mixture is None:
+            raise NotReady("the backbone was unloaded")
+        sources = [job.source_ids for job in item.jobs]
+        report = await self.runtime.engine_thread.run(engine.proportions, item.mixture, sources)
+        tokenizer = engine.source_tokenizer
+        sentences_ = [SentenceProportions(tokenizer.pieces(ids),
+                                          found.round(decimals=4).tolist())
+                      for ids, found in zip(sources, report.sentences, strict=True)]
+        return ItemProportions(item.decision.domain or "", report.domains, sentences_)
+
+    # -- 5. decoding, restoring, retrying lost markers, rejoining -----------------------
+    def _restore(self, prepared: list[Prepared],
+                 hypotheses: list[list[Hypothesis]]) -> list[list[str | None]]:
+        """Per item and unit: the best translation with its markers restored, or None."""
+        decode = self._decoder()
+        out: list[list[str | None]] = []
+        for item, own in zip(prepared, _per_item(prepared, hypotheses), strict=True):
+            out.append(item.document.restore([decode(h[0]) if h else "" for h in own]))
+        return out
+
+    async def _retry(self, prepared: list[Prepared], restored: list[list[str | None]],
+                     request: DecodingRequest, options: SearchOptions,
+                     deadline: float) -> list[list[str]]:
+        """Units whose markers were lost: their runs, translated one by one (same members)."""
+        texts = [item.document.retry_texts(done) for item, done in zip(prepared, restored,
+                                                                        strict=True)]
+        if not any(texts):
+            return [[] for _ in prepared]
+        engine = self.runtime.engine
+        if engine is None:
+            raise NotReady("the backbone was unloaded")
+        jobs = [self._jobs(engine, own, item.jobs[0].members, request, field="text")
+                if own else [] for item, own in zip(prepared, texts, strict=True)]
+        flat = [job for own in jobs for job in own]
+        hypotheses = await self._run(flat, replace(options, n_best=1), deadline)
+        decode = self._decoder()
+        decoded = [decode(h[0]) if h else "" for h in hypotheses]
+        out: list[list[str]] = []
+        for own in jobs:
+            out.append(decoded[: len(own)])
+            decoded = decoded[len(own):]
+        return out
+
+    def _finish(self, prepared: list[Prepared], hypotheses: list[list[Hypothesis]],
+                restored: list[list[str | None]], retried: list[list[str]],
+                n_best: int) -> list[ItemResult]:
+        decode = self._decoder()
+        results: list[ItemResult] = []
+        for item, own, done, again in zip(prepared, _per_item(prepared, hypotheses), restored,
+                                          retried, strict=True):
+            document = item.document
+            finals = document.finals(done, again)
+            alternatives = (_alternatives(document, own, finals, decode, n_best=n_best)
+                            if n_best > 1 else None)
+            report = document.glossary_report(finals) if item.glossary else None
+            results.append(ItemResult(document.render(finals), item.decision, item.versions,
+                                      alternatives, glossary=report))
+        return results
+
+    def _decoder(self) -> Decode:
+        engine = self.runtime.engine
+        if engine is None:
+            raise NotReady("the backbone was unloaded")
+        tokenizer = engine.target_tokenizer
+        return lambda hypothesis: tokenizer.decode(hypothesis.tokens)
+
+
+def _check_mixtures(prepared: Sequence[Prepared]) -> None:
+    for item in prepared:
+        if item.mixture is None:
+            decision = item.decision
+            used = decision.domain if decision.mode != "ensemble" else "an ensemble"
+            families = " or ".join(map(repr, mixture_families()))
+            raise InvalidInput("return_proportions needs a word-level mixture (family "
+                               f"{families}) to translate the text; it was routed to "
+                               f"{used!r} (mode {decision.mode!r})", field="return_proportions")
+
+
+def _per_item(prepared: Sequence[Prepared],
+              hypotheses: list[list[Hypothesis]]) -> list[list[list[Hypothesis]]]:
+    out: list[list[list[Hypothesis]]] = []
+    cursor = 0
+    for item in prepared:
+        out.append(hypotheses[cursor: cursor + len(item.jobs)])
+        cursor += len(item.jobs)
+    return out
+
+
+def _alternatives(document: Document, hypotheses: list[list[Hypothesis]], finals: list[str],
+                  decode: Decode, *, n_best: int) -> list[Alternative]:
+    """The i-th alternative joins every sentence's i-th best hypothesis (a sentence whose
+    markers that hypothesis lost keeps its final translation); its score is the mean of
+    their length-normalised log-probabilities."""
+    if not hypotheses:
+        return [Alternative(document.render(finals), 0.0)]
+    count = min(n_best, min(len(h) for h in hypotheses))
+    out: list[Alternative] = []
+    for rank in range(count):
+        chosen = [h[rank] for h in hypotheses]
+        restored = document.restore([decode(h) for h in chosen])
+        texts = [mine if mine is not None else final
+                 for mine, final in zip(restored, finals, strict=True)]
+        out.append(Alternative(document.render(texts), sum(h.score for h in chosen) /
+                               len(chosen)))
+    return out
