@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlalchemy import Connection, insert, select, update
 from sqlalchemy import delete as sql_delete
+from sqlalchemy.exc import IntegrityError
 
 from .errors import ConflictError
 from .tables import glossaries
@@ -41,8 +42,16 @@ class GlossaryRows:
         """Create or replace; True when it was created. ConflictError when another
         glossary is the default of `default_for`."""
         now = datetime.now(UTC)
-        values = {"entries_json": json.dumps([list(e) for e in entries], ensure_ascii=False),
-                  "default_for": default_for, "updated_at": now}
+        values: dict[str, Any] = {
+            "entries_json": json.dumps([list(e) for e in entries], ensure_ascii=False),
+            "default_for": default_for, "updated_at": now}
+        try:
+            return self._put(name, values, default_for=default_for, now=now)
+        except IntegrityError as exc:  # a concurrent writer took the name or the domain
+            raise ConflictError(f"glossary {name!r} changed concurrently; retry") from exc
+
+    def _put(self, name: str, values: dict[str, Any], *, default_for: str | None,
+             now: datetime) -> tuple[GlossaryRecord, bool]:
         with self._write() as conn:
             if default_for is not None:
                 holder = conn.execute(select(glossaries.c.name).where(
