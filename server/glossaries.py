@@ -3,12 +3,15 @@
 A request's own `glossary` wins, then its `glossary_id`, then the stored glossary that is
 the default of the domain the text was routed to (single-domain routing only). Stored
 glossaries are validated with the same rules as per-request ones before they are written;
-compiled glossaries are cached by (name, updated_at).
+compiled glossaries are cached by (name, updated_at). A domain's default is looked up at
+most once per `DEFAULT_TTL_S` per domain (a request pays no registry read on the hot path);
+this server's own admin writes apply at once, another replica's within that time.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -17,6 +20,7 @@ from server.errors import Conflict, InvalidInput, NotFound
 from server.settings import LimitSettings
 from server.textproc.glossary import Glossary, build_glossary
 
+DEFAULT_TTL_S = 1.0
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
@@ -35,6 +39,7 @@ class GlossaryBook:
         self.registry = registry
         self.limits = limits
         self._compiled: dict[str, tuple[object, Glossary]] = {}
+        self._defaults: dict[str, tuple[float, Glossary | None]] = {}  # domain -> (expiry, g)
 
     def validate(self, entries: Iterable[tuple[str, str]], *, field: str) -> Glossary:
         return build_glossary(entries, field=field,
@@ -55,8 +60,14 @@ class GlossaryBook:
         return self._compile(record)
 
     def domain_default(self, domain: str) -> Glossary | None:
+        cached = self._defaults.get(domain)
+        now = time.monotonic()
+        if cached is not None and cached[0] > now:
+            return cached[1]
         record = self.registry.glossary_for_domain(domain)
-        return None if record is None else self._compile(record)
+        glossary = None if record is None else self._compile(record)
+        self._defaults[domain] = (now + DEFAULT_TTL_S, glossary)
+        return glossary
 
     def _compile(self, record: GlossaryRecord) -> Glossary:
         cached = self._compiled.get(record.name)
@@ -75,6 +86,8 @@ class GlossaryBook:
             return self.registry.put_glossary(name, entries, default_for=default_for)
         except ConflictError as error:
             raise Conflict(str(error), field="default_for") from None
+        finally:
+            self._defaults.clear()
 
     def get(self, name: str) -> GlossaryRecord:
         record = self.registry.get_glossary(name)
@@ -86,6 +99,7 @@ class GlossaryBook:
         if not self.registry.delete_glossary(name):
             raise NotFound(f"unknown glossary {name!r}", field="name")
         self._compiled.pop(name, None)
+        self._defaults.clear()
 
 
 def check_name(name: str) -> None:
