@@ -102,7 +102,7 @@ class Translator:
     def __init__(self, runtime: Runtime, scheduler: Scheduler, policy: RoutingPolicy, *,
                  limits: LimitSettings, decoding: DecodingSettings, timeout_s: float,
                  metrics: Metrics, glossaries: GlossaryBook,
-                 terms: TermMode = "protect") -> None:
+                 terms: TermMode = "inline") -> None:
         self.runtime = runtime
         self.scheduler = scheduler
         self.policy = policy
