@@ -20,8 +20,11 @@ WORKDIR /app
 RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0
 
 # Dependencies before sources, so that editing code does not invalidate this layer.
+# EXTRAS: optional dependency groups of pyproject.toml, comma-separated (`ray` for the Ray
+# Serve image of deploy/ray/rayservice.yaml).
+ARG EXTRAS=""
 COPY pyproject.toml ./
-RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" \
+RUN python -c "import os, tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; extras = [e for e in os.environ['EXTRAS'].split(',') if e]; print('\n'.join(p['dependencies'] + [d for e in extras for d in p['optional-dependencies'][e]]))" \
         > /tmp/requirements.txt \
     && pip install -r /tmp/requirements.txt \
     && rm /tmp/requirements.txt

@@ -3,6 +3,8 @@
 #   make run  [HOST=0.0.0.0] [PORT=8000]   runtime install into .venv, then start the server
 #   make test                               dev install, ruff, mypy, pytest
 #   make bench-engine [QUICK=1] [DATA=..]   engine speed against peers
+#   make serve-ray [REPLICAS=2] [PORT=8000] N replicas behind Ray Serve's proxy (local cluster,
+#                                           or the one at RAY_ADDRESS); Ctrl-C stops it all
 #
 # Installs are stamped: .venv/.installed (dev) and .venv/.installed-runtime (runtime only) are
 # rebuilt when pyproject.toml changes (or a package appears), so repeated runs stay offline.
@@ -15,6 +17,7 @@ HOST   ?= 0.0.0.0
 PORT   ?= 8000
 DATA   ?= ../shared/data
 QUICK  ?=
+REPLICAS ?= 2
 # torch is installed on its own first: on this machine pip's find-links holds the CPU wheel
 # for exactly this pin; it then satisfies the pyproject pin without pulling CUDA packages.
 TORCH_PIN := torch==2.13.0
@@ -25,11 +28,12 @@ INSTALL_DEPS  := pyproject.toml $(wildcard contract/__init__.py launch/__init__.
                    converters/__init__.py trainer/__init__.py)
 DEV_STAMP     := $(VENV)/.installed
 RUNTIME_STAMP := $(VENV)/.installed-runtime
+RAY_STAMP     := $(VENV)/.installed-ray
 
 # --quick is passed to the benchmarks only when QUICK is set to something other than 0.
 QUICK_FLAG := $(if $(filter-out 0,$(QUICK)),--quick,)
 
-.PHONY: venv venv-runtime run test lint bench-engine bench-serve eval train-default clean distclean
+.PHONY: venv venv-runtime run serve-ray bench-ray test lint bench-engine bench-serve eval train-default clean distclean
 
 venv: $(DEV_STAMP)
 
@@ -42,15 +46,23 @@ $(VENV)/bin/python:
 $(DEV_STAMP): $(INSTALL_DEPS) | $(VENV)/bin/python
 	$(PIP) install $(TORCH_PIN)
 	$(PIP) install -e '.[dev]'
-	touch $(DEV_STAMP) $(RUNTIME_STAMP)
+	touch $(DEV_STAMP) $(RUNTIME_STAMP) $(RAY_STAMP)
 
 $(RUNTIME_STAMP): $(INSTALL_DEPS) | $(VENV)/bin/python
 	$(PIP) install $(TORCH_PIN)
 	$(PIP) install -e .
 	touch $(RUNTIME_STAMP)
 
+$(RAY_STAMP): $(INSTALL_DEPS) | $(VENV)/bin/python
+	$(PIP) install $(TORCH_PIN)
+	$(PIP) install -e '.[ray]'
+	touch $(RAY_STAMP) $(RUNTIME_STAMP)
+
 run: $(RUNTIME_STAMP)
 	$(PY) -m server --host $(HOST) --port $(PORT)
+
+serve-ray: $(RAY_STAMP)
+	$(PY) -m server.ray_serve --replicas $(REPLICAS) --host $(HOST) --port $(PORT)
 
 lint: $(DEV_STAMP)
 	$(VENV)/bin/ruff check .
@@ -66,6 +78,9 @@ bench-engine: $(DEV_STAMP)
 
 bench-serve: $(DEV_STAMP)
 	$(PY) -m benchmarks.speed.serve_load --data $(DATA) $(QUICK_FLAG)
+
+bench-ray: $(DEV_STAMP)
+	$(PY) -m benchmarks.speed.ray_replicas --data $(DATA) $(QUICK_FLAG)
 
 eval: $(DEV_STAMP)
 	$(PY) -m benchmarks.quality.evaluate --data $(DATA) $(QUICK_FLAG)

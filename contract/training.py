@@ -39,30 +39,37 @@ class JobConfigError(ValueError):
 class TrainingOptions(BaseModel):
     """Per-job training settings (the module's own sizes are the family's options)."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    # Every option has an upper bound (a job is work the server accepts from a client) and
+    # NaN/infinity are refused.
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
 
     lr: float = Field(1e-3, gt=0, le=1.0, description="peak Adam learning rate")
-    warmup_steps: int = Field(100, ge=1, description="linear warm-up steps")
-    max_tokens: int = Field(5000, ge=64, description="padded tokens per batch")
+    warmup_steps: int = Field(100, ge=1, le=100_000, description="linear warm-up steps")
+    max_tokens: int = Field(5000, ge=64, le=100_000, description="padded tokens per batch")
     max_epochs: int = Field(8, ge=1, le=10_000, description="passes over the training pairs")
-    max_steps: int = Field(1_000_000, ge=1, description="optimizer steps at most")
-    max_minutes: float = Field(30.0, gt=0, description="wall-clock training budget")
-    patience: int = Field(3, ge=0, description="evaluations without dev BLEU gain before "
-                                                "stopping (0: never stop early)")
-    eval_every: int = Field(50, ge=1, description="steps between dev evaluations")
-    weight_decay: float = Field(0.0, ge=0, description="Adam (L2) weight decay of the module")
+    max_steps: int = Field(1_000_000, ge=1, le=10_000_000,
+                           description="optimizer steps at most")
+    max_minutes: float = Field(30.0, gt=0, le=1440, description="wall-clock training budget")
+    patience: int = Field(3, ge=0, le=1000, description="evaluations without dev BLEU gain "
+                                                         "before stopping (0: never stop early)")
+    eval_every: int = Field(50, ge=1, le=100_000, description="steps between dev evaluations")
+    weight_decay: float = Field(0.0, ge=0, le=1.0,
+                                description="Adam (L2) weight decay of the module")
     layer_regularisation: float = Field(
-        0.0, ge=0, description="weight of the squared norm of what the module adds to the "
-                               "hidden states (Pham et al. 2020)")
+        0.0, ge=0, le=100.0, description="weight of the squared norm of what the module adds "
+                                         "to the hidden states (Pham et al. 2020)")
     label_smoothing: float = Field(0.1, ge=0, lt=1)
-    seed: int = Field(1, ge=0, description="initialisation, batch order, held-out dev set")
+    seed: int = Field(1, ge=0, le=2**32 - 1,
+                      description="initialisation, batch order, held-out dev set")
     gate_margin_bleu: float = Field(
-        1.0, description="refuse the module when its dev BLEU is below the backbone's by "
-                         "more than this (negative: it must beat the backbone)")
+        1.0, ge=-100, le=100,
+        description="refuse the module when its dev BLEU is below the backbone's by more "
+                    "than this (negative: it must beat the backbone)")
     dev_fraction: float = Field(0.1, gt=0, lt=0.5,
                                 description="held out for dev when no dev file is uploaded")
-    max_dev_pairs: int = Field(500, ge=1, description="size cap of a held-out dev set")
-    max_len: int = Field(128, ge=8, description="pairs longer than this (tokens) are skipped")
+    max_dev_pairs: int = Field(500, ge=1, le=100_000, description="size cap of a held-out dev set")
+    max_len: int = Field(128, ge=8, le=1024,
+                         description="pairs longer than this (tokens) are skipped")
 
 
 def suggested_options(family: FamilySpec, backbone: BackboneConfig) -> dict[str, Any]:

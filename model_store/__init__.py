@@ -12,6 +12,7 @@ from .archive import pack_artifact_dir, unpack_artifact
 from .artifact import ArtifactId, LoadedArtifact, build_manifest, load_safetensors, verify_artifact
 from .errors import ArtifactError, ConflictError, NotFoundError, StoreError
 from .glossary_rows import GlossaryRecord
+from .gunzip import InflationError
 from .hashing import backbone_fingerprint, canonical_json, sha256_hex
 from .jobs import Job, JobState
 from .registry import ArtifactRecord, Event, Registry
@@ -31,6 +32,7 @@ __all__ = [
     "Event",
     "FileEntry",
     "GlossaryRecord",
+    "InflationError",
     "Job",
     "JobState",
     "LoadedArtifact",

@@ -201,16 +201,19 @@ class Store:
         expected_kind: ArtifactKind | None = None,
         *,
         expected_fingerprint: str | None = None,
+        label: str | None = None,
     ) -> Manifest:
         """Verify a prebuilt artifact directory (e.g. an unpacked upload) and publish it as
-        the next version of its name; the version in its manifest is ignored."""
+        the next version of its name; the version in its manifest is ignored. Errors name
+        it `label` (default: its path; an upload passes a label without server paths)."""
+        label = label or str(path)
         loaded = verify_artifact(
-            LocalStorage(path), "", label=str(path), expected_fingerprint=expected_fingerprint
+            LocalStorage(path), "", label=label, expected_fingerprint=expected_fingerprint
         )
         manifest = loaded.manifest
         if expected_kind is not None and manifest.kind != expected_kind:
             problem = f"kind: expected a {expected_kind}, got a {manifest.kind}"
-            raise ArtifactError(str(path), [problem])
+            raise ArtifactError(label, [problem])
         return self.publish(
             manifest.kind,
             manifest.name,

@@ -11,10 +11,9 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-import uvicorn
-
 from launch.startup import add_store_flags, given, start
 from server.app import create_app
+from server.lifecycle import serve
 from server.settings import Settings
 
 
@@ -40,14 +39,13 @@ def overrides(args: argparse.Namespace) -> dict[str, Any]:
     return values
 
 
-def serve(settings: Settings) -> int:
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port,
-                log_level=settings.log_level)
+def run(settings: Settings) -> int:
+    serve(create_app(settings), settings)  # drains on SIGTERM (server/lifecycle.py)
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return start(Settings, overrides(parse_args(argv)), serve)
+    return start(Settings, overrides(parse_args(argv)), run)
 
 
 if __name__ == "__main__":

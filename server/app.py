@@ -15,7 +15,9 @@ from server.api.errors import install_error_handlers
 from server.api.middleware import MetricsMiddleware
 from server.glossaries import GlossaryBook
 from server.languages import LanguageDetectors
+from server.lifecycle import DrainMiddleware, Lifecycle
 from server.metrics import Metrics
+from server.replica import ReplicaHeaderMiddleware
 from server.routing.policy import RoutingPolicy
 from server.scheduling.scheduler import EngineThread, Scheduler
 from server.serving.admin import DomainAdmin
@@ -23,6 +25,7 @@ from server.serving.runtime import Runtime
 from server.serving.translation import Translator
 from server.serving.watch import watch_registry
 from server.settings import Settings
+from server.watchdog import Watchdog
 
 DESCRIPTION = """One frozen Transformer backbone shared by hot-swappable domain modules.
 Requests name a domain, a mixture of domains, or let the classifier route them.
@@ -38,7 +41,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     runtime = Runtime(store, settings, metrics=metrics, engine_thread=engine_thread)
     await runtime.refresh()
     scheduler = Scheduler(runtime.run_batch, engine_thread, settings.scheduler,
-                          max_modules=settings.engine.slots_per_bank, metrics=metrics)
+                          max_modules=settings.engine.slots_per_bank, metrics=metrics,
+                          residency=runtime)
     scheduler.start()
     policy = RoutingPolicy(settings.routing, max_members=settings.engine.slots_per_bank)
     app.state.store = store
@@ -52,6 +56,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         timeout_s=settings.scheduler.request_timeout_s, metrics=metrics,
         glossaries=glossaries)
     app.state.admin = DomainAdmin(store, runtime, drain_timeout_s=settings.drain_timeout_s)
+    app.state.watchdog = Watchdog(scheduler, engine_thread, stall_s=settings.liveness_stall_s)
     poller = asyncio.create_task(watch_registry(runtime, settings.poll_interval_s),
                                  name="nmt-registry-poller")
     try:
@@ -71,9 +76,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                   lifespan=lifespan)
     app.state.settings = settings
     app.state.metrics = metrics
+    app.state.lifecycle = Lifecycle()
     app.state.language_detectors = LanguageDetectors()
     install_error_handlers(app, metrics)
+    app.add_middleware(DrainMiddleware, lifecycle=app.state.lifecycle)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
+    app.add_middleware(ReplicaHeaderMiddleware)
     for router in ROUTERS:
         app.include_router(router)
     return app

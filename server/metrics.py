@@ -57,6 +57,15 @@ class Metrics:
                                              buckets=LOAD_BUCKETS, registry=r)
         self.resident_modules = Gauge("nmt_engine_resident_modules", "modules resident, by tier",
                                       ["tier"], registry=r)
+        self.load_failures = Counter("nmt_engine_load_failures_total",
+                                     "failed attempts to load an artifact, by kind (module, "
+                                     "classifier); retried with backoff", ["kind"], registry=r)
+        self.poll_errors = Counter("nmt_registry_poll_errors_total",
+                                   "registry polls that failed (retried next tick)", registry=r)
+        self.module_reloads = Counter("nmt_engine_module_reloads_total",
+                                      "evicted modules read back from the store, by thread "
+                                      "(worker: ahead of the batch; engine: inside a batch)",
+                                      ["thread"], registry=r)
 
     def on_engine_event(self, event: str, family: str, seconds: float) -> None:
         """The engine's residency observer: ("load" | "eviction" | "host_eviction", ...)."""

@@ -130,6 +130,14 @@ class Settings(ProcessSettings):
         1.0, gt=0, description="how often the registry is polled for activations")
     drain_timeout_s: float = Field(
         60.0, gt=0, description="DELETE /admin/domains waits this long for in-flight work")
+    shutdown_drain_s: float = Field(
+        40.0, gt=0, le=3600,
+        description="on SIGTERM: how long in-flight requests may run before the process "
+                    "exits (readiness is 503 and new requests are refused at once)")
+    liveness_stall_s: float = Field(
+        120.0, gt=0, le=86400,
+        description="liveness fails when one engine call, or the scheduler's batching "
+                    "loop, has made no progress for this long")
     engine: EngineSettings = Field(default_factory=EngineSettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
     decoding: DecodingSettings = Field(default_factory=DecodingSettings)

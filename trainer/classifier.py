@@ -26,7 +26,7 @@ from server.routing.classifier import (
     calibrated,
     raw_posteriors,
 )
-from server.routing.features import classifier_text
+from server.routing.features import classifier_text, neutralise
 
 Example = tuple[str, str]  # (label, source text)
 
@@ -45,15 +45,19 @@ class ClassifierSettings:
 
 
 def examples_to_bytes(examples: Sequence[Example]) -> bytes:
-    lines = "".join(f"{label}\t{text.replace(chr(9), ' ')}\n" for label, text in examples)
+    """`label TAB text` lines; texts are neutralised (no TAB, line break or label marker
+    inside), so every example stays one line with its own label."""
+    lines = "".join(f"{label}\t{neutralise(text)}\n" for label, text in examples)
     return gzip.compress(lines.encode("utf-8"), mtime=0)
 
 
 def examples_from_bytes(data: bytes) -> list[Example]:
     out: list[Example] = []
-    for line in gzip.decompress(data).decode("utf-8").splitlines():
-        label, _, text = line.partition("\t")
-        out.append((label, text))
+    # split("\n"), not splitlines(): older files may hold a form feed or U+2028 in a text.
+    for line in gzip.decompress(data).decode("utf-8").split("\n"):
+        if line:
+            label, _, text = line.partition("\t")
+            out.append((label, text))
     return out
 
 

@@ -13,10 +13,11 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from model_store import ArtifactError, ConflictError, NotFoundError, StoreError
+from model_store import ArtifactError, ConflictError, InflationError, NotFoundError, StoreError
 from server import errors
 from server.api.schemas import DecodingOptions
 from server.metrics import Metrics
+from server.replica import REPLICA_HEADER, replica_name
 
 log = logging.getLogger(__name__)
 
@@ -41,14 +42,15 @@ STATUS: dict[type[Exception], int] = {
     errors.Unauthorized: 401,
     errors.Forbidden: 403,
     ClientGone: 499,
+    InflationError: 413,
     ArtifactError: 422,
     NotFoundError: 404,
     ConflictError: 409,
     StoreError: 500,
 }
-STORE_CODES: dict[type[Exception], str] = {
-    ArtifactError: "invalid_artifact", NotFoundError: "not_found", ConflictError: "conflict",
-    StoreError: "store_error"}
+STORE_CODES: dict[type[Exception], str] = {  # most specific first
+    InflationError: "too_large", ArtifactError: "invalid_artifact",
+    NotFoundError: "not_found", ConflictError: "conflict", StoreError: "store_error"}
 HTTP_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
               405: "method_not_allowed", 413: "too_large", 415: "unsupported_media_type",
               422: "invalid_request"}
@@ -154,7 +156,10 @@ def install_error_handlers(app: FastAPI, metrics: Metrics) -> None:
 
     async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
-        return respond(to_http(exc))
+        response = respond(to_http(exc))
+        # Answered by Starlette's outermost middleware, outside ReplicaHeaderMiddleware.
+        response.headers[REPLICA_HEADER] = replica_name()
+        return response
 
     app.add_exception_handler(errors.ServingError, on_serving_error)
     app.add_exception_handler(StoreError, on_serving_error)

@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request, status
-from starlette.datastructures import UploadFile
 
 from server.api.deps import AdminDep, SettingsDep, require_admin
 from server.api.schemas import (
@@ -23,14 +22,12 @@ from server.api.schemas import (
     VersionInfo,
     VersionResponse,
 )
-from server.errors import InvalidInput, TooLarge
+from server.api.uploads import receive_archive
 
 router = APIRouter(prefix="/admin", tags=["admin"], dependencies=[Depends(require_admin)],
                    responses={401: {"model": ErrorResponse, "description": "no bearer token"},
                               403: {"model": ErrorResponse,
                                     "description": "wrong token, or admin disabled"}})
-ARCHIVE_TYPES = ("application/gzip", "application/x-gzip", "application/x-tar",
-                 "application/octet-stream", "application/x-compressed-tar")
 UPLOAD_BODY: dict[str, Any] = {"requestBody": {"required": True, "content": {
     "application/gzip": {"schema": {"type": "string", "format": "binary"}},
     "multipart/form-data": {"schema": {"type": "object", "required": ["file"], "properties": {
@@ -56,8 +53,11 @@ async def upload_version(name: str, request: Request, admin: AdminDep, settings:
                              description="serve it right away")] = False) -> VersionResponse:
     """Upload a prebuilt module artifact (tar.gz body, or multipart field `file`). It is
     verified (hashes, backbone fingerprint, tensor shapes) before it is published."""
-    data = await _read_upload(request, limit=settings.limits.max_upload_bytes)
-    manifest = await admin.upload(name, data, activate=activate)
+    archive = await receive_archive(request, limit=settings.limits.max_upload_bytes)
+    try:
+        manifest = await admin.upload(name, archive, activate=activate)
+    finally:
+        archive.close()
     entry = admin.runtime.state.domains.get(name)
     served = entry is not None and entry.version == manifest.version
     return VersionResponse(name=name, version=manifest.version, active=served,
@@ -81,31 +81,3 @@ async def delete_domain(name: str, admin: AdminDep) -> DeleteResponse:
     deleted = await admin.delete(name)
     return DeleteResponse(name=deleted.name, deactivated_version=deleted.deactivated_version,
                           drained=deleted.drained)
-
-
-async def _read_upload(request: Request, *, limit: int) -> bytes:
-    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise TooLarge(f"upload of {declared} bytes; at most {limit}", field="body")
-    if content_type == "multipart/form-data":
-        form = await request.form(max_files=1, max_fields=0)
-        upload = form.get("file")
-        if not isinstance(upload, UploadFile):
-            raise InvalidInput("multipart upload needs a file field named 'file'", field="file")
-        data = await upload.read(limit + 1)
-    elif content_type in ARCHIVE_TYPES or not content_type:
-        buffer = bytearray()
-        async for chunk in request.stream():
-            buffer += chunk
-            if len(buffer) > limit:
-                break
-        data = bytes(buffer)
-    else:
-        raise InvalidInput(f"unsupported content type {content_type!r}: send a tar.gz body "
-                           f"({ARCHIVE_TYPES[0]}) or multipart/form-data", field="body")
-    if len(data) > limit:
-        raise TooLarge(f"upload larger than {limit} bytes", field="body")
-    if not data:
-        raise InvalidInput("the upload is empty", field="body")
-    return bytes(data)

@@ -2,36 +2,59 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from server.api.deps import MetricsDep, RuntimeDep
 from server.api.schemas import ErrorResponse, LiveResponse, ReadyResponse
+from server.lifecycle import Lifecycle
+from server.replica import replica_name
+from server.watchdog import Watchdog
 
 router = APIRouter(tags=["health"])
 
 
-@router.get("/health/live", response_model=LiveResponse)
-async def live() -> LiveResponse:
-    """The process is up and its event loop answers."""
+@router.get("/health/live", response_model=LiveResponse,
+            responses={503: {"model": ErrorResponse,
+                             "description": "the scheduler or the engine is dead or stuck"}})
+async def live(request: Request) -> LiveResponse | JSONResponse:
+    """The event loop answers, the scheduler's batching loop runs and beats, and no engine
+    call has been stuck past `NMT_LIVENESS_STALL_S` (server/watchdog.py)."""
+    watchdog: Watchdog | None = getattr(request.app.state, "watchdog", None)
+    problems = watchdog.problems() if watchdog is not None else []
+    if problems:
+        return JSONResponse({"error": {"code": "not_alive", "message": "; ".join(problems)}},
+                            status_code=503)
     return LiveResponse(status="alive")
 
 
 @router.get("/health/ready", response_model=ReadyResponse,
             responses={503: {"model": ErrorResponse, "description": "not ready (see checks)"}})
-async def ready(runtime: RuntimeDep) -> ReadyResponse | JSONResponse:
-    """Ready when the backbone, the classifier (if one is active) and every active domain
-    module are loaded; 503 otherwise. `checks` says what is loaded (or absent, or failed)."""
+async def ready(request: Request, runtime: RuntimeDep) -> ReadyResponse | JSONResponse:
+    """Ready when the backbone is loaded and the server is not draining for shutdown; 503
+    otherwise. Damage stays local: a broken domain or classifier is listed in `checks`, not
+    fatal. `checks` says what is loaded (or absent, or failed, or broken); `replica` and
+    `registry_revision` say which process answered and how far it has applied the
+    registry's changes (replicas converge on the same revision)."""
     is_ready, checks = runtime.readiness()
+    replica, revision = replica_name(), runtime.seen_event
+    lifecycle: Lifecycle = request.app.state.lifecycle
+    if lifecycle.draining:
+        checks["draining"] = "shutting down: finishing in-flight requests, taking no new ones"
+        return JSONResponse({"error": {"code": "not_ready", "message": (
+            "not ready: the server is shutting down (see checks)")}, "replica": replica,
+            "registry_revision": revision, "checks": checks}, status_code=503)
     if is_ready:
-        return ReadyResponse(status="ready", checks=checks)
+        return ReadyResponse(status="ready", replica=replica, registry_revision=revision,
+                             checks=checks)
     failed = [name for name, value in checks.items()
               if isinstance(value, str) and value.startswith("failed")]
     failed += [f"module {name}" for name, value in checks["modules"].items()
                if "failed" in value and not value.startswith("loaded")]
     message = "not ready: " + (", ".join(failed) or "loading") + " (see checks)"
-    return JSONResponse({"error": {"code": "not_ready", "message": message}, "checks": checks},
+    return JSONResponse({"error": {"code": "not_ready", "message": message},
+                         "replica": replica, "registry_revision": revision, "checks": checks},
                         status_code=503)
 
 

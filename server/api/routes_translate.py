@@ -72,7 +72,8 @@ async def translate_batch(body: BatchRequest, request: Request,
 
 @router.get("/domains", response_model=DomainsResponse)
 async def domains(runtime: RuntimeDep) -> DomainsResponse:
-    """The servable domains and their active versions (plus "generic", the backbone)."""
+    """The active domains and their served versions ("generic", the backbone, is always
+    servable); a domain that no loaded version serves is listed as broken."""
     state = runtime.state
     backbone = runtime.backbone
     listed = [DomainInfo(name=entry.name, version=entry.version, family=entry.family,
@@ -80,6 +81,9 @@ async def domains(runtime: RuntimeDep) -> DomainsResponse:
                          status=("stale: " + state.module_failures[name])
                          if name in state.module_failures else "ready")
               for name, entry in sorted(state.domains.items())]
+    listed += [DomainInfo(name=name, version=version, family=None, size=None,
+                          status="broken: " + problem)
+               for name, (version, problem) in sorted(state.broken().items())]
     info = (BackboneInfo(name=backbone.name, version=backbone.version,
                          fingerprint=backbone.backbone_fingerprint) if backbone else None)
     return DomainsResponse(backbone=info, domains=listed)

@@ -147,10 +147,14 @@ class BackboneInfo(BaseModel):
 
 class DomainInfo(BaseModel):
     name: str
-    version: int = Field(description="the active (served) version")
-    family: str
-    size: int = Field(description="parameter count of the module")
-    status: str = Field(description='"ready", or "stale: ..." when a newer version failed')
+    version: int = Field(description="the served version (a broken domain: the active "
+                                      "version that failed to load)")
+    family: str | None = Field(description="null for a broken domain")
+    size: int | None = Field(description="parameter count of the module; null for a broken "
+                                         "domain")
+    status: str = Field(description='"ready", "stale: ..." when a newer version failed (the '
+                                    'listed one serves), or "broken: ..." when no version '
+                                    "serves (its requests get 503)")
 
 
 class DomainsResponse(BaseModel):
@@ -210,6 +214,9 @@ class LiveResponse(BaseModel):
 
 class ReadyResponse(BaseModel):
     status: Literal["ready"]
+    replica: str = Field(description="<host>:<pid> of the process that answered")
+    registry_revision: int = Field(
+        description="the latest registry event this replica has applied (-1: none yet)")
     checks: dict[str, Any]
 
 

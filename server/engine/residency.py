@@ -103,6 +103,11 @@ class ModuleManager:
             self.host.pop(victim)
             self._emit("host_eviction", victim)
 
+    def resident(self, module_id: str) -> bool:
+        """In host memory or in a device slot, so using it reads no file. Lock-free: the
+        event loop asks, and one dict lookup is atomic under the GIL."""
+        return module_id in self.slot_of or module_id in self.host
+
     def _host_entry(self, module_id: str) -> HostEntry:
         entry = self.host.get(module_id)
         if entry is None:

@@ -11,7 +11,10 @@ Policy lives here, mechanism in the engine:
 - the queue is bounded (`max_queue` sentences): beyond it `submit` raises `Busy` (429);
   a request that fits an empty queue is always accepted, whatever its size;
 - every sentence has a deadline; expired or cancelled sentences (a client that gave up or
-  disconnected) leave the queue at once and are never computed.
+  disconnected) leave the queue at once and are never computed;
+- a sentence whose module was evicted from memory waits while `Residency.reload` reads it
+  back off the engine thread, then joins a later batch (once: if it was evicted again in
+  the meantime, the engine's own loader reads it inside the batch rather than starve it).
 
 The engine runs in one dedicated thread (`EngineThread`); the event loop only waits on it.
 """
@@ -19,14 +22,15 @@ The engine runs in one dedicated thread (`EngineThread`); the event loop only wa
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import itertools
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.engine import SentenceJob
@@ -35,7 +39,20 @@ from server.metrics import Metrics
 from server.settings import SchedulerSettings
 
 BatchRunner = Callable[[Sequence[SentenceJob], SearchOptions], list[list[Hypothesis]]]
+
+
+class Residency(Protocol):
+    """Where the scheduler learns that a module must be read back before it can run."""
+
+    def missing(self, module_ids: Iterable[str]) -> set[str]:
+        """The modules that are resident in no tier."""
+        ...
+
+    async def reload(self, module_id: str) -> None:
+        """Read the module back into memory, off the engine thread."""
+        ...
 T = TypeVar("T")
+HEARTBEAT_S = 1.0  # the idle batching loop still beats this often
 log = logging.getLogger(__name__)
 
 
@@ -53,17 +70,39 @@ class EngineThread:
 
     def __init__(self) -> None:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nmt-engine")
+        self._busy_since: float | None = None  # monotonic start of the call running now
+        self._closed = False
 
     async def run(self, function: Callable[..., T], *args: object) -> T:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, functools.partial(function, *args))
+        return await loop.run_in_executor(self._executor, self._timed,
+                                          functools.partial(function, *args))
 
     def call(self, function: Callable[..., T], *args: object) -> T:
         """`run` for a worker thread (never the event loop, never the engine thread): waits
         for `function` to run on the engine thread and returns its result."""
-        return self._executor.submit(functools.partial(function, *args)).result()
+        return self._executor.submit(self._timed, functools.partial(function, *args)).result()
+
+    def _timed(self, call: Callable[[], T]) -> T:
+        """Runs on the engine thread: records how long the current call has been running,
+        for the liveness watchdog."""
+        self._busy_since = time.monotonic()
+        try:
+            return call()
+        finally:
+            self._busy_since = None
+
+    def busy_for(self) -> float:
+        """Seconds the current engine call has been running (0 when idle)."""
+        started = self._busy_since
+        return 0.0 if started is None else time.monotonic() - started
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     def shutdown(self) -> None:
+        self._closed = True
         self._executor.shutdown(wait=True, cancel_futures=True)
 
 
@@ -77,6 +116,7 @@ class Pending:
     enqueued: float
     deadline: float
     future: asyncio.Future[list[Hypothesis]]
+    reloaded: bool = False  # its modules were read back once already
 
     @property
     def modules(self) -> set[str]:
@@ -91,8 +131,10 @@ def job_cost(job: SentenceJob, options: SearchOptions) -> int:
 class Scheduler:
     def __init__(self, runner: BatchRunner, engine_thread: EngineThread,
                  settings: SchedulerSettings, *, max_modules: int,
-                 metrics: Metrics | None = None) -> None:
+                 metrics: Metrics | None = None, residency: Residency | None = None) -> None:
         self.runner = runner
+        self.residency = residency
+        self._reloads: dict[str, asyncio.Task[None]] = {}  # module id -> its reload
         self.engine_thread = engine_thread
         self.settings = settings
         self.max_modules = max_modules
@@ -102,18 +144,40 @@ class Scheduler:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._running: list[Pending] = []  # the batch in the engine now
+        self.heartbeat = time.monotonic()  # the batching loop's last sign of life
+        self.failure: str | None = None  # why the batching loop ended, if it crashed
 
     # -- lifecycle ---------------------------------------------------------------------
     def start(self) -> None:
+        self.heartbeat = time.monotonic()
         self._task = asyncio.create_task(self._loop(), name="nmt-scheduler")
+        self._task.add_done_callback(self._on_loop_end)
+
+    def _on_loop_end(self, task: asyncio.Task[None]) -> None:
+        """The batching loop ended on its own (a bug): fail what waits at once (503) rather
+        than at its deadline; liveness reports it (see server/watchdog.py)."""
+        if task.cancelled():
+            return
+        error = task.exception()
+        self.failure = f"the batching loop crashed: {error!r}"
+        log.critical("scheduler: %s", self.failure, exc_info=error)
+        self._fail_waiting(NotReady(f"the scheduler stopped ({self.failure}); retry later"))
+
+    @property
+    def alive(self) -> bool:
+        """Started and its loop still runs (a health check of the replica)."""
+        return self._task is not None and not self._task.done()
 
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
+        self._fail_waiting(NotReady("the server is shutting down"))
+
+    def _fail_waiting(self, error: Exception) -> None:
         for item in [*self._queue.values(), *self._running]:
             if not item.future.done():
-                item.future.set_exception(NotReady("the server is shutting down"))
+                item.future.set_exception(error)
         self._queue.clear()
         self._running = []
         self._report_depth()
@@ -126,6 +190,8 @@ class Scheduler:
     def submit(self, jobs: Sequence[SentenceJob], options: SearchOptions, *,
                deadline: float) -> list[asyncio.Future[list[Hypothesis]]]:
         """Queue sentences; one future per job (cancel it to withdraw the sentence)."""
+        if self.failure is not None:
+            raise NotReady(f"the scheduler stopped ({self.failure}); retry later")
         if self._queue and len(self._queue) + len(jobs) > self.settings.max_queue:
             raise Busy(f"the request queue is full ({len(self._queue)} sentences waiting, "
                        f"limit {self.settings.max_queue}); retry later",
@@ -152,20 +218,28 @@ class Scheduler:
     # -- the batching loop -------------------------------------------------------------
     async def _loop(self) -> None:
         while True:
+            self.heartbeat = time.monotonic()
             await self._wait_for_work()
+            self.heartbeat = time.monotonic()
             batch = self._take_batch()
             if batch:
                 await self._execute(batch)
+            elif self._reloads:  # what waits, waits for a module: the reload wakes us
+                self._wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), HEARTBEAT_S)
             else:
                 await asyncio.sleep(0)  # let cancellation callbacks run
 
     async def _wait_for_work(self) -> None:
         """Return when the oldest sentence should run: budget full or waited long enough."""
         while True:
-            self._expire(time.monotonic())
+            self.heartbeat = time.monotonic()
+            self._expire(self.heartbeat)
             if not self._queue:
                 self._wake.clear()
-                await self._wake.wait()
+                with contextlib.suppress(TimeoutError):  # beat while idle too
+                    await asyncio.wait_for(self._wake.wait(), HEARTBEAT_S)
                 continue
             oldest = next(iter(self._queue.values()))
             remaining = oldest.enqueued + self.settings.max_wait_ms / 1000 - time.monotonic()
@@ -201,7 +275,7 @@ class Scheduler:
         tokens = 0
         modules: set[str] = set()
         for key, item in list(self._queue.items()):
-            if item.options != options:
+            if item.options != options or self._needs_reload(item):
                 continue
             wanted = modules | item.modules
             if batch and (tokens + item.cost > self.settings.max_batch_tokens
@@ -213,6 +287,33 @@ class Scheduler:
             del self._queue[key]
         self._report_depth()
         return batch
+
+    def _needs_reload(self, item: Pending) -> bool:
+        """True when `item` must wait for its modules to be read back (started here)."""
+        if self.residency is None or item.reloaded or not item.modules:
+            return False
+        missing = self.residency.missing(item.modules)
+        if not missing:
+            return False
+        for module_id in missing - self._reloads.keys():
+            task = asyncio.get_running_loop().create_task(self._reload(module_id))
+            self._reloads[module_id] = task
+        item.reloaded = True  # after this reload it runs, resident or not
+        return True
+
+    async def _reload(self, module_id: str) -> None:
+        assert self.residency is not None
+        try:
+            await self.residency.reload(module_id)
+        except Exception as error:  # its sentences fail (503); nothing else does
+            log.error("reloading module %s failed: %s", module_id, error)
+            for item in self._queue.values():
+                if module_id in item.modules and not item.future.done():
+                    item.future.set_exception(NotReady(
+                        f"module {module_id} could not be read back into memory: {error}"))
+        finally:
+            del self._reloads[module_id]
+            self._wake.set()
 
     async def _execute(self, batch: list[Pending]) -> None:
         live = [item for item in batch if not item.future.done()]

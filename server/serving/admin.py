@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from contract.backbone import BackboneConfig
 from contract.manifest import check_name
@@ -70,21 +70,23 @@ class DomainAdmin:
         return [DomainVersions(name, active.get(name), versions)
                 for name, versions in sorted(by_name.items())]
 
-    async def upload(self, name: str, data: bytes, *, activate: bool) -> Manifest:
-        """Verify an uploaded module artifact (tar.gz) and publish it as the next version."""
+    async def upload(self, name: str, archive: bytes | IO[bytes], *,
+                     activate: bool) -> Manifest:
+        """Verify an uploaded module artifact (tar.gz, bytes or a file read from its
+        start) and publish it as the next version."""
         check_domain_name(name)
-        manifest = await asyncio.to_thread(self._import, name, data)
+        manifest = await asyncio.to_thread(self._import, name, archive)
         if activate:
             await self.activate(name, manifest.version)
         return manifest
 
-    def _import(self, name: str, data: bytes) -> Manifest:
+    def _import(self, name: str, archive: bytes | IO[bytes]) -> Manifest:
         engine, backbone = self.runtime.engine, self.runtime.backbone
         if engine is None or backbone is None:
             raise NotReady("no backbone is loaded: uploads are verified against it")
         fingerprint = backbone.backbone_fingerprint
         with tempfile.TemporaryDirectory(prefix="nmt-upload-") as scratch:
-            root = unpack_artifact(data, Path(scratch) / "artifact")
+            root = unpack_artifact(archive, Path(scratch) / "artifact")
             loaded = verify_artifact(LocalStorage(root), "", label="upload",
                                      expected_fingerprint=fingerprint)
             manifest = loaded.manifest
@@ -101,7 +103,7 @@ class DomainAdmin:
             if problems:
                 raise InvalidArtifact(f"upload is invalid: {len(problems)} problem(s): "
                                       + "; ".join(problems), field="body")
-            return self.store.import_artifact_dir(root, "module",
+            return self.store.import_artifact_dir(root, "module", label="upload",
                                                   expected_fingerprint=fingerprint)
 
     async def activate(self, name: str, version: int) -> DomainEntry:

@@ -10,27 +10,30 @@ from server.serving.state import ServingState
 
 def readiness(state: ServingState, *, backbone: Manifest | None, engine_loaded: bool,
               mixture: str | None) -> tuple[bool, dict[str, Any]]:
-    """(ready, checks): backbone loaded, classifier loaded (or absent), every active
-    domain served by some loaded version. `mixture` is `routing.mixture`."""
+    """(ready, checks): ready when the backbone is loaded. Damage stays local: a broken
+    domain (no loaded version) or a classifier that failed to load is listed in `checks`,
+    not fatal. `mixture` is `routing.mixture`."""
     checks: dict[str, Any] = {}
     checks["backbone"] = (f"loaded ({backbone.label})" if backbone and engine_loaded
                           else "failed: " + state.failures.get("backbone", "not loaded"))
     if state.classifier is not None:
         checks["classifier"] = f"loaded (v{state.classifier.version})"
     elif "classifier" in state.failures:
-        checks["classifier"] = "failed: " + state.failures["classifier"]
+        checks["classifier"] = ("failed: " + state.failures["classifier"] + "; "
+                                "auto-routed requests use the generic backbone")
     else:
         checks["classifier"] = "absent: auto-routed requests use the generic backbone"
     modules = {name: f"loaded (v{entry.version})" for name, entry in state.domains.items()}
     for name, problem in state.module_failures.items():
-        modules[name] = modules.get(name, "not loaded") + "; failed: " + problem
+        modules[name] = (modules[name] + "; failed: " + problem if name in modules
+                         else "broken: " + problem)
     checks["modules"] = modules
+    broken = sorted(state.broken())
+    if broken:
+        checks["broken"] = broken
     if mixture is not None:
         checks["mixture"] = mixture_check(state, mixture)
-    unserved = [name for name in state.module_failures if name not in state.domains]
-    ready = (engine_loaded and not unserved
-             and (state.classifier is not None or "classifier" not in state.failures))
-    return ready, checks
+    return engine_loaded, checks
 
 
 def mixture_check(state: ServingState, name: str) -> str:

@@ -14,8 +14,17 @@
   engine until no request holds it, then it is removed here. (The engine's loader can
   also reload any `"<domain>@<version>"` from the store, as a safety net.)
 
-A version that fails to load is reported (readiness, /domains) and the previous version
-keeps serving; it is retried when the registry changes again.
+Damage stays local: a version that fails to load (for any reason: a flipped byte, an
+unreadable file, a torch error) is reported (readiness, /domains) and the previous version
+keeps serving; a domain without any loaded version is *broken*: its requests get 503 naming
+it and the reason, every other domain serves, and the server stays ready. Failed loads are
+retried with exponential backoff (server/serving/load_failures.py) and whenever the registry
+changes (a good re-upload heals the domain without a restart). The poller survives any
+exception (logged, counted in `nmt_registry_poll_errors_total`, retried next tick).
+
+A module evicted from host memory is reloaded *before* its sentences run: the scheduler
+asks `missing()` and `reload()` (file reading and hashing on a worker thread, then a short
+registration on the engine thread), and those sentences join a later batch.
 """
 
 from __future__ import annotations
@@ -37,6 +46,7 @@ from server.metrics import Metrics
 from server.routing.classifier import Classifier, load_classifier
 from server.scheduling.scheduler import EngineThread
 from server.serving.holds import ModuleHolds
+from server.serving.load_failures import FailureBook, describe
 from server.serving.readiness import readiness
 from server.serving.state import DomainEntry, ServingState, module_id, parse_module_id
 from server.settings import Settings
@@ -57,7 +67,7 @@ class Runtime:
         self.seen_event = -1
         self._lock = asyncio.Lock()
         self._holds = ModuleHolds()
-        self._failed: dict[tuple[str, int], str] = {}  # (name, version) -> error, not retried
+        self._failed = FailureBook()  # (name, version) -> why, and when to retry
         self._preloaded: dict[str, DomainEntry] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -66,6 +76,8 @@ class Runtime:
         """Bring the engine and the serving state in step with the registry."""
         async with self._lock:
             event_id = await asyncio.to_thread(self.store.registry.latest_event_id)
+            if event_id != self.seen_event:
+                self._failed.due_now()  # a change may be the fix: retry without waiting
             failures: dict[str, str] = {}
             module_failures: dict[str, str] = {}
             if self.engine is None:
@@ -75,27 +87,35 @@ class Runtime:
                 self.seen_event = event_id
                 return
             desired = await asyncio.to_thread(self.store.active_domains)
+            wanted: set[tuple[str, int]] = set(desired.items())
             domains: dict[str, DomainEntry] = {}
             for name, version in sorted(desired.items()):
                 entry = await self._domain(name, version, module_failures)
                 if entry is not None:
                     domains[name] = entry
-            classifier = await self._classifier(failures)
-            self._publish(ServingState(domains, classifier, failures, module_failures))
+            classifier = await self._classifier(failures, wanted)
+            self._failed.forget_except({*wanted, BACKBONE_KEY})
+            self._publish(ServingState(domains, classifier, failures, module_failures,
+                                       desired))
             self.seen_event = event_id
         await self._collect()
 
     async def _load_backbone(self, failures: dict[str, str]) -> None:
         """Read and verify the backbone (a worker thread: file I/O and hashing), then build
         its tensors on the engine thread (see `EngineThread`: one OpenMP team)."""
+        waiting = self._failed.waiting(BACKBONE_KEY)
+        if waiting is not None:
+            failures["backbone"] = waiting.problem
+            return
         try:
             loaded = await asyncio.to_thread(self.store.load_backbone, self.settings.backbone)
             self.engine = await self.engine_thread.run(self._build_engine, loaded.files)
             self.backbone = loaded.manifest
+            self._failed.clear(BACKBONE_KEY)
             log.info("serving backbone %s", loaded.manifest.label)
-        except (StoreError, ValueError) as error:
-            failures["backbone"] = str(error)
-            log.error("no backbone to serve: %s", error)
+        except Exception as error:  # retried with backoff; the server stays up
+            failures["backbone"] = self._failed.record(BACKBONE_KEY, describe(error)).problem
+            log.error("no backbone to serve: %s", error, exc_info=_trace(error))
 
     def _build_engine(self, files: Mapping[str, bytes]) -> Engine:
         options = self.settings.engine
@@ -112,16 +132,20 @@ class Runtime:
         current = self.state.domains.get(name)
         if current is not None and current.version == version:
             return current
-        problem = self._failed.get((name, version))
-        if problem is None:
+        failure = self._failed.waiting((name, version))
+        if failure is None:
             try:
                 entry = await self.preload(name, version)
                 self._preloaded.pop(entry.module_id, None)
                 return entry
-            except (StoreError, ValueError, ResidencyError) as error:
-                problem = self._failed[(name, version)] = f"version {version}: {error}"
-                log.error("module %s@%d failed to load: %s", name, version, error)
-        failures[name] = problem
+            except Exception as error:  # any failure stays local to this domain
+                failure = self._failed.record((name, version),
+                                              f"version {version}: {describe(error)}")
+                self.metrics.load_failures.labels(kind="module").inc()
+                log.error("module %s@%d failed to load (attempt %d, next in %.0f s): %s",
+                          name, version, failure.attempts,
+                          failure.retry_at - time.monotonic(), error, exc_info=_trace(error))
+        failures[name] = failure.problem
         return current  # the previous version keeps serving, if there is one
 
     async def preload(self, name: str, version: int) -> DomainEntry:
@@ -134,7 +158,7 @@ class Runtime:
             entry = await self._register(name, version)
         await self.engine_thread.run(self._engine().modules.activate, key)
         self._preloaded[key] = entry
-        self._failed.pop((name, version), None)  # e.g. an operator's retry succeeded
+        self._failed.clear((name, version))  # e.g. an operator's retry succeeded
         return entry
 
     async def _register(self, name: str, version: int) -> DomainEntry:
@@ -161,10 +185,14 @@ class Runtime:
         return dict(loaded.manifest.config), module_params(loaded.files)
 
     def _engine_loader(self, value: str) -> tuple[dict[str, Any], Params]:
-        """The engine's loader: reload an evicted `"<domain>@<version>"` from the store."""
+        """The engine's loader, a safety net: reload an evicted `"<domain>@<version>"` from
+        the store on the engine thread (the scheduler normally reloads it first, off it)."""
+        self.metrics.module_reloads.labels(thread="engine").inc()
+        log.warning("module %s was read on the engine thread, inside a batch", value)
         return self._load_module(*parse_module_id(value))
 
-    async def _classifier(self, failures: dict[str, str]) -> Classifier | None:
+    async def _classifier(self, failures: dict[str, str],
+                          wanted: set[tuple[str, int]]) -> Classifier | None:
         name = self.settings.routing.classifier
         version = await asyncio.to_thread(self.store.registry.get_active, "classifier", name)
         current = self.state.classifier
@@ -172,15 +200,20 @@ class Runtime:
             return None
         if current is not None and current.version == version:
             return current
-        problem = self._failed.get((f"classifier:{name}", version))
-        if problem is None:
+        key = (f"classifier:{name}", version)
+        wanted.add(key)
+        failure = self._failed.waiting(key)
+        if failure is None:
             try:
-                return await asyncio.to_thread(self._load_classifier, name, version)
-            except (StoreError, ValueError, OSError) as error:
-                problem = f"version {version}: {error}"
-                self._failed[(f"classifier:{name}", version)] = problem
-                log.error("classifier %s v%d failed to load: %s", name, version, error)
-        failures["classifier"] = problem
+                classifier = await asyncio.to_thread(self._load_classifier, name, version)
+                self._failed.clear(key)
+                return classifier
+            except Exception as error:  # automatic routing falls back; the server stays up
+                failure = self._failed.record(key, f"version {version}: {describe(error)}")
+                self.metrics.load_failures.labels(kind="classifier").inc()
+                log.error("classifier %s v%d failed to load: %s", name, version, error,
+                          exc_info=_trace(error))
+        failures["classifier"] = failure.problem
         return current
 
     def _load_classifier(self, name: str, version: int) -> Classifier:
@@ -241,6 +274,25 @@ class Runtime:
         """The scheduler's batch runner (called on the engine thread)."""
         return self._engine().translate(jobs, options)
 
+    def retry_due(self) -> bool:
+        """A failed load is due for another attempt (the poller then refreshes)."""
+        return self._failed.retry_due()
+
+    # -- reloading evicted modules (the scheduler's Residency) ------------------------
+    def missing(self, module_ids: Iterable[str]) -> set[str]:
+        """Modules in neither residency tier: running them now would read and hash their
+        files on the engine thread, in the middle of a batch."""
+        engine = self.engine
+        if engine is None:
+            return set()
+        return {m for m in module_ids if not engine.modules.resident(m)}
+
+    async def reload(self, module_id: str) -> None:
+        """Read and verify an evicted module on a worker thread, then register it (a short
+        call on the engine thread); its sentences then join a later batch."""
+        self.metrics.module_reloads.labels(thread="worker").inc()
+        await self._register(*parse_module_id(module_id))
+
     def residency(self) -> dict[str, int]:
         if self.engine is None:
             return {}
@@ -251,3 +303,11 @@ class Runtime:
         """(ready, checks) of /health/ready (see `server.serving.readiness`)."""
         return readiness(self.state, backbone=self.backbone, engine_loaded=self.engine is not None,
                          mixture=self.settings.routing.mixture)
+
+
+BACKBONE_KEY = ("backbone", 0)
+
+
+def _trace(error: BaseException) -> BaseException | None:
+    """Log a traceback only for unexpected errors; store errors explain themselves."""
+    return None if isinstance(error, (StoreError, ValueError, ResidencyError)) else error

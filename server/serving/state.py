@@ -43,6 +43,12 @@ class ServingState:
     classifier: Classifier | None = None
     failures: Mapping[str, str] = field(default_factory=dict)  # "backbone" | "classifier"
     module_failures: Mapping[str, str] = field(default_factory=dict)  # domain -> problem
+    desired: Mapping[str, int] = field(default_factory=dict)  # the registry's active versions
+
+    def broken(self) -> dict[str, tuple[int, str]]:
+        """Active domains that no loaded version serves: name -> (version, problem)."""
+        return {name: (self.desired.get(name, 0), problem)
+                for name, problem in self.module_failures.items() if name not in self.domains}
 
     def versions(self) -> dict[str, int]:
         return {name: entry.version for name, entry in self.domains.items()}

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from contract.families import mixture_families
@@ -190,7 +190,9 @@ class Translator:
         versions = state.versions()
         mixtures = state.mixtures()
         prepared: list[Prepared] = []
+        broken = state.broken()
         for item in items:
+            check_not_broken(item, broken)
             glossary = self.glossaries.explicit(item.glossary)
             document = build_document(item.text, fmt=item.format, glossary=glossary,
                                       terms=self.terms)
@@ -323,6 +325,19 @@ class Translator:
             raise NotReady("the backbone was unloaded")
         tokenizer = engine.target_tokenizer
         return lambda hypothesis: tokenizer.decode(hypothesis.tokens)
+
+
+def check_not_broken(item: Item, broken: Mapping[str, tuple[int, str]]) -> None:
+    """503 naming the domain and the reason when a request names a broken domain (one whose
+    module failed to load); every other domain keeps serving."""
+    spec = item.domain
+    named = [spec] if isinstance(spec, str) else list(spec) if spec is not None else []
+    for name in named:
+        if name in broken:
+            version, problem = broken[name]
+            raise NotReady(f"domain {name!r} is unavailable: its module (v{version}) failed "
+                           f"to load ({problem}); other domains are served",
+                           field=item.domain_field)
 
 
 def _check_mixtures(prepared: Sequence[Prepared]) -> None:

@@ -1,4 +1,5 @@
-"""The registry poller: hot reload whenever the registry's change counter moves."""
+"""The registry poller: hot reload whenever the registry's change counter moves; it
+survives any exception (logged, counted in `nmt_registry_poll_errors_total`, retried)."""
 
 from __future__ import annotations
 
@@ -11,13 +12,14 @@ log = logging.getLogger(__name__)
 
 
 async def watch_registry(runtime: Runtime, interval: float) -> None:
-    """Call `runtime.refresh()` whenever `registry.latest_event_id()` changes; runs until
-    cancelled."""
+    """Call `runtime.refresh()` whenever `registry.latest_event_id()` changes, or a failed
+    load is due for another attempt (backoff); runs until cancelled."""
     while True:
         await asyncio.sleep(interval)
         try:
             latest = await asyncio.to_thread(runtime.store.registry.latest_event_id)
-            if latest != runtime.seen_event:
+            if latest != runtime.seen_event or runtime.retry_due():
                 await runtime.refresh()
         except Exception:  # the poller outlives any failure; it retries next tick
+            runtime.metrics.poll_errors.inc()
             log.exception("reloading from the registry failed")

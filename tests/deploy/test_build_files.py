@@ -124,12 +124,13 @@ def test_dependencies_are_pinned() -> None:
     project = _pyproject()["project"]
     assert isinstance(project, dict)
     extras = project["optional-dependencies"]
-    requirements = [*project["dependencies"], *extras["convert"], *extras["dev"]]
+    requirements = [*project["dependencies"], *extras["convert"], *extras["ray"], *extras["dev"]]
     for requirement in requirements:
         if requirement.startswith("nmt-server["):
             continue
-        assert re.fullmatch(r"[A-Za-z0-9._-]+==[^=;\s]+(;.*)?", requirement), requirement
-    assert "nmt-server[convert]" in extras["dev"]
+        assert re.fullmatch(r"[A-Za-z0-9._-]+(\[[a-z,]+\])?==[^=;\s]+(;.*)?", requirement), \
+            requirement
+    assert "nmt-server[convert,ray]" in extras["dev"]
 
 
 @pytest.mark.parametrize("dockerfile", DOCKERFILES)

@@ -145,3 +145,20 @@ def test_prometheus_configmap_scrapes_the_server_service() -> None:
     (job,) = config["scrape_configs"]
     assert job["metrics_path"] == "/metrics"
     assert job["static_configs"][0]["targets"] == ["nmt-server:8000"]
+
+
+def test_server_termination_covers_the_prestop_sleep_and_the_drain() -> None:
+    """SIGTERM comes after the preStop sleep; the server then drains for up to
+    NMT_SHUTDOWN_DRAIN_S (server/lifecycle.py); Kubernetes kills it at the grace period."""
+    from server.settings import Settings
+
+    server = _container("nmt-server")
+    sleep = server["lifecycle"]["preStop"]["sleep"]["seconds"]
+    drain = float(_env(server).get("NMT_SHUTDOWN_DRAIN_S",
+                                   Settings.model_fields["shutdown_drain_s"].default))
+    grace = _pod_spec("Deployment", "nmt-server")["terminationGracePeriodSeconds"]
+    assert sleep >= 1
+    assert grace >= sleep + drain + 10, (grace, sleep, drain)
+    stall = float(_env(server)["NMT_LIVENESS_STALL_S"])
+    probe = server["livenessProbe"]
+    assert stall >= probe["periodSeconds"]  # the watchdog bound, not the probe, decides

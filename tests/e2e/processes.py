@@ -1,5 +1,5 @@
-"""Real processes for end-to-end tests: a uvicorn server in a thread on a free port, and
-`python -m trainer` subprocesses on the same store."""
+"""Real processes for end-to-end tests: a uvicorn server in a thread on a free port,
+`python -m server` and `python -m trainer` subprocesses on the same store."""
 
 from __future__ import annotations
 
@@ -13,11 +13,12 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import httpx
 import uvicorn
 
 from server.app import create_app
 from server.settings import Settings
-from tests.trainer.helpers import sidecar_env
+from tests.trainer.helpers import BACKBONE, TOKEN, sidecar_env
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -60,6 +61,35 @@ def start_sidecar(root: Path, log: Path, *args: str, **env: str) -> subprocess.P
              *args],
             cwd=REPO, env=os.environ | {"PYTHONPATH": str(REPO)} | sidecar_env(root, **env),
             stdout=out, stderr=subprocess.STDOUT)
+
+
+def server_env(root: Path, port: int, **extra: str) -> dict[str, str]:
+    """Environment of a `python -m server` subprocess on the tiny store at `root`."""
+    return {
+        "NMT_STORE_DIR": str(root), "NMT_BUILTIN_ARTIFACTS": "false", "NMT_BACKBONE": BACKBONE,
+        "NMT_ADMIN_TOKEN": TOKEN, "NMT_HOST": "127.0.0.1", "NMT_PORT": str(port),
+        "NMT_POLL_INTERVAL_S": "0.05", "NMT_ENGINE__SLOTS_PER_BANK": "4",
+        "NMT_DECODING__BEAM_SIZE": "1", "NMT_DECODING__MAX_LENGTH": "8",
+        "NMT_LOG_LEVEL": "info", "OMP_NUM_THREADS": "1",
+    } | extra
+
+
+def start_server(root: Path, log: Path, port: int, **env: str) -> subprocess.Popen[bytes]:
+    """`python -m server` on the tiny store at `root`, listening on 127.0.0.1:`port`;
+    output appended to `log`. Wait for it with `wait_for(lambda: ready(url), ...)`."""
+    with open(log, "ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "server"], cwd=REPO,
+            env=os.environ | {"PYTHONPATH": str(REPO)} | server_env(root, port, **env),
+            stdout=out, stderr=subprocess.STDOUT)
+
+
+def answers(url: str, path: str = "/health/live") -> int | None:
+    """The status of GET `url + path`, or None when nothing answers."""
+    try:
+        return httpx.get(url + path, timeout=5).status_code
+    except httpx.TransportError:
+        return None
 
 
 def stop(process: subprocess.Popen[bytes], *, timeout: float = 60) -> int:

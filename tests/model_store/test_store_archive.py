@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import io
+import random
 import tarfile
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from model_store_helpers import publish_module, store_root
 
-from model_store import ArtifactError, Manifest, Store, pack_artifact_dir, unpack_artifact
+from model_store import (
+    ArtifactError,
+    InflationError,
+    Manifest,
+    Store,
+    pack_artifact_dir,
+    unpack_artifact,
+)
 
 
 def test_pack_unpack_import_roundtrip(store: Store, backbone: Manifest, tmp_path: Path) -> None:
@@ -134,3 +143,44 @@ def test_single_top_level_directory_is_accepted(
 
     assert unpacked == tmp_path / "upload" / "medical"
     assert store.import_artifact_dir(unpacked).version == 2
+
+
+def zeros_bomb(size: int) -> bytes:
+    """A tar.gz whose one member declares `size` bytes of zeros: ~1000x compression."""
+    info = tarfile.TarInfo("module.safetensors")
+    info.size = size
+    deflate = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    parts = [deflate.compress(info.tobuf(format=tarfile.PAX_FORMAT))]
+    chunk = bytes(1 << 20)
+    for _ in range(size // len(chunk)):
+        parts.append(deflate.compress(chunk))
+    parts.append(deflate.compress(bytes(2 * tarfile.RECORDSIZE)) + deflate.flush())
+    return b"".join(parts)
+
+
+def test_a_gzip_bomb_is_refused_while_it_streams(tmp_path: Path) -> None:
+    bomb = zeros_bomb(64 << 20)
+    assert len(bomb) < 200_000  # 64 MiB declared in a small upload
+    dest = tmp_path / "upload"
+
+    with pytest.raises(InflationError) as info:
+        unpack_artifact(io.BytesIO(bomb), dest)
+
+    assert "inflates beyond" in str(info.value) and "100x the compressed size" in str(info.value)
+    assert list(dest.iterdir()) == []
+
+
+def test_the_ratio_bound_admits_incompressible_data(tmp_path: Path) -> None:
+    weights = random.Random(1).randbytes(3 << 20)  # like trained float weights
+    data = _tar(_file("manifest.json", b"{}"), _file("module.safetensors", weights))
+
+    root = unpack_artifact(io.BytesIO(data), tmp_path / "upload", max_ratio=2.0)
+
+    assert (root / "module.safetensors").read_bytes() == weights
+
+
+def test_a_truncated_archive_is_refused(tmp_path: Path) -> None:
+    data = _tar(_file("manifest.json", b"{}"), _file("module.safetensors", b"w" * 5000))
+
+    with pytest.raises(ArtifactError, match="not a readable tar.gz archive"):
+        unpack_artifact(data[: len(data) // 2], tmp_path / "upload")

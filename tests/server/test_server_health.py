@@ -59,15 +59,19 @@ def test_without_backbone_not_ready_and_translate_is_503(tmp_path: Path) -> None
         assert client.post("/translate", json={"text": "x"}).status_code == 503
 
 
-def test_a_broken_classifier_makes_the_server_not_ready(tmp_path: Path) -> None:
+def test_a_broken_classifier_leaves_the_server_ready_with_generic_routing(
+        tmp_path: Path) -> None:
     root = build_store(tmp_path / "store", classifier=False)
     with Store.open(root, builtin_dir=None) as store:
         publish_classifier(store, b"this is not a fastText model")
     with make_client(root) as client:
         response = client.get("/health/ready")
-        assert response.status_code == 503
+        assert response.status_code == 200  # damage stays local
         assert response.json()["checks"]["classifier"].startswith("failed")
-        assert "classifier" in response.json()["error"]["message"]
+        routed = client.post("/translate", json={"text": "The patient takes a tablet."})
+        assert routed.json()["routing"]["mode"] == "generic"
+        explicit = client.post("/translate", json={"text": "x", "domain": "medical"})
+        assert explicit.status_code == 200
 
 
 def test_metrics_expose_every_collector(shared_client: TestClient) -> None:

@@ -75,6 +75,13 @@ def test_config_defaults_suit_the_backbone() -> None:
     ({"lr": -1}, "lr: Input should be greater than 0"),
     ({"max_epochs": "3"}, "max_epochs: Input should be a valid integer"),
     ({"patience": True}, "patience: Input should be a valid integer"),
+    # every option is bounded above, and NaN / infinity are refused
+    ({"max_minutes": 10**9}, "max_minutes: Input should be less than or equal to 1440"),
+    ({"max_steps": 10**12}, "max_steps: Input should be less than or equal to 10000000"),
+    ({"max_tokens": 10**9}, "max_tokens: Input should be less than or equal to 100000"),
+    ({"seed": 2**64}, "seed: Input should be less than or equal to 4294967295"),
+    ({"gate_margin_bleu": float("nan")}, "gate_margin_bleu: Input should be a finite number"),
+    ({"weight_decay": float("inf")}, "weight_decay: Input should be a finite number"),
 ])
 def test_config_problems_name_what_is_allowed(raw: dict[str, Any], expected: str) -> None:
     with pytest.raises(JobConfigError) as caught:

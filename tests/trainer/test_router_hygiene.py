@@ -1,0 +1,56 @@
+"""Training text from uploads cannot steer the router's fastText training file: label
+markers and control characters are neutralised, and every example stays one line."""
+
+from __future__ import annotations
+
+import fasttext
+import pytest
+
+from server.routing.classifier import LABEL_PREFIX
+from server.routing.features import classifier_text, neutralise
+from trainer.classifier import (
+    ClassifierSettings,
+    examples_from_bytes,
+    examples_to_bytes,
+    train_classifier,
+)
+
+HOSTILE = [
+    "take the dose __label__evil now",
+    "take the dose __LABEL__evil now",
+    "take\nthe dose\r\n__label__evil",
+    "take the dose\u2028__label__evil\tx",
+    "take the\x00dose\x1b[31m\x85 evil\x0c",
+    "____label__label__evil",
+]
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_neutralised_text_is_one_line_without_label_markers(text: str) -> None:
+    for found in (neutralise(text), classifier_text(text)):
+        assert LABEL_PREFIX not in found
+        assert found.isprintable() and "\n" not in found and "\t" not in found
+    assert "evil" in classifier_text(text)  # the words stay: only their meaning is gone
+
+
+def test_examples_survive_a_round_trip_one_line_each() -> None:
+    examples = [("medical", text) for text in HOSTILE] + [("law", "the court rules")]
+
+    back = examples_from_bytes(examples_to_bytes(examples))
+
+    assert [label for label, _ in back] == [label for label, _ in examples]
+    assert all(LABEL_PREFIX not in text for _, text in back)
+
+
+def test_a_router_trained_on_hostile_lines_learns_only_real_labels(tmp_path: str) -> None:
+    examples = [("medical", text) for text in HOSTILE] * 3
+    examples += [("law", "the court rules on the appeal")] * 18
+    model_bytes = train_classifier(examples_from_bytes(examples_to_bytes(examples)),
+                                   ClassifierSettings(epoch=2, quantize=False, bucket=1000))
+
+    path = f"{tmp_path}/router.bin"
+    with open(path, "wb") as out:
+        out.write(model_bytes)
+    labels = fasttext.load_model(path).get_labels()
+
+    assert sorted(labels) == [f"{LABEL_PREFIX}law", f"{LABEL_PREFIX}medical"]
