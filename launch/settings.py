@@ -28,7 +28,8 @@ class ProcessSettings(BaseSettings):
     log_level: LogLevel = Field("info", description="logging level")
     store_dir: Path = Field(Path("var/store"), description="writable model store root")
     registry_url: str | None = Field(
-        None, description="registry database URL (default: SQLite in the store dir)")
+        None, description="registry database URL: sqlite:///PATH (default: in the store dir) "
+        "or postgresql+psycopg://USER:PASSWORD@HOST:PORT/DB (docs/REGISTRY.md)")
     builtin_artifacts: bool = Field(
         True, description="layer the package's built-in artifacts under the store")
 

@@ -1,10 +1,18 @@
 """The registry: which artifacts exist, which version of each is active, training jobs,
-and a change counter (`events`) that servers poll to notice activations.
+and a change counter (`events`) that servers watch to notice activations.
 
-SQLAlchemy Core only and portable SQL: concurrency is arbitrated by primary keys and by
-conditional UPDATEs (`... WHERE state = 'queued'`), not by database-specific locking.
-On SQLite, write transactions start with `BEGIN IMMEDIATE` so that two processes never
-both read and then fail to upgrade to a write lock; WAL lets readers proceed meanwhile.
+SQLAlchemy Core, on SQLite (the embedded default) or PostgreSQL (many replicas and
+trainers). The schema is migrated on open (`schema.upgrade_schema`). Concurrency:
+
+- SQLite: write transactions start with `BEGIN IMMEDIATE`, so two processes never both
+  read and then fail to upgrade to a write lock; WAL lets readers proceed meanwhile.
+- PostgreSQL: transactions that record an event or check-then-write (activations, domain
+  job creation) first take one transaction-scoped advisory lock. They are serialized as on
+  SQLite, so event ids grow in commit order and "the latest event id moved" never misses a
+  change. Job claims lock the chosen row with `FOR UPDATE SKIP LOCKED`: many trainers claim
+  different jobs in parallel. Every event is announced with `NOTIFY` (see `notify.py`).
+
+Conditional UPDATEs (`... WHERE state = 'queued'`) keep every claim exclusive on both.
 """
 
 from __future__ import annotations
@@ -16,32 +24,25 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import (
-    Connection,
-    Engine,
-    create_engine,
-    event,
-    func,
-    insert,
-    select,
-    update,
-)
+from sqlalchemy import Connection, Engine, func, insert, select, update
 from sqlalchemy import delete as sql_delete
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.pool import ConnectionPoolEntry, StaticPool
 
 from contract.manifest import ArtifactKind, Manifest
 
+from .database import WRITE_OPTION, make_engine
 from .errors import ConflictError, NotFoundError
 from .glossary_rows import GlossaryRows
 from .hashing import canonical_json
 from .jobs import Job, JobState, JobUpdate, job_from_row
-from .tables import active, artifacts, events, jobs, metadata
+from .notify import CHANNEL
+from .schema import upgrade_schema
+from .tables import active, artifacts, events, jobs
 
-SQLITE_BUSY_TIMEOUT_MS = 30_000
 RUNNING_STATES: tuple[JobState, ...] = ("running", "evaluating")
 UNFINISHED_STATES: tuple[JobState, ...] = ("queued", *RUNNING_STATES)
-_WRITE = "model_store_write"
+# Serializes PostgreSQL transactions that write events or check before they write.
+WRITE_LOCK_KEY = 0x6E6D_7472_6567_7772  # "nmtregwr"
 
 
 @dataclass(frozen=True)
@@ -71,40 +72,24 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def make_engine(url: str) -> Engine:
-    """An engine for `url`; SQLite gets WAL, a busy timeout and explicit BEGINs."""
-    if not url.startswith("sqlite"):
-        return create_engine(url, pool_pre_ping=True)
-    memory = url in ("sqlite://", "sqlite:///:memory:")
-    # One shared connection for in-memory databases, else each connection sees its own.
-    engine = create_engine(url, poolclass=StaticPool) if memory else create_engine(url)
-
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
-        # Take BEGIN away from the sqlite3 module; _on_begin emits it (SQLAlchemy's recipe).
-        dbapi_connection.isolation_level = None
-        cursor = dbapi_connection.cursor()
-        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
-        if not memory:
-            cursor.execute("PRAGMA journal_mode = WAL")
-        cursor.close()
-
-    @event.listens_for(engine, "begin")
-    def _on_begin(conn: Connection) -> None:
-        immediate = conn.get_execution_options().get(_WRITE, False)
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
-
-    return engine
-
-
 class Registry(GlossaryRows):
     """Artifacts, active versions, jobs and events in one SQL database."""
 
     def __init__(self, url: str) -> None:
         self.url = url
         self._engine = make_engine(url)
-        with self._write() as conn:
-            metadata.create_all(conn)
+        self.dialect = self._engine.dialect.name
+        try:
+            with self._write() as conn:
+                upgrade_schema(conn)
+        except BaseException:
+            self._engine.dispose()
+            raise
+
+    @property
+    def engine(self) -> Engine:
+        """The SQLAlchemy engine (for tools that move rows wholesale; see transfer.py)."""
+        return self._engine
 
     def close(self) -> None:
         self._engine.dispose()
@@ -115,10 +100,14 @@ class Registry(GlossaryRows):
             yield conn
 
     @contextmanager
-    def _write(self) -> Iterator[Connection]:
+    def _write(self, *, serial: bool = False) -> Iterator[Connection]:
+        """A write transaction; `serial`: one at a time across processes (SQLite's
+        BEGIN IMMEDIATE always is; PostgreSQL takes the registry's advisory lock)."""
         with self._engine.connect() as conn:
-            conn = conn.execution_options(**{_WRITE: True})
+            conn = conn.execution_options(**{WRITE_OPTION: True})
             with conn.begin():
+                if serial and self.dialect == "postgresql":
+                    conn.execute(select(func.pg_advisory_xact_lock(WRITE_LOCK_KEY)))
                 yield conn
 
     # -- artifacts ---------------------------------------------------------------
@@ -135,7 +124,7 @@ class Registry(GlossaryRows):
             "created_at": manifest.created_at,
         }
         try:
-            with self._write() as conn:
+            with self._write(serial=True) as conn:
                 conn.execute(insert(artifacts).values(row))
                 self._event(
                     conn, manifest.kind, manifest.name, version=manifest.version, action="publish"
@@ -190,7 +179,7 @@ class Registry(GlossaryRows):
 
     def set_active(self, kind: ArtifactKind, name: str, version: int) -> None:
         """Make `version` the active one (activation and rollback alike); records an event."""
-        with self._write() as conn:
+        with self._write(serial=True) as conn:
             versions = self._versions(conn, kind, name)
             if not versions:
                 raise NotFoundError(kind, name, self._names(conn, kind))
@@ -204,7 +193,7 @@ class Registry(GlossaryRows):
 
     def clear_active(self, kind: ArtifactKind, name: str) -> None:
         """Deactivate `name` (a deleted domain); its artifacts stay for a later rollback."""
-        with self._write() as conn:
+        with self._write(serial=True) as conn:
             where = (active.c.kind == kind, active.c.name == name)
             if conn.execute(sql_delete(active).where(*where)).rowcount == 0:
                 known = conn.execute(select(active.c.name).where(active.c.kind == kind))
@@ -264,8 +253,11 @@ class Registry(GlossaryRows):
     def claim_next_job(self, worker: str) -> Job | None:
         """Atomically move the oldest queued job to running for `worker`; None if none queued.
 
-        The conditional UPDATE (`state = 'queued'`) makes the claim exclusive on any
-        database: a worker that loses the race updates zero rows and tries the next job.
+        PostgreSQL locks the chosen row and skips rows other claimers hold (`FOR UPDATE
+        SKIP LOCKED`), so concurrent trainers take different jobs without waiting; SQLite
+        ignores the clause (its writers are serialized anyway). The conditional UPDATE
+        (`state = 'queued'`) keeps the claim exclusive either way: a worker that loses a
+        race updates zero rows and tries the next job.
         """
         while True:
             with self._write() as conn:
@@ -274,6 +266,7 @@ class Registry(GlossaryRows):
                     .where(jobs.c.state == "queued")
                     .order_by(jobs.c.created_at, jobs.c.id)
                     .limit(1)
+                    .with_for_update(skip_locked=True)
                 )
                 job_id = conn.execute(oldest).scalar()
                 if job_id is None:
@@ -310,7 +303,7 @@ class Registry(GlossaryRows):
         """Activate several versions in ONE transaction (a domain's module and the router
         that knows it): pollers see all or none. `expect`: `(kind, name)` -> the active
         version the caller's work is based on; ConflictError if one changed meanwhile."""
-        with self._write() as conn:
+        with self._write(serial=True) as conn:
             for (kind, name), seen in sorted((expect or {}).items()):
                 now = conn.execute(select(active.c.version).where(
                     active.c.kind == kind, active.c.name == name)).scalar()
@@ -331,7 +324,7 @@ class Registry(GlossaryRows):
         """A queued job for `domain`, unless the domain is active or has an unfinished job
         (ConflictError): the check and the insert share one write transaction."""
         now = _now()
-        with self._write() as conn:
+        with self._write(serial=True) as conn:
             served = conn.execute(select(active.c.version).where(
                 active.c.kind == "module", active.c.name == domain)).scalar()
             if served is not None:
@@ -371,8 +364,12 @@ class Registry(GlossaryRows):
 
     @staticmethod
     def _event(conn: Connection, kind: str, name: str, *, version: int | None, action: str) -> None:
+        """Record a change (callers hold a serial write transaction); PostgreSQL also
+        announces it to listeners, delivered when the transaction commits."""
         values = {"kind": kind, "name": name, "version": version, "action": action, "at": _now()}
-        conn.execute(insert(events).values(values))
+        event_id = conn.execute(insert(events).values(values).returning(events.c.id)).scalar()
+        if conn.dialect.name == "postgresql":
+            conn.execute(select(func.pg_notify(CHANNEL, str(event_id))))
 
     @staticmethod
     def _versions(conn: Connection, kind: str, name: str) -> list[int]:

@@ -1,6 +1,7 @@
 """`create_app(settings)`: the FastAPI application. The lifespan builds the store, the
 runtime (engine + served modules + classifier), the scheduler, the translator and the
-registry poller, and puts them on `app.state`; routes reach them through `api/deps.py`."""
+registry poller (woken by NOTIFY where the registry is PostgreSQL), and puts them on
+`app.state`; routes reach them through `api/deps.py`."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import AsyncIterator
 
 from fastapi import FastAPI
 
+from model_store.notify import change_waiter
 from server.api import ROUTERS
 from server.api.errors import install_error_handlers
 from server.api.middleware import MetricsMiddleware
@@ -57,13 +59,16 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         glossaries=glossaries)
     app.state.admin = DomainAdmin(store, runtime, drain_timeout_s=settings.drain_timeout_s)
     app.state.watchdog = Watchdog(scheduler, engine_thread, stall_s=settings.liveness_stall_s)
-    poller = asyncio.create_task(watch_registry(runtime, settings.poll_interval_s),
-                                 name="nmt-registry-poller")
+    changes = change_waiter(store.registry.url)
+    poller = asyncio.create_task(
+        watch_registry(runtime, settings.poll_interval_s, changes=changes),
+        name="nmt-registry-poller")
     try:
         yield
     finally:
         poller.cancel()
         await asyncio.gather(poller, return_exceptions=True)
+        await changes.close()
         await scheduler.stop()
         await asyncio.to_thread(engine_thread.shutdown)
         store.close()

@@ -127,7 +127,8 @@ class Settings(ProcessSettings):
     admin_token: SecretStr | None = Field(
         None, description="bearer token of /admin (environment only; unset = admin disabled)")
     poll_interval_s: float = Field(
-        1.0, gt=0, description="how often the registry is polled for activations")
+        1.0, gt=0, description="how often the registry is polled for activations "
+        "(PostgreSQL also announces them: replicas reload at once)")
     drain_timeout_s: float = Field(
         60.0, gt=0, description="DELETE /admin/domains waits this long for in-flight work")
     shutdown_drain_s: float = Field(

@@ -4,7 +4,9 @@ Job states: `queued` -> `running` (training) -> `evaluating` (gate, router, publ
 -> `published` | `failed`.
 
 Crash safety and resumption:
-- A job is claimed with a conditional UPDATE (`Registry.claim_next_job`); every later
+- A job is claimed with a conditional UPDATE (`Registry.claim_next_job`; on PostgreSQL
+  the row is locked `FOR UPDATE SKIP LOCKED`, so many sidecars claim in parallel and never
+  the same job); every later
   write of the job row is fenced on (job id, this worker, a running state)
   (`Registry.heartbeat_job`), so a worker that lost its job can no longer change it.
 - While a job runs, a heartbeat thread refreshes `heartbeat_at`. A `running`/`evaluating`

@@ -18,6 +18,7 @@ from typing import Any
 
 from benchmarks.speed import model as speed_model
 from benchmarks.speed.systems import random_adapter
+from contract.artifacts import BACKBONE_CONFIG_FILE
 from contract.backbone import BackboneConfig
 from converters.marian import convert_marian
 from model_store import BUILTIN_DIR, Store, StoreError
@@ -70,7 +71,7 @@ def seed_tiny_store(root: Path, *, domains: Sequence[str] = TINY_DOMAINS,
         checkpoint, _ = speed_model.build_checkpoint(Path(scratch) / "marian",
                                                      speed_model.TINY, lines=lines)
         files = convert_marian(checkpoint.path)
-    config = BackboneConfig.from_dict(json.loads(files["config.json"]))
+    config = BackboneConfig.from_dict(json.loads(files[BACKBONE_CONFIG_FILE]))
     spec = StoreSpec(root, builtin=False, backbone=TINY_BACKBONE)
     with spec.open() as store:
         manifest = store.publish("backbone", TINY_BACKBONE, files, config=config.to_dict())

@@ -6,16 +6,21 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from model_store.notify import ChangeWaiter, SleepingWaiter
 from server.serving.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
 
-async def watch_registry(runtime: Runtime, interval: float) -> None:
+async def watch_registry(runtime: Runtime, interval: float, *,
+                         changes: ChangeWaiter | None = None) -> None:
     """Call `runtime.refresh()` whenever `registry.latest_event_id()` changes, or a failed
-    load is due for another attempt (backoff); runs until cancelled."""
+    load is due for another attempt (backoff): checked every `interval`, and at once when
+    `changes` announces a change (PostgreSQL's NOTIFY; model_store/notify.py). Runs until
+    cancelled."""
+    changes = changes or SleepingWaiter()
     while True:
-        await asyncio.sleep(interval)
+        await changes.wait(interval)
         try:
             latest = await asyncio.to_thread(runtime.store.registry.latest_event_id)
             if latest != runtime.seen_event or runtime.retry_due():

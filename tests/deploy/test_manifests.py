@@ -19,6 +19,8 @@ K8S = ROOT / "deploy" / "k8s"
 K8S_VERSION = "1.37.0"
 KUSTOMIZATION = K8S / "kustomization.yaml"
 SECRET_EXAMPLE = K8S / "admin-secret.example.yaml"
+REGISTRY_SECRET_EXAMPLE = K8S / "registry-secret.example.yaml"
+EXAMPLES = {SECRET_EXAMPLE.name, REGISTRY_SECRET_EXAMPLE.name}
 
 
 def _documents(path: Path) -> list[dict[str, Any]]:
@@ -85,11 +87,11 @@ def test_manifests_are_namespace_free() -> None:
         assert "namespace" not in doc["metadata"], f"{kind}/{name} sets a namespace"
 
 
-def test_kustomization_lists_every_manifest_except_the_secret_example() -> None:
+def test_kustomization_lists_every_manifest_except_the_secret_examples() -> None:
     kustomization = yaml.safe_load(KUSTOMIZATION.read_text())
     assert kustomization["kind"] == "Kustomization"
     listed = set(kustomization["resources"])
-    expected = {p.name for p in _manifest_files()} - {SECRET_EXAMPLE.name}
+    expected = {p.name for p in _manifest_files()} - EXAMPLES
     assert listed == expected
     assert "namespace" not in kustomization
 
@@ -113,6 +115,7 @@ def test_server_and_trainer_share_the_store_claim() -> None:
     assert trainer["image"] == server["image"]
     for key in ("NMT_STORE_DIR", "NMT_REGISTRY_URL"):
         assert _env(trainer)[key] == _env(server)[key]
+    assert "sqlite" not in str(_env(server)["NMT_REGISTRY_URL"])  # no SQLite on network storage
     assert _claims("nmt-server") == _claims("nmt-trainer") == {"/data": "nmt-store"}
     pvc = _resources()[("PersistentVolumeClaim", "nmt-store")]
     assert "ReadWriteMany" in pvc["spec"]["accessModes"]
@@ -145,6 +148,45 @@ def test_prometheus_configmap_scrapes_the_server_service() -> None:
     (job,) = config["scrape_configs"]
     assert job["metrics_path"] == "/metrics"
     assert job["static_configs"][0]["targets"] == ["nmt-server:8000"]
+
+
+def _secret_key(ref: dict[str, Any]) -> str:
+    secret = _resources()[("Secret", ref["secretKeyRef"]["name"])]
+    value: str = secret["stringData"][ref["secretKeyRef"]["key"]]
+    return value
+
+
+def test_server_replicas_share_a_postgresql_registry_from_a_secret() -> None:
+    deployment = _resources()[("Deployment", "nmt-server")]
+    assert deployment["spec"]["replicas"] >= 2
+    url = _secret_key(_env(_container("nmt-server"))["NMT_REGISTRY_URL"])
+    assert url.startswith("postgresql+psycopg://")
+    # The example URL names the example database's Service, port, user, database, password.
+    service = _resources()[("Service", "nmt-postgres")]
+    (port,) = service["spec"]["ports"]
+    assert f"@{service['metadata']['name']}:{port['port']}/" in url
+    (postgres,) = _resources()[("StatefulSet", "nmt-postgres")]["spec"]["template"]["spec"][
+        "containers"]
+    env = _env(postgres)
+    assert url.endswith(f"/{env['POSTGRES_DB']}")
+    assert url.startswith(f"postgresql+psycopg://{env['POSTGRES_USER']}:"
+                          f"{_secret_key(env['POSTGRES_PASSWORD'])}@")
+
+
+def test_postgres_statefulset_sits_behind_its_headless_service() -> None:
+    statefulset = _resources()[("StatefulSet", "nmt-postgres")]
+    service = _resources()[("Service", "nmt-postgres")]
+    assert statefulset["spec"]["serviceName"] == service["metadata"]["name"]
+    assert service["spec"]["clusterIP"] == "None"
+    labels = statefulset["spec"]["template"]["metadata"]["labels"]
+    assert service["spec"]["selector"].items() <= labels.items()
+    assert statefulset["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    (claim,) = statefulset["spec"]["volumeClaimTemplates"]
+    (container,) = statefulset["spec"]["template"]["spec"]["containers"]
+    assert [m["name"] for m in container["volumeMounts"]] == [claim["metadata"]["name"]]
+    # The server Service must not pick up the database pods, nor the other way round.
+    server = _resources()[("Service", "nmt-server")]
+    assert not server["spec"]["selector"].items() <= labels.items()
 
 
 def test_server_termination_covers_the_prestop_sleep_and_the_drain() -> None:

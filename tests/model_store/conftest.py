@@ -10,8 +10,9 @@ from model_store import Manifest, Store
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    with Store.open(tmp_path / "store", builtin_dir=None) as opened:
+def store(tmp_path: Path, registry_url: str) -> Iterator[Store]:
+    """A store on SQLite and on PostgreSQL (the test runs once on each)."""
+    with Store.open(tmp_path / "store", registry_url=registry_url, builtin_dir=None) as opened:
         yield opened
 
 

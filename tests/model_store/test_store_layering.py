@@ -19,6 +19,11 @@ from model_store_helpers import (
 from model_store import BUILTIN_DIR, ArtifactError, Store
 
 
+def open_store(tmp_path: Path, registry_url: str, builtin_dir: Path | None) -> Store:
+    """The operator's store (registry on SQLite or PostgreSQL) over `builtin_dir`."""
+    return Store.open(tmp_path / "store", registry_url=registry_url, builtin_dir=builtin_dir)
+
+
 @pytest.fixture
 def builtin_dir(tmp_path: Path) -> Iterator[Path]:
     """A read-only builtin directory: backbone v1 and module `medical` v1."""
@@ -35,11 +40,10 @@ def builtin_dir(tmp_path: Path) -> Iterator[Path]:
 
 
 def test_builtins_are_registered_activated_and_never_written(
-    tmp_path: Path, builtin_dir: Path
-) -> None:
+    tmp_path: Path, builtin_dir: Path, registry_url: str) -> None:
     before = snapshot(builtin_dir)
 
-    with Store.open(tmp_path / "store", builtin_dir=builtin_dir) as store:
+    with open_store(tmp_path, registry_url, builtin_dir) as store:
         record = store.record("module", "medical")
         backbone = store.load_backbone()
         fingerprint = backbone.manifest.backbone_fingerprint
@@ -55,7 +59,7 @@ def test_builtins_are_registered_activated_and_never_written(
         assert not store.storage.exists("modules/medical/v1")
         assert swept == []
 
-    with Store.open(tmp_path / "store", builtin_dir=builtin_dir) as reopened:
+    with open_store(tmp_path, registry_url, builtin_dir) as reopened:
         # A deleted built-in domain stays deleted; the backbone stays active.
         assert reopened.active_domains() == {}
         assert reopened.registry.get_active("backbone", "default-en-fr") == 1
@@ -65,21 +69,20 @@ def test_builtins_are_registered_activated_and_never_written(
     assert snapshot(builtin_dir) == before
 
 
-def test_corrupt_builtin_fails_open(tmp_path: Path, builtin_dir: Path) -> None:
+def test_corrupt_builtin_fails_open(tmp_path: Path, builtin_dir: Path, registry_url: str) -> None:
     set_read_only(builtin_dir, False)
     (builtin_dir / "modules/medical/v1/module.safetensors").write_bytes(b"corrupt")
 
     with pytest.raises(ArtifactError, match="modules/medical/v1 is invalid.*size mismatch"):
-        Store.open(tmp_path / "store", builtin_dir=builtin_dir)
+        open_store(tmp_path, registry_url, builtin_dir)
 
 
 def test_builtin_version_taken_by_a_published_one_stays_the_stores_own(
-    tmp_path: Path, builtin_dir: Path
-) -> None:
-    with Store.open(tmp_path / "store", builtin_dir=None) as plain:
+    tmp_path: Path, builtin_dir: Path, registry_url: str) -> None:
+    with open_store(tmp_path, registry_url, None) as plain:
         own = publish_backbone(plain, seed=9.0)  # takes backbones/default-en-fr/v1 under the root
 
-    with Store.open(tmp_path / "store", builtin_dir=builtin_dir) as store:
+    with open_store(tmp_path, registry_url, builtin_dir) as store:
         record = store.record("backbone", "default-en-fr", 1)
         assert record.location == own.label and record.manifest == own
         assert store.record("module", "medical").location == "builtin:modules/medical/v1"
@@ -100,12 +103,11 @@ def package_update(tmp_path: Path, versions: int) -> Path:
 
 
 def test_a_newer_builtin_version_replaces_the_builtin_one_served(
-    tmp_path: Path, builtin_dir: Path
-) -> None:
-    Store.open(tmp_path / "store", builtin_dir=builtin_dir).close()
+    tmp_path: Path, builtin_dir: Path, registry_url: str) -> None:
+    open_store(tmp_path, registry_url, builtin_dir).close()
     update = package_update(tmp_path, versions=2)
 
-    with Store.open(tmp_path / "store", builtin_dir=update) as store:
+    with open_store(tmp_path, registry_url, update) as store:
         assert store.active_domains() == {"medical": 2}
         assert store.record("module", "medical").location == "builtin:modules/medical/v2"
         store.load("module", "medical", 2)  # verified from the new package
@@ -113,40 +115,38 @@ def test_a_newer_builtin_version_replaces_the_builtin_one_served(
 
 
 def test_a_newer_builtin_leaves_the_operators_choice_alone(
-    tmp_path: Path, builtin_dir: Path
-) -> None:
-    with Store.open(tmp_path / "store", builtin_dir=builtin_dir) as store:
+    tmp_path: Path, builtin_dir: Path, registry_url: str) -> None:
+    with open_store(tmp_path, registry_url, builtin_dir) as store:
         fingerprint = store.load_backbone().manifest.backbone_fingerprint
         own = publish_module(store, "medical", fingerprint, seed=7.0)  # v2, under the root
         store.activate("module", "medical", own.version)
     update = package_update(tmp_path, versions=3)
 
-    with Store.open(tmp_path / "store", builtin_dir=update) as store:
+    with open_store(tmp_path, registry_url, update) as store:
         assert store.active_domains() == {"medical": 2}
         assert store.registry.list_versions("module", "medical") == [1, 2, 3]
         assert store.record("module", "medical", 3).location == "builtin:modules/medical/v3"
 
 
 def test_a_deleted_builtin_domain_stays_deleted_after_an_update(
-    tmp_path: Path, builtin_dir: Path
-) -> None:
-    with Store.open(tmp_path / "store", builtin_dir=builtin_dir) as store:
+    tmp_path: Path, builtin_dir: Path, registry_url: str) -> None:
+    with open_store(tmp_path, registry_url, builtin_dir) as store:
         store.delete_domain("medical")
     update = package_update(tmp_path, versions=2)
 
-    with Store.open(tmp_path / "store", builtin_dir=update) as store:
+    with open_store(tmp_path, registry_url, update) as store:
         assert store.active_domains() == {}
         assert store.registry.list_versions("module", "medical") == [1, 2]
 
 
-def test_package_builtin_dir_is_layered(tmp_path: Path) -> None:
+def test_package_builtin_dir_is_layered(tmp_path: Path, registry_url: str) -> None:
     before = snapshot(BUILTIN_DIR)
     shipped = {
         f"builtin:{path.parent.relative_to(BUILTIN_DIR).as_posix()}"
         for path in BUILTIN_DIR.glob("*s/*/v*/manifest.json")
     }
 
-    with Store.open(tmp_path / "store") as store:
+    with Store.open(tmp_path / "store", registry_url=registry_url) as store:
         registered = {record.location for record in store.registry.list_artifacts()}
 
     assert (BUILTIN_DIR / "README.md").is_file()

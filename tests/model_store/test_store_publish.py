@@ -20,9 +20,10 @@ CRASH_EXIT_CODE = 3
 
 
 def _publish_many(
-    root: str, worker: int, count: int, fingerprint: str, barrier: Barrier, out: Queue[object]
+    root: str, url: str, worker: int, count: int, fingerprint: str, barrier: Barrier,
+    out: Queue[object],
 ) -> None:
-    with Store.open(Path(root), builtin_dir=None) as store:
+    with Store.open(Path(root), registry_url=url, builtin_dir=None) as store:
         barrier.wait(timeout=60)
         versions = [
             publish_module(store, "medical", fingerprint, seed=100.0 * worker + i).version
@@ -31,12 +32,12 @@ def _publish_many(
     out.put((worker, versions))
 
 
-def _publish_and_crash(root: str, fingerprint: str, crash_at: PublishStep) -> None:
+def _publish_and_crash(root: str, url: str, fingerprint: str, crash_at: PublishStep) -> None:
     def hook(step: PublishStep, _key: str) -> None:
         if step == crash_at:
             os._exit(CRASH_EXIT_CODE)  # a hard crash: no finally blocks, no cleanup
 
-    with Store.open(Path(root), builtin_dir=None) as store:
+    with Store.open(Path(root), registry_url=url, builtin_dir=None) as store:
         publish_module(store, "medical", fingerprint, hook=hook)
 
 
@@ -45,7 +46,8 @@ def test_two_processes_publish_concurrently(store: Store, backbone: Manifest) ->
     barrier, out = SPAWN.Barrier(2), SPAWN.Queue()
     workers = [
         SPAWN.Process(
-            target=_publish_many, args=(root, w, 5, backbone.backbone_fingerprint, barrier, out)
+            target=_publish_many,
+            args=(root, store.registry.url, w, 5, backbone.backbone_fingerprint, barrier, out),
         )
         for w in range(2)
     ]
@@ -74,7 +76,8 @@ def test_crash_between_write_and_flip_leaves_nothing_visible(
 ) -> None:
     root = str(store_root(store))
     process = SPAWN.Process(
-        target=_publish_and_crash, args=(root, backbone.backbone_fingerprint, crash_at)
+        target=_publish_and_crash,
+        args=(root, store.registry.url, backbone.backbone_fingerprint, crash_at),
     )
     process.start()
     process.join(timeout=120)

@@ -7,7 +7,6 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Barrier
-from pathlib import Path
 
 import pytest
 from model_store_helpers import publish_module
@@ -19,8 +18,8 @@ SPAWN = multiprocessing.get_context("spawn")
 
 
 @pytest.fixture
-def registry(tmp_path: Path) -> Iterator[Registry]:
-    opened = Registry(f"sqlite:///{tmp_path / 'registry.sqlite'}")
+def registry(registry_url: str) -> Iterator[Registry]:
+    opened = Registry(registry_url)
     yield opened
     opened.close()
 

@@ -64,8 +64,8 @@ def publish_classifier(store: Store, data: bytes | None = None) -> Manifest:
 
 
 def build_store(root: Path, *, domains: tuple[str, ...] = DOMAINS, classifier: bool = True,
-                backbone: bool = True) -> Path:
-    with Store.open(root, builtin_dir=None) as store:
+                backbone: bool = True, registry_url: str | None = None) -> Path:
+    with Store.open(root, registry_url=registry_url, builtin_dir=None) as store:
         if backbone:
             files = tiny_backbone_files()
             manifest = store.publish("backbone", BACKBONE, files,

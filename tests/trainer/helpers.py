@@ -57,11 +57,12 @@ def tsv(pairs: list[tuple[str, str]]) -> bytes:
 
 def build_store(root: Path, *, examples: bool = True, router: bool = True,
                 backbone_files: dict[str, bytes] | None = None,
-                router_temperature: float | None = None) -> Path:
+                router_temperature: float | None = None,
+                registry_url: str | None = None) -> Path:
     """A store with the tiny backbone, a random adapter per domain of WORDS and a router
     (calibrated with `router_temperature` when given); with other `backbone_files` (e.g. an
-    imported OPUS-MT model), that backbone alone."""
-    with Store.open(root, builtin_dir=None) as store:
+    imported OPUS-MT model), that backbone alone. `registry_url`: default SQLite in `root`."""
+    with Store.open(root, registry_url=registry_url, builtin_dir=None) as store:
         files = backbone_files or tiny_backbone_files()
         backbone = store.publish("backbone", BACKBONE, files,
                                  config=json.loads(files["config.json"]))

@@ -14,8 +14,9 @@ from tests.trainer.helpers import build_store
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    with Store.open(build_store(tmp_path / "store"), builtin_dir=None) as opened:
+def store(tmp_path: Path, registry_url: str) -> Iterator[Store]:
+    root = build_store(tmp_path / "store", registry_url=registry_url)
+    with Store.open(root, registry_url=registry_url, builtin_dir=None) as opened:
         yield opened
 
 

@@ -1,0 +1,1 @@
+"""Registry schema revisions, oldest first (`down_revision` links them)."""
