@@ -33,7 +33,7 @@ RAY_STAMP     := $(VENV)/.installed-ray
 # --quick is passed to the benchmarks only when QUICK is set to something other than 0.
 QUICK_FLAG := $(if $(filter-out 0,$(QUICK)),--quick,)
 
-.PHONY: venv venv-runtime run serve-ray bench-ray test lint bench-engine bench-serve eval train-default clean distclean
+.PHONY: venv venv-runtime run serve-ray bench-ray test lint bench-engine bench-serve bench-adversarial eval train-default clean distclean
 
 venv: $(DEV_STAMP)
 
@@ -81,6 +81,9 @@ bench-serve: $(DEV_STAMP)
 
 bench-ray: $(DEV_STAMP)
 	$(PY) -m benchmarks.speed.ray_replicas --data $(DATA) $(QUICK_FLAG)
+
+bench-adversarial: $(DEV_STAMP)
+	$(PY) -m benchmarks.speed.adversarial --data $(DATA) $(QUICK_FLAG)
 
 eval: $(DEV_STAMP)
 	$(PY) -m benchmarks.quality.evaluate --data $(DATA) $(QUICK_FLAG)

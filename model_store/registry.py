@@ -30,6 +30,7 @@ from sqlalchemy.exc import IntegrityError
 
 from contract.manifest import ArtifactKind, Manifest
 
+from .api_keys import ApiKeyRecord, api_key_from_row
 from .database import WRITE_OPTION, make_engine
 from .errors import ConflictError, NotFoundError
 from .glossary_rows import GlossaryRows
@@ -37,7 +38,7 @@ from .hashing import canonical_json
 from .jobs import Job, JobState, JobUpdate, job_from_row
 from .notify import CHANNEL
 from .schema import upgrade_schema
-from .tables import active, artifacts, events, jobs
+from .tables import active, api_keys, artifacts, events, jobs
 
 RUNNING_STATES: tuple[JobState, ...] = ("running", "evaluating")
 UNFINISHED_STATES: tuple[JobState, ...] = ("queued", *RUNNING_STATES)
@@ -361,6 +362,46 @@ class Registry(GlossaryRows):
         return self.get_job(job.id) if claimed else None
 
     # -- helpers ------------------------------------------------------------------------
+
+    # -- API keys of the public endpoints (hashes only) --------------------------------
+
+    def create_api_key(self, *, name: str, key_hash: str, prefix: str,
+                       requests_per_minute: int | None = None,
+                       chars_per_minute: int | None = None) -> ApiKeyRecord:
+        key_id = uuid.uuid4().hex
+        with self._write() as conn:
+            conn.execute(insert(api_keys).values(
+                id=key_id, name=name, key_hash=key_hash, prefix=prefix,
+                requests_per_minute=requests_per_minute, chars_per_minute=chars_per_minute,
+                created_at=_now(), revoked_at=None))
+        return self.get_api_key(key_id)
+
+    def get_api_key(self, key_id: str) -> ApiKeyRecord:
+        with self._read() as conn:
+            row = conn.execute(select(api_keys).where(api_keys.c.id == key_id)).mappings().first()
+        if row is None:
+            raise NotFoundError("API key", key_id)
+        return api_key_from_row(row)
+
+    def find_api_key(self, key_hash: str) -> ApiKeyRecord | None:
+        """The key with this hash (revoked or not), or None."""
+        query = select(api_keys).where(api_keys.c.key_hash == key_hash)
+        with self._read() as conn:
+            row = conn.execute(query).mappings().first()
+        return None if row is None else api_key_from_row(row)
+
+    def list_api_keys(self) -> list[ApiKeyRecord]:
+        query = select(api_keys).order_by(api_keys.c.created_at, api_keys.c.id)
+        with self._read() as conn:
+            return [api_key_from_row(row) for row in conn.execute(query).mappings()]
+
+    def revoke_api_key(self, key_id: str) -> ApiKeyRecord:
+        """Mark a key revoked (idempotent: a revoked key keeps its first revocation time)."""
+        with self._write() as conn:
+            conn.execute(update(api_keys).where(api_keys.c.id == key_id,
+                                                api_keys.c.revoked_at.is_(None))
+                         .values(revoked_at=_now()))
+        return self.get_api_key(key_id)
 
     @staticmethod
     def _event(conn: Connection, kind: str, name: str, *, version: int | None, action: str) -> None:

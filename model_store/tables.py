@@ -102,6 +102,21 @@ events = Table(
     sqlite_autoincrement=True,
 )
 
+# API keys of the public endpoints (server/access): only a hash of each key is kept; the
+# key itself is shown once, when it is created. Revoked keys stay, marked, for the record.
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("id", String(36), primary_key=True),
+    Column("name", String(64), nullable=False),
+    Column("key_hash", String(64), nullable=False, unique=True),
+    Column("prefix", String(16), nullable=False),
+    Column("requests_per_minute", Integer, nullable=True),
+    Column("chars_per_minute", Integer, nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("revoked_at", UTCDateTime, nullable=True),
+)
+
 # Named glossaries (source -> target terms) that requests use by `glossary_id`;
 # `default_for` names at most one domain whose requests use it when they name none.
 glossaries = Table(

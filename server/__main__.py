@@ -1,5 +1,5 @@
 """`nmt-server` (or `python -m server`) `[--host H] [--port P] [--store-dir DIR]
-[--registry-url URL] [--backbone NAME] [--device D] [--int8] [--log-level L]`
+[--registry-url URL] [--backbone NAME] [--device D] [--int8] [--admin-port P] [--log-level L]`
 
 Flags override the NMT_* environment (docs/API.md lists every setting); the admin token
 is read from the environment only (NMT_ADMIN_TOKEN).
@@ -12,8 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from launch.startup import add_store_flags, given, start
-from server.app import create_app
-from server.lifecycle import serve
+from server import listeners
 from server.settings import Settings
 
 
@@ -27,12 +26,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--device", help="torch device: cpu, cuda, cuda:1 (NMT_ENGINE__DEVICE)")
     parser.add_argument("--int8", action="store_true", default=None,
                         help="int8 dynamic quantization on CPU (NMT_ENGINE__INT8)")
+    parser.add_argument("--admin-port", type=int,
+                        help="serve /admin on this port only (NMT_ADMIN_PORT)")
     return parser.parse_args(argv)
 
 
 def overrides(args: argparse.Namespace) -> dict[str, Any]:
     """Only the flags that were given: the environment supplies the rest."""
-    values = given(args, ("host", "port", "store_dir", "registry_url", "backbone", "log_level"))
+    values = given(args, ("host", "port", "store_dir", "registry_url", "backbone", "log_level",
+                          "admin_port"))
     engine = given(args, ("device", "int8"))
     if engine:
         values["engine"] = engine
@@ -40,7 +42,7 @@ def overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(settings: Settings) -> int:
-    serve(create_app(settings), settings)  # drains on SIGTERM (server/lifecycle.py)
+    listeners.run(settings)  # drains on SIGTERM (server/lifecycle.py)
     return 0
 
 

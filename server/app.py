@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from collections.abc import AsyncIterator
 
 from fastapi import FastAPI
 
 from model_store.notify import change_waiter
-from server.api import ROUTERS
+from server.access import AccessGuard
+from server.api import ADMIN_ROUTERS, PUBLIC_ROUTERS
+from server.api.body_limit import BodyLimitMiddleware
 from server.api.errors import install_error_handlers
 from server.api.middleware import MetricsMiddleware
 from server.glossaries import GlossaryBook
@@ -48,6 +51,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     scheduler.start()
     policy = RoutingPolicy(settings.routing, max_members=settings.engine.slots_per_bank)
     app.state.store = store
+    app.state.access = AccessGuard(store.registry, settings.access, metrics=metrics)
     app.state.runtime = runtime
     app.state.scheduler = scheduler
     app.state.engine_thread = engine_thread
@@ -70,8 +74,17 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await asyncio.gather(poller, return_exceptions=True)
         await changes.close()
         await scheduler.stop()
+        app.state.translator.preparation.close()
         await asyncio.to_thread(engine_thread.shutdown)
         store.close()
+
+
+UPLOAD_PATH = re.compile(r"/admin/domains(/[^/]+/versions)?")
+
+
+def streams_own_upload(method: str, path: str) -> bool:
+    """Module and domain uploads stream their bodies under their own byte limits."""
+    return method == "POST" and UPLOAD_PATH.fullmatch(path) is not None
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -84,9 +97,30 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.lifecycle = Lifecycle()
     app.state.language_detectors = LanguageDetectors()
     install_error_handlers(app, metrics)
-    app.add_middleware(DrainMiddleware, lifecycle=app.state.lifecycle)
-    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    app.add_middleware(BodyLimitMiddleware, limit=settings.limits.max_body_bytes,
+                       streams_itself=streams_own_upload, metrics=metrics)
+    app.add_middleware(DrainMiddleware, lifecycle=app.state.lifecycle)  # before any body
+    app.add_middleware(MetricsMiddleware, metrics=metrics)  # counts the 413s and 503s too
     app.add_middleware(ReplicaHeaderMiddleware)
-    for router in ROUTERS:
+    separate_admin = settings.admin_port is not None
+    for router in PUBLIC_ROUTERS if separate_admin else [*PUBLIC_ROUTERS, *ADMIN_ROUTERS]:
         app.include_router(router)
     return app
+
+
+def create_admin_app(app: FastAPI) -> FastAPI:
+    """The admin listener's app (`NMT_ADMIN_PORT`): the /admin routes over the main app's
+    state (store, runtime, metrics), which the main app's lifespan builds; it has no
+    lifespan of its own and is served only once the main app has started."""
+    settings: Settings = app.state.settings
+    admin = FastAPI(title="nmt-server admin", version="0.1.0", description=DESCRIPTION)
+    admin.state = app.state
+    install_error_handlers(admin, app.state.metrics)
+    admin.add_middleware(BodyLimitMiddleware, limit=settings.limits.max_body_bytes,
+                         streams_itself=streams_own_upload, metrics=app.state.metrics)
+    admin.add_middleware(DrainMiddleware, lifecycle=app.state.lifecycle)
+    admin.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
+    admin.add_middleware(ReplicaHeaderMiddleware)
+    for router in ADMIN_ROUTERS:
+        admin.include_router(router)
+    return admin

@@ -64,6 +64,12 @@ class Busy(ServingError):
         self.retry_after = retry_after
 
 
+class RateLimited(Busy):
+    """An API key used up its allowance of requests or characters per minute (429)."""
+
+    code = "rate_limited"
+
+
 class DeadlineExceeded(ServingError):
     """The request did not finish within its deadline."""
 

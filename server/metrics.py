@@ -55,6 +55,12 @@ class Metrics:
         self.module_load_seconds = Histogram("nmt_engine_module_load_seconds",
                                              "time to make a module resident",
                                              buckets=LOAD_BUCKETS, registry=r)
+        self.access = Counter("nmt_access_requests_total",
+                              "public requests by API key check outcome (accepted, missing, "
+                              "refused, rate_limited); never the key", ["outcome"], registry=r)
+        self.rate_limited = Counter("nmt_access_rate_limited_total",
+                                    "requests refused by a per-key limit, by limit (requests, "
+                                    "characters)", ["limit"], registry=r)
         self.resident_modules = Gauge("nmt_engine_resident_modules", "modules resident, by tier",
                                       ["tier"], registry=r)
         self.load_failures = Counter("nmt_engine_load_failures_total",

@@ -17,6 +17,10 @@ from pydantic_settings import SettingsConfigDict
 
 from launch.settings import ProcessSettings
 
+# Hard bounds of the request schemas (server/api/schemas.py): the limits below may be set
+# lower, never higher, so the OpenAPI schema states exactly what validation accepts.
+MAX_TEXT_CHARS = 1_000_000
+MAX_BATCH_ITEMS = 1024
 EnsembleWeights = Literal["soft", "uniform", "fixed"]
 
 
@@ -40,10 +44,23 @@ class EngineSettings(BaseModel):
 class LimitSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    max_text_chars: int = Field(10_000, ge=1, description="characters per text (413 above)")
-    max_batch_items: int = Field(64, ge=1, description="items per /translate/batch request")
+    max_body_bytes: int = Field(
+        2 * 1024 * 1024, ge=1024, le=1 << 30,
+        description="bytes of a request body, uploads aside (413 while it streams)")
+    max_text_chars: int = Field(10_000, ge=1, le=MAX_TEXT_CHARS,
+                                description="characters per text (413 above)")
+    max_batch_items: int = Field(64, ge=1, le=MAX_BATCH_ITEMS,
+                                 description="items per /translate/batch request")
     max_request_chars: int = Field(
         100_000, ge=1, description="characters of all texts of one request together")
+    max_request_sentences: int = Field(
+        1000, ge=1, description="sentences of one request after splitting (413 above)")
+    max_request_tokens: int = Field(
+        40_000, ge=1, description="source tokens of one request after tokenizing (413 above)")
+    max_preparing_chars: int = Field(
+        400_000, ge=1,
+        description="characters being routed, split and tokenized at once, all requests "
+                    "together; beyond it requests get 429")
     max_upload_bytes: int = Field(
         2 << 30, ge=1, description="size of an uploaded module artifact (tar.gz)")
     max_domain_upload_bytes: int = Field(
@@ -88,6 +105,23 @@ class SchedulerSettings(BaseModel):
     request_timeout_s: float = Field(
         30.0, gt=0, description="deadline of one request, queueing included (504 after)")
     retry_after_s: int = Field(1, ge=0, description="Retry-After of a 429 answer, seconds")
+
+
+class AccessSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    api_keys: bool = Field(
+        False, description="require an API key (X-API-Key) on the public endpoints; keys "
+                           "are managed under /admin/keys")
+    requests_per_minute: int = Field(
+        60, ge=1, le=1_000_000, description="a key's requests per minute, unless the key "
+                                            "sets its own (429 beyond)")
+    chars_per_minute: int = Field(
+        100_000, ge=1, le=1_000_000_000,
+        description="a key's characters per minute, unless the key sets its own (429)")
+    cache_s: float = Field(
+        5.0, ge=0, le=3600, description="how long a looked-up key is trusted; a revocation "
+                                        "reaches other replicas within this time")
 
 
 class RoutingSettings(BaseModel):
@@ -139,17 +173,27 @@ class Settings(ProcessSettings):
         120.0, gt=0, le=86400,
         description="liveness fails when one engine call, or the scheduler's batching "
                     "loop, has made no progress for this long")
+    admin_port: int | None = Field(
+        None, ge=1, le=65535,
+        description="serve /admin on this port only (a separate listener, like "
+                    "TorchServe's management API); unset: /admin is on the main port")
+    admin_host: str = Field("127.0.0.1", description="address of the admin listener")
     engine: EngineSettings = Field(default_factory=EngineSettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
     decoding: DecodingSettings = Field(default_factory=DecodingSettings)
     scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
     routing: RoutingSettings = Field(default_factory=RoutingSettings)
+    access: AccessSettings = Field(
+        default_factory=AccessSettings,
+        description="API keys and per-key rate limits of the public endpoints (off by default)")
 
     @model_validator(mode="after")
     def _ensemble_fits_slots(self) -> Settings:
         if self.routing.top_k > self.engine.slots_per_bank:
             raise ValueError(f"routing.top_k ({self.routing.top_k}) exceeds "
                              f"engine.slots_per_bank ({self.engine.slots_per_bank})")
+        if self.admin_port is not None and self.admin_port == self.port:
+            raise ValueError(f"admin_port ({self.admin_port}) must differ from port")
         return self
 
     def admin_secret(self) -> str | None:

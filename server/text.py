@@ -25,10 +25,18 @@ ABBREVIATIONS = frozenset({
     "ltd", "corp", "gen", "gov", "jan", "feb", "apr", "jun", "jul", "aug", "sep", "sept",
     "oct", "nov", "dec", "mme", "mlle", "av", "bd", "env", "ibid", "al", "eq", "ref", "tel",
 })
-# Sentence end candidate: terminal punctuation, closers, then whitespace, then an opener.
-_BOUNDARY = re.compile(r"""[.!?…]+["'”’»)\]]*(?P<space>[ \t\f\v\u00a0]+)(?=["'“‘«(\[]?[\w])""")
+# A sentence end candidate is terminal punctuation, optional closers, whitespace, then an
+# opener-or-word-character (an optional opening quote/bracket, then a letter or digit).
+# Each piece is found by its own single-class pattern from where the last one stopped, so
+# every character is looked at a bounded number of times: the splitter is linear in its
+# input (one combined regex re-scanned runs of dots or closers at every start: quadratic).
+_TERMINALS = re.compile(r"[.!?…]+")
+_CLOSERS = re.compile(r"""["'”’»)\]]*""")
+_SPACE = re.compile(r"[ \t\f\v\u00a0]+")
+_OPENERS = "\"'“‘«(["
 _LINE_BREAK = re.compile(r"(\r\n|\n|\r|\u2028|\u2029)")
-_LAST_WORD = re.compile(r"([\w.]+)\.$")
+# Only words this long can be abbreviations or initials: the look back stops there.
+_LONGEST_ABBREVIATION = max(len(word) for word in ABBREVIATIONS)
 
 
 @dataclass(frozen=True)
@@ -40,7 +48,8 @@ class Piece:
 
 
 def split_text(text: str) -> list[Piece]:
-    """Pieces whose concatenation is exactly `text`; empty input gives no pieces."""
+    """Pieces whose concatenation is exactly `text`; empty input gives no pieces.
+    Linear time in `len(text)`, whatever its shape."""
     pieces: list[Piece] = []
     for part in _LINE_BREAK.split(text):
         if not part:
@@ -59,33 +68,69 @@ def _split_line(line: str) -> Iterator[Piece]:
     if start:
         yield Piece(line[:start], False)
     cursor = start
-    for match in _BOUNDARY.finditer(line, start, end):
-        sentence_end = match.start("space")
-        if _is_abbreviation(line[cursor:sentence_end]) or not _next_starts_sentence(
-                line, match.end("space")):
+    for sentence_end, next_start in _candidates(line, start, end):
+        if _ends_with_abbreviation(line, cursor, sentence_end) or not _next_starts_sentence(
+                line, next_start):
             continue
         yield Piece(line[cursor:sentence_end], True)
-        yield Piece(match.group("space"), False)
-        cursor = match.end("space")
+        yield Piece(line[sentence_end:next_start], False)
+        cursor = next_start
     yield Piece(line[cursor:end], True)
     if end < len(line):
         yield Piece(line[end:], False)
 
 
+def _candidates(line: str, start: int, end: int) -> Iterator[tuple[int, int]]:
+    """`(sentence_end, next_start)` of every sentence end candidate in `line[start:end]`:
+    where its whitespace begins and ends. Each search resumes where the last one stopped."""
+    position = start
+    while (terminals := _TERMINALS.search(line, position, end)) is not None:
+        closers = _CLOSERS.match(line, terminals.end(), end)
+        assert closers is not None  # a starred class always matches
+        space = _SPACE.match(line, closers.end(), end)
+        if space is None:
+            position = closers.end()
+            continue
+        if _opens_word(line, space.end(), end):
+            yield space.start(), space.end()
+        position = space.end()
+
+
+def _is_word(char: str) -> bool:
+    """The regex class `\\w` on str: Unicode alphanumerics and the underscore."""
+    return char.isalnum() or char == "_"
+
+
+def _opens_word(line: str, position: int, end: int) -> bool:
+    """A word character at `position`, or an opening quote/bracket and then one."""
+    if position >= end:
+        return False
+    if _is_word(line[position]):
+        return True
+    return line[position] in _OPENERS and position + 1 < end and _is_word(line[position + 1])
+
+
 def _next_starts_sentence(line: str, position: int) -> bool:
     """An uppercase letter or digit starts the next sentence (after an optional opener)."""
-    rest = line[position:].lstrip("\"'“‘«([")
-    return bool(rest) and (rest[0].isupper() or rest[0].isdigit())
+    while position < len(line) and line[position] in _OPENERS:
+        position += 1
+    return position < len(line) and (line[position].isupper() or line[position].isdigit())
 
 
-def _is_abbreviation(sentence: str) -> bool:
-    """Does this candidate sentence end with an abbreviation's or an initial's period?"""
-    if not sentence.endswith("."):
+def _ends_with_abbreviation(line: str, cursor: int, sentence_end: int) -> bool:
+    """Does `line[cursor:sentence_end]` end with an abbreviation's or an initial's period?
+    The word is the run of word characters and dots before that period; only the last
+    `_LONGEST_ABBREVIATION + 1` characters are looked at (a longer word is neither)."""
+    period = sentence_end - 1
+    if period < cursor or line[period] != ".":
         return False
-    match = _LAST_WORD.search(sentence)
-    if match is None:
+    first = period
+    lowest = max(cursor, period - _LONGEST_ABBREVIATION - 1)
+    while first > lowest and (_is_word(line[first - 1]) or line[first - 1] == "."):
+        first -= 1
+    word = line[first:period]
+    if not word or len(word) > _LONGEST_ABBREVIATION:
         return False
-    word = match.group(1)
     if len(word) == 1 and word.isalpha():  # an initial: "J. Smith"
         return True
     return word.lower() in ABBREVIATIONS

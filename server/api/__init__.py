@@ -8,14 +8,18 @@ from server.api import (
     routes_admin,
     routes_glossaries,
     routes_health,
+    routes_keys,
     routes_translate,
 )
 
 # TRAINING SIDECAR: `POST /admin/domains` (add a domain from data) and
 # `GET /admin/jobs[/{id}]` live in `server/api/jobs.py`; the sidecar (`python -m trainer`)
 # runs the jobs.
-ROUTERS: list[APIRouter] = [routes_translate.router, routes_admin.router, jobs.router,
-                            routes_glossaries.router, routes_health.router,
-                            libretranslate.router]
+PUBLIC_ROUTERS: list[APIRouter] = [routes_translate.router, routes_health.router,
+                                   libretranslate.router]
+# Served on the main port, or only on the admin listener when NMT_ADMIN_PORT is set.
+ADMIN_ROUTERS: list[APIRouter] = [routes_admin.router, jobs.router, routes_keys.router,
+                                  routes_glossaries.router]
+ROUTERS: list[APIRouter] = [*PUBLIC_ROUTERS, *ADMIN_ROUTERS]
 
-__all__ = ["ROUTERS"]
+__all__ = ["ADMIN_ROUTERS", "PUBLIC_ROUTERS", "ROUTERS"]

@@ -7,8 +7,9 @@ import hmac
 from typing import Annotated
 
 from fastapi import Depends, Request
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
+from server.access import AccessGuard
 from server.errors import Forbidden, Unauthorized
 from server.glossaries import GlossaryBook
 from server.metrics import Metrics
@@ -18,6 +19,8 @@ from server.serving.translation import Translator
 from server.settings import Settings
 
 bearer = HTTPBearer(auto_error=False, description="NMT_ADMIN_TOKEN")
+api_key_header = APIKeyHeader(name="X-API-Key", auto_error=False,
+                              description="an API key (needed with NMT_ACCESS__API_KEYS)")
 
 
 def get_settings(request: Request) -> Settings:
@@ -48,9 +51,14 @@ def get_admin(request: Request) -> DomainAdmin:
 def get_glossaries(request: Request) -> GlossaryBook:
     glossaries: GlossaryBook = request.app.state.glossaries
     return glossaries
+def get_access(request: Request) -> AccessGuard:
+    access: AccessGuard = request.app.state.access
+    return access
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
+AccessDep = Annotated[AccessGuard, Depends(get_access)]
+ApiKeyDep = Annotated[str | None, Depends(api_key_header)]
 MetricsDep = Annotated[Metrics, Depends(get_metrics)]
 RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
 TranslatorDep = Annotated[Translator, Depends(get_translator)]

@@ -54,7 +54,7 @@ STORE_CODES: dict[type[Exception], str] = {  # most specific first
 HTTP_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
               405: "method_not_allowed", 413: "too_large", 415: "unsupported_media_type",
               422: "invalid_request"}
-UNION_TAGS = frozenset({"str", "int", "float", "bool", "none", "list", "dict"})
+UNION_TAGS = frozenset({"str", "constrained-str", "int", "float", "bool", "none", "list", "dict"})
 
 
 @dataclass(frozen=True)
@@ -150,6 +150,9 @@ def install_error_handlers(app: FastAPI, metrics: Metrics) -> None:
 
     async def on_http(_request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
+        if exc.status_code == 400:  # a body FastAPI could not parse (e.g. nested too deeply)
+            return respond(HttpError(422, "invalid_request", f"the body could not be parsed "
+                                     f"({exc.detail}): send one JSON object", "body"))
         code = HTTP_CODES.get(exc.status_code, f"http_{exc.status_code}")
         headers = dict(exc.headers) if exc.headers else None
         return respond(HttpError(exc.status_code, code, str(exc.detail), headers=headers))

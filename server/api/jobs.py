@@ -9,7 +9,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Request, Response, status
+from fastapi import APIRouter, Depends, Path, Query, Request, Response, status
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.datastructures import FormData, UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
@@ -102,7 +102,8 @@ async def list_jobs(jobs: JobAdminDep, state: Annotated[JobState | None, Query(
 
 @router.get("/jobs/{job_id}", response_model=JobResponse,
             responses={404: {"model": ErrorResponse}})
-async def get_job(job_id: str, jobs: JobAdminDep) -> JobResponse:
+async def get_job(job_id: Annotated[str, Path(max_length=64, description="the job's id")],
+                  jobs: JobAdminDep) -> JobResponse:
     """A job's state, progress, loss, dev scores and (when failed) the reason."""
     return job_response(await jobs.get(job_id))
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Request, status
+from fastapi import APIRouter, Depends, Path, Query, Request, status
 
 from server.api.deps import AdminDep, SettingsDep, require_admin
 from server.api.schemas import (
+    MAX_NAME_CHARS,
     ActivateRequest,
     AdminDomain,
     AdminDomainsResponse,
@@ -28,6 +29,7 @@ router = APIRouter(prefix="/admin", tags=["admin"], dependencies=[Depends(requir
                    responses={401: {"model": ErrorResponse, "description": "no bearer token"},
                               403: {"model": ErrorResponse,
                                     "description": "wrong token, or admin disabled"}})
+DomainPath = Annotated[str, Path(max_length=MAX_NAME_CHARS, description="the domain's name")]
 UPLOAD_BODY: dict[str, Any] = {"requestBody": {"required": True, "content": {
     "application/gzip": {"schema": {"type": "string", "format": "binary"}},
     "multipart/form-data": {"schema": {"type": "object", "required": ["file"], "properties": {
@@ -48,7 +50,7 @@ async def list_domains(admin: AdminDep) -> AdminDomainsResponse:
 @router.post("/domains/{name}/versions", response_model=VersionResponse,
              status_code=status.HTTP_201_CREATED, openapi_extra=UPLOAD_BODY,
              responses={413: {"model": ErrorResponse}, 422: {"model": ErrorResponse}})
-async def upload_version(name: str, request: Request, admin: AdminDep, settings: SettingsDep,
+async def upload_version(name: DomainPath, request: Request, admin: AdminDep, settings: SettingsDep,
                          activate: Annotated[bool, Query(
                              description="serve it right away")] = False) -> VersionResponse:
     """Upload a prebuilt module artifact (tar.gz body, or multipart field `file`). It is
@@ -67,7 +69,8 @@ async def upload_version(name: str, request: Request, admin: AdminDep, settings:
 
 @router.post("/domains/{name}/activate", response_model=VersionResponse,
              responses={404: {"model": ErrorResponse}, 422: {"model": ErrorResponse}})
-async def activate_version(name: str, body: ActivateRequest, admin: AdminDep) -> VersionResponse:
+async def activate_version(name: DomainPath, body: ActivateRequest,
+                           admin: AdminDep) -> VersionResponse:
     """Serve a version (roll forward or back); answers once it is loaded and served."""
     entry = await admin.activate(name, body.version)
     return VersionResponse(name=name, version=entry.version, active=True, family=entry.family,
@@ -76,7 +79,7 @@ async def activate_version(name: str, body: ActivateRequest, admin: AdminDep) ->
 
 @router.delete("/domains/{name}", response_model=DeleteResponse,
                responses={404: {"model": ErrorResponse}})
-async def delete_domain(name: str, admin: AdminDep) -> DeleteResponse:
+async def delete_domain(name: DomainPath, admin: AdminDep) -> DeleteResponse:
     """Stop serving a domain once in-flight requests using it finish; artifacts stay."""
     deleted = await admin.delete(name)
     return DeleteResponse(name=deleted.name, deactivated_version=deleted.deactivated_version,

@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 from fastapi import APIRouter, Request
 
-from server.api.deps import RuntimeDep, TranslatorDep
+from server.api.deps import AccessDep, ApiKeyDep, RuntimeDep, TranslatorDep
 from server.api.errors import ClientGone
 from server.api.schemas import (
     Alternative,
@@ -35,16 +35,20 @@ router = APIRouter(tags=["translation"])
 ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorResponse, "description": description}
     for status, description in (
+        (401, "an API key is required (NMT_ACCESS__API_KEYS)"),
+        (403, "the API key is unknown or revoked"),
         (404, "unknown domain (the message names the known ones)"),
         (413, "a size limit is exceeded"), (422, "invalid request (the field is named)"),
-        (429, "the queue is full (see Retry-After)"), (503, "not ready"),
+        (429, "the queue is full, or the API key's allowance is used up (see Retry-After)"),
+        (503, "not ready"),
         (504, "the request's deadline passed"))}
 
 
 @router.post("/translate", response_model=TranslateResponse, responses=ERRORS)
-async def translate(body: TranslateRequest, request: Request,
-                    translator: TranslatorDep) -> TranslateResponse:
+async def translate(body: TranslateRequest, request: Request, translator: TranslatorDep,
+                    access: AccessDep, api_key: ApiKeyDep) -> TranslateResponse:
     """Translate one text; `routing` says which domain module(s) did it and why."""
+    await access.check(api_key, chars=len(body.text))
     item = Item(body.text, body.domain, format=body.format, glossary=glossary_choice(body))
     results = await until_disconnected(
         request, translator.translate([item], decoding_request(body.options),
@@ -53,9 +57,10 @@ async def translate(body: TranslateRequest, request: Request,
 
 
 @router.post("/translate/batch", response_model=BatchResponse, responses=ERRORS)
-async def translate_batch(body: BatchRequest, request: Request,
-                          translator: TranslatorDep) -> BatchResponse:
+async def translate_batch(body: BatchRequest, request: Request, translator: TranslatorDep,
+                          access: AccessDep, api_key: ApiKeyDep) -> BatchResponse:
     """Translate many texts (domains may differ); results come in the items' order."""
+    await access.check(api_key, chars=sum(len(item.text) for item in body.items))
     items = [Item(item.text, item.domain if "domain" in item.model_fields_set else body.domain,
                   text_field=f"items[{index}].text",
                   domain_field=(f"items[{index}].domain" if "domain" in item.model_fields_set

@@ -3,15 +3,32 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
+
+from server.settings import MAX_BATCH_ITEMS, MAX_TEXT_CHARS
 
 DOMAIN_DESCRIPTION = (
     'A served domain name; "generic" (plain backbone); absent, null or "auto" (routed '
     'automatically); or a mixture {"medical": 0.7, "law": 0.3} (an ensemble with these '
     'weights, "generic" allowed as a member).')
-DomainField = str | dict[str, float] | None
+# Every string, integer and list is bounded here, so that the OpenAPI schema states what
+# validation accepts; the configured limits (413, NMT_LIMITS__*) may be lower.
+MAX_NAME_CHARS = 64  # domain names (model_store NAME_PATTERN: at most 63) and "generic"
+MAX_ENSEMBLE_MEMBERS = 1024  # the engine's slots per bank are at most this
+MAX_VERSION = 2**31 - 1  # the registry's version column (32-bit on PostgreSQL)
+DomainName = Annotated[str, StringConstraints(max_length=MAX_NAME_CHARS)]
+DomainField = (DomainName | Annotated[dict[DomainName, float],
+                                      Field(max_length=MAX_ENSEMBLE_MEMBERS)] | None)
+TextField = Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS)]
 FormatField = Literal["text", "html"]
 FORMAT_DESCRIPTION = (
     '"text" (default): placeholders, URLs, e-mail addresses, entities and numbers come back '
@@ -64,7 +81,8 @@ class TranslateRequest(TextOptions):
         {"text": "Member states shall comply.", "domain": {"law": 0.7, "generic": 0.3}},
         {"text": "Click the button.", "options": {"beam_size": 4, "n_best": 2}}]})
 
-    text: str = Field(description="the text to translate (sentences and paragraphs kept)")
+    text: TextField = Field(description="the text to translate (sentences and paragraphs "
+                                        "kept; NMT_LIMITS__MAX_TEXT_CHARS)")
     domain: DomainField = Field(None, description=DOMAIN_DESCRIPTION)
     options: DecodingOptions = Field(default_factory=DecodingOptions)
     return_proportions: bool = Field(
@@ -76,7 +94,7 @@ class TranslateRequest(TextOptions):
 
 
 class BatchItem(TextOptions):
-    text: str = Field(description="the text to translate")
+    text: TextField = Field(description="the text to translate")
     domain: DomainField = Field(None, description=DOMAIN_DESCRIPTION + " Default: the "
                                                   "request's domain.")
 
@@ -84,7 +102,9 @@ class BatchItem(TextOptions):
 
 
 class BatchRequest(TextOptions):
-    items: list[BatchItem] = Field(min_length=1, description="texts, answered in this order")
+    items: list[BatchItem] = Field(min_length=1, max_length=MAX_BATCH_ITEMS,
+                                   description="texts, answered in this order "
+                                               "(NMT_LIMITS__MAX_BATCH_ITEMS)")
     domain: DomainField = Field(None, description="default domain of items without one")
     options: DecodingOptions = Field(default_factory=DecodingOptions)
 
@@ -181,7 +201,8 @@ class AdminDomainsResponse(BaseModel):
 
 
 class ActivateRequest(Strict):
-    version: int = Field(ge=1, description="the version to serve (newer or older)")
+    version: int = Field(ge=1, le=MAX_VERSION,
+                         description="the version to serve (newer or older)")
 
 
 class VersionResponse(BaseModel):

@@ -8,8 +8,16 @@ Policy lives here, mechanism in the engine:
   engine never runs out of slots;
 - the oldest waiting sentence decides when a batch runs: as soon as compatible work fills
   the budget, or `max_wait_ms` after it arrived, whichever comes first;
+- fairness: a batch takes sentences from the waiting requests round-robin (one sentence
+  of each compatible request in turn, oldest request first), so a large request shares
+  every batch with the small ones that arrived after it instead of going first whole;
 - the queue is bounded (`max_queue` sentences): beyond it `submit` raises `Busy` (429);
   a request that fits an empty queue is always accepted, whatever its size;
+- admission by deadline: once the engine's throughput (budget tokens per second, a moving
+  average over batches) is known, a request whose estimated finish under round-robin
+  (the batch running now, plus min(its cost, each waiting request's cost), plus its own
+  cost; the processor-sharing completion time) lies past its deadline is refused with
+  `Busy` at once instead of waiting in the queue to time out;
 - every sentence has a deadline; expired or cancelled sentences (a client that gave up or
   disconnected) leave the queue at once and are never computed;
 - a sentence whose module was evicted from memory waits while `Residency.reload` reads it
@@ -26,6 +34,7 @@ import contextlib
 import functools
 import itertools
 import logging
+import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -110,6 +119,7 @@ class EngineThread:
 class Pending:
     """One queued sentence."""
 
+    request: int
     job: SentenceJob
     options: SearchOptions
     cost: int
@@ -121,6 +131,15 @@ class Pending:
     @property
     def modules(self) -> set[str]:
         return {m.module_id for m in self.job.members if m.module_id is not None}
+
+
+@dataclass(eq=False)
+class Lane:
+    """The waiting sentences of one request, in order, and their total cost."""
+
+    options: SearchOptions
+    pending: dict[int, Pending]
+    cost: int = 0
 
 
 def job_cost(job: SentenceJob, options: SearchOptions) -> int:
@@ -140,10 +159,13 @@ class Scheduler:
         self.max_modules = max_modules
         self.metrics = metrics
         self._queue: dict[int, Pending] = {}  # insertion order = arrival order
+        self._lanes: dict[int, Lane] = {}  # request -> its waiting sentences (arrival order)
         self._ids = itertools.count()
+        self._requests = itertools.count()
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._running: list[Pending] = []  # the batch in the engine now
+        self._throughput: float | None = None  # budget tokens per second (moving average)
         self.heartbeat = time.monotonic()  # the batching loop's last sign of life
         self.failure: str | None = None  # why the batching loop ended, if it crashed
 
@@ -179,6 +201,7 @@ class Scheduler:
             if not item.future.done():
                 item.future.set_exception(error)
         self._queue.clear()
+        self._lanes.clear()
         self._running = []
         self._report_depth()
 
@@ -196,24 +219,56 @@ class Scheduler:
             raise Busy(f"the request queue is full ({len(self._queue)} sentences waiting, "
                        f"limit {self.settings.max_queue}); retry later",
                        retry_after=self.settings.retry_after_s)
-        loop = asyncio.get_running_loop()
         now = time.monotonic()
+        self._admit(sum(job_cost(job, options) for job in jobs), deadline - now)
+        loop = asyncio.get_running_loop()
+        request = next(self._requests)
+        lane = self._lanes[request] = Lane(options, {})
         futures: list[asyncio.Future[list[Hypothesis]]] = []
         for job in jobs:
             key = next(self._ids)
             future: asyncio.Future[list[Hypothesis]] = loop.create_future()
-            self._queue[key] = Pending(job, options, job_cost(job, options), now, deadline,
-                                       future)
+            item = Pending(request, job, options, job_cost(job, options), now, deadline, future)
+            self._queue[key] = lane.pending[key] = item
+            lane.cost += item.cost
             future.add_done_callback(functools.partial(self._discard, key))
             futures.append(future)
+        if not lane.pending:
+            del self._lanes[request]
         self._report_depth()
         self._wake.set()
         return futures
 
+    def _admit(self, cost: int, remaining_s: float) -> None:
+        """Refuse (429) a request that cannot finish before its deadline under round-robin:
+        it waits for the running batch and, from each waiting request, for as much work as
+        its own (processor sharing), then for its own work."""
+        if self._throughput is None or not self._queue:
+            return
+        ahead = sum(item.cost for item in self._running) + cost + sum(
+            min(lane.cost, cost) for lane in self._lanes.values())
+        estimate = ahead / self._throughput
+        if estimate > remaining_s:
+            queued = sum(lane.cost for lane in self._lanes.values())
+            drain = math.ceil(queued / self._throughput)
+            raise Busy(f"the queued work would keep this request about {estimate:.1f} s, "
+                       f"past its deadline ({remaining_s:.1f} s); retry later or send less "
+                       f"at once", retry_after=max(self.settings.retry_after_s, drain))
+
     def _discard(self, key: int, _future: asyncio.Future[list[Hypothesis]]) -> None:
         """A sentence finished, was cancelled or expired: it no longer holds a queue slot."""
-        if self._queue.pop(key, None) is not None:
+        if self._remove(key) is not None:
             self._report_depth()
+
+    def _remove(self, key: int) -> Pending | None:
+        item = self._queue.pop(key, None)
+        if item is not None:
+            lane = self._lanes[item.request]
+            del lane.pending[key]
+            lane.cost -= item.cost
+            if not lane.pending:
+                del self._lanes[item.request]
+        return item
 
     # -- the batching loop -------------------------------------------------------------
     async def _loop(self) -> None:
@@ -259,32 +314,41 @@ class Scheduler:
                 item.future.set_exception(DeadlineExceeded(
                     "the request's deadline passed while it waited for the engine"))
             if item.future.done():
-                del self._queue[key]
+                self._remove(key)
         self._report_depth()
 
     def _waiting_cost(self, options: SearchOptions) -> int:
-        return sum(item.cost for item in self._queue.values() if item.options == options)
+        return sum(lane.cost for lane in self._lanes.values() if lane.options == options)
 
     def _take_batch(self) -> list[Pending]:
-        """The oldest sentence and, in arrival order, compatible ones within the limits."""
+        """The oldest sentence, then compatible sentences taken round-robin over the
+        requests (arrival order), within the budget and the slots: each turn takes a
+        request's next sentence that fits."""
         self._expire(time.monotonic())
         if not self._queue:
             return []
         options = next(iter(self._queue.values())).options
+        turns = [iter(list(lane.pending.items())) for lane in self._lanes.values()
+                 if lane.options == options]
         batch: list[Pending] = []
         tokens = 0
         modules: set[str] = set()
-        for key, item in list(self._queue.items()):
-            if item.options != options or self._needs_reload(item):
-                continue
-            wanted = modules | item.modules
-            if batch and (tokens + item.cost > self.settings.max_batch_tokens
-                          or len(wanted) > self.max_modules):
-                continue
-            batch.append(item)
-            tokens += item.cost
-            modules = wanted
-            del self._queue[key]
+        while turns:
+            for turn in list(turns):
+                for key, item in turn:  # this request's next sentence that fits
+                    if self._needs_reload(item):
+                        continue
+                    wanted = modules | item.modules
+                    if batch and (tokens + item.cost > self.settings.max_batch_tokens
+                                  or len(wanted) > self.max_modules):
+                        continue
+                    batch.append(item)
+                    tokens += item.cost
+                    modules = wanted
+                    self._remove(key)
+                    break
+                else:
+                    turns.remove(turn)
         self._report_depth()
         return batch
 
@@ -324,6 +388,7 @@ class Scheduler:
             self.metrics.batch_sentences.observe(len(live))
             self.metrics.batch_tokens.observe(sum(item.cost for item in live))
         self._running = live
+        started = time.monotonic()
         try:
             results = await self.engine_thread.run(self.runner, [i.job for i in live], options)
         except Exception as error:  # an engine failure fails exactly this batch's sentences
@@ -334,6 +399,7 @@ class Scheduler:
             return
         finally:
             self._running = []
+        self._measure(sum(item.cost for item in live), time.monotonic() - started)
         produced = 0
         for item, hypotheses in zip(live, results, strict=True):
             produced += len(hypotheses[0].tokens) if hypotheses else 0
@@ -341,6 +407,14 @@ class Scheduler:
                 item.future.set_result(hypotheses)
         if self.metrics is not None:
             self.metrics.target_tokens.inc(produced)
+
+    def _measure(self, cost: int, seconds: float) -> None:
+        """Moving average of the engine's throughput in budget tokens per second."""
+        if seconds <= 0:
+            return
+        observed = cost / seconds
+        previous = self._throughput
+        self._throughput = observed if previous is None else 0.7 * previous + 0.3 * observed
 
     def _report_depth(self) -> None:
         if self.metrics is not None:

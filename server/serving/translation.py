@@ -1,8 +1,10 @@
 """The translation pipeline of one request, from texts to results.
 
 1. check the size limits (characters per text, items, characters per request);
-2. off the event loop: route every text (policy + classifier), split it into sentences
-   (server/text.py) and tokenize them;
+2. off the event loop, under the deadline and the preparation stage's character budget
+   (server/scheduling/preparation.py: 429 beyond it): route every text (policy +
+   classifier), split it into sentences (server/text.py) and tokenize them, within the
+   caps on sentences and source tokens per request (413);
 3. hold the routed module versions (runtime) so they stay loaded until the request ends;
 4. submit every sentence to the scheduler and await them under the request's deadline;
 5. off the loop: decode, restore markup, placeholders and glossary terms
@@ -26,6 +28,7 @@ from server.errors import DeadlineExceeded, InvalidInput, NotReady, TooLarge
 from server.glossaries import GlossaryBook, GlossaryChoice
 from server.metrics import Metrics
 from server.routing.policy import DomainSpec, RoutingDecision, RoutingPolicy
+from server.scheduling.preparation import PreparationGate, check_deadline
 from server.scheduling.scheduler import Scheduler
 from server.serving.runtime import Runtime
 from server.serving.state import ServingState
@@ -112,6 +115,8 @@ class Translator:
         self.metrics = metrics
         self.glossaries = glossaries
         self.terms = terms
+        self.preparation = PreparationGate(max_chars=limits.max_preparing_chars,
+                                           retry_after_s=scheduler.settings.retry_after_s)
 
     async def translate(self, items: Sequence[Item], request: DecodingRequest, *,
                         proportions: bool = False) -> list[ItemResult]:
@@ -120,7 +125,7 @@ class Translator:
         self.check_limits(items)
         options = self.search_options(request)
         deadline = time.monotonic() + self.timeout_s
-        prepared, held = await self._prepare_held(items, request)
+        prepared, held = await self._prepare_held(items, request, deadline)
         shown: list[ItemProportions | None] = [None] * len(prepared)
         try:
             if proportions:
@@ -170,14 +175,16 @@ class Translator:
         return SearchOptions(beam_size=beam, n_best=request.n_best)
 
     # -- 2./3. routing, splitting, tokenizing, holding --------------------------------
-    async def _prepare_held(self, items: Sequence[Item],
-                            request: DecodingRequest) -> tuple[list[Prepared], list[str]]:
+    async def _prepare_held(self, items: Sequence[Item], request: DecodingRequest,
+                            deadline: float) -> tuple[list[Prepared], list[str]]:
+        chars = sum(len(item.text) for item in items)
         for _attempt in range(HOLD_ATTEMPTS):
             state = self.runtime.state
             engine = self.runtime.engine
             if engine is None:
                 raise NotReady("no backbone is loaded; see /health/ready")
-            prepared = await asyncio.to_thread(self._prepare, items, request, state, engine)
+            prepared = await self.preparation.run(chars, deadline, self._prepare, items,
+                                                  request, state, engine, deadline)
             held = [m for item in prepared for m in item.module_ids]
             if self.runtime.hold(held):
                 for item in prepared:
@@ -186,12 +193,14 @@ class Translator:
         raise NotReady("the served modules changed while routing this request; retry")
 
     def _prepare(self, items: Sequence[Item], request: DecodingRequest, state: ServingState,
-                 engine: Engine) -> list[Prepared]:
+                 engine: Engine, deadline: float) -> list[Prepared]:
         versions = state.versions()
         mixtures = state.mixtures()
         prepared: list[Prepared] = []
+        caps = RequestCaps(self.limits)
         broken = state.broken()
         for item in items:
+            check_deadline(deadline)
             check_not_broken(item, broken)
             glossary = self.glossaries.explicit(item.glossary)
             document = build_document(item.text, fmt=item.format, glossary=glossary,
@@ -207,8 +216,12 @@ class Translator:
                                               terms=self.terms)
             members = tuple(Member(state.domains[d].module_id if d else None, w)
                             for d, w in decision.members)
-            jobs = self._jobs(engine, document.sources(), members, request,
-                              field=item.text_field)
+            texts = document.sources()
+            caps.add_sentences(len(texts), field=item.text_field)
+            ids = engine.source_tokenizer.encode(texts) if texts else []
+            caps.add_tokens(sum(len(source) for source in ids), field=item.text_field)
+            jobs = [SentenceJob(source, members, self._max_length(
+                        engine, source, request, field=item.text_field)) for source in ids]
             used = {d: versions[d] for d in decision.module_domains}
             module_ids = [m.module_id for m in members if m.module_id is not None]
             single = decision.domain if len(decision.members) == 1 else None
@@ -325,6 +338,29 @@ class Translator:
             raise NotReady("the backbone was unloaded")
         tokenizer = engine.target_tokenizer
         return lambda hypothesis: tokenizer.decode(hypothesis.tokens)
+
+
+class RequestCaps:
+    """Running totals of one request's sentences and source tokens against their caps."""
+
+    def __init__(self, limits: LimitSettings) -> None:
+        self.limits = limits
+        self.sentences = 0
+        self.tokens = 0
+
+    def add_sentences(self, count: int, *, field: str) -> None:
+        self.sentences += count
+        if self.sentences > self.limits.max_request_sentences:
+            raise TooLarge(f"the request has more than {self.limits.max_request_sentences} "
+                           f"sentences ({self.sentences} so far; "
+                           "NMT_LIMITS__MAX_REQUEST_SENTENCES)", field=field)
+
+    def add_tokens(self, count: int, *, field: str) -> None:
+        self.tokens += count
+        if self.tokens > self.limits.max_request_tokens:
+            raise TooLarge(f"the request has more than {self.limits.max_request_tokens} "
+                           f"source tokens ({self.tokens} so far; "
+                           "NMT_LIMITS__MAX_REQUEST_TOKENS)", field=field)
 
 
 def check_not_broken(item: Item, broken: Mapping[str, tuple[int, str]]) -> None:

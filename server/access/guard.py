@@ -1,0 +1,97 @@
+"""`AccessGuard.check`: is this API key allowed to send this request now?
+
+With `NMT_ACCESS__API_KEYS` off (the default) every request passes and nothing is looked
+up. With it on, a public request needs a key that the registry knows and has not revoked,
+and the key's allowance of requests and characters per minute (its own limits, or the
+server's defaults) must cover it. Looked-up keys are cached for `cache_s` seconds, so a
+revocation reaches other replicas within that time (this replica forgets at once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+
+from model_store import Registry
+from model_store.api_keys import ApiKeyRecord
+from server.access.keys import hash_key
+from server.access.limiter import RateLimiter
+from server.errors import Forbidden, RateLimited, TooLarge, Unauthorized
+from server.metrics import Metrics
+from server.settings import AccessSettings
+
+
+@dataclass(frozen=True)
+class KeyIdentity:
+    """Who a request came from: the key's id and name (never the key)."""
+
+    id: str
+    name: str
+
+
+class AccessGuard:
+    def __init__(self, registry: Registry, settings: AccessSettings, *,
+                 metrics: Metrics) -> None:
+        self.registry = registry
+        self.settings = settings
+        self.metrics = metrics
+        self.limiter = RateLimiter()
+        self._cache: dict[str, tuple[float, ApiKeyRecord | None]] = {}  # hash -> (when, record)
+
+    @property
+    def enabled(self) -> bool:
+        return self.settings.api_keys
+
+    async def check(self, key: str | None, *, chars: int, field: str = "X-API-Key"
+                    ) -> KeyIdentity | None:
+        """Admit one request of `chars` characters sent with `key` (None: no key).
+
+        Returns the key's identity (None when keys are off). Raises `Unauthorized` (401)
+        without a key, `Forbidden` (403) for an unknown or revoked key, `RateLimited`
+        (429, `retry_after`) when the key's per-minute allowance is used up, `TooLarge`
+        (413) when the request alone exceeds it. `field` names where the key was expected
+        (a header or a form field) in the messages."""
+        if not self.enabled:
+            return None
+        if not key:
+            self._count("missing")
+            raise Unauthorized(f"an API key is required: send it in {field}", field=field)
+        record = await self._lookup(hash_key(key))
+        if record is None or not record.active:
+            self._count("refused")
+            raise Forbidden("the API key is not valid (unknown or revoked)", field=field)
+        settings = self.settings
+        refusal = self.limiter.take(
+            record.id, chars=chars,
+            requests_per_minute=record.requests_per_minute or settings.requests_per_minute,
+            chars_per_minute=record.chars_per_minute or settings.chars_per_minute)
+        if refusal is not None:
+            self._count("rate_limited")
+            self.metrics.rate_limited.labels(limit=refusal.limit).inc()
+            if refusal.never:
+                raise TooLarge(refusal.message)
+            raise RateLimited(refusal.message, retry_after=refusal.retry_after_s)
+        self._count("accepted")
+        return KeyIdentity(record.id, record.name)
+
+    def forget(self, record: ApiKeyRecord) -> None:
+        """A key changed here (revoked): drop what this replica cached about it."""
+        self._cache.pop(record.key_hash, None)
+        self.limiter.forget(record.id)
+
+    async def _lookup(self, key_hash: str) -> ApiKeyRecord | None:
+        now = time.monotonic()
+        cached = self._cache.get(key_hash)
+        if cached is not None and now - cached[0] < self.settings.cache_s:
+            return cached[1]
+        record = await asyncio.to_thread(self.registry.find_api_key, key_hash)
+        if record is not None or len(self._cache) < MAX_CACHED_UNKNOWN:
+            self._cache[key_hash] = (now, record)
+        return record
+
+    def _count(self, outcome: str) -> None:
+        self.metrics.access.labels(outcome=outcome).inc()
+
+
+MAX_CACHED_UNKNOWN = 10_000  # unknown keys are cached only while the cache is this small

@@ -1,0 +1,139 @@
+"""Fairness and backpressure over all queued work: round-robin batches, admission by
+deadline (scheduler), and the preparation stage's character budget and deadline."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+from test_server_scheduler import GREEDY, FakeEngine, job, later, run
+
+from server.errors import Busy, DeadlineExceeded
+from server.scheduling.preparation import PreparationGate, check_deadline
+from server.scheduling.scheduler import Scheduler
+
+
+def test_a_large_request_shares_every_batch_with_a_later_small_one() -> None:
+    gate = threading.Event()
+    engine = FakeEngine(gate=gate)
+
+    async def body(scheduler: Scheduler) -> None:
+        blocker = scheduler.submit([job(1, "blocker")], GREEDY, deadline=later())
+        await asyncio.to_thread(engine.started.wait, 5)  # the engine is busy from here on
+        large = scheduler.submit([job(4, "large") for _ in range(40)], GREEDY,
+                                 deadline=later())
+        small = scheduler.submit([job(4, "small"), job(4, "small")], GREEDY, deadline=later())
+        gate.set()
+        await asyncio.gather(*blocker, *large, *small)
+
+    run(engine, body, max_batch_tokens=16, max_queue=100)
+    batches = [[m.module_id for j in b for m in j.members] for b in engine.batches[1:]]
+    # round-robin: the first batch after the blocker alternates large, small, large, small
+    assert batches[0] == ["large", "small", "large", "small"]
+    assert all(set(ids) == {"large"} for ids in batches[1:])
+    assert sum(len(ids) for ids in batches[1:]) == 38
+
+
+def test_round_robin_keeps_each_requests_order() -> None:
+    gate = threading.Event()
+    engine = FakeEngine(gate=gate)
+
+    async def body(scheduler: Scheduler) -> None:
+        blocker = scheduler.submit([job(1, "blocker")], GREEDY, deadline=later())
+        await asyncio.to_thread(engine.started.wait, 5)
+        first = scheduler.submit([job(n, "a") for n in (1, 2, 3)], GREEDY, deadline=later())
+        second = scheduler.submit([job(n, "b") for n in (4, 5)], GREEDY, deadline=later())
+        gate.set()
+        await asyncio.gather(*blocker, *first, *second)
+
+    run(engine, body)
+    assert [len(j.source_ids) for j in engine.batches[1]] == [1, 4, 2, 5, 3]
+
+
+def test_a_request_that_cannot_meet_its_deadline_is_refused_at_once() -> None:
+    gate = threading.Event()
+    engine = FakeEngine(gate=gate)
+
+    async def body(scheduler: Scheduler) -> tuple[Busy, int]:
+        scheduler._throughput = 10.0  # budget tokens per second, as if measured
+        blocker = scheduler.submit([job(1, "blocker")], GREEDY, deadline=later())
+        await asyncio.to_thread(engine.started.wait, 5)
+        waiting = scheduler.submit([job(4) for _ in range(10)], GREEDY, deadline=later())
+        # 40 tokens queued: a 100-token request needs about 1 + 40 + 100 tokens = 14 s
+        with pytest.raises(Busy) as refused:
+            scheduler.submit([job(10) for _ in range(10)], GREEDY, deadline=later(10.0))
+        # a small request needs 1 + 4 + 4 tokens under round-robin: about 1 s; accepted
+        small = scheduler.submit([job(4)], GREEDY, deadline=later(10.0))
+        gate.set()
+        await asyncio.gather(*blocker, *waiting, *small)
+        return refused.value, scheduler.depth
+
+    error, depth = run(engine, body, max_queue=100, retry_after_s=1)
+    assert "past its deadline" in error.message
+    assert error.retry_after == 4  # the 40 queued tokens drain in 4 s
+    assert depth == 0
+
+
+def test_throughput_is_measured_from_batches() -> None:
+    engine = FakeEngine()
+
+    async def body(scheduler: Scheduler) -> float | None:
+        assert scheduler._throughput is None  # nothing measured: nothing refused by estimate
+        await asyncio.gather(*scheduler.submit([job(4)], GREEDY, deadline=later()))
+        return scheduler._throughput
+
+    measured = run(engine, body)
+    assert measured is not None and measured > 0
+
+
+def test_preparation_over_its_character_budget_is_busy() -> None:
+    async def main() -> None:
+        gate = PreparationGate(max_chars=100, retry_after_s=2)
+        release = threading.Event()
+        try:
+            first = asyncio.ensure_future(gate.run(80, later(), release.wait, 10))
+            await asyncio.sleep(0)
+            assert gate.chars == 80
+            with pytest.raises(Busy) as refused:
+                await gate.run(30, later(), len, "x")
+            assert refused.value.retry_after == 2
+            assert await gate.run(20, later(), len, "abc") == 3  # fits beside the first
+            release.set()
+            assert await first is True
+            await asyncio.sleep(0.05)
+            assert gate.chars == 0
+            assert await gate.run(500, later(), len, "ab") == 2  # alone, any size fits
+        finally:
+            release.set()
+            gate.close()
+
+    asyncio.run(main())
+
+
+def test_preparation_past_the_deadline_is_504_and_frees_its_budget() -> None:
+    async def main() -> None:
+        gate = PreparationGate(max_chars=100, retry_after_s=1)
+        release = threading.Event()
+        try:
+            with pytest.raises(DeadlineExceeded, match="split and tokenized"):
+                await gate.run(50, time.monotonic() + 0.05, release.wait, 10)
+            assert gate.chars == 50  # the thread still runs: its characters still count
+            release.set()
+            for _ in range(100):
+                if gate.chars == 0:
+                    break
+                await asyncio.sleep(0.01)
+            assert gate.chars == 0
+        finally:
+            release.set()
+            gate.close()
+
+    asyncio.run(main())
+
+
+def test_preparation_work_stops_between_texts_after_the_deadline() -> None:
+    check_deadline(later())
+    with pytest.raises(DeadlineExceeded):
+        check_deadline(time.monotonic() - 1)
