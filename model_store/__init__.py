@@ -11,6 +11,7 @@ from contract.tensors import check_safetensors
 from .archive import pack_artifact_dir, unpack_artifact
 from .artifact import ArtifactId, LoadedArtifact, build_manifest, load_safetensors, verify_artifact
 from .errors import ArtifactError, ConflictError, NotFoundError, StoreError
+from .glossary_rows import GlossaryRecord
 from .gunzip import InflationError
 from .hashing import backbone_fingerprint, canonical_json, sha256_hex
 from .jobs import Job, JobState
@@ -30,6 +31,7 @@ __all__ = [
     "ConflictError",
     "Event",
     "FileEntry",
+    "GlossaryRecord",
     "InflationError",
     "Job",
     "JobState",

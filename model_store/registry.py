@@ -33,6 +33,7 @@ from contract.manifest import ArtifactKind, Manifest
 from .api_keys import ApiKeyRecord, api_key_from_row
 from .database import WRITE_OPTION, make_engine
 from .errors import ConflictError, NotFoundError
+from .glossary_rows import GlossaryRows
 from .hashing import canonical_json
 from .jobs import Job, JobState, JobUpdate, job_from_row
 from .notify import CHANNEL
@@ -72,7 +73,7 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-class Registry:
+class Registry(GlossaryRows):
     """Artifacts, active versions, jobs and events in one SQL database."""
 
     def __init__(self, url: str) -> None:

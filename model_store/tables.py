@@ -116,3 +116,15 @@ api_keys = Table(
     Column("created_at", UTCDateTime, nullable=False),
     Column("revoked_at", UTCDateTime, nullable=True),
 )
+
+# Named glossaries (source -> target terms) that requests use by `glossary_id`;
+# `default_for` names at most one domain whose requests use it when they name none.
+glossaries = Table(
+    "glossaries",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("entries_json", Text, nullable=False),
+    Column("default_for", String(64), nullable=True, unique=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+)

@@ -18,6 +18,7 @@ from server.api import ADMIN_ROUTERS, PUBLIC_ROUTERS
 from server.api.body_limit import BodyLimitMiddleware
 from server.api.errors import install_error_handlers
 from server.api.middleware import MetricsMiddleware
+from server.glossaries import GlossaryBook
 from server.languages import LanguageDetectors
 from server.lifecycle import DrainMiddleware, Lifecycle
 from server.metrics import Metrics
@@ -55,9 +56,12 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.runtime = runtime
     app.state.scheduler = scheduler
     app.state.engine_thread = engine_thread
+    glossaries = GlossaryBook(store.registry, settings.limits)
+    app.state.glossaries = glossaries
     app.state.translator = Translator(
         runtime, scheduler, policy, limits=settings.limits, decoding=settings.decoding,
-        timeout_s=settings.scheduler.request_timeout_s, metrics=metrics)
+        timeout_s=settings.scheduler.request_timeout_s, metrics=metrics,
+        glossaries=glossaries)
     app.state.admin = DomainAdmin(store, runtime, drain_timeout_s=settings.drain_timeout_s)
     app.state.watchdog = Watchdog(scheduler, engine_thread, stall_s=settings.liveness_stall_s)
     changes = change_waiter(store.registry.url)

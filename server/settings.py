@@ -69,6 +69,10 @@ class LimitSettings(BaseModel):
     min_domain_pairs: int = Field(
         20, ge=1, description="training pairs a new domain needs at least (after a dev set "
                               "is held out)")
+    max_glossary_entries: int = Field(
+        1000, ge=1, description="entries of one glossary (per request or stored; 422 above)")
+    max_glossary_term_chars: int = Field(
+        200, ge=1, description="characters of one glossary term (422 above)")
 
 
 class DecodingSettings(BaseModel):

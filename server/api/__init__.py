@@ -6,6 +6,7 @@ from server.api import (
     jobs,
     libretranslate,
     routes_admin,
+    routes_glossaries,
     routes_health,
     routes_keys,
     routes_translate,
@@ -17,7 +18,8 @@ from server.api import (
 PUBLIC_ROUTERS: list[APIRouter] = [routes_translate.router, routes_health.router,
                                    libretranslate.router]
 # Served on the main port, or only on the admin listener when NMT_ADMIN_PORT is set.
-ADMIN_ROUTERS: list[APIRouter] = [routes_admin.router, jobs.router, routes_keys.router]
+ADMIN_ROUTERS: list[APIRouter] = [routes_admin.router, jobs.router, routes_keys.router,
+                                  routes_glossaries.router]
 ROUTERS: list[APIRouter] = [*PUBLIC_ROUTERS, *ADMIN_ROUTERS]
 
 __all__ = ["ADMIN_ROUTERS", "PUBLIC_ROUTERS", "ROUTERS"]

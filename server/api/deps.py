@@ -11,6 +11,7 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 
 from server.access import AccessGuard
 from server.errors import Forbidden, Unauthorized
+from server.glossaries import GlossaryBook
 from server.metrics import Metrics
 from server.serving.admin import DomainAdmin
 from server.serving.runtime import Runtime
@@ -47,6 +48,9 @@ def get_admin(request: Request) -> DomainAdmin:
     return admin
 
 
+def get_glossaries(request: Request) -> GlossaryBook:
+    glossaries: GlossaryBook = request.app.state.glossaries
+    return glossaries
 def get_access(request: Request) -> AccessGuard:
     access: AccessGuard = request.app.state.access
     return access
@@ -59,6 +63,7 @@ MetricsDep = Annotated[Metrics, Depends(get_metrics)]
 RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
 TranslatorDep = Annotated[Translator, Depends(get_translator)]
 AdminDep = Annotated[DomainAdmin, Depends(get_admin)]
+GlossaryDep = Annotated[GlossaryBook, Depends(get_glossaries)]
 
 
 def require_admin(settings: SettingsDep,

@@ -20,12 +20,15 @@ from server.api.schemas import (
     DomainsResponse,
     ErrorResponse,
     Explanation,
+    GlossaryResult,
     Proportions,
     Routing,
     SentenceProportions,
+    TextOptions,
     TranslateRequest,
     TranslateResponse,
 )
+from server.glossaries import GlossaryChoice
 from server.routing.policy import RoutingDecision
 from server.serving.translation import DecodingRequest, Item, ItemResult
 
@@ -48,7 +51,7 @@ async def translate(body: TranslateRequest, request: Request, translator: Transl
                     access: AccessDep, api_key: ApiKeyDep) -> TranslateResponse:
     """Translate one text; `routing` says which domain module(s) did it and why."""
     await access.check(api_key, chars=len(body.text))
-    item = Item(body.text, body.domain)
+    item = Item(body.text, body.domain, format=body.format, glossary=glossary_choice(body))
     results = await until_disconnected(
         request, translator.translate([item], decoding_request(body.options),
                                       proportions=body.return_proportions,
@@ -68,7 +71,11 @@ async def translate_batch(body: BatchRequest, request: Request, translator: Tran
     items = [Item(item.text, item.domain if "domain" in item.model_fields_set else body.domain,
                   text_field=f"items[{index}].text",
                   domain_field=(f"items[{index}].domain" if "domain" in item.model_fields_set
-                                else "domain"))
+                                else "domain"),
+                  format=item.format if "format" in item.model_fields_set else body.format,
+                  glossary=(glossary_choice(item, f"items[{index}].")
+                            if {"glossary", "glossary_id"} & item.model_fields_set
+                            else glossary_choice(body)))
              for index, item in enumerate(body.items)]
     results = await until_disconnected(
         request, translator.translate(items, decoding_request(body.options)))
@@ -100,6 +107,11 @@ def explanation(decision: RoutingDecision, *, threshold: float) -> Explanation:
     return Explanation(posteriors=shown, threshold=threshold)
 
 
+def glossary_choice(body: TextOptions, prefix: str = "") -> GlossaryChoice:
+    return GlossaryChoice(body.glossary, body.glossary_id, field=f"{prefix}glossary",
+                          id_field=f"{prefix}glossary_id")
+
+
 def decoding_request(options: DecodingOptions) -> DecodingRequest:
     return DecodingRequest(beam_size=options.beam_size, n_best=options.n_best,
                            max_length=options.max_length)
@@ -124,8 +136,11 @@ def to_response(result: ItemResult) -> TranslateResponse:
             domain=shown.domain, domains=shown.domains,
             sentences=[SentenceProportions(pieces=s.pieces, layers=s.layers)
                        for s in shown.sentences])
+    glossary = (GlossaryResult(applied=result.glossary.applied, missed=result.glossary.missed)
+                if result.glossary is not None else None)
     return TranslateResponse(translation=result.translation, routing=routing,
-                             alternatives=alternatives, proportions=proportions)
+                             alternatives=alternatives, proportions=proportions,
+                             glossary=glossary)
 
 
 async def until_disconnected(request: Request, work: Awaitable[T]) -> T:

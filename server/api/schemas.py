@@ -5,7 +5,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
 from server.settings import MAX_BATCH_ITEMS, MAX_TEXT_CHARS
 
@@ -22,6 +29,14 @@ DomainName = Annotated[str, StringConstraints(max_length=MAX_NAME_CHARS)]
 DomainField = (DomainName | Annotated[dict[DomainName, float],
                                       Field(max_length=MAX_ENSEMBLE_MEMBERS)] | None)
 TextField = Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS)]
+FormatField = Literal["text", "html"]
+FORMAT_DESCRIPTION = (
+    '"text" (default): placeholders, URLs, e-mail addresses, entities and numbers come back '
+    'verbatim; "html": an HTML document or fragment, tags/attributes/entities/comments kept, '
+    'script/style/code/pre untranslated')
+GLOSSARY_DESCRIPTION = (
+    'terms to enforce, {"source term": "target term"}: matched ignoring case, longest first')
+GLOSSARY_ID_DESCRIPTION = "a stored glossary (PUT /admin/glossaries/{name}) to enforce"
 
 
 class Strict(BaseModel):
@@ -46,7 +61,21 @@ class DecodingOptions(Strict):
                                    description="most target tokens per sentence")
 
 
-class TranslateRequest(Strict):
+class TextOptions(Strict):
+    """Format and glossary: shared by /translate, batch items and the batch itself."""
+
+    format: FormatField = Field("text", description=FORMAT_DESCRIPTION)
+    glossary: dict[str, str] | None = Field(None, description=GLOSSARY_DESCRIPTION)
+    glossary_id: str | None = Field(None, description=GLOSSARY_ID_DESCRIPTION)
+
+    @model_validator(mode="after")
+    def _one_glossary(self) -> TextOptions:
+        if self.glossary is not None and self.glossary_id is not None:
+            raise ValueError("give either glossary or glossary_id, not both")
+        return self
+
+
+class TranslateRequest(TextOptions):
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
         {"text": "The patient takes one tablet a day.", "domain": "medical"},
         {"text": "Member states shall comply.", "domain": {"law": 0.7, "generic": 0.3}},
@@ -68,7 +97,7 @@ class TranslateRequest(Strict):
     _check_text = field_validator("text")(_valid_unicode)
 
 
-class BatchItem(Strict):
+class BatchItem(TextOptions):
     text: TextField = Field(description="the text to translate")
     domain: DomainField = Field(None, description=DOMAIN_DESCRIPTION + " Default: the "
                                                   "request's domain.")
@@ -76,7 +105,7 @@ class BatchItem(Strict):
     _check_text = field_validator("text")(_valid_unicode)
 
 
-class BatchRequest(Strict):
+class BatchRequest(TextOptions):
     items: list[BatchItem] = Field(min_length=1, max_length=MAX_BATCH_ITEMS,
                                    description="texts, answered in this order "
                                                "(NMT_LIMITS__MAX_BATCH_ITEMS)")
@@ -121,6 +150,12 @@ class Explanation(BaseModel):
                                          "domain is used alone (NMT_ROUTING__THRESHOLD)")
 
 
+class GlossaryResult(BaseModel):
+    applied: list[str] = Field(description="glossary source terms found in the text whose "
+                                           "target is in the translation")
+    missed: list[str] = Field(description="terms found in the text whose target is not")
+
+
 class TranslateResponse(BaseModel):
     translation: str
     routing: Routing
@@ -129,6 +164,8 @@ class TranslateResponse(BaseModel):
     proportions: Proportions | None = Field(
         None, description="word-level domain proportions (with return_proportions, or "
                           "explain when a word-level mixture translated the text)")
+    glossary: GlossaryResult | None = Field(
+        None, description="the glossary's terms in this text (only when a glossary applied)")
     explanation: Explanation | None = Field(
         None, exclude_if=lambda value: value is None,
         description="why the text was routed as it was (only with explain; absent otherwise)")
@@ -218,3 +255,31 @@ class ReadyResponse(BaseModel):
     registry_revision: int = Field(
         description="the latest registry event this replica has applied (-1: none yet)")
     checks: dict[str, Any]
+
+
+class GlossaryUpload(Strict):
+    entries: dict[str, str] = Field(description='{"source term": "target term", ...}')
+    default_for: str | None = Field(
+        None, pattern=r"^[a-z][a-z0-9_-]{0,62}$",
+        description="a domain whose requests use this glossary when they name none")
+
+
+class GlossaryInfo(BaseModel):
+    name: str
+    size: int = Field(description="number of entries")
+    default_for: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class GlossaryDetail(GlossaryInfo):
+    entries: dict[str, str]
+
+
+class GlossariesResponse(BaseModel):
+    glossaries: list[GlossaryInfo]
+
+
+class GlossaryDeleted(BaseModel):
+    name: str
+    deleted: bool

@@ -7,7 +7,9 @@
    caps on sentences and source tokens per request (413);
 3. hold the routed module versions (runtime) so they stay loaded until the request ends;
 4. submit every sentence to the scheduler and await them under the request's deadline;
-5. off the loop: decode and rejoin the sentences into each text's layout;
+5. off the loop: decode, restore markup, placeholders and glossary terms
+   (server/textproc); sentences whose markers were lost are translated again run by run
+   (a second round under the same deadline); rejoin each text's layout;
 6. on request (debug), a word-level mixture's per-token domain proportions, from a separate
    encoder pass on the engine thread (translation batches never record them).
 """
@@ -23,6 +25,7 @@ from contract.families import mixture_families
 from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.engine import Engine, Member, SentenceJob
 from server.errors import DeadlineExceeded, InvalidInput, NotReady, TooLarge
+from server.glossaries import GlossaryBook, GlossaryChoice
 from server.metrics import Metrics
 from server.routing.policy import DomainSpec, RoutingDecision, RoutingPolicy
 from server.scheduling.preparation import PreparationGate, check_deadline
@@ -30,7 +33,8 @@ from server.scheduling.scheduler import Scheduler
 from server.serving.runtime import Runtime
 from server.serving.state import ServingState
 from server.settings import DecodingSettings, LimitSettings
-from server.text import Piece, join_pieces, sentences, split_text
+from server.textproc.document import Document, Format, GlossaryReport, build_document
+from server.textproc.masking import TermMode
 
 HOLD_ATTEMPTS = 3
 Decode = Callable[[Hypothesis], str]
@@ -44,6 +48,8 @@ class Item:
     domain: DomainSpec
     text_field: str = "text"
     domain_field: str = "domain"
+    format: Format = "text"
+    glossary: GlossaryChoice = GlossaryChoice()
 
 
 @dataclass(frozen=True)
@@ -81,11 +87,13 @@ class ItemResult:
     versions: dict[str, int]  # module version used, by domain
     alternatives: list[Alternative] | None
     proportions: ItemProportions | None = None
+    glossary: GlossaryReport | None = None  # when a glossary applied to the text
 
 
 @dataclass(frozen=True)
 class Prepared:
-    pieces: list[Piece]
+    document: Document
+    glossary: bool  # a glossary applied
     decision: RoutingDecision
     versions: dict[str, int]
     module_ids: list[str]
@@ -96,7 +104,8 @@ class Prepared:
 class Translator:
     def __init__(self, runtime: Runtime, scheduler: Scheduler, policy: RoutingPolicy, *,
                  limits: LimitSettings, decoding: DecodingSettings, timeout_s: float,
-                 metrics: Metrics) -> None:
+                 metrics: Metrics, glossaries: GlossaryBook,
+                 terms: TermMode = "inline") -> None:
         self.runtime = runtime
         self.scheduler = scheduler
         self.policy = policy
@@ -104,6 +113,8 @@ class Translator:
         self.decoding = decoding
         self.timeout_s = timeout_s
         self.metrics = metrics
+        self.glossaries = glossaries
+        self.terms = terms
         self.preparation = PreparationGate(max_chars=limits.max_preparing_chars,
                                            retry_after_s=scheduler.settings.retry_after_s)
 
@@ -122,12 +133,15 @@ class Translator:
                 _check_mixtures(prepared)
             jobs = [job for item in prepared for job in item.jobs]
             hypotheses = await self._run(jobs, options, deadline)
+            restored = await asyncio.to_thread(self._restore, prepared, hypotheses)
+            retried = await self._retry(prepared, restored, request, options, deadline)
             if proportions or explain:
                 shown = [await self._proportions(item) if item.mixture is not None else None
                          for item in prepared]
         finally:
             self.runtime.release(held)
-        results = await asyncio.to_thread(self._finish, prepared, hypotheses, request.n_best)
+        results = await asyncio.to_thread(self._finish, prepared, hypotheses, restored,
+                                          retried, request.n_best)
         return [replace(result, proportions=extra) for result, extra in
                 zip(results, shown, strict=True)]
 
@@ -190,13 +204,21 @@ class Translator:
         for item in items:
             check_deadline(deadline)
             check_not_broken(item, broken)
-            decision = self.policy.decide(item.domain, item.text, domains=versions,
+            glossary = self.glossaries.explicit(item.glossary)
+            document = build_document(item.text, fmt=item.format, glossary=glossary,
+                                      terms=self.terms)
+            routed = document.plain_text() if item.format == "html" else item.text
+            decision = self.policy.decide(item.domain, routed, domains=versions,
                                           classifier=state.classifier, field=item.domain_field,
                                           mixtures=mixtures)
+            if glossary is None and decision.domain is not None:
+                glossary = self.glossaries.domain_default(decision.domain)
+                if glossary is not None:
+                    document = build_document(item.text, fmt=item.format, glossary=glossary,
+                                              terms=self.terms)
             members = tuple(Member(state.domains[d].module_id if d else None, w)
                             for d, w in decision.members)
-            pieces = split_text(item.text)
-            texts = sentences(pieces)
+            texts = document.sources()
             caps.add_sentences(len(texts), field=item.text_field)
             ids = engine.source_tokenizer.encode(texts) if texts else []
             caps.add_tokens(sum(len(source) for source in ids), field=item.text_field)
@@ -206,8 +228,15 @@ class Translator:
             module_ids = [m.module_id for m in members if m.module_id is not None]
             single = decision.domain if len(decision.members) == 1 else None
             mixture = (state.domains[single].module_id if single in mixtures else None)
-            prepared.append(Prepared(pieces, decision, used, module_ids, jobs, mixture))
+            prepared.append(Prepared(document, glossary is not None, decision, used,
+                                     module_ids, jobs, mixture))
         return prepared
+
+    def _jobs(self, engine: Engine, texts: list[str], members: tuple[Member, ...],
+              request: DecodingRequest, *, field: str) -> list[SentenceJob]:
+        ids = engine.source_tokenizer.encode(texts) if texts else []
+        return [SentenceJob(source, members, self._max_length(engine, source, request,
+                                                              field=field)) for source in ids]
 
     def _max_length(self, engine: Engine, source: list[int], request: DecodingRequest, *,
                     field: str) -> int:
@@ -256,20 +285,53 @@ class Translator:
                       for ids, found in zip(sources, report.sentences, strict=True)]
         return ItemProportions(item.decision.domain or "", report.domains, sentences_)
 
-    # -- 5. decoding and rejoining -----------------------------------------------------
+    # -- 5. decoding, restoring, retrying lost markers, rejoining -----------------------
+    def _restore(self, prepared: list[Prepared],
+                 hypotheses: list[list[Hypothesis]]) -> list[list[str | None]]:
+        """Per item and unit: the best translation with its markers restored, or None."""
+        decode = self._decoder()
+        out: list[list[str | None]] = []
+        for item, own in zip(prepared, _per_item(prepared, hypotheses), strict=True):
+            out.append(item.document.restore([decode(h[0]) if h else "" for h in own]))
+        return out
+
+    async def _retry(self, prepared: list[Prepared], restored: list[list[str | None]],
+                     request: DecodingRequest, options: SearchOptions,
+                     deadline: float) -> list[list[str]]:
+        """Units whose markers were lost: their runs, translated one by one (same members)."""
+        texts = [item.document.retry_texts(done) for item, done in zip(prepared, restored,
+                                                                        strict=True)]
+        if not any(texts):
+            return [[] for _ in prepared]
+        engine = self.runtime.engine
+        if engine is None:
+            raise NotReady("the backbone was unloaded")
+        jobs = [self._jobs(engine, own, item.jobs[0].members, request, field="text")
+                if own else [] for item, own in zip(prepared, texts, strict=True)]
+        flat = [job for own in jobs for job in own]
+        hypotheses = await self._run(flat, replace(options, n_best=1), deadline)
+        decode = self._decoder()
+        decoded = [decode(h[0]) if h else "" for h in hypotheses]
+        out: list[list[str]] = []
+        for own in jobs:
+            out.append(decoded[: len(own)])
+            decoded = decoded[len(own):]
+        return out
+
     def _finish(self, prepared: list[Prepared], hypotheses: list[list[Hypothesis]],
+                restored: list[list[str | None]], retried: list[list[str]],
                 n_best: int) -> list[ItemResult]:
         decode = self._decoder()
         results: list[ItemResult] = []
-        cursor = 0
-        for item in prepared:
-            own = hypotheses[cursor: cursor + len(item.jobs)]
-            cursor += len(item.jobs)
-            best = [decode(h[0]) if h else "" for h in own]
-            alternatives = (_alternatives(item.pieces, own, decode, n_best=n_best)
+        for item, own, done, again in zip(prepared, _per_item(prepared, hypotheses), restored,
+                                          retried, strict=True):
+            document = item.document
+            finals = document.finals(done, again)
+            alternatives = (_alternatives(document, own, finals, decode, n_best=n_best)
                             if n_best > 1 else None)
-            results.append(ItemResult(join_pieces(item.pieces, best), item.decision,
-                                      item.versions, alternatives))
+            report = document.glossary_report(finals) if item.glossary else None
+            results.append(ItemResult(document.render(finals), item.decision, item.versions,
+                                      alternatives, glossary=report))
         return results
 
     def _decoder(self) -> Decode:
@@ -327,16 +389,30 @@ def _check_mixtures(prepared: Sequence[Prepared]) -> None:
                                f"{used!r} (mode {decision.mode!r})", field="return_proportions")
 
 
-def _alternatives(pieces: list[Piece], hypotheses: list[list[Hypothesis]], decode: Decode, *,
-                  n_best: int) -> list[Alternative]:
-    """The i-th alternative joins every sentence's i-th best hypothesis; its score is the
-    mean of their length-normalised log-probabilities."""
+def _per_item(prepared: Sequence[Prepared],
+              hypotheses: list[list[Hypothesis]]) -> list[list[list[Hypothesis]]]:
+    out: list[list[list[Hypothesis]]] = []
+    cursor = 0
+    for item in prepared:
+        out.append(hypotheses[cursor: cursor + len(item.jobs)])
+        cursor += len(item.jobs)
+    return out
+
+
+def _alternatives(document: Document, hypotheses: list[list[Hypothesis]], finals: list[str],
+                  decode: Decode, *, n_best: int) -> list[Alternative]:
+    """The i-th alternative joins every sentence's i-th best hypothesis (a sentence whose
+    markers that hypothesis lost keeps its final translation); its score is the mean of
+    their length-normalised log-probabilities."""
     if not hypotheses:
-        return [Alternative(join_pieces(pieces, []), 0.0)]
+        return [Alternative(document.render(finals), 0.0)]
     count = min(n_best, min(len(h) for h in hypotheses))
     out: list[Alternative] = []
     for rank in range(count):
         chosen = [h[rank] for h in hypotheses]
-        text = join_pieces(pieces, [decode(h) for h in chosen])
-        out.append(Alternative(text, sum(h.score for h in chosen) / len(chosen)))
+        restored = document.restore([decode(h) for h in chosen])
+        texts = [mine if mine is not None else final
+                 for mine, final in zip(restored, finals, strict=True)]
+        out.append(Alternative(document.render(texts), sum(h.score for h in chosen) /
+                               len(chosen)))
     return out

@@ -98,8 +98,8 @@ async def translate(request: Request, runtime: RuntimeDep, translator: Translato
     if params.alternatives > most:
         raise bad_request(f"Invalid request: alternatives parameter must be <= {most}")
     pair = served_pair(runtime)
-    items = [Item(text, params.domain, text_field=f"q[{i}]" if params.batch else "q")
-             for i, text in enumerate(params.texts)]
+    items = [Item(text, params.domain, text_field=f"q[{i}]" if params.batch else "q",
+                  format=params.format) for i, text in enumerate(params.texts)]
     translator.check_limits(items)  # before detection reads the texts
     detected = await _detected_source(params, pair, detectors)
     if params.target != pair.target:

@@ -1,0 +1,95 @@
+"""Registry rows of named glossaries (table `glossaries`): a mixin of `Registry`.
+
+Entries are validated by the server before they are stored; here they are rows.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import abstractmethod
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import delete as sql_delete
+from sqlalchemy.exc import IntegrityError
+
+from .errors import ConflictError
+from .tables import glossaries
+
+
+@dataclass(frozen=True)
+class GlossaryRecord:
+    name: str
+    entries: list[tuple[str, str]]
+    default_for: str | None  # the domain that uses it when a request names no glossary
+    created_at: datetime
+    updated_at: datetime
+
+
+class GlossaryRows:
+    @abstractmethod
+    def _read(self) -> AbstractContextManager[Connection]: ...
+
+    @abstractmethod
+    def _write(self) -> AbstractContextManager[Connection]: ...
+
+    def put_glossary(self, name: str, entries: Sequence[tuple[str, str]], *,
+                     default_for: str | None) -> tuple[GlossaryRecord, bool]:
+        """Create or replace; True when it was created. ConflictError when another
+        glossary is the default of `default_for`."""
+        now = datetime.now(UTC)
+        values: dict[str, Any] = {
+            "entries_json": json.dumps([list(e) for e in entries], ensure_ascii=False),
+            "default_for": default_for, "updated_at": now}
+        try:
+            return self._put(name, values, default_for=default_for, now=now)
+        except IntegrityError as exc:  # a concurrent writer took the name or the domain
+            raise ConflictError(f"glossary {name!r} changed concurrently; retry") from exc
+
+    def _put(self, name: str, values: dict[str, Any], *, default_for: str | None,
+             now: datetime) -> tuple[GlossaryRecord, bool]:
+        with self._write() as conn:
+            if default_for is not None:
+                holder = conn.execute(select(glossaries.c.name).where(
+                    glossaries.c.default_for == default_for)).scalar()
+                if holder is not None and holder != name:
+                    raise ConflictError(f"glossary {holder!r} is already the default of "
+                                        f"domain {default_for!r}")
+            where = glossaries.c.name == name
+            created = conn.execute(update(glossaries).where(where).values(values)).rowcount == 0
+            if created:
+                conn.execute(insert(glossaries).values(name=name, created_at=now, **values))
+            row = conn.execute(select(glossaries).where(where)).mappings().one()
+        return _glossary(row), created
+
+    def get_glossary(self, name: str) -> GlossaryRecord | None:
+        with self._read() as conn:
+            row = conn.execute(select(glossaries).where(glossaries.c.name == name)
+                               ).mappings().first()
+        return None if row is None else _glossary(row)
+
+    def glossary_for_domain(self, domain: str) -> GlossaryRecord | None:
+        with self._read() as conn:
+            row = conn.execute(select(glossaries).where(glossaries.c.default_for == domain)
+                               ).mappings().first()
+        return None if row is None else _glossary(row)
+
+    def list_glossaries(self) -> list[GlossaryRecord]:
+        with self._read() as conn:
+            rows = conn.execute(select(glossaries).order_by(glossaries.c.name)).mappings()
+            return [_glossary(row) for row in rows]
+
+    def delete_glossary(self, name: str) -> bool:
+        with self._write() as conn:
+            deleted = conn.execute(sql_delete(glossaries).where(glossaries.c.name == name))
+        return bool(deleted.rowcount)
+
+
+def _glossary(row: Any) -> GlossaryRecord:
+    entries = [(str(s), str(t)) for s, t in json.loads(row["entries_json"])]
+    return GlossaryRecord(str(row["name"]), entries, row["default_for"], row["created_at"],
+                          row["updated_at"])

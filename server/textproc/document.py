@@ -1,0 +1,137 @@
+"""One text prepared for translation: verbatim chunks and sentence units, then rendered.
+
+    document = build_document(text, fmt="html", glossary=g)
+    sources = document.sources()                # masked sentences for the engine
+    restored = document.restore(translations)   # None where markers did not survive
+    retry = document.retry_texts(restored)      # runs of those units, translated apart
+    finals = document.finals(restored, retry_translations)
+    text = document.render(finals)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from server.textproc import html
+from server.textproc.glossary import Glossary
+from server.textproc.masking import (
+    Masked,
+    TermMode,
+    mask,
+    needs_translation,
+    render_runs,
+    runs,
+    unmask,
+)
+from server.textproc.parts import Part, Term, Text, raw_of, split_sentences
+from server.textproc.placeholders import protect
+
+Format = Literal["text", "html"]
+
+
+@dataclass(frozen=True)
+class Unit:
+    parts: tuple[Part, ...]
+    masked: Masked
+
+    @property
+    def terms(self) -> list[Term]:
+        return [p for p in self.parts if isinstance(p, Term)]
+
+
+@dataclass(frozen=True)
+class GlossaryReport:
+    applied: list[str]  # entries found in the text whose target is in the translation
+    missed: list[str]  # entries found in the text whose target is not
+
+
+@dataclass
+class Document:
+    chunks: list[str | Unit]  # verbatim text, or a sentence
+    units: list[Unit] = field(default_factory=list)  # the ones the engine translates
+
+    def plain_text(self) -> str:
+        """What a reader sees (tags dropped): what routing classifies."""
+        return " ".join(
+            "".join(p.text if isinstance(p, Text) else p.source for p in c.parts
+                    if isinstance(p, Text | Term)).strip()
+            for c in self.chunks if isinstance(c, Unit)).strip()
+
+    def sources(self) -> list[str]:
+        return [unit.masked.text for unit in self.units]
+
+    def restore(self, translations: Sequence[str]) -> list[str | None]:
+        return [unmask(unit.masked, out) for unit, out in zip(self.units, translations,
+                                                              strict=True)]
+
+    def retry_texts(self, restored: Sequence[str | None]) -> list[str]:
+        """The runs of every unit whose markers were lost, in order."""
+        return [text for unit, done in zip(self.units, restored, strict=True) if done is None
+                for text in runs(unit.parts)]
+
+    def finals(self, restored: Sequence[str | None], retried: Sequence[str]) -> list[str]:
+        """Every unit's final text: restored, or rebuilt from its retried runs."""
+        supply = iter(retried)
+        out: list[str] = []
+        for unit, done in zip(self.units, restored, strict=True):
+            if done is None:
+                done = render_runs(unit.parts, [next(supply) for _ in runs(unit.parts)])
+            out.append(done)
+        return out
+
+    def render(self, finals: Sequence[str]) -> str:
+        """The text with every unit replaced by its final translation."""
+        finished = dict(zip((id(u) for u in self.units), finals, strict=True))
+        out: list[str] = []
+        for chunk in self.chunks:
+            if isinstance(chunk, str):
+                out.append(chunk)
+            else:
+                final = finished.get(id(chunk))
+                out.append(final if final is not None else render_runs(chunk.parts, []))
+        return "".join(out)
+
+    def glossary_report(self, translations: Sequence[str]) -> GlossaryReport:
+        """`translations`: the final text of every unit (same order as `units`)."""
+        applied: dict[str, None] = {}
+        missed: dict[str, None] = {}
+        finals = dict(zip((id(u) for u in self.units), translations, strict=True))
+        for chunk in self.chunks:
+            if not isinstance(chunk, Unit):
+                continue
+            final = finals.get(id(chunk))
+            text = (final if final is not None else render_runs(chunk.parts, [])).lower()
+            for term in chunk.terms:
+                target = applied if term.target.lower() in text else missed
+                target[term.key] = None
+        return GlossaryReport(list(applied), [k for k in missed if k not in applied])
+
+
+def build_document(text: str, *, fmt: Format = "text", glossary: Glossary | None = None,
+                   terms: TermMode = "protect") -> Document:
+    segments: list[str | list[Part]] = (html.segments(text) if fmt == "html"
+                                        else [protect(text)])
+    chunks: list[str | Unit] = []
+    units: list[Unit] = []
+    for segment in segments:
+        if isinstance(segment, str):
+            chunks.append(segment)
+            continue
+        parts = glossary.apply(segment) if glossary else segment
+        for piece in split_sentences(parts, lines=fmt != "html"):
+            if isinstance(piece, str):
+                chunks.append(piece)
+                continue
+            unit = Unit(tuple(piece), mask(piece, terms=terms))
+            chunks.append(unit)
+            if needs_translation(piece):
+                units.append(unit)
+    return Document(chunks, units)
+
+
+def source_text(document: Document) -> str:
+    """The source as it was (a round trip check for tests)."""
+    return "".join(c if isinstance(c, str) else "".join(raw_of(p) for p in c.parts)
+                   for c in document.chunks)

@@ -1,0 +1,117 @@
+"""Masking a unit's parts into the string the engine translates, and restoring them.
+
+Markers (measured on the embedded default model, benchmarks/quality/markup.py): a kept
+span or a glossary term becomes `{N}` (the backbone copies brace placeholders, which
+software strings are full of: 75 of 80 gettext strings came back with every one), an
+inline tag pair becomes `<N>` ... `</N>`. In `inline` term mode (the server's: it kept BLEU,
+benchmarks/quality/glossary.py) a term's target is written into the source instead, and
+must appear in the output.
+
+A translation is accepted only if every marker comes back exactly once, no other marker
+appears and every pair stays ordered; otherwise `runs`/`render_runs` translate the text
+between the parts separately and put every part back verbatim, in source order.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from server.textproc.parts import Close, Open, Part, Term, Text
+
+TermMode = Literal["protect", "inline"]
+_MARKER = re.compile(r"\{(\d+)\}|<(/?)(\d+)>")
+_LINE_BREAK = re.compile(r"[ \t]*(?:\r\n|[\n\r\u2028\u2029])\s*")  # inside an HTML sentence
+
+
+@dataclass(frozen=True)
+class Masked:
+    text: str  # what the engine translates
+    replacements: dict[str, str]  # marker -> what it becomes in the output
+    pairs: tuple[tuple[str, str], ...]  # (open, close) markers that must stay ordered
+    required: tuple[str, ...]  # inline term targets the output must contain
+
+
+def mask(parts: Sequence[Part], *, terms: TermMode = "protect") -> Masked:
+    pieces: list[str] = []
+    replacements: dict[str, str] = {}
+    opened: dict[int, str] = {}
+    pairs: list[tuple[str, str]] = []
+    required: list[str] = []
+    number = 0
+    for part in parts:
+        if isinstance(part, Text):
+            pieces.append(_LINE_BREAK.sub(" ", part.text))
+            continue
+        if isinstance(part, Term) and terms == "inline":
+            pieces.append(part.target)
+            required.append(part.target)
+            continue
+        if isinstance(part, Close) and part.pair in opened:
+            marker = "</" + opened[part.pair][1:]  # the same number as its open tag
+            pairs.append((opened[part.pair], marker))
+        else:
+            number += 1
+            if isinstance(part, Open):
+                marker = f"<{number}>"
+                opened[part.pair] = marker
+            elif isinstance(part, Close):
+                marker = f"</{number}>"
+            else:
+                marker = "{" + str(number) + "}"
+        replacements[marker] = part.target if isinstance(part, Term) else part.raw
+        pieces.append(marker)
+    return Masked("".join(pieces), replacements, tuple(pairs), tuple(required))
+
+
+def unmask(masked: Masked, output: str) -> str | None:
+    """The output with every marker replaced, or None when the markers did not survive."""
+    found = [m.group(0) for m in _MARKER.finditer(output)]
+    if sorted(found) != sorted(masked.replacements):
+        return None
+    position = {marker: index for index, marker in enumerate(found)}
+    if any(position[first] > position[second] for first, second in masked.pairs):
+        return None
+    lowered = output.lower()
+    if any(target.lower() not in lowered for target in masked.required):
+        return None
+    return _MARKER.sub(lambda m: masked.replacements[m.group(0)], output)
+
+
+def runs(parts: Sequence[Part]) -> list[str]:
+    """The texts between non-text parts that need translating (stripped, with letters)."""
+    return [_LINE_BREAK.sub(" ", part.text.strip()) for part in parts
+            if isinstance(part, Text) and _wordy(part.text)]
+
+
+def render_runs(parts: Sequence[Part], translations: Sequence[str]) -> str:
+    """The unit rebuilt from separately translated runs; every other part verbatim (a
+    term as its target), each run keeping its surrounding whitespace."""
+    supply = iter(translations)
+    out: list[str] = []
+    for part in parts:
+        if isinstance(part, Text):
+            if _wordy(part.text):
+                text = part.text
+                lead = text[: len(text) - len(text.lstrip())]
+                trail = text[len(text.rstrip()):]
+                out.append(lead + next(supply) + trail)
+            else:
+                out.append(part.text)
+        elif isinstance(part, Term):
+            out.append(part.target)
+        else:
+            out.append(part.raw)
+    return "".join(out)
+
+
+def needs_translation(parts: Sequence[Part]) -> bool:
+    """Only units with words go to the engine; the rest render verbatim (terms as
+    their targets)."""
+    return any(isinstance(p, Text) and _wordy(p.text) for p in parts)
+
+
+def _wordy(text: str) -> bool:
+    return any(char.isalpha() for char in text)

@@ -1,0 +1,99 @@
+"""HTML documents: segmentation, masking and exact restoration (no model)."""
+
+from __future__ import annotations
+
+import pytest
+
+from server.textproc.document import build_document, source_text
+from server.textproc.glossary import build_glossary
+
+PAGE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>Dosage &amp; use</title>
+<style>p { color: red; } /* <b>not text</b> */</style></head>
+<body class='doc'>
+<!-- header: keep me -->
+<h1 id=top>Welcome to <em>our</em> site!</h1>
+<p>Take <b>one tablet</b> a day. Read the <a href="/doc?a=1&amp;b=2" title="Docs">leaflet</a>
+ &amp; ask&nbsp;your doctor.</p>
+<ul><li>Keep cool</li><li>Use <code>ls -l</code> now.<br>Second line with %s and {name}.</li></ul>
+<pre>  keep   this </pre><p translate="no">Brand Name</p>
+<img src="x.png" alt="An image"> broken <b>bold <i>nested</b> end</p></div>
+<script>var s = "<p>Hello</p>";</script>
+</body></html>"""
+
+
+def test_every_byte_is_accounted_for() -> None:
+    assert source_text(build_document(PAGE, fmt="html")) == PAGE
+
+
+def test_units_are_sentences_with_markers() -> None:
+    document = build_document(PAGE, fmt="html")
+    assert document.sources() == [
+        "Dosage {1} use", "Welcome to <1>our</1> site!", "Take <1>one tablet</1> a day.",
+        "Read the <1>leaflet</1> {2} ask{3}your doctor.", "Keep cool",
+        "Use {1} now.", "Second line with {1} and {2}.",
+        "{1} broken <2>bold <3>nested</2> end"]
+
+
+def test_identity_translation_restores_the_page() -> None:
+    document = build_document(PAGE, fmt="html")
+    restored = document.restore(document.sources())
+    assert None not in restored
+    folded = PAGE.replace("</a>\n &amp;", "</a> &amp;")  # a line break inside a sentence
+    assert document.render(document.finals(restored, [])) == folded
+
+
+def test_lost_markers_are_retried_run_by_run() -> None:
+    document = build_document("<p>Hello <b>big</b> world &amp; more.</p>", fmt="html")
+    restored = document.restore(["Bonjour grand monde et plus."])  # the model dropped them
+    assert restored == [None]
+    runs = document.retry_texts(restored)
+    assert runs == ["Hello", "big", "world", "more."]
+    finals = document.finals(restored, ["Bonjour", "grand", "monde", "plus."])
+    assert document.render(finals) == "<p>Bonjour <b>grand</b> monde &amp; plus.</p>"
+
+
+@pytest.mark.parametrize("output", [
+    "Bonjour <1>monde</1> {2}",  # an extra marker
+    "Bonjour </1>monde<1>",  # a pair out of order
+    "Bonjour <1>monde</1></1>",  # a marker twice
+])
+def test_damaged_markers_are_refused(output: str) -> None:
+    document = build_document("Hello <b>world</b>", fmt="html")
+    assert document.restore([output]) == [None]
+
+
+def test_reordered_markers_are_accepted() -> None:
+    document = build_document("<p><b>Red</b> <i>car</i></p>", fmt="html")
+    assert document.sources() == ["<1>Red</1> <2>car</2>"]
+    restored = document.restore(["<2>voiture</2> <1>rouge</1>"])
+    assert document.render(document.finals(restored, [])) == (
+        "<p><i>voiture</i> <b>rouge</b></p>")
+
+
+def test_glossary_terms_in_html() -> None:
+    glossary = build_glossary([("tablet", "comprimé")], field="glossary", max_entries=5,
+                              max_term_chars=20)
+    document = build_document("<p>One <b>tablet</b> a day.</p>", fmt="html",
+                              glossary=glossary)
+    assert document.sources() == ["One <1>{2}</1> a day."]
+    restored = document.restore(["Un <1>{2}</1> par jour."])
+    finals = document.finals(restored, [])
+    assert document.render(finals) == "<p>Un <b>comprimé</b> par jour.</p>"
+    report = document.glossary_report(finals)
+    assert report.applied == ["tablet"] and report.missed == []
+
+
+def test_inline_terms_must_appear() -> None:
+    glossary = build_glossary([("tablet", "comprimé")], field="glossary", max_entries=5,
+                              max_term_chars=20)
+    document = build_document("One tablet a day.", glossary=glossary, terms="inline")
+    assert document.sources() == ["One comprimé a day."]
+    assert document.restore(["Une pilule par jour."]) == [None]
+    assert document.restore(["Un comprimé par jour."]) == ["Un comprimé par jour."]
+
+
+def test_text_without_words_skips_the_engine() -> None:
+    document = build_document("<p>%s: 42</p><p>https://example.org</p>", fmt="html")
+    assert document.units == []
+    assert document.render([]) == "<p>%s: 42</p><p>https://example.org</p>"
