@@ -13,6 +13,8 @@ from conftest import DOMAINS, build_store, make_client
 from fastapi.testclient import TestClient
 from test_server_mixture import MIXTURE, publish_mixture
 
+from server.api.schemas import TranslateResponse
+
 
 def translate(client: TestClient, **body: Any) -> dict[str, Any]:
     response = client.post("/translate", json=body)
@@ -24,7 +26,7 @@ def translate(client: TestClient, **body: Any) -> dict[str, Any]:
 def test_the_default_answer_has_no_explanation(shared_client: TestClient) -> None:
     result = translate(shared_client, text="Click the button.")
     assert "explanation" not in result
-    assert set(result) == {"translation", "routing", "alternatives", "proportions"}
+    assert set(result) == set(TranslateResponse.model_fields) - {"explanation"}
 
 
 def test_explain_shows_every_posterior_behind_a_classifier_decision(
