@@ -153,7 +153,11 @@ def test_alternatives_are_other_hypotheses(lt: LibreTranslate) -> None:
 def test_html_is_translated_without_alternatives(lt: LibreTranslate) -> None:
     result = lt.translate("<p>Click the <b>button</b>.</p>", "en", "fr", format="html",
                           alternatives=2)
-    assert isinstance(result.translated_text, str) and result.translated_text
+    text = result.translated_text
+    assert isinstance(text, str)
+    # The native format=html path keeps the markup in place around the translated words.
+    assert text.startswith("<p>") and text.endswith("</p>"), text
+    assert text.count("<b>") == 1 and text.count("</b>") == 1, text
     assert result.alternatives == []  # as LibreTranslate: no alternatives for html
 
 
