@@ -352,3 +352,17 @@ def test_api_keys_guard_this_api_as_the_native_one(tmp_path: Path) -> None:
         assert detected.status_code == 200 and detected.json()[0]["language"] == "en"
         settings = client.get("/libretranslate/frontend/settings").json()
         assert settings["apiKeys"] is True and settings["keyRequired"] is True
+
+
+@pytest.mark.parametrize(("content_type", "body"), [
+    ("multipart/form-data; boundary=xyz",
+     b"--xyz\r\nContent-Disposition: form-data\r\n\r\nq\r\n--xyz--"),
+    ("multipart/form-data", b"garbage"),
+    ("multipart/form-data; boundary=a", b"--a\r\nbad header line\r\n\r\n\x00--a--\r\n"),
+])
+def test_a_malformed_form_body_is_400(http: httpx.Client, content_type: str,
+                                      body: bytes) -> None:
+    answer = http.post("/libretranslate/translate", content=body,
+                         headers={"content-type": content_type})
+    assert answer.status_code == 400
+    assert answer.json()["error"].startswith("Invalid form body:")
