@@ -111,7 +111,10 @@ def segments(text: str) -> list[Chunk]:
     events = parser.events
     ends = [e.start for e in events[1:]] + [len(text)]
     builder = _Builder()
-    for event, end in zip(events, ends, strict=True):
+    head = events[0].start if events else len(text)
+    if head:  # text the tokenizer reported no event for (e.g. a leading "</>")
+        builder.chunks.append(text[:head])
+    for event, end in zip(events, ends[: len(events)], strict=True):
         builder.add(event, text[event.start: end])
     return builder.finish()
 

@@ -17,6 +17,7 @@ from conftest import (
     BACKBONE,
     DOMAINS,
     SEEDS,
+    admin_headers,
     make_client,
     make_settings,
     publish_classifier,
@@ -152,7 +153,11 @@ def test_alternatives_are_other_hypotheses(lt: LibreTranslate) -> None:
 def test_html_is_translated_without_alternatives(lt: LibreTranslate) -> None:
     result = lt.translate("<p>Click the <b>button</b>.</p>", "en", "fr", format="html",
                           alternatives=2)
-    assert isinstance(result.translated_text, str) and result.translated_text
+    text = result.translated_text
+    assert isinstance(text, str)
+    # The native format=html path keeps the markup in place around the translated words.
+    assert text.startswith("<p>") and text.endswith("</p>"), text
+    assert text.count("<b>") == 1 and text.count("</b>") == 1, text
     assert result.alternatives == []  # as LibreTranslate: no alternatives for html
 
 
@@ -320,3 +325,44 @@ def test_browsers_may_call_it_cross_origin(http: httpx.Client) -> None:
         assert response.headers["access-control-allow-origin"] == "*"
     assert "access-control-allow-origin" not in http.get("/domains").headers
     assert http.post("/libretranslate/no-such-endpoint").status_code == 404
+
+
+def test_api_keys_guard_this_api_as_the_native_one(tmp_path: Path) -> None:
+    """With NMT_ACCESS__API_KEYS on, `api_key` (or X-API-Key) is checked against the same
+    registry keys; LibreTranslate asks for a missing key with 400, refuses a bad one with
+    403, and its page learns from the settings that a key is required."""
+    root = build_store(tmp_path / "store")
+    with make_client(root, access={"api_keys": True}) as client:
+        created = client.post("/admin/keys", json={"name": "weblate"}, headers=admin_headers())
+        assert created.status_code == 201, created.text
+        key = created.json()["key"]
+        body = {"q": "Hello.", "source": "en", "target": "fr"}
+        missing = client.post("/libretranslate/translate", json=body)
+        assert missing.status_code == 400 and missing.json()["error"]
+        unknown = client.post("/libretranslate/translate", json={**body, "api_key": "nmt_x"})
+        assert unknown.status_code == 403 and unknown.json()["error"]
+        good = client.post("/libretranslate/translate", json={**body, "api_key": key})
+        assert good.status_code == 200 and good.json()["translatedText"]
+        by_header = client.post("/libretranslate/translate", json=body,
+                                headers={"X-API-Key": key})
+        assert by_header.status_code == 200
+        assert client.post("/libretranslate/detect", data={"q": "Hello."}).status_code == 400
+        detected = client.post("/libretranslate/detect", data={"q": "Hello there.",
+                                                              "api_key": key})
+        assert detected.status_code == 200 and detected.json()[0]["language"] == "en"
+        settings = client.get("/libretranslate/frontend/settings").json()
+        assert settings["apiKeys"] is True and settings["keyRequired"] is True
+
+
+@pytest.mark.parametrize(("content_type", "body"), [
+    ("multipart/form-data; boundary=xyz",
+     b"--xyz\r\nContent-Disposition: form-data\r\n\r\nq\r\n--xyz--"),
+    ("multipart/form-data", b"garbage"),
+    ("multipart/form-data; boundary=a", b"--a\r\nbad header line\r\n\r\n\x00--a--\r\n"),
+])
+def test_a_malformed_form_body_is_400(http: httpx.Client, content_type: str,
+                                      body: bytes) -> None:
+    answer = http.post("/libretranslate/translate", content=body,
+                         headers={"content-type": content_type})
+    assert answer.status_code == 400
+    assert answer.json()["error"].startswith("Invalid form body:")

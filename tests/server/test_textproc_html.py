@@ -97,3 +97,10 @@ def test_text_without_words_skips_the_engine() -> None:
     document = build_document("<p>%s: 42</p><p>https://example.org</p>", fmt="html")
     assert document.units == []
     assert document.render([]) == "<p>%s: 42</p><p>https://example.org</p>"
+
+
+@pytest.mark.parametrize("text", ["", "</>", "</>Hello <b>x</b>", "<", "a < b", "<!--"])
+def test_degenerate_documents_round_trip(text: str) -> None:
+    document = build_document(text, fmt="html")
+    assert source_text(document) == text
+    assert document.render(document.finals(document.restore(document.sources()), [])) == text

@@ -11,6 +11,8 @@ from typing import Any, Literal
 from fastapi import Request
 from pydantic import TypeAdapter, ValidationError
 from starlette.datastructures import UploadFile
+from starlette.exceptions import HTTPException
+from starlette.formparsers import MultiPartException
 
 from server.api.libretranslate.errors import bad_request, missing
 from server.api.schemas import DomainField
@@ -31,7 +33,13 @@ async def read_values(request: Request) -> dict[str, Any]:
         if not isinstance(values, dict):
             raise bad_request("Invalid JSON format")
         return values
-    form = await request.form()
+    try:
+        form = await request.form()
+    except (MultiPartException, HTTPException, ValueError) as error:
+        # A malformed form body (python-multipart's parse errors are ValueErrors) is the
+        # client's mistake: 400, as LibreTranslate answers what it cannot read.
+        reason = getattr(error, "detail", None) or getattr(error, "message", None) or error
+        raise bad_request(f"Invalid form body: {reason}") from None
     out: dict[str, Any] = {}
     for key in dict.fromkeys([*request.query_params.keys(), *form.keys()]):
         found = form.getlist(key) or request.query_params.getlist(key)

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response
 
-from server.api.deps import RuntimeDep, SettingsDep, TranslatorDep
+from server.api.deps import AccessDep, ApiKeyDep, RuntimeDep, SettingsDep, TranslatorDep
 from server.api.libretranslate.errors import LibreTranslateError, LibreTranslateRoute, bad_request
 from server.api.libretranslate.requests import (
     TranslateParams,
@@ -51,7 +51,8 @@ TRANSLATE_FIELDS: dict[str, Any] = {
     "target": {"type": "string", "example": "fr"},
     "format": {"type": "string", "enum": ["text", "html"], "default": "text"},
     "alternatives": {"type": "integer", "default": 0, "minimum": 0},
-    "api_key": {"type": "string", "description": "accepted and ignored (no keys yet)"},
+    "api_key": {"type": "string", "description": "an API key (with NMT_ACCESS__API_KEYS; "
+                                                 "or the X-API-Key header)"},
     "domain": {"description": "extra: a domain, generic, auto, or {domain: weight}"}}
 
 
@@ -87,13 +88,16 @@ def served_pair(runtime: Runtime) -> LanguagePair:
 @router.post("/translate", responses=ERRORS,
              openapi_extra=body_schema(TRANSLATE_FIELDS, ["q", "source", "target"]))
 async def translate(request: Request, runtime: RuntimeDep, translator: TranslatorDep,
-                    settings: SettingsDep, detectors: DetectorsDep) -> JSONResponse:
+                    settings: SettingsDep, detectors: DetectorsDep, access: AccessDep,
+                    header_key: ApiKeyDep) -> JSONResponse:
     """Translate `q` (a string or a list) from `source` (a code or `auto`) to `target`.
     JSON or form body: `q`, `source`, `target`, `format` (`text`/`html`), `alternatives`,
     `api_key`; extra: `domain` (as on `/translate`). Answers `translatedText`,
     `detectedLanguage` (only for `source: auto`), `alternatives` (only when asked) and
     `routing`; lists when `q` is a list."""
     params = translate_params(await read_values(request))
+    await access.check(params.api_key or header_key, chars=sum(map(len, params.texts)),
+                       field="api_key")
     most = settings.decoding.max_beam_size - 1
     if params.alternatives > most:
         raise bad_request(f"Invalid request: alternatives parameter must be <= {most}")
@@ -170,25 +174,30 @@ async def languages(runtime: RuntimeDep) -> JSONResponse:
 
 @router.post("/detect", responses=ERRORS, openapi_extra=body_schema(
     {"q": TRANSLATE_FIELDS["q"], "api_key": TRANSLATE_FIELDS["api_key"]}, ["q"]))
-async def detect(request: Request, runtime: RuntimeDep,
-                 detectors: DetectorsDep) -> JSONResponse:
+async def detect(request: Request, runtime: RuntimeDep, detectors: DetectorsDep,
+                 access: AccessDep, header_key: ApiKeyDep) -> JSONResponse:
     """The language of `q` among the server's languages, most probable first
     (`confidence` 0..100)."""
-    texts = detect_texts(await read_values(request))
+    values = await read_values(request)
+    texts = detect_texts(values)
+    key = values.get("api_key")
+    await access.check(key if isinstance(key, str) and key else header_key,
+                       chars=sum(map(len, texts)), field="api_key")
     detector = detectors.get(served_pair(runtime).codes)
     ranked = await asyncio.to_thread(detector.rank, "\n".join(texts))
     return JSONResponse([_detection(found) for found in ranked])
 
 
 @router.get("/frontend/settings", responses=ERRORS)
-async def frontend_settings(runtime: RuntimeDep, settings: SettingsDep) -> JSONResponse:
+async def frontend_settings(runtime: RuntimeDep, settings: SettingsDep,
+                            access: AccessDep) -> JSONResponse:
     """What LibreTranslate's web page reads at start-up: limits and default languages."""
     pair = served_pair(runtime)
     return JSONResponse({
         "charLimit": settings.limits.max_text_chars,
         "frontendTimeout": FRONTEND_TIMEOUT_MS,
-        "apiKeys": False,
-        "keyRequired": False,
+        "apiKeys": access.enabled,
+        "keyRequired": access.enabled,
         "suggestions": False,
         "filesTranslation": False,
         "supportedFilesFormat": [],
