@@ -39,6 +39,7 @@ from trainer.recipes.default_stages import (
     generic_examples,
     load_trained_backbone,
     publish_builtin,
+    publish_router,
     restore_run_dir,
 )
 from trainer.recipes.snapshot import load_snapshot, save_snapshot
@@ -93,21 +94,34 @@ def write_genres(data: Path, lines: int) -> None:
         (folder / "train.en").write_text("".join(f"{genre} line {i}\n" for i in range(lines)))
 
 
-def test_generic_examples_take_train_from_the_head_and_dev_from_the_tail(
+def test_generic_examples_draw_train_from_the_body_and_dev_from_the_tail(
         tmp_path: Path) -> None:
-    write_genres(tmp_path, lines=10)
-    train_examples, dev_examples = generic_examples(tmp_path, train=8, dev=4)
-    assert len(train_examples) == 8 and len(dev_examples) == 4
+    write_genres(tmp_path, lines=20)
+    train_examples, dev_examples = generic_examples(tmp_path, train=9, dev=2, held_out=5)
+    assert len(train_examples) == 9 and len(dev_examples) == 6
     assert {label for label, _ in train_examples + dev_examples} == {GENERIC_LABEL}
-    assert ("generic", "news line 0") in train_examples
-    assert ("generic", "news line 9") in dev_examples
+    assert ("generic", "news line 19") in dev_examples
+    # training lines come from lines 0-14 (the last 5 are held out), drawn across them
+    numbers = [int(text.rsplit(" ", 1)[1]) for _, text in train_examples]
+    news = sorted(int(text.rsplit(" ", 1)[1]) for _, text in train_examples
+                  if text.startswith("news"))
+    assert max(numbers) < 15 and len(news) == 3 and news != [0, 1, 2]
     assert not {text for _, text in train_examples} & {text for _, text in dev_examples}
+    assert generic_examples(tmp_path, train=9, dev=2, held_out=5)[0] == train_examples
+
+
+def test_generic_examples_skip_repeated_lines(tmp_path: Path) -> None:
+    write_genres(tmp_path, lines=8)
+    news = tmp_path / "en-fr" / "extra" / "news" / "train.en"
+    news.write_text("same\n" * 6 + "tail a\ntail b\n")
+    with pytest.raises(ValueError, match="1 distinct lines before the held-out 2, need 3"):
+        generic_examples(tmp_path, train=9, dev=2, held_out=2)
 
 
 def test_generic_examples_refuse_a_genre_that_is_too_small(tmp_path: Path) -> None:
-    write_genres(tmp_path, lines=2)
+    write_genres(tmp_path, lines=4)
     with pytest.raises(ValueError, match="need 3"):
-        generic_examples(tmp_path, train=8, dev=4)
+        generic_examples(tmp_path, train=9, dev=2, held_out=2)
 
 
 def trained_run_dir(tmp_path: Path, builtin: Path) -> Path:
@@ -193,6 +207,27 @@ def test_publish_ships_the_router_with_its_calibration(tmp_path: Path) -> None:
     with Store.open(tmp_path / "serving", builtin_dir=builtin) as store:
         router = store.load("classifier", ROUTER_NAME).manifest
         assert router.version == 2 and router.config["temperature"] == 3.0
+
+
+def test_publish_router_ships_the_router_alone(tmp_path: Path) -> None:
+    builtin = tmp_path / "builtin"
+    published_builtin(builtin)
+    before = {p: p.read_bytes() for p in builtin.rglob("*") if p.is_file()}
+    run_dir = tmp_path / "run"  # only the classifier stage ran: no backbone, no adapters
+    write_router(run_dir, temperature=2.0)
+    publish_router(run_dir, builtin)
+    after = {p: p.read_bytes() for p in builtin.rglob("*") if p.is_file()}
+    assert {p: b for p, b in after.items() if p in before} == before  # nothing else changed
+    assert sorted(p.relative_to(builtin).as_posix() for p in set(after) - set(before)) == [
+        f"classifiers/{ROUTER_NAME}/v1/{name}" for name in
+        sorted(["classifier.bin", CLASSIFIER_EXAMPLES_FILE, "manifest.json"])]
+    with Store.open(tmp_path / "serving", builtin_dir=builtin) as store:
+        router = store.load("classifier", ROUTER_NAME).manifest
+        backbone = store.load_backbone(BACKBONE_NAME).manifest
+        assert router.backbone_fingerprint == backbone.backbone_fingerprint
+        assert router.config["temperature"] == 2.0
+    publish_router(run_dir, builtin)  # unchanged: no new version
+    assert {p for p in builtin.rglob("*") if p.is_file()} == set(after)
 
 
 def tiny_data() -> EncodedPairs:

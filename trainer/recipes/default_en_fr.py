@@ -50,6 +50,7 @@ from trainer.loop import (
 )
 from trainer.recipes.default_stages import (
     publish_builtin,
+    publish_router,
     restore_run_dir,
     train_adapter,
     train_router,
@@ -81,7 +82,9 @@ ADAPTER_SETTINGS = TrainSettings(lr=1e-3, warmup_steps=100, max_tokens=5000, max
                                  max_minutes=5.0, eval_every=50, patience=6, log_every=25,
                                  checkpoint_every_s=120.0)
 STAGES = ("backbone", "adapters", "classifier", "publish")
-EXTRA_STAGES = ("restore", "snapshot")  # not part of "all"
+# not part of "all"; publish-router publishes the classifier alone (backbone and modules
+# untouched)
+EXTRA_STAGES = ("restore", "snapshot", "publish-router")
 
 # The budgets are the shipped default's (backbone v3: 112 min, 0.65 passes; adapters 5 min).
 SETTINGS = TrainSettings(lr=1e-3, warmup_steps=800, max_tokens=5000, max_epochs=8,
@@ -225,6 +228,8 @@ def run_stages(args: argparse.Namespace, stages: tuple[str, ...],
         train_router(args.data, args.run_dir, DOMAINS)
     if "publish" in stages:
         publish_builtin(args.data, args.run_dir, args.out, snapshot=args.snapshot)
+    if "publish-router" in stages:
+        publish_router(args.run_dir, args.out)
 
 if __name__ == "__main__":
     main()
