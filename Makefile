@@ -33,7 +33,7 @@ RAY_STAMP     := $(VENV)/.installed-ray
 # --quick is passed to the benchmarks only when QUICK is set to something other than 0.
 QUICK_FLAG := $(if $(filter-out 0,$(QUICK)),--quick,)
 
-.PHONY: venv venv-runtime run serve-ray bench-ray test lint bench-engine bench-serve bench-adversarial eval train-default screenshots clean distclean
+.PHONY: venv venv-runtime run serve-ray bench-ray test lint bench-engine bench-serve bench-adversarial eval eval-router train-default screenshots clean distclean
 
 venv: $(DEV_STAMP)
 
@@ -87,6 +87,10 @@ bench-adversarial: $(DEV_STAMP)
 
 eval: $(DEV_STAMP)
 	$(PY) -m benchmarks.quality.evaluate --data $(DATA) $(QUICK_FLAG)
+
+# The router alone: accuracy per domain, and open-genre BLEU of routing policies vs backbone.
+eval-router: $(DEV_STAMP)
+	$(PY) -m benchmarks.quality.router --data $(DATA)
 
 # The web page's screenshots in docs/images (embedded default model, a training job on
 # real finance pairs from DATA; Chromium at /usr/bin/chromium).

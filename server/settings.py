@@ -132,9 +132,10 @@ class RoutingSettings(BaseModel):
         0.5, ge=0.0, le=1.0,
         description="classifier confidence at or above which a text goes to the predicted "
                     "domain; below it the open-domain ensemble runs")
-    fallback: Literal["ensemble", "generic"] = Field(
-        "ensemble", description="below the threshold: the open-domain ensemble, or the "
-                                "plain backbone (generic)")
+    fallback: Literal["generic", "ensemble"] = Field(
+        "generic", description="below the threshold: the plain backbone (generic), or the "
+                               "open-domain ensemble (benchmarks/results/router.md measures "
+                               "both)")
     ensemble: EnsembleWeights = Field(
         "soft", description="ensemble weights below the threshold: soft (classifier "
                             "posteriors), uniform, or fixed (fixed_weights)")

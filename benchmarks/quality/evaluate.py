@@ -207,7 +207,9 @@ def _meta(args: argparse.Namespace, ctx: Context, started: float) -> dict[str, A
         "served_family": models.served_family,
         "classifier": (f"router v{models.classifier.version}" if models.classifier else None),
         "decoding": asdict(settings),
-        "routing": (f"threshold {routing.threshold}, {routing.ensemble} ensemble of the top "
+        "routing": (f"threshold {routing.threshold}, below it the plain backbone"
+                    if routing.fallback == "generic" else
+                    f"threshold {routing.threshold}, {routing.ensemble} ensemble of the top "
                     f"{routing.top_k} domains + backbone (floor {routing.backbone_floor}) "
                     "below it"),
         "options": ctx.options.as_dict(),

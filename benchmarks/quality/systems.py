@@ -1,8 +1,8 @@
 """The members of every sentence for each evaluated system, and the classifier's report.
 
 Routing reuses `server.routing.RoutingPolicy` (the code the server runs):
-- "auto" is the policy as served: the predicted domain at or above the threshold, the
-  soft ensemble (top-k posteriors + backbone) below it;
+- "auto" is the policy as served: the predicted domain at or above the threshold, below
+  it the plain backbone or (setting `fallback`) the soft ensemble;
 - "soft ensemble" is the policy's ensemble branch for *every* sentence: a policy whose
   threshold is 1.0 sees posteriors scaled by (1 - 1e-6), so no sentence passes it;
 - "uniform ensemble" is an explicit mixture, every served domain and the backbone
@@ -47,7 +47,8 @@ class Router:
         self.settings = settings
         self.versions = {d: info.version for d, info in self.served.items()}
         self.auto_policy = RoutingPolicy(settings, max_members=max(1, len(self.served)))
-        forced = settings.model_copy(update={"threshold": 1.0, "ensemble": "soft"})
+        forced = settings.model_copy(update={"threshold": 1.0, "ensemble": "soft",
+                                             "fallback": "ensemble"})
         self.soft_policy = RoutingPolicy(forced, max_members=max(1, len(self.served)))
         self._posteriors: dict[str, dict[str, float]] = {}
 

@@ -8,10 +8,11 @@ A request's `domain` is one of
   no label needed); otherwise the classifier decides: at or above the threshold the text
   goes to the predicted domain (`classifier`), or to the plain backbone when the predicted
   label is "generic" (a router may learn that class from general text that fits no module:
-  `generic`); below it the open-domain ensemble runs (`ensemble`), or, with
-  `routing.fallback` "generic", the plain backbone (`generic`: an unsure classifier's
-  text is usually open-domain text, which the backbone translates at least as well as a
-  mixture of domain modules); without a classifier the backbone translates (`generic`);
+  `generic`); below it (or when the predicted domain is not served) the open-domain
+  ensemble runs (`ensemble`), or, with `routing.fallback` "generic", the plain backbone
+  (`generic`: an unsure classifier's text is mostly open-domain text, which the backbone
+  translates as well as a mixture of domain modules); without a classifier the backbone
+  translates (`generic`);
 - a mapping domain -> weight ("generic" allowed) -> an explicit mixture (`ensemble`).
 
 Automatic ensembles take the `top_k` most probable served domains plus the plain backbone.
@@ -130,9 +131,10 @@ class RoutingPolicy:
         if predicted in domains and confidence >= self.settings.threshold:
             return RoutingDecision("classifier", predicted, ((predicted, 1.0),),
                                    confidence=confidence, predicted=predicted)
-        confident = confidence >= self.settings.threshold
-        if (predicted == GENERIC and confident) or \
-                (not confident and self.settings.fallback == "generic"):
+        # Not a confident prediction of a served domain: the backbone, when the prediction
+        # is a confident "generic" or when the fallback says so.
+        if (predicted == GENERIC and confidence >= self.settings.threshold) or \
+                self.settings.fallback == "generic":
             return RoutingDecision("generic", GENERIC, ((None, 1.0),), confidence=confidence,
                                    predicted=predicted)
         served = {d: p for d, p in posteriors.items() if d in domains and p > 0}

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import make_client
 from fastapi.testclient import TestClient
+
+from server.settings import RoutingSettings
 
 MEDICAL_TEXT = "The patient takes one tablet a day."
 AMBIGUOUS_TEXT = "the patient council"  # medical and law keywords: posteriors ~0.48 each
@@ -47,6 +51,14 @@ def test_ensemble_below_threshold(shared_client: TestClient) -> None:
     assert weights["medical"] == pytest.approx(weights["law"]) and weights["medical"] > 0.4
     assert sum(weights.values()) == pytest.approx(1.0)
     assert routing["module_versions"] == {"medical": 1, "law": 1, "it": 1}
+
+
+def test_the_default_fallback_sends_unsure_text_to_the_backbone(store_root: Path) -> None:
+    assert RoutingSettings().fallback == "generic"  # the shared client sets "ensemble"
+    with make_client(store_root, routing={"fallback": RoutingSettings().fallback}) as client:
+        routing = translate(client, text=AMBIGUOUS_TEXT)["routing"]
+    assert routing["mode"] == "generic" and routing["domain"] == "generic"
+    assert 0.3 < routing["confidence"] < 0.5 and routing["weights"] is None
 
 
 def test_explicit_mixture(shared_client: TestClient) -> None:

@@ -24,7 +24,9 @@ class FakeClassifier:
 
 
 def policy(**settings: object) -> RoutingPolicy:
-    return RoutingPolicy(RoutingSettings.model_validate(settings), max_members=4)
+    """Below the threshold the ensemble runs unless a test asks for another fallback."""
+    return RoutingPolicy(RoutingSettings.model_validate({"fallback": "ensemble"} | settings),
+                         max_members=4)
 
 
 def test_explicit_domain() -> None:
@@ -166,6 +168,43 @@ def test_invalid_mixtures(weights: dict[str, float], field: str, message: str) -
 
 
 def test_a_mixture_cannot_use_more_modules_than_slots() -> None:
-    small = RoutingPolicy(RoutingSettings(), max_members=2)
+    small = RoutingPolicy(RoutingSettings(fallback="ensemble"), max_members=2)
     with pytest.raises(InvalidInput, match="at most 2"):
         small.decide({"medical": 1, "law": 1, "it": 1}, "x", domains=DOMAINS, classifier=None)
+
+
+@pytest.mark.parametrize("fallback, mode", [("ensemble", "ensemble"), ("generic", "generic")])
+def test_fallback_decides_what_runs_below_the_threshold(fallback: str, mode: str) -> None:
+    classifier = FakeClassifier({"medical": 0.45, "law": 0.35, "it": 0.2})
+    decision = policy(threshold=0.5, fallback=fallback).decide(None, "x", domains=DOMAINS,
+                                                               classifier=classifier)
+    assert decision.mode == mode
+    assert (decision.confidence, decision.predicted) == (0.45, "medical")
+    if fallback == "generic":
+        assert decision.members == ((None, 1.0),) and decision.domain == "generic"
+
+
+def test_fallback_to_the_backbone_keeps_confident_predictions() -> None:
+    classifier = FakeClassifier({"medical": 0.75, "law": 0.25})
+    decision = policy(threshold=0.7, fallback="generic").decide(None, "x", domains=DOMAINS,
+                                                                classifier=classifier)
+    assert (decision.mode, decision.domain) == ("classifier", "medical")
+
+
+def test_fallback_is_one_of_two_names() -> None:
+    with pytest.raises(ValueError, match="fallback"):
+        RoutingSettings.model_validate({"fallback": "uniform"})
+
+
+def test_fallback_to_the_backbone_takes_an_unserved_prediction() -> None:
+    classifier = FakeClassifier({"retired": 0.9, "law": 0.1})
+    decision = policy(threshold=0.5, fallback="generic").decide(None, "x", domains=DOMAINS,
+                                                                classifier=classifier)
+    assert decision.mode == "generic" and decision.predicted == "retired"
+
+
+def test_the_default_fallback_is_the_backbone() -> None:
+    classifier = FakeClassifier({"medical": 0.45, "law": 0.35, "it": 0.2})
+    decision = RoutingPolicy(RoutingSettings(), max_members=4).decide(
+        None, "x", domains=DOMAINS, classifier=classifier)
+    assert decision.mode == "generic" and decision.members == ((None, 1.0),)

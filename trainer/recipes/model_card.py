@@ -65,9 +65,9 @@ def write_model_card(out: Path, run_dir: Path, *, config: BackboneConfig, parame
         "- router: fastText supervised classifier over the English source (word bigrams, "
         "character 3-5-grams, product-quantized) with one class per domain and a `generic` "
         "class learned from training genres that no module covers (captions, conversation, "
-        "fiction, news: 2,000 lines of their train splits); a confident `generic` prediction "
-        "sends the text to the plain backbone, an unsure one gives the backbone its share of "
-        "the soft ensemble.", "",
+        "news: 2,000 lines drawn across their train splits); a confident prediction of a "
+        "domain sends the text to its adapter, anything else to the plain backbone (the "
+        "server's default routing; `benchmarks/results/router.md`).", "",
         "## Training budget (2-core CPUs: bfloat16 autocast where the CPU has it natively, "
         "float32 elsewhere)", "",
         f"- backbone: {progress['step']} steps, {progress['target_tokens'] / 1e6:.1f}M target "
