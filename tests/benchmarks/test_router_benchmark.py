@@ -69,3 +69,16 @@ def test_markdown_has_the_tables(results: tuple[Path, dict[str, Any]]) -> None:
     for heading in ("## Classifier accuracy", "## BLEU on dev: open genres (no module)",
                     "## BLEU on test: known domains", "| true \\ predicted |"):
         assert heading in text
+
+
+def test_genres_only_with_one_policy(results: tuple[Path, dict[str, Any]]) -> None:
+    tmp_path, _ = results
+    main(["--data", str(tmp_path / "data"), "--store", str(tmp_path / "store"),
+          "--no-builtin", "--out", str(tmp_path / "out"), "--name", "genres",
+          "--domain-sentences", "0", "--policies", "backbone below 0.5",
+          "--cache-dir", str(tmp_path / "cache")])
+    found = json.loads((tmp_path / "out" / "genres.json").read_text())
+    assert found["bleu"]["test"]["domains"] == {}
+    assert sorted(found["bleu"]["test"]["genres"]) == ["backbone", "backbone below 0.5"]
+    assert sorted(found["classifier"]["test"]["accuracy"]) == sorted(DOMAINS)
+    assert "known domains" not in (tmp_path / "out" / "genres.md").read_text()

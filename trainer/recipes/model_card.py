@@ -62,8 +62,8 @@ def write_model_card(out: Path, run_dir: Path, *, config: BackboneConfig, parame
         f"- domain modules: residual adapters (Bapna & Firat 2019; Pham et al. 2020) after "
         f"every layer, {adapter_parameters / 1e3:.0f}k parameters each "
         f"({100 * adapter_parameters / parameters:.1f}% of the backbone).",
-        "- router: fastText supervised classifier over the English source (word bigrams, "
-        "character 3-5-grams, product-quantized) with one class per domain and a `generic` "
+        "- router: fastText supervised classifier over the English source (word unigrams and "
+        "bigrams, 10 epochs, product-quantized) with one class per domain and a `generic` "
         "class learned from training genres that no module covers (captions, conversation, "
         "news: 2,000 lines drawn across their train splits); a confident prediction of a "
         "domain sends the text to its adapter, anything else to the plain backbone (the "
