@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from server.textproc import html
+from server.textproc.escaping import escape
 from server.textproc.glossary import Glossary
 from server.textproc.masking import (
     Masked,
@@ -39,6 +40,10 @@ class Unit:
     @property
     def terms(self) -> list[Term]:
         return [p for p in self.parts if isinstance(p, Term)]
+
+    def untranslated(self) -> str:
+        """The unit as rendered without the engine (it has no words: parts verbatim)."""
+        return render_runs(self.parts, [], context=self.masked.context)
 
 
 @dataclass(frozen=True)
@@ -77,7 +82,8 @@ class Document:
         out: list[str] = []
         for unit, done in zip(self.units, restored, strict=True):
             if done is None:
-                done = render_runs(unit.parts, [next(supply) for _ in runs(unit.parts)])
+                done = render_runs(unit.parts, [next(supply) for _ in runs(unit.parts)],
+                                   context=unit.masked.context)
             out.append(done)
         return out
 
@@ -90,7 +96,7 @@ class Document:
                 out.append(chunk)
             else:
                 final = finished.get(id(chunk))
-                out.append(final if final is not None else render_runs(chunk.parts, []))
+                out.append(final if final is not None else chunk.untranslated())
         return "".join(out)
 
     def glossary_report(self, translations: Sequence[str]) -> GlossaryReport:
@@ -102,9 +108,10 @@ class Document:
             if not isinstance(chunk, Unit):
                 continue
             final = finals.get(id(chunk))
-            text = (final if final is not None else render_runs(chunk.parts, [])).lower()
+            text = (final if final is not None else chunk.untranslated()).lower()
             for term in chunk.terms:
-                target = applied if term.target.lower() in text else missed
+                written = escape(term.target, chunk.masked.context).lower()
+                target = applied if written in text else missed
                 target[term.key] = None
         return GlossaryReport(list(applied), [k for k in missed if k not in applied])
 
@@ -124,7 +131,8 @@ def build_document(text: str, *, fmt: Format = "text", glossary: Glossary | None
             if isinstance(piece, str):
                 chunks.append(piece)
                 continue
-            unit = Unit(tuple(piece), mask(piece, terms=terms))
+            unit = Unit(tuple(piece), mask(piece, terms=terms,
+                                           context="html" if fmt == "html" else "text"))
             chunks.append(unit)
             if needs_translation(piece):
                 units.append(unit)
