@@ -23,6 +23,7 @@ Writes <out>/markup.json and markup.md.
 from __future__ import annotations
 
 import argparse
+import html
 import random
 import re
 import time
@@ -43,6 +44,7 @@ from benchmarks.quality.pipeline import (
 from server.decoding.search import SearchOptions
 from server.engine.engine import Member
 from server.textproc.document import build_document
+from server.textproc.html import Attributes, translated_spans
 from server.textproc.placeholders import find_spans
 
 DOMAINS = ("medical", "law", "it", "subtitles", "edu", "ted", "religion")
@@ -107,9 +109,12 @@ class _Markup(HTMLParser):
     def __init__(self) -> None:
         super().__init__(convert_charrefs=False)
         self.tokens: list[str] = []
+        self.values: list[str] = []  # the values translated like text
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tokens.append(self.get_starttag_text() or "")
+        raw = self.get_starttag_text() or ""
+        self.tokens.append(without_translated_values(raw, tag, attrs))
+        self.values += [raw[start:end] for start, end, _ in translated_spans(raw, tag, attrs)]
 
     handle_startendtag = handle_starttag
 
@@ -126,11 +131,30 @@ class _Markup(HTMLParser):
         self.tokens.append(f"<!--{data}-->")
 
 
+def without_translated_values(raw: str, tag: str, attrs: Attributes) -> str:
+    """A start tag's text with the values translated like text (`alt`, `title`, ...) cut
+    out: they change, every other byte must not."""
+    out: list[str] = []
+    cursor = 0
+    for start, end, _ in translated_spans(raw, tag, attrs):
+        out += [raw[cursor:start], "…"]
+        cursor = end
+    return "".join(out) + raw[cursor:]
+
+
 def markup_tokens(document: str) -> list[str]:
+    return _parsed(document).tokens
+
+
+def translated_values(document: str) -> list[str]:
+    return _parsed(document).values
+
+
+def _parsed(document: str) -> _Markup:
     parser = _Markup()
     parser.feed(document)
     parser.close()
-    return parser.tokens
+    return parser
 
 
 TEXT_ESCAPES = frozenset({"&amp;", "&lt;", "&quot;", "&#x27;"})  # server/textproc/escaping.py
@@ -177,6 +201,8 @@ def html_document(sentences: Sequence[str], rng: random.Random) -> str:
             "<!-- generated for the markup benchmark -->\n"
             f'<h1 id="top">{s[0]}</h1>\n<p>{s[1]} {s[2]}&nbsp;&#8212; ok.</p>\n'
             f"<ul>\n  <li>{s[3]}</li>\n  <li>{s[4]}<br>{s[5]}</li>\n</ul>\n"
+            f'<p><img src="figure.png" alt="{html.escape(sentences[6])}"></p>\n'
+            '<form><input type="submit" value="Send the form"></form>\n'
             f'<p class="note">{s[6]} Run <code>make test</code> first.</p>\n'
             '<pre>  keep   this\n  verbatim</pre>\n'
             '<script>var x = "<b>not translated</b>";</script>\n</body></html>\n')
@@ -205,13 +231,16 @@ def html_round_trip(engine: Any, modules: dict[str, str], data: Path,
     outcome = translate_documents(engine, built, members, options)
     checked = [markup_back(s, o) for s, o in zip(documents, outcome.texts, strict=True)]
     wanted = [len(markup_tokens(s)) for s in documents]
+    values = [(a, b) for s, o in zip(documents, outcome.texts, strict=True)
+              for a, b in zip(translated_values(s), translated_values(o), strict=True)]
     complete = sum(found == total for (found, _), total in zip(checked, wanted, strict=True))
     failures = [{"source": s, "translation": o} for s, o, (found, _), total in
                 zip(documents, outcome.texts, checked, wanted, strict=True) if found < total]
     return {"documents": len(documents), "sentences_in_pages": sum(len(x) for _, x in pages),
             "complete": complete, "all_markup_back": complete / max(len(documents), 1),
             "markup_tokens": sum(wanted), "markup_tokens_back": sum(f for f, _ in checked),
-            "text_escapes": sum(e for _, e in checked),
+            "text_escapes": sum(e for _, e in checked), "attribute_values": len(values),
+            "attribute_values_translated": sum(a != b for a, b in values),
             "sentences": outcome.units, "retried": outcome.retried,
             "first_pass_kept": 1 - outcome.retried / max(outcome.units, 1),
             "seconds": round(time.perf_counter() - started, 1), "failures": failures[:5],
@@ -268,6 +297,8 @@ def markdown(results: dict[str, Any]) -> str:
 
 Spans protected in the whole software-ui set: {kinds}.
 
+Translated attribute values (`title`, `alt`, an input button's `value`):
+{page['attribute_values_translated']} of {page['attribute_values']} changed.
 In the HTML pages the model's own text needed {page['text_escapes']} escapes (a `&` or `<` it
 wrote, written as `&amp;`/`&lt;` so that it stays text); {page['seconds']:.0f} s for the pages.
 

@@ -40,13 +40,18 @@ def escape(text: str, context: Context) -> str:
         return text
     out: list[str] = []
     for index, char in enumerate(text):
-        following = text[index + 1: index + 2]
-        if char == "&" and (following.isalnum() or following == "#"):
-            out.append("&amp;")
-        elif char == "<" and (following.isalpha() or following in ("/", "!", "?")):
-            out.append("&lt;")
+        if opens_markup(text, index):
+            out.append("&amp;" if char == "&" else "&lt;")
         elif context == "attribute" and char in _QUOTES:
             out.append(_QUOTES[char])
         else:
             out.append(char)
     return "".join(out)
+
+
+def opens_markup(text: str, index: int) -> bool:
+    """Whether the `<` or `&` at `index` starts a tag, a comment or a reference."""
+    char, following = text[index], text[index + 1: index + 2]
+    if char == "&":
+        return following.isalnum() or following == "#"
+    return char == "<" and (following.isalpha() or following in ("/", "!", "?"))

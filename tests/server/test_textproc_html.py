@@ -32,7 +32,7 @@ def test_units_are_sentences_with_markers() -> None:
         "Dosage {1} use", "Welcome to <1>our</1> site!", "Take <1>one tablet</1> a day.",
         "Read the <1>leaflet</1> {2} ask{3}your doctor.", "Keep cool",
         "Use {1} now.", "Second line with {1} and {2}.",
-        "{1} broken <2>bold <3>nested</2> end"]
+        "{1} broken <2>bold <3>nested</2> end", "Docs", "An image"]  # then attributes
 
 
 def test_identity_translation_restores_the_page() -> None:
@@ -99,7 +99,8 @@ def test_text_without_words_skips_the_engine() -> None:
     assert document.render([]) == "<p>%s: 42</p><p>https://example.org</p>"
 
 
-@pytest.mark.parametrize("text", ["", "</>", "</>Hello <b>x</b>", "<", "a < b", "<!--"])
+@pytest.mark.parametrize("text", ["", "</>", "</>Hello <b>x</b>", "<", "a < b", "<!--",
+                                  "Hello <b>x</b> <a href='y' never closed"])
 def test_degenerate_documents_round_trip(text: str) -> None:
     document = build_document(text, fmt="html")
     assert source_text(document) == text
