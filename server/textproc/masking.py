@@ -37,6 +37,7 @@ class Masked:
     pairs: tuple[tuple[str, str], ...]  # (open, close) markers that must stay ordered
     required: tuple[str, ...]  # inline term targets the output must contain
     context: Context = "text"  # where the output goes: how the model's text is escaped
+    debris: int = 0  # marker-like text the source holds itself ("%<0x%x%>", "<32M")
 
 
 def mask(parts: Sequence[Part], *, terms: TermMode = "protect",
@@ -70,7 +71,9 @@ def mask(parts: Sequence[Part], *, terms: TermMode = "protect",
         replacements[marker] = (escape(part.target, context) if isinstance(part, Term)
                                 else part.raw)
         pieces.append(marker)
-    return Masked("".join(pieces), replacements, tuple(pairs), tuple(required), context)
+    text = "".join(pieces)
+    return Masked(text, replacements, tuple(pairs), tuple(required), context,
+                  _debris(text))
 
 
 def unmask(masked: Masked, output: str) -> str | None:
@@ -78,7 +81,7 @@ def unmask(masked: Masked, output: str) -> str | None:
     found = [m.group(0) for m in _MARKER.finditer(output)]
     if sorted(found) != sorted(masked.replacements):
         return None
-    if _DEBRIS.search(_MARKER.sub(" ", output)):
+    if _debris(output) > masked.debris:
         return None
     position = {marker: index for index, marker in enumerate(found)}
     if any(position[first] > position[second] for first, second in masked.pairs):
@@ -94,6 +97,10 @@ def unmask(masked: Masked, output: str) -> str | None:
         cursor = match.end()
     out.append(model_text(output[cursor:], masked.context))
     return "".join(out)
+
+
+def _debris(text: str) -> int:
+    return len(_DEBRIS.findall(_MARKER.sub(" ", text)))
 
 
 def runs(parts: Sequence[Part]) -> list[str]:

@@ -140,6 +140,14 @@ def test_retried_runs_are_escaped_too() -> None:
         "<p>&lt;i>Bonjour <b>grand\u00a0</b> monde &lt;/p></p>")
 
 
+@pytest.mark.parametrize("line", ["unknown FPU type %<0x%x%>, %qs failed",
+                                  "Short address (<0x0000-0xffff>)", "Hidden FAT16 <32M"])
+def test_marker_like_text_of_the_source_is_not_debris(line: str) -> None:
+    document = build_document(line)  # real software-ui lines
+    assert document.restore(document.sources()) == [line]
+    assert document.restore([document.sources()[0] + " <1"]) == [None]
+
+
 def test_plain_text_output_is_not_escaped() -> None:
     document = build_document("Hello %s")
     assert document.restore(["Bonjour <b>{1}</b> & #160;?"]) == ["Bonjour <b>%s</b> & #160;?"]
