@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from benchmarks.quality.data import EvalSet, domain_names, domain_set, genre_set
+from benchmarks.quality.data import EvalSet, domain_names, domain_set, genre_names, genre_set
 from contract.artifacts import BACKBONE_CONFIG_FILE
 from contract.backbone import BackboneConfig
 from server.engine.backbone import Backbone
@@ -44,12 +44,13 @@ class ScoreSet:
 def score_sets(data_dir: Path, *, bleu_sentences: int, genre_lines: int,
                genres: Sequence[str] = OPEN_GENRES) -> list[ScoreSet]:
     """Every domain's dev split (BLEU on its first `bleu_sentences`), then the first
-    `genre_lines` of each open genre's test set (BLEU on news only: the others' losses
-    say whether a change hurts them, at a fraction of the decoding time)."""
+    `genre_lines` of each open genre's test set that the data has (BLEU on news only: the
+    others' losses say whether a change hurts them, at a fraction of the decoding time)."""
     sets = [ScoreSet(domain_set(data_dir, d, split="dev"), bleu_sentences)
             for d in domain_names(data_dir)]
     sets += [ScoreSet(genre_set(data_dir, g, limit=genre_lines),
-                      bleu_sentences if g == "news" else 0) for g in genres]
+                      bleu_sentences if g == "news" else 0)
+             for g in genres if g in genre_names(data_dir)]
     return sets
 
 
