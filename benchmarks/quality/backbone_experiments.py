@@ -32,11 +32,9 @@ from benchmarks.quality.checkpoint_scores import RunFiles, score_model, score_se
 from benchmarks.quality.data import domain_names
 from contract.backbone import BackboneConfig
 from server.engine.backbone import Backbone
-from trainer.data import load_encoded
 from trainer.loop import TrainSettings
-from trainer.recipes.default_en_fr import BACKBONE, SETTINGS, backbone_trainable
+from trainer.recipes.default_en_fr import BACKBONE, SETTINGS, backbone_trainable, prepare
 from trainer.run import train
-from trainer.sampling import CorpusSizes
 
 log = logging.getLogger("benchmarks.backbone_experiments")
 
@@ -75,8 +73,7 @@ def train_arm(name: str, *, base: Path, init: Path | None, work: Path, data_dir:
     arm = ARMS[name]
     run_dir = work / name
     run_dir.mkdir(parents=True, exist_ok=True)
-    data = load_encoded(base / "train.npz")
-    data.corpora = CorpusSizes.load(base / "train.corpora.json")
+    _, data = prepare(data_dir, base)  # the cached set, with each corpus's size
     config = arm_config(arm)
     torch.manual_seed(SETTINGS.seed)
     model = Backbone(config)
@@ -169,8 +166,8 @@ def main() -> None:
     parser.add_argument("command", choices=("run", "arm", "report"))
     parser.add_argument("arms", nargs="*", choices=sorted(ARMS), default=["t1", "t3"])
     parser.add_argument("--base", type=Path, required=True,
-                        help="a run dir with config.json, spm.model, train.npz and "
-                             "train.corpora.json")
+                        help="a backbone run dir (spm.model, train.npz; the corpus sizes "
+                             "are derived there when missing)")
     parser.add_argument("--init", type=Path, help="checkpoint the warm-started arms start from")
     parser.add_argument("--work", type=Path, required=True)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
