@@ -9,7 +9,10 @@ average of the last k checkpoints (trainer/average.py) against the newest one al
 Incremental: checkpoints already in the results are skipped, so re-running after more
 training scores only the new ones. CPU-hours = the run's elapsed wall seconds (its
 progress.json) x the threads it trained with (`--run-threads`): an upper bound on a
-shared machine, where a thread does not always get its core.
+shared machine, where a thread does not always get its core. Where the copying script's
+log (`--cpu-log`, lines "<time> step N cpu_s_this_session S") gives the CPU seconds the
+training used since the session's first copy (`--session-start`), that measure is used:
+CPU-hours(N) = CPU-hours(session start) + S / 3600.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 from pathlib import Path
 from typing import Any
 
@@ -50,9 +54,29 @@ def pending(curve: Path, done: set[int], *, min_gap: int) -> list[Path]:
     return chosen
 
 
-def cpu_hours(path: Path, threads: int) -> float:
+def elapsed_cpu_hours(path: Path, threads: int) -> float:
+    """Wall seconds trained (the copy's progress) x threads, in hours."""
     progress = json.loads(path.with_name(path.stem + ".progress.json").read_text())
-    return round(float(progress["elapsed_s"]) * threads / 3600, 3)
+    return float(progress["elapsed_s"]) * threads / 3600
+
+
+CPU_LINE = re.compile(r"step (\d+) cpu_s_this_session (\d+(?:\.\d+)?)")
+
+
+def session_cpu_seconds(log_path: Path | None) -> dict[int, float]:
+    """{step: CPU seconds since the session started} from the copying script's log."""
+    if log_path is None or not log_path.exists():
+        return {}
+    found = (CPU_LINE.search(line) for line in log_path.read_text().splitlines())
+    return {int(m.group(1)): float(m.group(2)) for m in found if m}
+
+
+def cpu_hours(path: Path, threads: int, *, session: dict[int, float],
+              session_start: Path | None) -> float:
+    step = checkpoint_step(path)
+    if step in session and session_start is not None:
+        return round(elapsed_cpu_hours(session_start, threads) + session[step] / 3600, 3)
+    return round(elapsed_cpu_hours(path, threads), 3)
 
 
 def update(args: argparse.Namespace) -> dict[str, Any]:
@@ -63,11 +87,14 @@ def update(args: argparse.Namespace) -> dict[str, Any]:
     files = RunFiles.of(args.run_files)
     sets = score_sets(args.data, bleu_sentences=args.bleu_sentences, genre_lines=300)
     domains = domain_names(args.data)
+    session = session_cpu_seconds(args.cpu_log)
+    start = None if args.session_start is None else args.curve / f"step-{args.session_start}.pt"
     for path in pending(args.curve, {p["step"] for p in points}, min_gap=args.min_gap):
         model = files.model(checkpoint_weights(path))
         scores = score_model(model, files.tokenizer, sets)
         points.append({"step": checkpoint_step(path),
-                       "cpu_hours": cpu_hours(path, args.run_threads), "scores": scores,
+                       "cpu_hours": cpu_hours(path, args.run_threads, session=session,
+                                              session_start=start), "scores": scores,
                        "summary": summary(scores, domains)})
         points.sort(key=lambda p: p["step"])
         log.info("step %d: %s", points[-1]["step"], points[-1]["summary"])
@@ -90,7 +117,9 @@ def update(args: argparse.Namespace) -> dict[str, Any]:
 def _write(out: Path, points: list[dict[str, Any]], averages: list[dict[str, Any]],
            args: argparse.Namespace) -> dict[str, Any]:
     results = {"notes": f"CPU-hours = elapsed wall seconds x {args.run_threads} threads (an "
-                        "upper bound: the machine was shared). Loss: nats per target token; "
+                        "upper bound on a shared machine), or, for copies the copying "
+                        "script's log gives CPU seconds for, those seconds added to the "
+                        "session start's CPU-hours. Loss: nats per target token; "
                         f"BLEU: greedy, first {args.bleu_sentences} sentences.",
                "points": points, "averages": averages}
     out.with_suffix(".json").write_text(json.dumps(results, indent=1))
@@ -148,6 +177,10 @@ def main() -> None:
     parser.add_argument("--run-files", type=Path, required=True,
                         help="the run dir holding config.json and spm.model")
     parser.add_argument("--run-threads", type=int, default=2)
+    parser.add_argument("--cpu-log", type=Path,
+                        help="the copying script's log with cpu_s_this_session per step")
+    parser.add_argument("--session-start", type=int,
+                        help="the step of the copy those CPU seconds count from")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--bleu-sentences", type=int, default=100)
     parser.add_argument("--min-gap", type=int, default=500,

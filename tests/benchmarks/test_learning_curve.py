@@ -10,7 +10,13 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.quality.learning_curve import pending, sparkline, update
+from benchmarks.quality.learning_curve import (
+    cpu_hours,
+    pending,
+    session_cpu_seconds,
+    sparkline,
+    update,
+)
 from tests.tiny import ENGLISH, FRENCH, random_backbone, spm_bytes, tiny_config
 
 
@@ -40,7 +46,8 @@ def arguments(tmp_path: Path) -> argparse.Namespace:
     (run_files / "spm.model").write_bytes(spm_bytes())
     return argparse.Namespace(curve=tmp_path / "curve", run_files=run_files,
                               data=tiny_data(tmp_path / "data"), run_threads=2,
-                              bleu_sentences=2, min_gap=5, average=2,
+                              bleu_sentences=2, min_gap=5, average=2, cpu_log=None,
+                              session_start=None,
                               out=tmp_path / "results" / "learning_curve")
 
 
@@ -78,3 +85,16 @@ def test_pending_keeps_a_gap_from_scored_steps(tmp_path: Path) -> None:
 def test_sparkline_spans_lowest_to_highest() -> None:
     assert sparkline([1.0, 2.0, 3.0]) == "▁▄█"
     assert sparkline([5.0, 5.0]) == "▁▁"
+
+
+def test_cpu_hours_come_from_the_copy_log_where_it_has_them(tmp_path: Path) -> None:
+    save_copy(tmp_path, 10, seed=1)  # 18,000 s of wall time at 2 threads: 10 CPU-h
+    save_copy(tmp_path, 20, seed=2)
+    log = tmp_path / "log"
+    log.write_text("2026-11-25T02:46:59 step 10\n"
+                   "2026-11-25T03:14:00 step 20 cpu_s_this_session 1800\n")
+    session = session_cpu_seconds(log)
+    assert session == {20: 1800.0}
+    start = tmp_path / "step-10.pt"
+    assert cpu_hours(tmp_path / "step-20.pt", 2, session=session, session_start=start) == 10.5
+    assert cpu_hours(tmp_path / "step-20.pt", 2, session={}, session_start=None) == 20.0
