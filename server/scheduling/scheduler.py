@@ -131,6 +131,7 @@ class Scheduler:
         self._task: asyncio.Task[None] | None = None
         self._running: list[Pending] = []  # the batch in the engine now
         self._last_requests = 0  # distinct requests in the last batch
+        self._engine_free_at = 0.0  # monotonic time the last batch ended
         # budget tokens per second, a moving average over batches filled to at least half
         # the budget (the rate large requests get; small batches run less efficiently)
         self._throughput: float | None = None
@@ -257,7 +258,11 @@ class Scheduler:
                 await asyncio.sleep(0)  # let cancellation callbacks run
 
     async def _wait_for_work(self) -> None:
-        """Return when the oldest sentence should run: budget full or waited long enough."""
+        """Return when the oldest sentence should run: budget full, or `max_wait_ms` past
+        both its arrival and the end of the last batch. The second bound lets the clients
+        whose answers the last batch just produced send their next request into this one
+        (at saturation, closed-loop clients would otherwise find the batch already gone,
+        and batches would alternate between full and half full)."""
         while True:
             self.heartbeat = time.monotonic()
             self._expire(self.heartbeat)
@@ -267,7 +272,8 @@ class Scheduler:
                     await asyncio.wait_for(self._wake.wait(), HEARTBEAT_S)
                 continue
             oldest = next(iter(self._queue.values()))
-            remaining = oldest.enqueued + self.settings.max_wait_ms / 1000 - time.monotonic()
+            since = max(oldest.enqueued, self._engine_free_at)
+            remaining = since + self.settings.max_wait_ms / 1000 - time.monotonic()
             full = self._waiting_cost(oldest.options) >= self.settings.max_batch_tokens
             if remaining <= 0 or full:
                 return
@@ -357,6 +363,7 @@ class Scheduler:
             return
         finally:
             self._running = []
+            self._engine_free_at = time.monotonic()
         self._measure(sum(item.cost for item in live), time.monotonic() - started)
         produced = 0
         for item, hypotheses in zip(live, results, strict=True):

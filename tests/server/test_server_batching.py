@@ -128,3 +128,25 @@ def test_a_bulk_request_runs_as_short_batches_while_a_small_one_waits() -> None:
     assert shapes[2] == ["bulk"] * 3  # the last batch was shared: still capped
     assert all(len(shape) == 8 for shape in shapes[3:-1])  # alone again: whole batches
     assert sum(len(shape) for shape in shapes) == 43
+
+
+def test_the_batch_after_a_busy_engine_waits_for_the_answered_clients_to_return() -> None:
+    """At saturation: the sentence that waited behind a batch does not leave alone the
+    moment that batch ends; the client the batch answered sends its next request into
+    the same next batch (within `max_wait_ms` of the batch's end)."""
+    gate = threading.Event()
+    engine = FakeEngine(gate=gate)
+
+    async def body(scheduler: Scheduler) -> None:
+        first = scheduler.submit([job(8)], GREEDY, deadline=later())  # a full batch: runs
+        await asyncio.to_thread(engine.started.wait, 5)
+        waiting = scheduler.submit([job(4)], GREEDY, deadline=later())
+        for item in scheduler._queue.values():
+            item.enqueued -= 60.0  # it has waited far longer than max_wait_ms already
+        gate.set()
+        await asyncio.gather(*first)
+        again = scheduler.submit([job(4)], GREEDY, deadline=later())  # the answered client
+        await asyncio.gather(*waiting, *again)
+
+    run(engine, body, max_batch_tokens=8, max_wait_ms=30_000.0)
+    assert [len(batch) for batch in engine.batches] == [1, 2]
