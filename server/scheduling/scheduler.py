@@ -5,7 +5,8 @@ round-robin over requests, a request's share while others wait, length buckets, 
 groups, the token budget and the module slots), mechanism in the engine:
 - a batch holds sentences with identical `SearchOptions` (any mix of domains/modules);
 - the oldest waiting sentence decides when a batch runs: as soon as compatible work fills
-  the budget, or `max_wait_ms` after it arrived, whichever comes first;
+  the budget, or `max_wait_ms` after both its arrival and the end of the last batch,
+  whichever comes first;
 - the queue is bounded (`max_queue` sentences): beyond it `submit` raises `Busy` (429);
   a request that fits an empty queue is always accepted, whatever its size;
 - admission by deadline: once the engine's throughput (budget tokens per second, a moving
