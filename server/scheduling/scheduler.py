@@ -133,8 +133,8 @@ class Scheduler:
         self._running: list[Pending] = []  # the batch in the engine now
         self._last_requests = 0  # distinct requests in the last batch
         self._engine_free_at = 0.0  # monotonic time the last batch ended
-        # budget tokens per second, a moving average over batches filled to at least half
-        # the budget (the rate large requests get; small batches run less efficiently)
+        # budget tokens per second, a moving average over well-filled batches (the rate
+        # large requests get; small batches run less efficiently)
         self._throughput: float | None = None
         self.heartbeat = time.monotonic()  # the batching loop's last sign of life
         self.failure: str | None = None  # why the batching loop ended, if it crashed
@@ -376,8 +376,11 @@ class Scheduler:
 
     def _measure(self, cost: int, seconds: float) -> None:
         """Moving average of the engine's throughput in budget tokens per second, over
-        batches filled to at least half the budget."""
-        if seconds <= 0 or 2 * cost < self.settings.max_batch_tokens:
+        well-filled batches: at least half the budget, or a request's share (what a large
+        request's batches hold while others wait)."""
+        settings = self.settings
+        if seconds <= 0 or cost < min(settings.max_batch_tokens / 2,
+                                      settings.max_request_batch_tokens):
             return
         observed = cost / seconds
         previous = self._throughput

@@ -92,6 +92,19 @@ def test_throughput_is_measured_from_well_filled_batches() -> None:
     assert half_full is not None and half_full > 0
 
 
+def test_batches_holding_a_requests_share_are_measured_too() -> None:
+    """While others wait, a large request's batches hold its share (below half the
+    budget): they are what it gets, so they count."""
+    engine = FakeEngine()
+
+    async def body(scheduler: Scheduler) -> float | None:
+        await asyncio.gather(*scheduler.submit([job(4) for _ in range(3)], GREEDY,
+                                               deadline=later()))
+        return scheduler._throughput
+
+    assert run(engine, body, max_request_batch_tokens=12) is not None
+
+
 def test_a_request_too_large_for_its_deadline_is_refused_even_alone() -> None:
     engine = FakeEngine()
 
