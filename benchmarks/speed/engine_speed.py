@@ -18,6 +18,9 @@ trained on a slice of `--data` text, or on synthetic text). Systems:
                             query/key/value/output projections of every attention)
     engine-float32-mixing   every row through one word-level mixture of 8 domains
                             (encoder q/k/v/o/fc1/fc2, proportions per token and site)
+    engine-float32-mixing-lowrank   the same with rank-32 differences from the backbone
+                            (family option `rank`: the backbone's projection once plus the
+                            k differences at rank 32, instead of k full projections)
 
 The sf, pa and mixing modules start from copies of the backbone's projections plus small
 noise (they are not the backbone itself); all the engine-float32 lines share one engine.
@@ -68,7 +71,9 @@ from server.engine.engine import EngineOptions, Member
 RESULTS = RESULTS_DIR
 # Systems of one module of a weight-override family for every row -> that family.
 FAMILY_SYSTEMS: dict[str, str] = {"engine-float32-sf": "sf", "engine-float32-pa": "pa",
-                                  "engine-float32-mixing": "mixing"}
+                                  "engine-float32-mixing": "mixing",
+                                  "engine-float32-mixing-lowrank": "mixing"}
+LOW_RANK_MIXING = "engine-float32-mixing-lowrank"
 SYSTEMS = ("hf", "ct2-float32", "ct2-int8", "engine-float32", "engine-int8",
            "engine-float32-adapter", "engine-float32-mixed8", *FAMILY_SYSTEMS)
 FLOAT32 = ("engine-float32", "engine-float32-adapter", "engine-float32-mixed8",
@@ -87,12 +92,13 @@ class BenchConfig:
     bottleneck: int = 256
     mixed_modules: int = 8
     mixing_domains: int = 8  # k of the word-level mixture (encoder side, the default)
+    mixing_rank: int = 32  # rank of the differences of the low-rank mixture line
 
 
 FULL = BenchConfig(speed_model.BASE)
 QUICK = replace(FULL, rounds=3)
 TINY = BenchConfig(speed_model.TINY, batch=4, source_length=5, target_length=5, rounds=1,
-                   bottleneck=8)
+                   bottleneck=8, mixing_rank=2)
 
 
 def workload(checkpoint: Checkpoint, config: BenchConfig) -> Workload:
@@ -144,8 +150,8 @@ def engine_runners(config: BenchConfig, checkpoint: Checkpoint, work: Workload,
         engine, work, mixed_members(modules, batch=config.batch))
     for seed, (system, family) in enumerate(FAMILY_SYSTEMS.items(), start=200):
         if system in systems:  # only what was asked for: a mixing module is large
-            module_id = register_override(engine, family, seed=seed,
-                                          **family_options(family, config))
+            module_id = register_override(engine, family, seed=seed, name=f"{system}-0",
+                                          **system_options(system, config))
             runners[system] = engine_runner(engine, work, [Member(module_id)])
     return runners
 
@@ -157,6 +163,14 @@ def family_options(family: str, config: BenchConfig) -> dict[str, Any]:
         return {"domains": [f"domain-{i}" for i in range(config.mixing_domains)],
                 "sides": "encoder"}
     return {}
+
+
+def system_options(system: str, config: BenchConfig) -> dict[str, Any]:
+    """The module options of a family system: its family's, plus the low-rank line's rank."""
+    options = family_options(FAMILY_SYSTEMS[system], config)
+    if system == LOW_RANK_MIXING:
+        options["rank"] = config.mixing_rank
+    return options
 
 
 def run_benchmark(config: BenchConfig, work_dir: Path, *, lines: Sequence[str] = (),
@@ -178,8 +192,9 @@ def describe(config: BenchConfig) -> str:
             f"{config.bottleneck}; mixed batch: {config.mixed_modules} adapters; sf: own K/V "
             f"of every attention + FFN output matrix; pa: own Q/K/V/O of every attention; "
             f"mixing: one word-level mixture of {config.mixing_domains} domains over the "
-            f"encoder's q/k/v/o/fc1/fc2 (sf, pa, mixing: backbone copies + noise, one "
-            f"module for every row).")
+            f"encoder's q/k/v/o/fc1/fc2, mixing-lowrank: the same with rank-"
+            f"{config.mixing_rank} differences (sf, pa, mixing: backbone copies + noise, "
+            f"one module for every row).")
 
 
 def metadata(config: BenchConfig, *, mode: str, data: str) -> dict[str, Any]:
