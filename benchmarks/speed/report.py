@@ -35,6 +35,12 @@ TARGETS: tuple[Target, ...] = (
     Target("one adapter / backbone only", "engine-float32-adapter", "engine-float32", 0.8),
     Target("8 mixed adapters / one adapter", "engine-float32-mixed8",
            "engine-float32-adapter", 0.95),
+    Target("8 mixed int8 adapters / one int8 adapter", "engine-float32-mixed8-int8",
+           "engine-float32-adapter-int8", 0.95),
+    Target("one int8 adapter / one adapter", "engine-float32-adapter-int8",
+           "engine-float32-adapter", None),
+    Target("8 mixed int8 adapters / one adapter", "engine-float32-mixed8-int8",
+           "engine-float32-adapter", None),
     Target("engine float32 / HF generate", "engine-float32", "hf", None),
     # Other module families: what one module of each costs; the low-rank word-level
     # mixture has a target against the backbone (issue #23).

@@ -166,7 +166,8 @@ BASE_SPEEDS = {"hf": 500.0, "ct2-float32": 1000.0, "ct2-int8": 2000.0,
                "engine-float32": 1000.0, "engine-int8": 1400.0,
                "engine-float32-adapter": 800.0, "engine-float32-mixed8": 760.0,
                "engine-float32-sf": 600.0, "engine-float32-pa": 500.0,
-               "engine-float32-mixing": 400.0, "engine-float32-mixing-lowrank": 500.0}
+               "engine-float32-mixing": 400.0, "engine-float32-mixing-lowrank": 500.0,
+               "engine-float32-adapter-int8": 800.0, "engine-float32-mixed8-int8": 780.0}
 
 
 @pytest.mark.parametrize(("changes", "label", "expected_ratio", "expected_met"), [
@@ -190,6 +191,11 @@ BASE_SPEEDS = {"hf": 500.0, "ct2-float32": 1000.0, "ct2-int8": 2000.0,
     ({"engine-float32-mixing-lowrank": 490.0}, "mixing-lowrank module / backbone only", 0.49,
      False),
     ({}, "mixing-lowrank module / one adapter", 0.625, None),
+    ({}, "8 mixed int8 adapters / one int8 adapter", 0.975, True),
+    ({"engine-float32-mixed8-int8": 740.0}, "8 mixed int8 adapters / one int8 adapter", 0.925,
+     False),
+    ({}, "one int8 adapter / one adapter", 1.0, None),
+    ({}, "8 mixed int8 adapters / one adapter", 0.975, None),
 ])
 def test_target_checks(changes: dict[str, float], label: str, expected_ratio: float | None,
                        expected_met: bool | None) -> None:
@@ -228,7 +234,7 @@ def test_markdown_shows_speeds_ratios_and_verdicts() -> None:
     assert "| engine-float32-mixing | 400 |" in text
     assert "| pa module / one adapter | greedy | 0.62x |  | (no target) |" in text
     assert "| mixing module / backbone only | greedy | 0.40x |  | (no target) |" in text
-    assert "Targets met: 4 of 5; missed: 8 mixed adapters / one adapter (greedy)." in text
+    assert "Targets met: 5 of 6; missed: 8 mixed adapters / one adapter (greedy)." in text
 
 
 def test_write_results_files(tmp_path: Path) -> None:
