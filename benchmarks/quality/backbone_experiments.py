@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import os
 import subprocess
 import sys
@@ -152,10 +153,12 @@ def _markdown(results: list[dict[str, Any]]) -> str:
         shape = ", ".join(f"{k}={v}" for k, v in r["shape"].items()) or "recipe"
         start = "warm" if r["warm_start_from"] else "scratch"
         s = r["summary"]
+        bleu = s.get("domain_bleu", math.nan)
         lines.append(f"| {r['arm']} | {r['temperature']:g} | {shape} | {start} | "
                      f"{r['cpu_seconds']:.0f} | {r['steps']} | " + " | ".join(cells)
-                     + f" | {s['domain_loss']:.3f} | {s['domain_bleu']:.2f} | "
-                     f"{s.get('genre_loss', float('nan')):.3f} |")
+                     + f" | {s['domain_loss']:.3f} | "
+                     + ("not decoded" if math.isnan(bleu) else f"{bleu:.2f}")
+                     + f" | {s.get('genre_loss', math.nan):.3f} |")
     lines += ["", "Cells: loss / BLEU (BLEU where decoded)."]
     return "\n".join(lines) + "\n"
 

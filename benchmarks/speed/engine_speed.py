@@ -1,7 +1,8 @@
 """Engine speed against its peers, on one backbone and one input batch, in one run.
 
     python -m benchmarks.speed.engine_speed [--data DIR] [--quick] [--tiny] [--profile]
-                                      [--systems hf,ct2-float32,...] [--rounds N] [--out DIR]
+                                      [--systems hf,ct2-float32,...] [--rounds N]
+                                      [--threads N] [--out DIR]
 
 The backbone is a Transformer-base (6+6 layers, d=512, 8 heads, FFN 2048, 8k vocabulary)
 with random weights, saved as a Hugging Face Marian checkpoint (sentencepiece model
@@ -230,6 +231,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--tiny", action="store_true", help="toy sizes: checks the code path")
     parser.add_argument("--profile", action="store_true", help="write engine_profile.txt")
     parser.add_argument("--rounds", type=int, help="override the number of timed rounds")
+    parser.add_argument("--threads", type=int, help="override the torch and CTranslate2 "
+                        "threads (2); 1 measures more steadily on a machine shared with "
+                        "other work")
     parser.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated")
     parser.add_argument("--out", type=Path, help="results directory (default: results/; "
                                                  "--tiny: results/tmp/, git-ignored)")
@@ -240,6 +244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     config = TINY if args.tiny else QUICK if args.quick else FULL
     config = replace(config, rounds=args.rounds) if args.rounds else config
+    config = replace(config, threads=args.threads) if args.threads else config
     mode = "tiny" if args.tiny else "quick" if args.quick else "full"
     torch.set_num_threads(config.threads)
     quiet_libraries()
