@@ -33,6 +33,9 @@ class EngineSettings(BaseModel):
     int8: bool = Field(False, description="dynamic int8 quantization of linear layers (CPU)")
     packed: bool = Field(True, description="CPU float32: prepack linear weights for oneDNN "
                                            "(2-3x faster matmuls on some CPUs)")
+    module_int8: bool = Field(
+        False, description="CPU: adapters' matrices run from int8 copies (a quarter of the "
+                           "bytes per decoding step; benchmarks/results/adapter_precision.md)")
     slots_per_bank: int = Field(
         16, ge=1, le=1024,
         description="device slots per module bank; also the most distinct modules per batch")
