@@ -3,6 +3,7 @@
 #   make run  [HOST=0.0.0.0] [PORT=8000]   runtime install into .venv, then start the server
 #   make test                               dev install, ruff, mypy, pytest
 #   make bench-engine [QUICK=1] [DATA=..]   engine speed against peers
+#   make bench-markup / bench-glossary [QUICK=1] [DATA=..]   tags, placeholders, glossary terms
 #   make serve-ray [REPLICAS=2] [PORT=8000] N replicas behind Ray Serve's proxy (local cluster,
 #                                           or the one at RAY_ADDRESS); Ctrl-C stops it all
 #
@@ -33,7 +34,7 @@ RAY_STAMP     := $(VENV)/.installed-ray
 # --quick is passed to the benchmarks only when QUICK is set to something other than 0.
 QUICK_FLAG := $(if $(filter-out 0,$(QUICK)),--quick,)
 
-.PHONY: venv venv-runtime run serve-ray bench-ray test lint bench-engine bench-serve bench-adversarial eval eval-router train-default screenshots clean distclean
+.PHONY: venv venv-runtime run serve-ray bench-ray test lint bench-engine bench-serve bench-adversarial bench-markup bench-glossary eval eval-router train-default learning-curve bench-backbone screenshots clean distclean
 
 venv: $(DEV_STAMP)
 
@@ -85,6 +86,12 @@ bench-ray: $(DEV_STAMP)
 bench-adversarial: $(DEV_STAMP)
 	$(PY) -m benchmarks.speed.adversarial --data $(DATA) $(QUICK_FLAG)
 
+bench-markup: $(DEV_STAMP)
+	$(PY) -m benchmarks.quality.markup --data $(DATA) $(QUICK_FLAG)
+
+bench-glossary: $(DEV_STAMP)
+	$(PY) -m benchmarks.quality.glossary --data $(DATA) $(QUICK_FLAG)
+
 eval: $(DEV_STAMP)
 	$(PY) -m benchmarks.quality.evaluate --data $(DATA) $(QUICK_FLAG)
 
@@ -99,6 +106,19 @@ screenshots: $(DEV_STAMP)
 
 train-default: $(RUNTIME_STAMP)
 	$(PY) -m trainer.recipes.default_en_fr --data $(DATA)
+
+# Issue #24's backbone measurements: the learning curve of a run's checkpoint copies
+# (CURVE: step-N.pt + step-N.progress.json; RUN: the run dir) and short runs at equal CPU
+# time warm-started from INIT (T=1 vs T=3 sampling).
+RUN ?= runs/default-en-fr
+CURVE ?= runs/curve
+INIT ?= $(RUN)/backbone/checkpoint.pt
+learning-curve: $(DEV_STAMP)
+	$(PY) -m benchmarks.quality.learning_curve --curve $(CURVE) --run-files $(RUN) --data $(DATA)
+
+bench-backbone: $(DEV_STAMP)
+	$(PY) -m benchmarks.quality.backbone_experiments run t1 t3 --base $(RUN) --init $(INIT) \
+		--work runs/backbone-experiments --data $(DATA)
 
 clean:
 	find . -path ./$(VENV) -prune -o -type d -name __pycache__ -exec rm -rf {} +

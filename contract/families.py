@@ -14,6 +14,7 @@ from typing import Any
 # Word-level mixing: the projections a module may mix, and on which sides.
 MIXING_PROJECTIONS: tuple[str, ...] = ("q", "k", "v", "o", "fc1", "fc2")
 MIXING_SIDES: tuple[str, ...] = ("encoder", "both")
+MIXING_MAX_RANK = 1024
 
 
 class ModuleConfigError(ValueError):
@@ -121,8 +122,10 @@ class MixingSpec(FamilySpec):
     mixes_domains = True
 
     def defaults(self) -> dict[str, Any]:
+        # rank None: k full copies of each projection (the paper); an integer r: each
+        # domain's projection is the backbone's plus a rank-r difference (cheaper to run).
         return {"domains": None, "epsilon": 0.1, "sides": "encoder",
-                "projections": list(MIXING_PROJECTIONS)}
+                "projections": list(MIXING_PROJECTIONS), "rank": None}
 
     def problems(self, config: dict[str, Any]) -> list[str]:
         found: list[str] = []
@@ -145,6 +148,9 @@ class MixingSpec(FamilySpec):
                 or len(set(projections)) != len(projections)):
             found.append(f"projections must be a non-empty list of distinct names of "
                          f"{list(MIXING_PROJECTIONS)} (got {projections!r})")
+        if config.get("rank") is not None:
+            found += [f"{problem} or null (full copies)"
+                      for problem in _int_in(config, "rank", 1, MIXING_MAX_RANK)]
         return found
 
 

@@ -33,6 +33,9 @@ class EngineSettings(BaseModel):
     int8: bool = Field(False, description="dynamic int8 quantization of linear layers (CPU)")
     packed: bool = Field(True, description="CPU float32: prepack linear weights for oneDNN "
                                            "(2-3x faster matmuls on some CPUs)")
+    module_int8: bool = Field(
+        False, description="CPU: adapters' matrices run from int8 copies (a quarter of the "
+                           "bytes per decoding step; benchmarks/results/adapter_precision.md)")
     slots_per_bank: int = Field(
         16, ge=1, le=1024,
         description="device slots per module bank; also the most distinct modules per batch")
@@ -98,8 +101,15 @@ class SchedulerSettings(BaseModel):
 
     max_batch_tokens: int = Field(
         4096, ge=1, description="token budget of one batch: source tokens x beam x members")
+    max_request_batch_tokens: int = Field(
+        1024, ge=1,
+        description="while other requests wait, one request's share of a batch beyond its "
+                    "first sentence: a large request runs as short batches interleaved "
+                    "with the others' work (alone, it fills whole batches)")
     max_wait_ms: float = Field(
-        5.0, ge=0, description="longest a sentence waits for companions before its batch runs")
+        5.0, ge=0, description="longest a batch that is not full waits for companions, "
+                               "after its oldest sentence arrived and after the last "
+                               "batch ended")
     max_queue: int = Field(
         1024, ge=1, description="sentences waiting at most; beyond it requests get 429")
     request_timeout_s: float = Field(

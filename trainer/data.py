@@ -15,6 +15,7 @@ from torch import Tensor
 
 from contract.backbone import BackboneConfig
 from server.engine.tokenizer import Tokenizer
+from trainer.sampling import CorpusSizes, sampled_order
 
 log = logging.getLogger(__name__)
 
@@ -70,12 +71,14 @@ def train_sentencepiece(texts: Sequence[str], model_prefix: Path, *, vocab_size:
 @dataclass
 class EncodedPairs:
     """Token ids of parallel sentences; source ends with EOS, target carries no specials.
-    `labels` (joint multi-domain training): each pair's domain index."""
+    `labels` (joint multi-domain training): each pair's domain index. `corpora`: how
+    many pairs each corpus contributed, in order (what temperature sampling needs)."""
 
     source: list[np.ndarray]
     target: list[np.ndarray]
     labels: np.ndarray | None = None
     specials: Specials = Specials()
+    corpora: CorpusSizes | None = None
 
     def __len__(self) -> int:
         return len(self.source)
@@ -144,13 +147,20 @@ def collate(sources: Sequence[np.ndarray], targets: Sequence[np.ndarray], *,
     return Batch(src, tgt_in, tgt_out, pad_id=pad)
 
 
-def token_batches(data: EncodedPairs, *, max_tokens: int, seed: int,
-                  epoch: int) -> list[list[int]]:
+def token_batches(data: EncodedPairs, *, max_tokens: int, seed: int, epoch: int,
+                  temperature: float = 1.0) -> list[list[int]]:
     """Index batches of similar lengths under `max_tokens` (padded src+tgt), in an order
-    that depends only on (seed, epoch): resuming replays exactly the same batches."""
+    that depends only on (seed, epoch): resuming replays exactly the same batches.
+    `temperature` > 1 draws the epoch's pairs by corpus temperature (trainer/sampling.py)."""
     rng = random.Random(seed * 1_000_003 + epoch)
-    order = list(range(len(data)))
-    rng.shuffle(order)
+    if temperature == 1.0:
+        order = list(range(len(data)))
+        rng.shuffle(order)
+    elif data.corpora is None or data.corpora.total != len(data):
+        raise ValueError("corpus temperature sampling needs each corpus's pair count "
+                         "(EncodedPairs.corpora) summing to the set's size")
+    else:
+        order = sampled_order(data.corpora, temperature=temperature, seed=seed, epoch=epoch)
     batches: list[list[int]] = []
     pool = 100 * 64  # sort within pools: similar lengths together, still shuffled overall
     for start in range(0, len(order), pool):
@@ -209,3 +219,21 @@ def join_labelled(parts: Sequence[EncodedPairs]) -> EncodedPairs:
                         np.concatenate([np.full(len(part), i, dtype=np.int64)
                                         for i, part in enumerate(parts)]),
                         specials.pop() if specials else Specials())
+
+
+def encoded_corpus_sizes(corpora: Sequence[Corpus], processor: spm.SentencePieceProcessor, *,
+                         max_len: int, encoded: EncodedPairs) -> CorpusSizes:
+    """How many pairs of `encoded` (made by `encode_pairs` from these corpora, in order) each
+    corpus contributed. From the corpora's pair counts alone when no pair was dropped;
+    otherwise each corpus is encoded again to learn which were, and the result is checked
+    against the encoded set's lengths."""
+    read = [corpus.read() for corpus in corpora]
+    names = tuple(corpus.name for corpus in corpora)
+    if sum(len(pairs) for pairs in read) == len(encoded):
+        return CorpusSizes(names, tuple(len(pairs) for pairs in read))
+    parts = [encode_pairs(pairs, processor, max_len=max_len) for pairs in read]
+    lengths = [len(s) for part in parts for s in part.source]
+    if lengths != [len(s) for s in encoded.source]:
+        raise ValueError("the encoded training set was not made from these corpora in this "
+                         "order: encode it again (delete train.npz)")
+    return CorpusSizes(names, tuple(len(part) for part in parts))

@@ -66,6 +66,8 @@ class TrainSettings:
     checkpoint_every_s: float = 600.0
     # evaluations without improvement before stopping; 0 = never stop early
     patience: int = DEFAULTS.patience
+    # corpus temperature sampling (trainer/sampling.py); 1 = every pair once per epoch
+    temperature: float = 1.0
 
     @classmethod
     def from_options(cls, options: TrainingOptions, *, bf16: bool, log_every: int,

@@ -155,7 +155,7 @@ def train(trainable: Trainable, data: EncodedPairs, settings: TrainSettings, run
     window = _Window()
     while progress.epoch < settings.max_epochs and not progress.finished:
         batches = token_batches(data, max_tokens=settings.max_tokens, seed=settings.seed,
-                                epoch=progress.epoch)
+                                epoch=progress.epoch, temperature=settings.temperature)
         for number, batch in iterate_batches(data, batches, start=progress.batch_in_epoch):
             window.tokens += _step(trainable, optimizer, batch, progress, settings)
             progress.batch_in_epoch = number + 1

@@ -8,10 +8,14 @@
 2. software-ui through the engine (the `it` domain's module), a seeded sample of lines that
    carry placeholders: the share of lines whose every placeholder comes back verbatim,
    with protection (the server's pipeline) and without it (the raw line translated);
-3. HTML built from the domains' test sentences (paragraphs, headings, list items, links
-   with attributes, inline tags wrapping words, entities, comments, code, script): the
-   share of documents whose every tag, attribute, entity and comment comes back in order,
-   and how often the first pass kept every marker (the rest is retried run by run).
+3. HTML built from the domains' whole test sets (every test sentence, 7 to a page, in
+   order: paragraphs, headings, list items, links with attributes, inline tags wrapping
+   words, entities, comments, code, script): the number of pages whose every tag,
+   attribute, entity and comment comes back in order, of markup tokens back, and how often
+   the first pass kept every marker (the rest is retried run by run). Between the source's
+   tokens the output may hold only the escapes of the model's own text (`&amp;`, `&lt;`,
+   `&quot;`, `&#x27;`: a `&` or `<` it wrote, which must not become markup); they are
+   counted.
 
 Writes <out>/markup.json and markup.md.
 """
@@ -19,6 +23,7 @@ Writes <out>/markup.json and markup.md.
 from __future__ import annotations
 
 import argparse
+import html
 import random
 import re
 import time
@@ -39,6 +44,7 @@ from benchmarks.quality.pipeline import (
 from server.decoding.search import SearchOptions
 from server.engine.engine import Member
 from server.textproc.document import build_document
+from server.textproc.html import Attributes, translated_spans
 from server.textproc.placeholders import find_spans
 
 DOMAINS = ("medical", "law", "it", "subtitles", "edu", "ted", "religion")
@@ -103,9 +109,12 @@ class _Markup(HTMLParser):
     def __init__(self) -> None:
         super().__init__(convert_charrefs=False)
         self.tokens: list[str] = []
+        self.values: list[str] = []  # the values translated like text
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tokens.append(self.get_starttag_text() or "")
+        raw = self.get_starttag_text() or ""
+        self.tokens.append(without_translated_values(raw, tag, attrs))
+        self.values += [raw[start:end] for start, end, _ in translated_spans(raw, tag, attrs)]
 
     handle_startendtag = handle_starttag
 
@@ -122,11 +131,48 @@ class _Markup(HTMLParser):
         self.tokens.append(f"<!--{data}-->")
 
 
+def without_translated_values(raw: str, tag: str, attrs: Attributes) -> str:
+    """A start tag's text with the values translated like text (`alt`, `title`, ...) cut
+    out: they change, every other byte must not."""
+    out: list[str] = []
+    cursor = 0
+    for start, end, _ in translated_spans(raw, tag, attrs):
+        out += [raw[cursor:start], "…"]
+        cursor = end
+    return "".join(out) + raw[cursor:]
+
+
 def markup_tokens(document: str) -> list[str]:
+    return _parsed(document).tokens
+
+
+def translated_values(document: str) -> list[str]:
+    return _parsed(document).values
+
+
+def _parsed(document: str) -> _Markup:
     parser = _Markup()
     parser.feed(document)
     parser.close()
-    return parser.tokens
+    return parser
+
+
+TEXT_ESCAPES = frozenset({"&amp;", "&lt;", "&quot;", "&#x27;"})  # server/textproc/escaping.py
+
+
+def markup_back(source: str, output: str) -> tuple[int, int]:
+    """(source tokens found in the output in order, escapes of model text between them):
+    all of them back when the first number is the source's token count."""
+    wanted = markup_tokens(source)
+    found = escapes = 0
+    for token in markup_tokens(output):
+        if found < len(wanted) and token == wanted[found]:
+            found += 1
+        elif token in TEXT_ESCAPES:
+            escapes += 1
+        else:
+            break  # a token the source did not have: the rest is out of place
+    return found, escapes
 
 
 INLINE = (("<b>", "</b>"), ("<em>", "</em>"), ('<a href="https://example.org/doc?id=7&amp;'
@@ -155,31 +201,49 @@ def html_document(sentences: Sequence[str], rng: random.Random) -> str:
             "<!-- generated for the markup benchmark -->\n"
             f'<h1 id="top">{s[0]}</h1>\n<p>{s[1]} {s[2]}&nbsp;&#8212; ok.</p>\n'
             f"<ul>\n  <li>{s[3]}</li>\n  <li>{s[4]}<br>{s[5]}</li>\n</ul>\n"
+            f'<p><img src="figure.png" alt="{html.escape(sentences[6])}"></p>\n'
+            '<form><input type="submit" value="Send the form"></form>\n'
             f'<p class="note">{s[6]} Run <code>make test</code> first.</p>\n'
             '<pre>  keep   this\n  verbatim</pre>\n'
             '<script>var x = "<b>not translated</b>";</script>\n</body></html>\n')
 
 
-def html_round_trip(engine: Any, modules: dict[str, str], data: Path, count: int,
-                    options: SearchOptions, rng: random.Random) -> dict[str, Any]:
-    documents: list[str] = []
-    members: list[list[Member]] = []
-    for index in range(count):
-        domain = DOMAINS[index % len(DOMAINS)]
+def page_sentences(data: Path, pages_per_domain: int | None) -> list[tuple[str, list[str]]]:
+    """(domain, 7 consecutive test sentences) for every page: each domain's test set in
+    order, all of it unless `pages_per_domain` caps it."""
+    pages: list[tuple[str, list[str]]] = []
+    for domain in DOMAINS:
         lines = (data / "en-fr" / "domains" / domain / "test.en").read_text().splitlines()
-        start = rng.randrange(0, len(lines) - 7)
-        documents.append(html_document(lines[start: start + 7], rng))
-        members.append([Member(modules[domain])] if domain in modules else [Member(None)])
+        own = [lines[start: start + 7] for start in range(0, len(lines) - 6, 7)]
+        pages += [(domain, chunk) for chunk in own[:pages_per_domain]]
+    return pages
+
+
+def html_round_trip(engine: Any, modules: dict[str, str], data: Path,
+                    pages_per_domain: int | None, options: SearchOptions,
+                    rng: random.Random) -> dict[str, Any]:
+    pages = page_sentences(data, pages_per_domain)
+    documents = [html_document(lines, rng) for _, lines in pages]
+    members = [[Member(modules[domain])] if domain in modules else [Member(None)]
+               for domain, _ in pages]
     started = time.perf_counter()
     built = [build_document(d, fmt="html") for d in documents]
     outcome = translate_documents(engine, built, members, options)
-    same = sum(markup_tokens(s) == markup_tokens(o)
-               for s, o in zip(documents, outcome.texts, strict=True))
-    tags = sum(len(markup_tokens(s)) for s in documents)
-    return {"documents": count, "markup_tokens": tags, "all_markup_back": same / count,
-            "sentences": outcome.units,
+    checked = [markup_back(s, o) for s, o in zip(documents, outcome.texts, strict=True)]
+    wanted = [len(markup_tokens(s)) for s in documents]
+    values = [(a, b) for s, o in zip(documents, outcome.texts, strict=True)
+              for a, b in zip(translated_values(s), translated_values(o), strict=True)]
+    complete = sum(found == total for (found, _), total in zip(checked, wanted, strict=True))
+    failures = [{"source": s, "translation": o} for s, o, (found, _), total in
+                zip(documents, outcome.texts, checked, wanted, strict=True) if found < total]
+    return {"documents": len(documents), "sentences_in_pages": sum(len(x) for _, x in pages),
+            "complete": complete, "all_markup_back": complete / max(len(documents), 1),
+            "markup_tokens": sum(wanted), "markup_tokens_back": sum(f for f, _ in checked),
+            "text_escapes": sum(e for _, e in checked), "attribute_values": len(values),
+            "attribute_values_translated": sum(a != b for a, b in values),
+            "sentences": outcome.units, "retried": outcome.retried,
             "first_pass_kept": 1 - outcome.retried / max(outcome.units, 1),
-            "seconds": round(time.perf_counter() - started, 1),
+            "seconds": round(time.perf_counter() - started, 1), "failures": failures[:5],
             "example": {"source": documents[0], "translation": outcome.texts[0]}}
 
 
@@ -195,8 +259,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "software_ui_mechanism": mechanism(ui),
             "software_ui_engine": placeholder_round_trip(engine, modules.get("it", ""),
                                                          sample, options),
-            "html_engine": html_round_trip(engine, modules, args.data, args.documents,
-                                           options, rng)}
+            "html_engine": html_round_trip(engine, modules, args.data, args.pages, options,
+                                           rng)}
 
 
 def markdown(results: dict[str, Any]) -> str:
@@ -214,9 +278,12 @@ def markdown(results: dict[str, Any]) -> str:
         ("software-ui sample through `it`, protected",
          f"{ui['lines']} lines, {ui['spans']} spans", f"{100 * ui['all_back']:.1f}%",
          f"{100 * ui['first_pass_kept']:.1f}% of {ui['sentences']} sentences"),
-        ("HTML pages from test sentences",
-         f"{page['documents']} pages, {page['markup_tokens']} tags/entities/comments",
-         f"{100 * page['all_markup_back']:.1f}%",
+        ("HTML pages from the domains' test sentences",
+         f"{page['documents']} pages ({page['sentences_in_pages']} test sentences), "
+         f"{page['markup_tokens']:,} tags/entities/comments",
+         f"{page['complete']} of {page['documents']} pages "
+         f"({100 * page['all_markup_back']:.1f}%); {page['markup_tokens_back']:,} of "
+         f"{page['markup_tokens']:,} tokens",
          f"{100 * page['first_pass_kept']:.1f}% of {page['sentences']} sentences")]
     table = "\n".join("| " + " | ".join(row) + " |" for row in rows)
     return f"""# Markup and placeholders round trip
@@ -230,6 +297,11 @@ def markdown(results: dict[str, Any]) -> str:
 
 Spans protected in the whole software-ui set: {kinds}.
 
+Translated attribute values (`title`, `alt`, an input button's `value`):
+{page['attribute_values_translated']} of {page['attribute_values']} changed.
+In the HTML pages the model's own text needed {page['text_escapes']} escapes (a `&` or `<` it
+wrote, written as `&amp;`/`&lt;` so that it stays text); {page['seconds']:.0f} s for the pages.
+
 Sentences whose markers did not survive the first pass are translated again run by run
 (the text between tags and placeholders, each on its own), so every span comes back; the
 price is the translation quality of those sentences.
@@ -242,12 +314,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     common_arguments(parser)
     parser.add_argument("--lines", type=int, default=1000,
                         help="software-ui lines translated by the engine")
-    parser.add_argument("--documents", type=int, default=70, help="HTML pages")
-    parser.add_argument("--quick", action="store_true", help="100 lines, 14 pages")
+    parser.add_argument("--pages", type=int, default=None,
+                        help="HTML pages per domain (default: the whole test set, 28)")
+    parser.add_argument("--quick", action="store_true",
+                        help="100 lines, 2 pages per domain")
     parser.add_argument("--note", default="")
     args = parser.parse_args(argv)
     if args.quick:
-        args.lines, args.documents = 100, 14
+        args.lines, args.pages = 100, 2
     return args
 
 

@@ -1,7 +1,8 @@
 """Engine speed against its peers, on one backbone and one input batch, in one run.
 
     python -m benchmarks.speed.engine_speed [--data DIR] [--quick] [--tiny] [--profile]
-                                      [--systems hf,ct2-float32,...] [--rounds N] [--out DIR]
+                                      [--systems hf,ct2-float32,...] [--rounds N]
+                                      [--threads N] [--out DIR]
 
 The backbone is a Transformer-base (6+6 layers, d=512, 8 heads, FFN 2048, 8k vocabulary)
 with random weights, saved as a Hugging Face Marian checkpoint (sentencepiece model
@@ -12,12 +13,17 @@ trained on a slice of `--data` text, or on synthetic text). Systems:
     engine-float32, engine-int8   this engine (converters.marian), backbone only
     engine-float32-adapter  every row through one residual adapter (bottleneck 256)
     engine-float32-mixed8   8 such adapters in one batch, 4 rows each
+    engine-float32-adapter-int8, engine-float32-mixed8-int8   the same two with the
+                            adapters' matrices in int8 slots (`EngineOptions.module_int8`)
     engine-float32-sf       every row through one factorized "sf" module (own key/value
                             projections of every attention + the FFN output matrix)
     engine-float32-pa       every row through one factorized "pa" module (own
                             query/key/value/output projections of every attention)
     engine-float32-mixing   every row through one word-level mixture of 8 domains
                             (encoder q/k/v/o/fc1/fc2, proportions per token and site)
+    engine-float32-mixing-lowrank   the same with rank-32 differences from the backbone
+                            (family option `rank`: the backbone's projection once plus the
+                            k differences at rank 32, instead of k full projections)
 
 The sf, pa and mixing modules start from copies of the backbone's projections plus small
 noise (they are not the backbone itself); all the engine-float32 lines share one engine.
@@ -68,9 +74,12 @@ from server.engine.engine import EngineOptions, Member
 RESULTS = RESULTS_DIR
 # Systems of one module of a weight-override family for every row -> that family.
 FAMILY_SYSTEMS: dict[str, str] = {"engine-float32-sf": "sf", "engine-float32-pa": "pa",
-                                  "engine-float32-mixing": "mixing"}
+                                  "engine-float32-mixing": "mixing",
+                                  "engine-float32-mixing-lowrank": "mixing"}
+LOW_RANK_MIXING = "engine-float32-mixing-lowrank"
+INT8_SLOTS = ("engine-float32-adapter-int8", "engine-float32-mixed8-int8")
 SYSTEMS = ("hf", "ct2-float32", "ct2-int8", "engine-float32", "engine-int8",
-           "engine-float32-adapter", "engine-float32-mixed8", *FAMILY_SYSTEMS)
+           "engine-float32-adapter", "engine-float32-mixed8", *INT8_SLOTS, *FAMILY_SYSTEMS)
 FLOAT32 = ("engine-float32", "engine-float32-adapter", "engine-float32-mixed8",
            *FAMILY_SYSTEMS)
 PROFILED = ("engine-float32", "engine-int8", "engine-float32-adapter", "engine-float32-mixed8")
@@ -87,12 +96,13 @@ class BenchConfig:
     bottleneck: int = 256
     mixed_modules: int = 8
     mixing_domains: int = 8  # k of the word-level mixture (encoder side, the default)
+    mixing_rank: int = 32  # rank of the differences of the low-rank mixture line
 
 
 FULL = BenchConfig(speed_model.BASE)
 QUICK = replace(FULL, rounds=3)
 TINY = BenchConfig(speed_model.TINY, batch=4, source_length=5, target_length=5, rounds=1,
-                   bottleneck=8)
+                   bottleneck=8, mixing_rank=2)
 
 
 def workload(checkpoint: Checkpoint, config: BenchConfig) -> Workload:
@@ -131,6 +141,14 @@ def engine_runners(config: BenchConfig, checkpoint: Checkpoint, work: Workload,
     if "engine-int8" in systems:
         runners["engine-int8"] = engine_runner(build_engine(files, EngineOptions(int8=True)),
                                                work, [Member(None)])
+    if set(INT8_SLOTS) & set(systems):
+        int8_slots = build_engine(files, EngineOptions(slots_per_bank=max(16, config.mixed_modules),
+                                                       module_int8=True))
+        modules = register_adapters(int8_slots, config.mixed_modules,
+                                    bottleneck=config.bottleneck)
+        runners[INT8_SLOTS[0]] = engine_runner(int8_slots, work, [Member(modules[0])])
+        runners[INT8_SLOTS[1]] = engine_runner(int8_slots, work,
+                                               mixed_members(modules, batch=config.batch))
     if not set(FLOAT32) & set(systems):
         return runners
     # One engine for every float32 line. A mixing module holds k copies of the
@@ -144,8 +162,8 @@ def engine_runners(config: BenchConfig, checkpoint: Checkpoint, work: Workload,
         engine, work, mixed_members(modules, batch=config.batch))
     for seed, (system, family) in enumerate(FAMILY_SYSTEMS.items(), start=200):
         if system in systems:  # only what was asked for: a mixing module is large
-            module_id = register_override(engine, family, seed=seed,
-                                          **family_options(family, config))
+            module_id = register_override(engine, family, seed=seed, name=f"{system}-0",
+                                          **system_options(system, config))
             runners[system] = engine_runner(engine, work, [Member(module_id)])
     return runners
 
@@ -157,6 +175,14 @@ def family_options(family: str, config: BenchConfig) -> dict[str, Any]:
         return {"domains": [f"domain-{i}" for i in range(config.mixing_domains)],
                 "sides": "encoder"}
     return {}
+
+
+def system_options(system: str, config: BenchConfig) -> dict[str, Any]:
+    """The module options of a family system: its family's, plus the low-rank line's rank."""
+    options = family_options(FAMILY_SYSTEMS[system], config)
+    if system == LOW_RANK_MIXING:
+        options["rank"] = config.mixing_rank
+    return options
 
 
 def run_benchmark(config: BenchConfig, work_dir: Path, *, lines: Sequence[str] = (),
@@ -178,8 +204,9 @@ def describe(config: BenchConfig) -> str:
             f"{config.bottleneck}; mixed batch: {config.mixed_modules} adapters; sf: own K/V "
             f"of every attention + FFN output matrix; pa: own Q/K/V/O of every attention; "
             f"mixing: one word-level mixture of {config.mixing_domains} domains over the "
-            f"encoder's q/k/v/o/fc1/fc2 (sf, pa, mixing: backbone copies + noise, one "
-            f"module for every row).")
+            f"encoder's q/k/v/o/fc1/fc2, mixing-lowrank: the same with rank-"
+            f"{config.mixing_rank} differences (sf, pa, mixing: backbone copies + noise, "
+            f"one module for every row).")
 
 
 def metadata(config: BenchConfig, *, mode: str, data: str) -> dict[str, Any]:
@@ -204,6 +231,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--tiny", action="store_true", help="toy sizes: checks the code path")
     parser.add_argument("--profile", action="store_true", help="write engine_profile.txt")
     parser.add_argument("--rounds", type=int, help="override the number of timed rounds")
+    parser.add_argument("--threads", type=int, help="override the torch and CTranslate2 "
+                        "threads (2); 1 measures more steadily on a machine shared with "
+                        "other work")
     parser.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated")
     parser.add_argument("--out", type=Path, help="results directory (default: results/; "
                                                  "--tiny: results/tmp/, git-ignored)")
@@ -214,6 +244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     config = TINY if args.tiny else QUICK if args.quick else FULL
     config = replace(config, rounds=args.rounds) if args.rounds else config
+    config = replace(config, threads=args.threads) if args.threads else config
     mode = "tiny" if args.tiny else "quick" if args.quick else "full"
     torch.set_num_threads(config.threads)
     quiet_libraries()

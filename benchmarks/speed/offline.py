@@ -20,7 +20,7 @@ from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.artifacts import build_engine
 from server.engine.engine import Engine, EngineOptions, Member, SentenceJob
 from server.engine.families import Params
-from server.scheduling.scheduler import job_cost
+from server.scheduling.batching import job_cost
 from server.text import Piece, join_pieces, sentences, split_text
 
 ModuleLoader = Callable[[str, int], tuple[dict[str, Any], Params]]

@@ -171,10 +171,11 @@ def random_override(engine: Engine, family_name: str, *, seed: int, std: float =
     return config, params
 
 
-def register_override(engine: Engine, family_name: str, *, seed: int,
+def register_override(engine: Engine, family_name: str, *, seed: int, name: str = "",
                       **options: Any) -> str:
-    """Register one `random_override` module named `{family}-0` and return its id."""
-    module_id = f"{family_name}-0"
+    """Register one `random_override` module named `name` (default `{family}-0`) and
+    return its id."""
+    module_id = name or f"{family_name}-0"
     config, params = random_override(engine, family_name, seed=seed, **options)
     engine.register_module(module_id, config, params)
     return module_id

@@ -17,7 +17,8 @@ from torch import Tensor
 
 class Stepper(Protocol):
     def step(self, tokens: Tensor) -> Tensor:
-        """tokens [rows] (previous outputs) -> next-token log-probs [rows, vocab]."""
+        """tokens [rows] (previous outputs) -> next-token log-probs [rows, vocab], a fresh
+        tensor the search may modify in place."""
         ...
 
     def reorder(self, index: Tensor) -> None:
@@ -133,21 +134,26 @@ def beam_search(stepper: Stepper, max_lengths: list[int],
     Semantics (per sentence): candidates = beam score + log p(token); the top 2*beam
     candidates are visited best first; EOS among the top `beam` finishes a hypothesis, the
     first `beam` non-EOS candidates become the next beams.
+
+    Cost (what it avoids): the first step runs one row per sentence (every beam would be
+    the same start token) and expands to `beam` rows only with the first reorder; the
+    summed scores are added in place and ranked by one `topk` over beam x vocabulary per
+    sentence; a reorder that keeps every row where it is is not sent to the model.
     """
     size = options.beam_size
     sentences = [_Sentence(max_length) for max_length in max_lengths]
     live = list(range(len(sentences)))
-    stepper.reorder(torch.arange(len(live)).repeat_interleave(size))
-    scores = torch.full((len(live), size), -float("inf"))
-    scores[:, 0] = 0.0  # the first step expands beam 0 only
-    histories: list[list[list[int]]] = [[[] for _ in range(size)] for _ in live]
-    tokens = torch.full((len(live) * size,), options.start_id, dtype=torch.long)
+    histories: list[list[list[int]]] = [[[]] for _ in live]  # one beam until the first step
+    tokens = torch.full((len(live),), options.start_id, dtype=torch.long)
+    scores: Tensor | None = None  # [live, beams] running scores; none before the first step
     step = 0
     while live:
-        log_probs = _forbid_eos(stepper.step(tokens), step, options)  # [live*beam, vocab]
-        vocab = log_probs.shape[-1]
-        totals = scores.to(log_probs.device).reshape(-1, 1) + log_probs
-        candidates = totals.reshape(len(live), size * vocab)
+        log_probs = _forbid_eos(stepper.step(tokens), step, options)  # [live*beams, vocab]
+        rows, vocab = log_probs.shape
+        width = rows // len(live)  # beams per sentence: 1 at the first step, then `size`
+        if scores is not None:
+            log_probs.add_(scores.reshape(-1, 1))  # the step's own tensor: summed in place
+        candidates = log_probs.reshape(len(live), width * vocab)
         top_values, top_index = candidates.topk(2 * size, dim=-1)  # [live, 2*beam]
         step += 1
         keep_rows: list[int] = []
@@ -166,13 +172,14 @@ def beam_search(stepper: Stepper, max_lengths: list[int],
             next_live.append(live[position])
             next_histories.append([histories[position][p] + [t] for _, p, t in beams])
             for value, parent, token in beams:
-                keep_rows.append(position * size + parent)
+                keep_rows.append(position * width + parent)
                 next_scores.append(value)
                 next_tokens.append(token)
         live, histories = next_live, next_histories
         if live:
-            stepper.reorder(torch.tensor(keep_rows, dtype=torch.long))
-            scores = torch.tensor(next_scores).reshape(len(live), size)
+            if keep_rows != list(range(rows)):
+                stepper.reorder(torch.tensor(keep_rows, dtype=torch.long))
+            scores = torch.tensor(next_scores, device=log_probs.device).reshape(len(live), size)
             tokens = torch.tensor(next_tokens, dtype=torch.long)
     return [sorted(s.finished, reverse=True)[: options.n_best] for s in sentences]
 

@@ -62,58 +62,74 @@ class LayerCache:
 
 
 class SelfAttentionCache:
-    """Self-attention keys/values of every decoder layer in one buffer
-    [2 * layers, rows, heads, capacity, head_dim], written in place at each step.
+    """Self-attention keys/values of every decoder layer in one position-major buffer
+    [capacity, 2 * layers, rows, heads, head_dim], written in place at each step.
 
-    Why: growing per-layer tensors with `torch.cat` copies the whole cache at every step,
-    and a fresh multi-megabyte tensor per step costs more in page faults than in copying.
-    Here a step writes one position; capacity grows `CHUNK` positions at a time; a reorder
-    is one `index_select` into a second buffer of the same size (the two swap), so steady
-    decoding allocates nothing. Layer-first keeps each layer's [rows, heads, len, dim]
-    view batched-matmul friendly.
+    Why position-major: the decoded positions 0..filled-1 are one contiguous block, so a
+    reorder copies only what was decoded (not the spare capacity) with one contiguous
+    `index_select`, and a layer's keys [rows, heads, length, head_dim] are a strided view
+    that the batched matmul reads without a copy. A reorder that is the identity copies
+    nothing; one that moves few rows (surviving beams) rewrites only those rows in place;
+    otherwise the rows are gathered into a second buffer (the two swap). Capacity grows
+    `CHUNK` positions at a time, copying the filled block once, so steady decoding
+    allocates nothing.
     """
 
     CHUNK = 16
+    IN_PLACE_SHARE = 1 / 3  # rewrite in place when at most this share of rows moves
 
     def __init__(self, layers: int) -> None:
         self.layers = layers
-        self.buffer: Tensor | None = None  # a view into storages[current]; None before step 1
-        self.storages: list[Tensor] = []  # two flat tensors: the live one and the spare
-        self.current = 0
+        self.buffer: Tensor | None = None  # [capacity, 2 * layers, rows, heads, dim]
+        self.spare: Tensor | None = None  # flat storage the next gathering reorder fills
+        self.filled = 0  # positions written so far
 
     def append(self, layer: int, position: int, k: Tensor,
                v: Tensor) -> tuple[Tensor, Tensor]:
         """Store layer `layer`'s key/value of target `position` (k, v: [rows, heads, 1,
-        head_dim]); returns that layer's keys/values of positions 0..position (views)."""
-        if self.buffer is None or position >= self.buffer.shape[3]:
+        head_dim]); returns that layer's keys/values of positions 0..position, each a view
+        [rows, heads, position + 1, head_dim]."""
+        if self.buffer is None or position >= self.buffer.shape[0]:
             self._grow(position + 1, k)
         buffer = self.buffer
         assert buffer is not None
-        buffer[2 * layer, :, :, position] = k[:, :, 0]
-        buffer[2 * layer + 1, :, :, position] = v[:, :, 0]
-        return buffer[2 * layer, :, :, : position + 1], buffer[2 * layer + 1, :, :, : position + 1]
+        buffer[position, 2 * layer] = k[:, :, 0]
+        buffer[position, 2 * layer + 1] = v[:, :, 0]
+        self.filled = max(self.filled, position + 1)
+        keys = buffer[: position + 1, 2 * layer].permute(1, 2, 0, 3)
+        values = buffer[: position + 1, 2 * layer + 1].permute(1, 2, 0, 3)
+        return keys, values
 
     def _grow(self, needed: int, like: Tensor) -> None:
         rows, heads, _, dim = like.shape
-        shape = (2 * self.layers, rows, heads, -(-needed // self.CHUNK) * self.CHUNK, dim)
-        self.storages = [like.new_empty(math.prod(shape)) for _ in range(2)]
-        self.current = 0
-        grown = self.storages[0].view(shape)
+        capacity = -(-needed // self.CHUNK) * self.CHUNK
+        grown = like.new_empty((capacity, 2 * self.layers, rows, heads, dim))
         if self.buffer is not None:
-            grown[:, :, :, : self.buffer.shape[3]] = self.buffer
-        self.buffer = grown
+            grown[: self.filled] = self.buffer[: self.filled]
+        self.buffer, self.spare = grown, None
 
     def reorder(self, index: Tensor) -> None:
         if self.buffer is None:
             return
-        layers, _, heads, capacity, dim = self.buffer.shape
-        shape = (layers, index.shape[0], heads, capacity, dim)
-        spare = 1 - self.current
-        if math.prod(shape) > self.storages[spare].numel():  # more rows than ever before
-            self.storages[spare] = self.buffer.new_empty(math.prod(shape))
-        target = self.storages[spare][: math.prod(shape)].view(shape)
-        torch.index_select(self.buffer, 1, index, out=target)
-        self.buffer, self.current = target, spare
+        capacity, planes, rows, heads, dim = self.buffer.shape
+        filled = self.filled * planes  # leading (position, plane) pairs in use
+        if index.shape[0] == rows:
+            moved = torch.nonzero(index != torch.arange(rows, device=index.device)).flatten()
+            if moved.shape[0] == 0:
+                return
+            if moved.shape[0] <= rows * self.IN_PLACE_SHARE:
+                block = self.buffer.view(capacity * planes, rows, heads * dim)[:filled]
+                block.index_copy_(1, moved, block.index_select(1, index.index_select(0, moved)))
+                return
+        shape = (capacity, planes, index.shape[0], heads, dim)
+        if self.spare is None or self.spare.numel() < math.prod(shape):
+            self.spare = self.buffer.new_empty(math.prod(shape))
+        target = self.spare[: math.prod(shape)].view(shape)
+        source = self.buffer.view(capacity * planes, rows, heads * dim)[:filled]
+        torch.index_select(source, 1, index,
+                           out=target.view(capacity * planes, -1, heads * dim)[:filled])
+        self.spare = self.buffer.view(-1)
+        self.buffer = target
 
 
 @dataclass
@@ -318,7 +334,8 @@ class Backbone(nn.Module):
         for index, layer in enumerate(self.decoder_layers()):
             k, v = layer.cross_attn.project_kv(
                 memory, hooks.projections("decoder", index) if hooks is not None else None)
-            state.layers.append(LayerCache(cross_k=k, cross_v=v))
+            # Contiguous once here, or every step's matmul would copy them.
+            state.layers.append(LayerCache(cross_k=k.contiguous(), cross_v=v.contiguous()))
         return state
 
     def decode(self, tgt_ids: Tensor, memory: Tensor, mask: Tensor,

@@ -35,6 +35,9 @@ class EngineOptions:
     dtype: str = "float32"  # float16 / bfloat16 on CUDA
     int8: bool = False  # dynamic int8 quantization of linear layers (CPU)
     packed: bool = True  # CPU float32: linear weights prepacked for oneDNN (see packing.py)
+    # CPU: adapters' matrices run from int8 copies (per-column scales, dynamic activations);
+    # results/adapter_precision.md measures the quality, engine_speed.md the speed.
+    module_int8: bool = False
     slots_per_bank: int = 16
     host_capacity: int = 64
 
@@ -104,7 +107,7 @@ class Engine:
         self.modules = ModuleManager(config, slots_per_bank=options.slots_per_bank,
                                      host_capacity=options.host_capacity, device=self.device,
                                      dtype=self.dtype, loader=loader, observer=observer,
-                                     pack=pack)
+                                     pack=pack, int8=options.module_int8)
 
     def register_module(self, module_id: str, config: dict[str, Any], params: Params) -> None:
         self.modules.register(module_id, config, params)

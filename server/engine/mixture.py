@@ -45,7 +45,7 @@ class MixtureHooks(SingleModuleHooks):
 
     def projections(self, side: Side, index: int) -> Project | None:
         def project(name: str, x: Tensor, linear: Linear) -> Tensor:
-            mixed = self.mixing.mix_site(self.params, side, index, name, x)
+            mixed = self.mixing.mix_site(self.params, side, index, name, x, linear)
             if mixed is None:
                 return linear(x)
             out, proportions = mixed

@@ -74,6 +74,30 @@ def packed_linear(x: Tensor, packed: Tensor, bias: Tensor, activation: str = "no
     return out
 
 
+def quantized_key(name: str, layer: int) -> str:
+    """The key of the int8 copy of matrix `name[layer]` in a module bank's slot view."""
+    return f"{name}#int8_{layer}"
+
+
+def quantize_matrix(weight: Tensor) -> Tensor:
+    """An fbgemm int8 copy of an `[in, out]` matrix applied as `x @ weight`: symmetric,
+    one scale per output column (127 levels), prepacked once (CPU only)."""
+    matrix = weight.detach().float().cpu().t().contiguous()  # [out, in]
+    scales = (matrix.abs().amax(dim=1).clamp_min(1e-12) / 127.0).double()
+    quantized = torch.quantize_per_channel(matrix, scales, torch.zeros_like(scales,
+                                                                           dtype=torch.long),
+                                           0, torch.qint8)
+    packed: Tensor = torch.ops.quantized.linear_prepack(quantized, None)
+    return packed
+
+
+def quantized_linear(x: Tensor, packed: Tensor, bias: Tensor) -> Tensor:
+    """`x @ weight + bias` with a `quantize_matrix` copy: the rows are quantized to int8
+    per call (dynamic quantization, as `EngineOptions.int8` does for the backbone)."""
+    out: Tensor = torch.ops.quantized.linear_dynamic(x, packed, True)
+    return out + bias
+
+
 def pack_linears(model: nn.Module) -> int:
     """Replace every `nn.Linear` below `model` by a `PackedLinear` (wrap a bare
     `nn.Linear` with `PackedLinear.wrap`); returns how many were packed."""

@@ -68,9 +68,11 @@ def check_params(config: dict[str, Any], params: Params, backbone: BackboneConfi
 class ModuleManager:
     def __init__(self, backbone: BackboneConfig, *, slots_per_bank: int, host_capacity: int,
                  device: torch.device, dtype: torch.dtype, loader: Loader | None = None,
-                 observer: Observer | None = None, pack: bool = False) -> None:
+                 observer: Observer | None = None, pack: bool = False,
+                 int8: bool = False) -> None:
         self.backbone = backbone
         self.pack = pack  # banks keep packed copies of their matrices (CPU float32)
+        self.int8 = int8  # ... or int8 copies (CPU), which take precedence
         self.slots_per_bank = slots_per_bank
         self.host_capacity = host_capacity
         self.device, self.dtype = device, dtype
@@ -141,7 +143,8 @@ class ModuleManager:
         key = bank_key(config)
         if key not in self.banks:
             self.banks[key] = build_bank(config, self.backbone, n_slots=self.slots_per_bank,
-                                         device=self.device, dtype=self.dtype, pack=self.pack)
+                                         device=self.device, dtype=self.dtype, pack=self.pack,
+                                         int8=self.int8)
         return self.banks[key]
 
     def _free_slot(self, bank: ModuleBank) -> int:

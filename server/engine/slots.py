@@ -18,7 +18,7 @@ from torch import Tensor
 from contract.backbone import BackboneConfig
 from server.engine.families import Family, Params, get_family
 from server.engine.hooks import Linear, Project, Side
-from server.engine.packing import pack_matrix, packed_key
+from server.engine.packing import pack_matrix, packed_key, quantize_matrix, quantized_key
 
 
 def bank_key(config: dict[str, Any]) -> str:
@@ -31,7 +31,7 @@ class ModuleBank:
 
     def __init__(self, family: Family, config: dict[str, Any], backbone: BackboneConfig, *,
                  n_slots: int, device: torch.device, dtype: torch.dtype,
-                 pack: bool = False) -> None:
+                 pack: bool = False, int8: bool = False) -> None:
         self.family = family
         self.config = config
         self.n_slots = n_slots
@@ -40,6 +40,9 @@ class ModuleBank:
         # weight took 3.1 ms per decoding step against 5.2 ms for MKL's sgemm
         # (benchmarks/results/engine_speed_bounds.md).
         self.pack = pack and bool(family.packed_matrices)
+        # int8 copies instead (CPU): a quarter of the float32 bytes to stream per step,
+        # which is what bounds a batch of many modules (engine_speed_bounds.md).
+        self.int8 = int8 and bool(family.packed_matrices) and device.type == "cpu"
         self.shapes = family.shapes(backbone, config)
         self.tensors = {name: torch.zeros((n_slots, *shape), device=device, dtype=dtype)
                         for name, shape in self.shapes.items()}
@@ -52,10 +55,12 @@ class ModuleBank:
         """Copy a module's tensors into `slot` (the hot swap)."""
         for name, target in self.tensors.items():
             target[slot].copy_(params[name])
-        if self.pack:
-            view = self._views[slot]
-            for name in self.family.packed_matrices:
-                for layer, matrix in enumerate(self.tensors[name][slot]):
+        view = self._views[slot]
+        for name in self.family.packed_matrices if self.int8 or self.pack else ():
+            for layer, matrix in enumerate(self.tensors[name][slot]):
+                if self.int8:
+                    view[quantized_key(name, layer)] = quantize_matrix(matrix)
+                else:
                     view[packed_key(name, layer)] = pack_matrix(matrix)
 
     def view(self, slot: int) -> Params:
@@ -172,9 +177,10 @@ class BatchHooks:
 
 
 def build_bank(config: dict[str, Any], backbone: BackboneConfig, *, n_slots: int,
-               device: torch.device, dtype: torch.dtype, pack: bool = False) -> ModuleBank:
+               device: torch.device, dtype: torch.dtype, pack: bool = False,
+               int8: bool = False) -> ModuleBank:
     family = get_family(str(config["family"]))
     if family.bank_slots is not None:  # large modules (k copies of the projections)
         n_slots = min(n_slots, family.bank_slots)
     return ModuleBank(family, config, backbone, n_slots=n_slots, device=device, dtype=dtype,
-                      pack=pack)
+                      pack=pack, int8=int8)

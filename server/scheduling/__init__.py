@@ -1,5 +1,6 @@
-"""Async micro-batching: token budgets, max wait, bounded queue, deadlines."""
+"""Async micro-batching: token budgets, max wait, bounded queue, deadlines, fairness."""
 
-from server.scheduling.scheduler import BatchRunner, EngineThread, Pending, Scheduler, job_cost
+from server.scheduling.batching import Pending, job_cost
+from server.scheduling.scheduler import BatchRunner, EngineThread, Scheduler
 
 __all__ = ["BatchRunner", "EngineThread", "Pending", "Scheduler", "job_cost"]

@@ -1,23 +1,20 @@
 """Async micro-batching of sentences from many requests into engine batches.
 
-Policy lives here, mechanism in the engine:
+Policy lives here and in server/scheduling/batching.py (which sentences form a batch:
+round-robin over requests, a request's share while others wait, length buckets, module
+groups, the token budget and the module slots), mechanism in the engine:
 - a batch holds sentences with identical `SearchOptions` (any mix of domains/modules);
-- its cost, source tokens x beam x ensemble members summed over sentences, stays within
-  `max_batch_tokens` (a single sentence above the budget still runs, alone);
-- it uses at most `max_modules` distinct modules (the engine's slots per bank), so the
-  engine never runs out of slots;
 - the oldest waiting sentence decides when a batch runs: as soon as compatible work fills
-  the budget, or `max_wait_ms` after it arrived, whichever comes first;
-- fairness: a batch takes sentences from the waiting requests round-robin (one sentence
-  of each compatible request in turn, oldest request first), so a large request shares
-  every batch with the small ones that arrived after it instead of going first whole;
+  the budget, or `max_wait_ms` after both its arrival and the end of the last batch,
+  whichever comes first;
 - the queue is bounded (`max_queue` sentences): beyond it `submit` raises `Busy` (429);
   a request that fits an empty queue is always accepted, whatever its size;
 - admission by deadline: once the engine's throughput (budget tokens per second, a moving
-  average over batches) is known, a request whose estimated finish under round-robin
-  (the batch running now, plus min(its cost, each waiting request's cost), plus its own
-  cost; the processor-sharing completion time) lies past its deadline is refused with
-  `Busy` at once instead of waiting in the queue to time out;
+  average over well-filled batches) is known, a request whose estimated finish under
+  round-robin (the batch running now, plus min(its cost, each waiting request's cost),
+  plus its own cost; the processor-sharing completion time), with a safety margin, lies
+  past its deadline is refused with `Busy` at once instead of timing out later; this holds
+  for a request alone too (a bulk request too large for its deadline on this machine);
 - every sentence has a deadline; expired or cancelled sentences (a client that gave up or
   disconnected) leave the queue at once and are never computed;
 - a sentence whose module was evicted from memory waits while `Residency.reload` reads it
@@ -38,13 +35,13 @@ import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.engine import SentenceJob
 from server.errors import Busy, DeadlineExceeded, NotReady
 from server.metrics import Metrics
+from server.scheduling.batching import BatchLimits, Lane, Pending, form_batch, job_cost
 from server.settings import SchedulerSettings
 
 BatchRunner = Callable[[Sequence[SentenceJob], SearchOptions], list[list[Hypothesis]]]
@@ -62,6 +59,7 @@ class Residency(Protocol):
         ...
 T = TypeVar("T")
 HEARTBEAT_S = 1.0  # the idle batching loop still beats this often
+ADMISSION_MARGIN = 1.5  # a request is admitted when 1.5x its estimated finish fits
 log = logging.getLogger(__name__)
 
 
@@ -115,38 +113,6 @@ class EngineThread:
         self._executor.shutdown(wait=True, cancel_futures=True)
 
 
-@dataclass(eq=False)
-class Pending:
-    """One queued sentence."""
-
-    request: int
-    job: SentenceJob
-    options: SearchOptions
-    cost: int
-    enqueued: float
-    deadline: float
-    future: asyncio.Future[list[Hypothesis]]
-    reloaded: bool = False  # its modules were read back once already
-
-    @property
-    def modules(self) -> set[str]:
-        return {m.module_id for m in self.job.members if m.module_id is not None}
-
-
-@dataclass(eq=False)
-class Lane:
-    """The waiting sentences of one request, in order, and their total cost."""
-
-    options: SearchOptions
-    pending: dict[int, Pending]
-    cost: int = 0
-
-
-def job_cost(job: SentenceJob, options: SearchOptions) -> int:
-    """Budget tokens of one sentence: source tokens x beam x ensemble members."""
-    return len(job.source_ids) * options.beam_size * max(1, len(job.members))
-
-
 class Scheduler:
     def __init__(self, runner: BatchRunner, engine_thread: EngineThread,
                  settings: SchedulerSettings, *, max_modules: int,
@@ -165,7 +131,11 @@ class Scheduler:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._running: list[Pending] = []  # the batch in the engine now
-        self._throughput: float | None = None  # budget tokens per second (moving average)
+        self._last_requests = 0  # distinct requests in the last batch
+        self._engine_free_at = 0.0  # monotonic time the last batch ended
+        # budget tokens per second, a moving average over well-filled batches (the rate
+        # large requests get; small batches run less efficiently)
+        self._throughput: float | None = None
         self.heartbeat = time.monotonic()  # the batching loop's last sign of life
         self.failure: str | None = None  # why the batching loop ended, if it crashed
 
@@ -223,37 +193,39 @@ class Scheduler:
         self._admit(sum(job_cost(job, options) for job in jobs), deadline - now)
         loop = asyncio.get_running_loop()
         request = next(self._requests)
-        lane = self._lanes[request] = Lane(options, {})
-        futures: list[asyncio.Future[list[Hypothesis]]] = []
+        items: list[tuple[int, Pending]] = []
         for job in jobs:
-            key = next(self._ids)
             future: asyncio.Future[list[Hypothesis]] = loop.create_future()
-            item = Pending(request, job, options, job_cost(job, options), now, deadline, future)
-            self._queue[key] = lane.pending[key] = item
-            lane.cost += item.cost
-            future.add_done_callback(functools.partial(self._discard, key))
-            futures.append(future)
-        if not lane.pending:
-            del self._lanes[request]
+            items.append((next(self._ids), Pending(request, job, options,
+                                                   job_cost(job, options), now, deadline,
+                                                   future)))
+        if items:
+            self._lanes[request] = lane = Lane(options)
+            lane.add(items)
+        for key, item in items:
+            self._queue[key] = item
+            item.future.add_done_callback(functools.partial(self._discard, key))
         self._report_depth()
         self._wake.set()
-        return futures
+        return [item.future for _, item in items]
 
     def _admit(self, cost: int, remaining_s: float) -> None:
         """Refuse (429) a request that cannot finish before its deadline under round-robin:
         it waits for the running batch and, from each waiting request, for as much work as
-        its own (processor sharing), then for its own work."""
-        if self._throughput is None or not self._queue:
+        its own (processor sharing), then for its own work. The margin covers what the
+        average hides (a request's share is capped while others wait, the load drifts)."""
+        if self._throughput is None:
             return
         ahead = sum(item.cost for item in self._running) + cost + sum(
             min(lane.cost, cost) for lane in self._lanes.values())
         estimate = ahead / self._throughput
-        if estimate > remaining_s:
+        if estimate * ADMISSION_MARGIN > remaining_s:
             queued = sum(lane.cost for lane in self._lanes.values())
             drain = math.ceil(queued / self._throughput)
-            raise Busy(f"the queued work would keep this request about {estimate:.1f} s, "
-                       f"past its deadline ({remaining_s:.1f} s); retry later or send less "
-                       f"at once", retry_after=max(self.settings.retry_after_s, drain))
+            raise Busy(f"this request would take about {estimate:.1f} s here (the work "
+                       f"queued before it included), too close to or past its deadline "
+                       f"({remaining_s:.1f} s); retry later or send less at once",
+                       retry_after=max(self.settings.retry_after_s, drain))
 
     def _discard(self, key: int, _future: asyncio.Future[list[Hypothesis]]) -> None:
         """A sentence finished, was cancelled or expired: it no longer holds a queue slot."""
@@ -287,7 +259,11 @@ class Scheduler:
                 await asyncio.sleep(0)  # let cancellation callbacks run
 
     async def _wait_for_work(self) -> None:
-        """Return when the oldest sentence should run: budget full or waited long enough."""
+        """Return when the oldest sentence should run: budget full, or `max_wait_ms` past
+        both its arrival and the end of the last batch. The second bound lets the clients
+        whose answers the last batch just produced send their next request into this one
+        (at saturation, closed-loop clients would otherwise find the batch already gone,
+        and batches would alternate between full and half full)."""
         while True:
             self.heartbeat = time.monotonic()
             self._expire(self.heartbeat)
@@ -297,7 +273,8 @@ class Scheduler:
                     await asyncio.wait_for(self._wake.wait(), HEARTBEAT_S)
                 continue
             oldest = next(iter(self._queue.values()))
-            remaining = oldest.enqueued + self.settings.max_wait_ms / 1000 - time.monotonic()
+            since = max(oldest.enqueued, self._engine_free_at)
+            remaining = since + self.settings.max_wait_ms / 1000 - time.monotonic()
             full = self._waiting_cost(oldest.options) >= self.settings.max_batch_tokens
             if remaining <= 0 or full:
                 return
@@ -321,36 +298,24 @@ class Scheduler:
         return sum(lane.cost for lane in self._lanes.values() if lane.options == options)
 
     def _take_batch(self) -> list[Pending]:
-        """The oldest sentence, then compatible sentences taken round-robin over the
-        requests (arrival order), within the budget and the slots: each turn takes a
-        request's next sentence that fits."""
+        """The next batch of the oldest sentence's search options (see batching.py).
+        A request's share is capped while others wait or shared the last batch."""
         self._expire(time.monotonic())
         if not self._queue:
             return []
         options = next(iter(self._queue.values())).options
-        turns = [iter(list(lane.pending.items())) for lane in self._lanes.values()
-                 if lane.options == options]
-        batch: list[Pending] = []
-        tokens = 0
-        modules: set[str] = set()
-        while turns:
-            for turn in list(turns):
-                for key, item in turn:  # this request's next sentence that fits
-                    if self._needs_reload(item):
-                        continue
-                    wanted = modules | item.modules
-                    if batch and (tokens + item.cost > self.settings.max_batch_tokens
-                                  or len(wanted) > self.max_modules):
-                        continue
-                    batch.append(item)
-                    tokens += item.cost
-                    modules = wanted
-                    self._remove(key)
-                    break
-                else:
-                    turns.remove(turn)
+        settings = self.settings
+        contended = len(self._lanes) > 1 or self._last_requests > 1
+        limits = BatchLimits(settings.max_batch_tokens, self.max_modules,
+                             settings.max_request_batch_tokens if contended
+                             else settings.max_batch_tokens)
+        lanes = [lane for lane in self._lanes.values() if lane.options == options]
+        batch = form_batch(lanes, limits, held_back=self._needs_reload)
+        for key, _ in batch:
+            self._remove(key)
+        self._last_requests = len({item.request for _, item in batch})
         self._report_depth()
-        return batch
+        return [item for _, item in batch]
 
     def _needs_reload(self, item: Pending) -> bool:
         """True when `item` must wait for its modules to be read back (started here)."""
@@ -399,6 +364,7 @@ class Scheduler:
             return
         finally:
             self._running = []
+            self._engine_free_at = time.monotonic()
         self._measure(sum(item.cost for item in live), time.monotonic() - started)
         produced = 0
         for item, hypotheses in zip(live, results, strict=True):
@@ -409,8 +375,12 @@ class Scheduler:
             self.metrics.target_tokens.inc(produced)
 
     def _measure(self, cost: int, seconds: float) -> None:
-        """Moving average of the engine's throughput in budget tokens per second."""
-        if seconds <= 0:
+        """Moving average of the engine's throughput in budget tokens per second, over
+        well-filled batches: at least half the budget, or a request's share (what a large
+        request's batches hold while others wait)."""
+        settings = self.settings
+        if seconds <= 0 or cost < min(settings.max_batch_tokens / 2,
+                                      settings.max_request_batch_tokens):
             return
         observed = cost / seconds
         previous = self._throughput

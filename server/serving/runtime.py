@@ -122,7 +122,8 @@ class Runtime:
         return build_engine(
             files,
             EngineOptions(device=options.device, dtype=options.dtype, int8=options.int8,
-                          packed=options.packed, slots_per_bank=options.slots_per_bank,
+                          packed=options.packed, module_int8=options.module_int8,
+                          slots_per_bank=options.slots_per_bank,
                           host_capacity=options.host_capacity),
             loader=self._engine_loader, observer=self.metrics.on_engine_event)
 

@@ -5,5 +5,8 @@ layout, untranslated elements) and sentence units made of parts (parts.py): text
 translate, spans kept verbatim (placeholders, entities, inline void tags), inline tag pairs
 and glossary terms. Each unit is masked into a string the engine copies markers through
 (masking.py); after translation the markers are restored, and a unit whose markers did
-not survive is translated again run by run, so every span comes back. No torch here.
+not survive is translated again run by run, so every span comes back. The model's own text
+is escaped for where it lands (escaping.py), so in HTML it never becomes markup; an HTML
+document's `alt`, `title`, ... values are units of their own, written into their tags'
+slots when the document renders. No torch here.
 """

@@ -6,6 +6,9 @@
     retry = document.retry_texts(restored)      # runs of those units, translated apart
     finals = document.finals(restored, retry_translations)
     text = document.render(finals)
+
+An HTML document's translated attribute values (`alt`, `title`, ...) are chunk lists of
+their own, translated with the sentences and written into their tags' slots at the end.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from server.textproc import html
+from server.textproc.escaping import Context, escape
 from server.textproc.glossary import Glossary
 from server.textproc.masking import (
     Masked,
@@ -40,6 +44,10 @@ class Unit:
     def terms(self) -> list[Term]:
         return [p for p in self.parts if isinstance(p, Term)]
 
+    def untranslated(self) -> str:
+        """The unit as rendered without the engine (it has no words: parts verbatim)."""
+        return render_runs(self.parts, [], context=self.masked.context)
+
 
 @dataclass(frozen=True)
 class GlossaryReport:
@@ -47,10 +55,32 @@ class GlossaryReport:
     missed: list[str]  # entries found in the text whose target is not
 
 
+Chunks = list[str | Unit]  # verbatim text, or a sentence
+
+
+@dataclass
+class AttributeValue:
+    """A translated attribute value: its chunks, and the slot its tag holds for it."""
+    slot: str
+    source: str  # the value as written
+    quoted: bool
+    chunks: Chunks
+
+    def written(self, value: str) -> str:
+        """The value as it goes into the tag: quoted when it was, or when it must be."""
+        if self.quoted or not any(c in value for c in _UNQUOTED_STOPS):
+            return value
+        return f'"{value}"'
+
+
+_UNQUOTED_STOPS = " \t\n\f\r\"'=<>`"  # what an unquoted value may not hold
+
+
 @dataclass
 class Document:
-    chunks: list[str | Unit]  # verbatim text, or a sentence
+    chunks: Chunks
     units: list[Unit] = field(default_factory=list)  # the ones the engine translates
+    attributes: list[AttributeValue] = field(default_factory=list)
 
     def plain_text(self) -> str:
         """What a reader sees (tags dropped): what routing classifies."""
@@ -77,61 +107,92 @@ class Document:
         out: list[str] = []
         for unit, done in zip(self.units, restored, strict=True):
             if done is None:
-                done = render_runs(unit.parts, [next(supply) for _ in runs(unit.parts)])
+                done = render_runs(unit.parts, [next(supply) for _ in runs(unit.parts)],
+                                   context=unit.masked.context)
             out.append(done)
         return out
 
     def render(self, finals: Sequence[str]) -> str:
         """The text with every unit replaced by its final translation."""
         finished = dict(zip((id(u) for u in self.units), finals, strict=True))
-        out: list[str] = []
-        for chunk in self.chunks:
-            if isinstance(chunk, str):
-                out.append(chunk)
-            else:
-                final = finished.get(id(chunk))
-                out.append(final if final is not None else render_runs(chunk.parts, []))
-        return "".join(out)
+        text = _render(self.chunks, finished)
+        for attribute in self.attributes:
+            value = attribute.written(_render(attribute.chunks, finished))
+            text = text.replace(attribute.slot, value, 1)
+        return text
 
     def glossary_report(self, translations: Sequence[str]) -> GlossaryReport:
         """`translations`: the final text of every unit (same order as `units`)."""
         applied: dict[str, None] = {}
         missed: dict[str, None] = {}
         finals = dict(zip((id(u) for u in self.units), translations, strict=True))
-        for chunk in self.chunks:
+        every = self.chunks + [c for a in self.attributes for c in a.chunks]
+        for chunk in every:
             if not isinstance(chunk, Unit):
                 continue
             final = finals.get(id(chunk))
-            text = (final if final is not None else render_runs(chunk.parts, [])).lower()
+            text = (final if final is not None else chunk.untranslated()).lower()
             for term in chunk.terms:
-                target = applied if term.target.lower() in text else missed
+                written = escape(term.target, chunk.masked.context).lower()
+                target = applied if written in text else missed
                 target[term.key] = None
         return GlossaryReport(list(applied), [k for k in missed if k not in applied])
 
 
+def _render(chunks: Chunks, finished: dict[int, str]) -> str:
+    out: list[str] = []
+    for chunk in chunks:
+        if isinstance(chunk, str):
+            out.append(chunk)
+        else:
+            final = finished.get(id(chunk))
+            out.append(final if final is not None else chunk.untranslated())
+    return "".join(out)
+
+
 def build_document(text: str, *, fmt: Format = "text", glossary: Glossary | None = None,
                    terms: TermMode = "protect") -> Document:
-    segments: list[str | list[Part]] = (html.segments(text) if fmt == "html"
-                                        else [protect(text)])
-    chunks: list[str | Unit] = []
     units: list[Unit] = []
+    if fmt == "text":
+        return Document(_chunks([protect(text)], glossary, units, terms=terms,
+                                context="text"), units)
+    found = html.segments(text)
+    chunks = _chunks(found.chunks, glossary, units, terms=terms, context="html")
+    attributes = [AttributeValue(a.slot, a.value, a.quoted,
+                                 _chunks([protect(a.value)], glossary, units, terms=terms,
+                                         context="attribute"))
+                  for a in found.attributes]
+    return Document(chunks, units, attributes)
+
+
+def _chunks(segments: Sequence[str | list[Part]], glossary: Glossary | None,
+            units: list[Unit], *, terms: TermMode, context: Context) -> Chunks:
+    """Segments split into sentences; the units with words are appended to `units`."""
+    chunks: Chunks = []
     for segment in segments:
         if isinstance(segment, str):
             chunks.append(segment)
             continue
         parts = glossary.apply(segment) if glossary else segment
-        for piece in split_sentences(parts, lines=fmt != "html"):
+        for piece in split_sentences(parts, lines=context == "text"):
             if isinstance(piece, str):
                 chunks.append(piece)
                 continue
-            unit = Unit(tuple(piece), mask(piece, terms=terms))
+            unit = Unit(tuple(piece), mask(piece, terms=terms, context=context))
             chunks.append(unit)
             if needs_translation(piece):
                 units.append(unit)
-    return Document(chunks, units)
+    return chunks
 
 
 def source_text(document: Document) -> str:
     """The source as it was (a round trip check for tests)."""
+    text = _source(document.chunks)
+    for attribute in document.attributes:
+        text = text.replace(attribute.slot, attribute.source, 1)
+    return text
+
+
+def _source(chunks: Chunks) -> str:
     return "".join(c if isinstance(c, str) else "".join(raw_of(p) for p in c.parts)
-                   for c in document.chunks)
+                   for c in chunks)

@@ -14,14 +14,22 @@ position, so every byte that is not translated is copied from the source as it w
 - `script`, `style`, `code`, `pre`, `textarea` and any element with `translate="no"` or
   class `notranslate` are copied untranslated (inline ones, such as `code` or a `span`,
   as one kept span of their sentence);
-- entities and placeholders in text are kept verbatim.
+- entities and placeholders in text are kept verbatim;
+- the values of `alt`, `title`, `placeholder`, `aria-label` and the `value` of an
+  `input` button (type button, submit or reset: its label) are translated like text (a
+  `<button>`'s `value` is form data, not shown); every other attribute stays as it was.
+  Such a value is cut out of its tag and replaced by a slot (`Attribute.slot`) that the
+  document fills in when it renders.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from html import unescape
 from html.parser import HTMLParser
 
+from server.textproc.escaping import opens_markup
 from server.textproc.parts import Close, Keep, Open, Part
 from server.textproc.placeholders import protect
 
@@ -40,7 +48,26 @@ UNTRANSLATED_INLINE = frozenset({"code", "kbd", "samp", "var"})  # kept inside t
 VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta",
                   "param", "source", "track", "wbr"})
 
+TRANSLATED_ATTRIBUTES = frozenset({"alt", "title", "placeholder", "aria-label"})
+LABELLED_INPUTS = frozenset({"button", "submit", "reset"})  # their `value` is the label
+_SPACE = " \t\n\f\r"  # ASCII whitespace, as the HTML tokenizer knows it
+
 Chunk = str | list[Part]  # verbatim text, or a segment of parts to translate
+Attributes = Sequence[tuple[str, str | None]]
+
+
+@dataclass(frozen=True)
+class Attribute:
+    """A translated attribute value, cut out of its tag."""
+    slot: str  # stands for the value in the tag's text until the document renders
+    value: str  # as written in the source (entities included, quotes not)
+    quoted: bool
+
+
+@dataclass
+class Segments:
+    chunks: list[Chunk]
+    attributes: list[Attribute]
 
 
 @dataclass
@@ -49,6 +76,7 @@ class _Event:
     start: int
     tag: str = ""
     skip: bool = False  # start tag of an element whose content is not translated
+    attrs: Attributes = field(default_factory=list)
 
 
 class _Tokens(HTMLParser):
@@ -71,14 +99,12 @@ class _Tokens(HTMLParser):
         self.events.append(_Event("data", self._at()))
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        values = dict(attrs)
-        skip = (values.get("translate") == "no"
-                or "notranslate" in (values.get("class") or "").split())
         kind = "void" if tag in VOID else "start"
-        self.events.append(_Event(kind, self._at(), tag, skip or tag in UNTRANSLATED))
+        skip = _untranslated(attrs) or tag in UNTRANSLATED
+        self.events.append(_Event(kind, self._at(), tag, skip, attrs))
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.events.append(_Event("void", self._at(), tag))
+        self.events.append(_Event("void", self._at(), tag, _untranslated(attrs), attrs))
 
     def handle_endtag(self, tag: str) -> None:
         self.events.append(_Event("end", self._at(), tag))
@@ -102,25 +128,94 @@ class _Tokens(HTMLParser):
         self.events.append(_Event("other", self._at()))
 
 
-def segments(text: str) -> list[Chunk]:
-    """The document as verbatim strings and segments; their raw texts concatenate to
-    `text` exactly."""
+def _untranslated(attrs: Attributes) -> bool:
+    values = dict(attrs)
+    return (values.get("translate") == "no"
+            or "notranslate" in (values.get("class") or "").split())
+
+
+def segments(text: str) -> Segments:
+    """The document as verbatim strings and segments, and its translated attribute values;
+    with every slot replaced by its value, the raw texts concatenate to `text` exactly."""
     parser = _Tokens(text)
     parser.feed(text)
     parser.close()
-    events = parser.events
+    # adjacent data events are one text (the parser splits a cut-off tag: "<", "img ...")
+    events = [e for i, e in enumerate(parser.events)
+              if not (e.kind == "data" and i and parser.events[i - 1].kind == "data")]
     ends = [e.start for e in events[1:]] + [len(text)]
-    builder = _Builder()
+    # a private-use character the text does not hold brackets every slot's number
+    mark = next(chr(c) for c in range(0xE100, 0xF900) if chr(c) not in text)
+    builder = _Builder(mark)
     head = events[0].start if events else len(text)
     if head:  # text the tokenizer reported no event for (e.g. a leading "</>")
         builder.chunks.append(text[:head])
     for event, end in zip(events, ends[: len(events)], strict=True):
         builder.add(event, text[event.start: end])
-    return builder.finish()
+    return Segments(builder.finish(), builder.attributes)
+
+
+def _text(raw: str) -> list[Part]:
+    """Character data as parts; from a `<` or `&` that still opens markup on (a tag the
+    parser could not read, cut off by the end of the text) it is kept verbatim."""
+    cut = next((i for i in range(len(raw)) if opens_markup(raw, i)), len(raw))
+    return protect(raw[:cut]) + ([Keep(raw[cut:])] if cut < len(raw) else [])
+
+
+def translated_spans(raw: str, tag: str, attrs: Attributes) -> list[tuple[int, int, bool]]:
+    """(start, end, quoted) in a start tag's text of every value translated like text;
+    none when the tag's own attribute scan disagrees with the parser's `attrs`."""
+    spans = _attribute_spans(raw)
+    if [(name, None if start < 0 else unescape(raw[start:end]))
+            for name, start, end, _ in spans] != [(n, v) for n, v in attrs]:
+        return []
+    values = {name: value for name, value in attrs}
+    button = tag == "input" and (values.get("type") or "").lower() in LABELLED_INPUTS
+    return [(start, end, quoted) for name, start, end, quoted in spans
+            if start >= 0 and (name in TRANSLATED_ATTRIBUTES or (button and name == "value"))]
+
+
+def _attribute_spans(raw: str) -> list[tuple[str, int, int, bool]]:
+    """(name, value start, value end, quoted) of every attribute of a start tag (start -1
+    for a name without value), after the HTML tokenizer's attribute states (WHATWG HTML
+    13.2.5.32-13.2.5.39). `html.parser` reports values, not where they are."""
+    spans: list[tuple[str, int, int, bool]] = []
+    index = _skip(raw, 1, lambda c: c not in _SPACE + "/>")  # the tag name
+    while True:
+        index = _skip(raw, index, lambda c: c in _SPACE + "/")
+        if index >= len(raw) or raw[index] == ">":
+            return spans
+        start = index  # a name may begin with "=" (a parse error the tokenizer accepts)
+        index = _skip(raw, index + 1, lambda c: c not in _SPACE + "/>=")
+        name = raw[start:index].lower()
+        after = _skip(raw, index, lambda c: c in _SPACE)
+        if raw[after: after + 1] != "=":
+            spans.append((name, -1, -1, False))
+            continue
+        index = _skip(raw, after + 1, lambda c: c in _SPACE)
+        quote = raw[index: index + 1]
+        if quote in ('"', "'"):
+            end = raw.find(quote, index + 1)
+            if end < 0:
+                return spans
+            spans.append((name, index + 1, end, True))
+            index = end + 1
+        else:
+            end = _skip(raw, index, lambda c: c not in _SPACE + ">")
+            spans.append((name, index, end, False))
+            index = end
+
+
+def _skip(text: str, index: int, while_: Callable[[str], bool]) -> int:
+    while index < len(text) and while_(text[index]):
+        index += 1
+    return index
 
 
 class _Builder:
-    def __init__(self) -> None:
+    def __init__(self, mark: str) -> None:
+        self.mark = mark
+        self.attributes: list[Attribute] = []
         self.chunks: list[Chunk] = []
         self.segment: list[Part] = []
         self.open_pairs: list[tuple[str, int]] = []  # inline tags open in this segment
@@ -131,7 +226,10 @@ class _Builder:
     def add(self, event: _Event, raw: str) -> None:
         if self.skipping:
             self._skip(event, raw)
-        elif event.kind == "start" and event.skip:
+            return
+        if event.kind in ("start", "void") and not event.skip:
+            raw = self._slotted(event, raw)
+        if event.kind == "start" and event.skip:
             self.skipping.append(event.tag)
             if event.tag in BLOCKS or (event.tag in UNTRANSLATED
                                        and event.tag not in UNTRANSLATED_INLINE):
@@ -143,7 +241,7 @@ class _Builder:
             self._end_segment()
             self.chunks.append(raw)
         elif event.kind == "data":
-            self.segment.extend(protect(raw))
+            self.segment.extend(_text(raw))
         elif event.kind == "start":
             self.pairs += 1
             self.open_pairs.append((event.tag, self.pairs))
@@ -152,6 +250,17 @@ class _Builder:
             self.segment.append(self._close(event.tag, raw))
         else:  # void inline tags, entities, comments, declarations
             self.segment.append(Keep(raw))
+
+    def _slotted(self, event: _Event, raw: str) -> str:
+        """The tag's text with every translated value replaced by a slot."""
+        out: list[str] = []
+        cursor = 0
+        for start, end, quoted in translated_spans(raw, event.tag, event.attrs):
+            slot = f"{self.mark}{len(self.attributes)}{self.mark}"
+            self.attributes.append(Attribute(slot, raw[start:end], quoted))
+            out += [raw[cursor:start], slot]
+            cursor = end
+        return "".join(out) + raw[cursor:]
 
     def _skip(self, event: _Event, raw: str) -> None:
         if self.kept is not None:

@@ -8,8 +8,10 @@ benchmarks/quality/glossary.py) a term's target is written into the source inste
 must appear in the output.
 
 A translation is accepted only if every marker comes back exactly once, no other marker
-appears and every pair stays ordered; otherwise `runs`/`render_runs` translate the text
-between the parts separately and put every part back verbatim, in source order.
+(nor the debris of one, such as `</1` without its `>`) appears and every pair stays
+ordered; otherwise `runs`/`render_runs` translate the text between the parts separately and
+put every part back verbatim, in source order. The model's own text is escaped for its
+context (escaping.py): in HTML nothing it writes can become markup.
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from server.textproc.escaping import Context, escape, model_text
 from server.textproc.parts import Close, Open, Part, Term, Text
 
 TermMode = Literal["protect", "inline"]
 _MARKER = re.compile(r"\{(\d+)\}|<(/?)(\d+)>")
+_DEBRIS = re.compile(r"</?[0-9]|\{[0-9]")  # left of a marker once whole ones are removed
 _LINE_BREAK = re.compile(r"[ \t]*(?:\r\n|[\n\r\u2028\u2029])\s*")  # inside an HTML sentence
 
 
@@ -32,9 +36,12 @@ class Masked:
     replacements: dict[str, str]  # marker -> what it becomes in the output
     pairs: tuple[tuple[str, str], ...]  # (open, close) markers that must stay ordered
     required: tuple[str, ...]  # inline term targets the output must contain
+    context: Context = "text"  # where the output goes: how the model's text is escaped
+    debris: int = 0  # marker-like text the source holds itself ("%<0x%x%>", "<32M")
 
 
-def mask(parts: Sequence[Part], *, terms: TermMode = "protect") -> Masked:
+def mask(parts: Sequence[Part], *, terms: TermMode = "protect",
+         context: Context = "text") -> Masked:
     pieces: list[str] = []
     replacements: dict[str, str] = {}
     opened: dict[int, str] = {}
@@ -61,9 +68,12 @@ def mask(parts: Sequence[Part], *, terms: TermMode = "protect") -> Masked:
                 marker = f"</{number}>"
             else:
                 marker = "{" + str(number) + "}"
-        replacements[marker] = part.target if isinstance(part, Term) else part.raw
+        replacements[marker] = (escape(part.target, context) if isinstance(part, Term)
+                                else part.raw)
         pieces.append(marker)
-    return Masked("".join(pieces), replacements, tuple(pairs), tuple(required))
+    text = "".join(pieces)
+    return Masked(text, replacements, tuple(pairs), tuple(required), context,
+                  _debris(text))
 
 
 def unmask(masked: Masked, output: str) -> str | None:
@@ -71,13 +81,26 @@ def unmask(masked: Masked, output: str) -> str | None:
     found = [m.group(0) for m in _MARKER.finditer(output)]
     if sorted(found) != sorted(masked.replacements):
         return None
+    if _debris(output) > masked.debris:
+        return None
     position = {marker: index for index, marker in enumerate(found)}
     if any(position[first] > position[second] for first, second in masked.pairs):
         return None
     lowered = output.lower()
     if any(target.lower() not in lowered for target in masked.required):
         return None
-    return _MARKER.sub(lambda m: masked.replacements[m.group(0)], output)
+    out: list[str] = []
+    cursor = 0
+    for match in _MARKER.finditer(output):
+        out.append(model_text(output[cursor: match.start()], masked.context))
+        out.append(masked.replacements[match.group(0)])
+        cursor = match.end()
+    out.append(model_text(output[cursor:], masked.context))
+    return "".join(out)
+
+
+def _debris(text: str) -> int:
+    return len(_DEBRIS.findall(_MARKER.sub(" ", text)))
 
 
 def runs(parts: Sequence[Part]) -> list[str]:
@@ -86,7 +109,8 @@ def runs(parts: Sequence[Part]) -> list[str]:
             if isinstance(part, Text) and _wordy(part.text)]
 
 
-def render_runs(parts: Sequence[Part], translations: Sequence[str]) -> str:
+def render_runs(parts: Sequence[Part], translations: Sequence[str], *,
+                context: Context = "text") -> str:
     """The unit rebuilt from separately translated runs; every other part verbatim (a
     term as its target), each run keeping its surrounding whitespace."""
     supply = iter(translations)
@@ -97,11 +121,11 @@ def render_runs(parts: Sequence[Part], translations: Sequence[str]) -> str:
                 text = part.text
                 lead = text[: len(text) - len(text.lstrip())]
                 trail = text[len(text.rstrip()):]
-                out.append(lead + next(supply) + trail)
+                out.append(lead + model_text(next(supply), context) + trail)
             else:
                 out.append(part.text)
         elif isinstance(part, Term):
-            out.append(part.target)
+            out.append(escape(part.target, context))
         else:
             out.append(part.raw)
     return "".join(out)

@@ -25,6 +25,11 @@ def test_targets_met() -> None:
     polite = results["phases"]["mix"]["polite"]
     assert polite["errors"] == 1 and polite["statuses"] == {"200": 2, "429": 1}
     assert results["phases"]["mix"]["adversaries"]["24 MB body"]["statuses"] == {"413": 1}
+    # summaries per client kind, not every request
+    assert "raw" not in results
+    nested = results["phases"]["mix"]["adversaries"]["nested JSON"]
+    assert nested["requests"] == 1 and nested["p50_ms"] == 500.0 and nested["max_s"] == 0.5
+    assert polite["p50_ms"] == 250.0 and polite["p95_ms"] == 250.0
     table = markdown(results)
     assert "| mix | 250.0 |" in table and "2.50x (met)" in table
     json.dumps(results)  # what is written must be JSON

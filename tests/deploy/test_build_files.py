@@ -89,6 +89,9 @@ def test_make_run_installs_runtime_only_and_serves() -> None:
         (("bench-engine", "QUICK=0"), "-m benchmarks.speed.engine_speed --data ../shared/data"),
         (("bench-serve", "DATA=/d"), "-m benchmarks.speed.serve_load --data /d"),
         (("eval",), "-m benchmarks.quality.evaluate --data ../shared/data"),
+        (("bench-markup", "QUICK=1"),
+         "-m benchmarks.quality.markup --data ../shared/data --quick"),
+        (("bench-glossary",), "-m benchmarks.quality.glossary --data ../shared/data"),
         (("train-default",), "-m trainer.recipes.default_en_fr --data ../shared/data"),
     ],
 )

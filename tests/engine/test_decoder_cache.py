@@ -38,7 +38,7 @@ def test_incremental_steps_equal_teacher_forcing_across_growth(
                                for t in range(STEPS)], dim=1)
         whole = teacher_forced(model, src, targets)
     assert state.self_cache.buffer is not None
-    assert state.self_cache.buffer.shape[3] >= STEPS
+    assert state.self_cache.buffer.shape[0] >= STEPS
     torch.testing.assert_close(stepped, whole, atol=1e-4, rtol=1e-4)
 
 
@@ -50,8 +50,9 @@ def test_reorders_between_steps_follow_the_kept_rows() -> None:
     rows = src.shape[0]
     generator = torch.Generator().manual_seed(1)
     tokens = torch.randint(4, model.config.tgt_vocab_size, (rows, STEPS), generator=generator)
-    reorders = {7: torch.tensor([2, 0, 0, 1]), 20: torch.tensor([3, 1, 2]),
-                33: torch.tensor([0, 2])}
+    # Gathering reorders (7, 20, 33), one row rewritten in place (10), the identity (12).
+    reorders = {7: torch.tensor([2, 0, 0, 1]), 10: torch.tensor([0, 0, 2, 3]),
+                12: torch.arange(4), 20: torch.tensor([3, 1, 2]), 33: torch.tensor([0, 2])}
     with torch.inference_mode():
         memory, mask = model.encode(src)
         state = model.start_state(memory, mask)

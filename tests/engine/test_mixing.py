@@ -70,7 +70,10 @@ def tokens(results: list[list[Any]]) -> list[list[list[int]]]:
     ({"domains": DOMAINS, "sides": "decoder"}, "sides must be one of"),
     ({"domains": DOMAINS, "projections": ["q", "w"]}, "projections must be"),
     ({"domains": DOMAINS, "projections": []}, "projections must be"),
-    ({"domains": DOMAINS, "rank": 4}, "unknown option 'rank'"),
+    ({"domains": DOMAINS, "bottleneck": 4}, "unknown option 'bottleneck'"),
+    ({"domains": DOMAINS, "rank": 0}, "rank must be an integer in [1, 1024] (got 0) or null"),
+    ({"domains": DOMAINS, "rank": "8"}, "rank must be an integer"),
+    ({"domains": DOMAINS, "rank": True}, "rank must be an integer"),
 ])
 def test_bad_configs_are_refused(options: dict[str, Any], problem: str) -> None:
     with pytest.raises(ModuleConfigError) as caught:

@@ -14,6 +14,8 @@ import pytest
 from conftest import admin_headers
 from fastapi.testclient import TestClient
 
+from server.textproc.html import translated_spans
+
 PAGE = ('<div class="card"><h2 id="t">Open the file</h2>\n'
         '<p>Click <b>the button</b> to save <a href="/f?id=1&amp;x=2" title="Save">all '
         'files</a>.&nbsp;Then <em>close</em> the window.</p>\n<!-- footer -->\n'
@@ -29,7 +31,11 @@ class Markup(HTMLParser):
         self.tokens: list[str] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tokens.append(self.get_starttag_text() or "")
+        raw = self.get_starttag_text() or ""  # translated values (title, alt) cut out
+        spans = translated_spans(raw, tag, attrs)
+        self.tokens.append("".join(raw[a:b] for a, b in zip(
+            [0] + [end for _, end, _ in spans], [start for start, _, _ in spans] + [len(raw)],
+            strict=True)))
 
     def handle_endtag(self, tag: str) -> None:
         self.tokens.append(f"</{tag}>")
@@ -62,6 +68,16 @@ def test_html_comes_back_with_every_tag_in_place(shared_client: TestClient) -> N
     assert out.startswith('<div class="card"><h2 id="t">') and "\n<!-- footer -->\n" in out
     # the inline tags still wrap something (their words' translation), text was translated
     assert re.search(r"<b>[^<]+</b>", out) and "Click" not in out
+
+
+def test_translatable_attributes_are_translated(shared_client: TestClient) -> None:
+    page = ('<p><img src="a.png" alt="Open the file"> <input type="submit" '
+            'value="Save all files" data-x="Open the file"></p>')
+    out = post(shared_client, "/translate", {"text": page, "format": "html",
+                                             "domain": "it"})["translation"]
+    assert markup(out) == markup(page)
+    assert 'alt="Open the file"' not in out and 'value="Save all files"' not in out
+    assert 'src="a.png"' in out and 'data-x="Open the file"' in out
 
 
 def test_plain_text_is_not_parsed_as_html(shared_client: TestClient) -> None:

@@ -71,21 +71,54 @@ def test_a_request_that_cannot_meet_its_deadline_is_refused_at_once() -> None:
         return refused.value, scheduler.depth
 
     error, depth = run(engine, body, max_queue=100, retry_after_s=1)
-    assert "past its deadline" in error.message
+    assert "past its deadline (10.0 s)" in error.message
     assert error.retry_after == 4  # the 40 queued tokens drain in 4 s
     assert depth == 0
 
 
-def test_throughput_is_measured_from_batches() -> None:
+def test_throughput_is_measured_from_well_filled_batches() -> None:
+    engine = FakeEngine()
+
+    async def body(scheduler: Scheduler) -> tuple[float | None, float | None]:
+        assert scheduler._throughput is None  # nothing measured: nothing refused by estimate
+        await asyncio.gather(*scheduler.submit([job(4)], GREEDY, deadline=later()))
+        small = scheduler._throughput  # 4 of 64 tokens: a small batch runs less efficiently
+        await asyncio.gather(*scheduler.submit([job(8) for _ in range(4)], GREEDY,
+                                               deadline=later()))
+        return small, scheduler._throughput
+
+    small, half_full = run(engine, body)
+    assert small is None
+    assert half_full is not None and half_full > 0
+
+
+def test_batches_holding_a_requests_share_are_measured_too() -> None:
+    """While others wait, a large request's batches hold its share (below half the
+    budget): they are what it gets, so they count."""
     engine = FakeEngine()
 
     async def body(scheduler: Scheduler) -> float | None:
-        assert scheduler._throughput is None  # nothing measured: nothing refused by estimate
-        await asyncio.gather(*scheduler.submit([job(4)], GREEDY, deadline=later()))
+        await asyncio.gather(*scheduler.submit([job(4) for _ in range(3)], GREEDY,
+                                               deadline=later()))
         return scheduler._throughput
 
-    measured = run(engine, body)
-    assert measured is not None and measured > 0
+    assert run(engine, body, max_request_batch_tokens=12) is not None
+
+
+def test_a_request_too_large_for_its_deadline_is_refused_even_alone() -> None:
+    engine = FakeEngine()
+
+    async def body(scheduler: Scheduler) -> tuple[Busy, int]:
+        scheduler._throughput = 10.0  # budget tokens per second, as if measured
+        with pytest.raises(Busy) as refused:  # 200 tokens: about 20 s, the deadline is 10 s
+            scheduler.submit([job(10) for _ in range(20)], GREEDY, deadline=later(10.0))
+        fits = scheduler.submit([job(10) for _ in range(5)], GREEDY, deadline=later(10.0))
+        await asyncio.gather(*fits)
+        return refused.value, len(engine.batches)
+
+    error, batches = run(engine, body, max_queue=100)
+    assert "about 20.0 s" in error.message and "send less at once" in error.message
+    assert batches >= 1  # the request that fits ran; the refused one left nothing queued
 
 
 def test_preparation_over_its_character_budget_is_busy() -> None:

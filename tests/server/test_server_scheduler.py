@@ -14,7 +14,8 @@ from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.engine import Member, SentenceJob
 from server.errors import Busy, DeadlineExceeded
 from server.metrics import Metrics
-from server.scheduling.scheduler import EngineThread, Scheduler, job_cost
+from server.scheduling.batching import job_cost
+from server.scheduling.scheduler import EngineThread, Scheduler
 from server.settings import SchedulerSettings
 
 T = TypeVar("T")

@@ -30,7 +30,13 @@ from tests.tiny import (
 from tests.trainer.test_trainer_backbone import SETTINGS
 from trainer.classifier import examples_to_bytes
 from trainer.data import EncodedPairs, encode_pairs, save_encoded
-from trainer.recipes.default_en_fr import backbone_trainable, train_backbone
+from trainer.recipes.default_en_fr import (
+    DOMAINS,
+    backbone_trainable,
+    corpora,
+    prepare,
+    train_backbone,
+)
 from trainer.recipes.default_stages import (
     BACKBONE_NAME,
     GENERIC_GENRES,
@@ -85,6 +91,27 @@ def test_restore_rebuilds_the_backbone_stage_from_the_published_artifact(
     assert done.finished and done.step > 42
     assert not torch.equal(trained.state_dict()["encoder.layers.0.ffn.fc1.weight"],
                            published.tensors["encoder.layers.0.ffn.fc1.weight"])
+
+
+def test_prepare_keeps_each_corpus_size_beside_an_older_encoded_set(tmp_path: Path) -> None:
+    # A run dir encoded before the sizes were kept: they are derived, not re-encoded.
+    data, run_dir = tmp_path / "data", tmp_path / "run"
+    for number, name in enumerate((*DOMAINS, "news")):
+        folder = data / "en-fr" / ("extra" if name == "news" else "domains") / name
+        folder.mkdir(parents=True)
+        lines = 1 + number % 3
+        (folder / "train.en").write_text("\n".join(ENGLISH[:lines]) + "\n")
+        (folder / "train.fr").write_text("\n".join(FRENCH[:lines]) + "\n")
+    run_dir.mkdir()
+    (run_dir / "spm.model").write_bytes(spm_bytes())
+    processor = spm.SentencePieceProcessor(model_proto=spm_bytes())
+    pairs = [p for corpus in corpora(data) for p in corpus.read()]
+    save_encoded(encode_pairs(pairs, processor, max_len=64), run_dir / "train.npz")
+    _, encoded = prepare(data, run_dir)
+    assert encoded.corpora is not None
+    assert encoded.corpora.names == (*DOMAINS, "news")
+    assert encoded.corpora.pairs == tuple(1 + n % 3 for n in range(len(DOMAINS) + 1))
+    assert (run_dir / "train.corpora.json").exists()
 
 
 def write_genres(data: Path, lines: int) -> None:

@@ -157,7 +157,8 @@ def write_corpus(root: Path) -> Path:
     return root
 
 
-def test_recipe_publishes_the_mixture(tmp_path: Path) -> None:
+@pytest.mark.parametrize("rank", [None, 2])
+def test_recipe_publishes_the_mixture(tmp_path: Path, rank: int | None) -> None:
     store_root = tmp_path / "store"
     with Store.open(store_root, builtin_dir=None) as store:
         files = tiny_backbone_files()
@@ -166,8 +167,8 @@ def test_recipe_publishes_the_mixture(tmp_path: Path) -> None:
         store.activate("backbone", "tiny", manifest.version)
     settings = TrainSettings(**{**FAST.__dict__, "max_steps": 4, "eval_every": 2})
     recipe = Recipe(write_corpus(tmp_path / "data"), tmp_path / "run", store_root, 1.0,
-                    tuple(DOMAINS), backbone="tiny", activate=True, bleu=False, builtin=False,
-                    settings=settings)
+                    tuple(DOMAINS), backbone="tiny", rank=rank, activate=True, bleu=False,
+                    builtin=False, settings=settings)
     summary = run(recipe)
     assert summary["version"] == 1 and summary["active"] and summary["steps"] == 4
     assert set(summary["dev"]) == set(DOMAINS)
@@ -176,6 +177,7 @@ def test_recipe_publishes_the_mixture(tmp_path: Path) -> None:
         loaded = store.load("module", "mixed")
         assert loaded.manifest.config["family"] == "mixing"
         assert loaded.manifest.config["domains"] == DOMAINS
+        assert loaded.manifest.config["rank"] == rank
         params = module_params(loaded.files)
         parts = backbone_parts(store.load_backbone("tiny").files)
     assert set(params) == set(WordMixing().shapes(parts.config, loaded.manifest.config))

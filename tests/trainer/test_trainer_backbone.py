@@ -8,6 +8,7 @@ import os
 import signal
 from pathlib import Path
 
+import pytest
 import sentencepiece as spm
 import torch
 
@@ -17,6 +18,7 @@ from trainer.data import encode_pairs
 from trainer.loop import TrainSettings, bf16_autocast, native_bf16, stop_on_signals
 from trainer.recipes.default_en_fr import backbone_trainable
 from trainer.run import train
+from trainer.sampling import CorpusSizes
 
 SETTINGS = TrainSettings(lr=3e-3, warmup_steps=5, max_tokens=400, max_epochs=12, bf16=False,
                          log_every=1, eval_every=1000, checkpoint_every_s=1e9,
@@ -28,23 +30,27 @@ def fresh_backbone() -> Backbone:
     return Backbone(tiny_config(dropout=0.1))
 
 
-def test_backbone_trains_from_scratch_and_resumes_exactly(tmp_path: Path) -> None:
+@pytest.mark.parametrize("temperature", [1.0, 3.0])
+def test_backbone_trains_from_scratch_and_resumes_exactly(tmp_path: Path,
+                                                          temperature: float) -> None:
     processor = spm.SentencePieceProcessor(model_proto=spm_bytes())
     data = encode_pairs(list(zip(ENGLISH, FRENCH, strict=True)) * 2, processor, max_len=64)
+    data.corpora = CorpusSizes(("small", "large"), (3, len(data) - 3))
+    settings = TrainSettings(**{**SETTINGS.__dict__, "temperature": temperature})
     losses: list[float] = []
     reference = fresh_backbone()
-    done = train(backbone_trainable(reference), data, SETTINGS, tmp_path / "whole",
+    done = train(backbone_trainable(reference), data, settings, tmp_path / "whole",
                  on_progress=lambda p: losses.append(p.loss))
     assert done.finished and done.stop_reason == "max_epochs"
     assert losses[-1] < 0.8 * losses[0]
 
     resumed = fresh_backbone()
     steps = iter(range(1000))
-    first = train(backbone_trainable(resumed), data, SETTINGS, tmp_path / "parts",
+    first = train(backbone_trainable(resumed), data, settings, tmp_path / "parts",
                   should_stop=lambda: next(steps) >= 6)
     assert not first.finished and first.stop_reason == "interrupted" and first.step == 7
     again = fresh_backbone()  # a new process: only the checkpoint survives
-    second = train(backbone_trainable(again), data, SETTINGS, tmp_path / "parts")
+    second = train(backbone_trainable(again), data, settings, tmp_path / "parts")
     assert second.finished and second.step == done.step
     for name, tensor in reference.state_dict().items():
         assert torch.equal(tensor, again.state_dict()[name]), name

@@ -33,6 +33,7 @@ from trainer.data import (
     Corpus,
     EncodedPairs,
     encode_pairs,
+    encoded_corpus_sizes,
     iterate_batches,
     load_encoded,
     save_encoded,
@@ -57,6 +58,7 @@ from trainer.recipes.default_stages import (
 )
 from trainer.recipes.snapshot import SNAPSHOT_DIR, save_snapshot
 from trainer.run import train
+from trainer.sampling import CorpusSizes
 
 log = logging.getLogger("trainer.recipes.default_en_fr")
 BUILTIN_DIR = Path(__file__).resolve().parents[2] / "model_store" / "builtin"
@@ -103,10 +105,12 @@ def corpora(data_dir: Path, split: str = "train") -> list[Corpus]:
 
 
 def prepare(data_dir: Path, run_dir: Path) -> tuple[spm.SentencePieceProcessor, EncodedPairs]:
-    """Stage 1: joint vocabulary and the encoded training set (cached in run_dir)."""
+    """Stage 1: joint vocabulary and the encoded training set (cached in run_dir), with
+    each corpus's pair count beside it (train.corpora.json, for temperature sampling)."""
     run_dir.mkdir(parents=True, exist_ok=True)
     spm_path = run_dir / "spm.model"
     encoded_path = run_dir / "train.npz"
+    sizes_path = run_dir / "train.corpora.json"
     pairs: list[tuple[str, str]] = []
     if not spm_path.exists() or not encoded_path.exists():
         for corpus in corpora(data_dir):
@@ -120,6 +124,10 @@ def prepare(data_dir: Path, run_dir: Path) -> tuple[spm.SentencePieceProcessor, 
     if not encoded_path.exists():
         save_encoded(encode_pairs(pairs, processor, max_len=MAX_LEN), encoded_path)
     data = load_encoded(encoded_path)
+    if not sizes_path.exists():  # a run dir encoded before the sizes were kept
+        encoded_corpus_sizes(corpora(data_dir), processor, max_len=MAX_LEN,
+                             encoded=data).save(sizes_path)
+    data.corpora = CorpusSizes.load(sizes_path)
     log.info("training set: %d pairs, %d target tokens", len(data),
              sum(len(t) + 1 for t in data.target))
     return processor, data
@@ -189,6 +197,9 @@ def main() -> None:
                              "what is already done)")
     parser.add_argument("--max-minutes", type=float, default=SETTINGS.max_minutes,
                         help="wall-clock budget of the backbone stage")
+    parser.add_argument("--temperature", type=_temperature, default=SETTINGS.temperature,
+                        help="corpus sampling temperature of the backbone stage: corpus c "
+                             "is drawn with probability ~ size_c ** (1/T); 1 = by size")
     parser.add_argument("--adapter-minutes", type=float, default=ADAPTER_SETTINGS.max_minutes,
                         help="wall-clock budget of each domain's adapter")
     parser.add_argument("--domains", nargs="*", default=list(DOMAINS))
@@ -208,13 +219,21 @@ def main() -> None:
         log.info("%s; checkpoint saved: the same command resumes it", interrupted)
 
 
+def _temperature(text: str) -> float:
+    value = float(text)
+    if not 1.0 <= value <= 100.0:
+        raise argparse.ArgumentTypeError(f"{value} is not a temperature from 1 to 100")
+    return value
+
+
 def run_stages(args: argparse.Namespace, stages: tuple[str, ...],
                stop: threading.Event) -> None:
     if "restore" in stages:
         restore_run_dir(args.run_dir, args.out, snapshot=args.snapshot)
         prepare(args.data, args.run_dir)  # the encoded training set (the model card reads it)
     if "backbone" in stages:
-        settings = TrainSettings(**{**SETTINGS.__dict__, "max_minutes": args.max_minutes})
+        settings = TrainSettings(**{**SETTINGS.__dict__, "max_minutes": args.max_minutes,
+                                    "temperature": args.temperature})
         train_backbone(args.data, args.run_dir, settings, should_stop=stop.is_set)
     if "snapshot" in stages:
         save_snapshot(args.run_dir, args.snapshot)

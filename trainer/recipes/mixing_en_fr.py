@@ -3,7 +3,7 @@ built-in en-fr backbone: trained jointly on the 7 domains' train sets within a w
 budget, then published into a model store as one domain (default name "mixed").
 
     python -m trainer.recipes.mixing_en_fr --data ../shared/data --run-dir runs/mixing-en-fr \
-        --store var/store --minutes 60 [--sides both] [--activate]
+        --store var/store --minutes 60 [--sides both] [--rank R] [--activate]
 
 Serve it for requests without a domain with `NMT_ROUTING__MIXTURE=mixed` (docs/API.md).
 Re-running the command resumes training from the run directory's checkpoint (a larger
@@ -51,6 +51,7 @@ class Recipe:
     name: str = "mixed"
     backbone: str = BACKBONE_NAME
     sides: str = "encoder"
+    rank: int | None = None  # low-rank differences from the backbone (family option)
     epsilon: float = 0.1
     domain_weight: float = 1.0
     activate: bool = False
@@ -74,7 +75,7 @@ def run(recipe: Recipe) -> dict[str, Any]:
         data = join_labelled(_train_sets(recipe, parts))
         dev = {d: domain_corpus(recipe.data, d, "dev").read() for d in recipe.domains}
         config = {"family": "mixing", "domains": list(recipe.domains),
-                  "epsilon": recipe.epsilon, "sides": recipe.sides}
+                  "epsilon": recipe.epsilon, "sides": recipe.sides, "rank": recipe.rank}
         settings = replace(recipe.settings, max_minutes=recipe.minutes)
         log.info("mixture of %d domains (%s), %d training pairs, %.1fM parameters",
                  len(recipe.domains), recipe.sides, len(data), _size(parts.config, config) / 1e6)
@@ -159,6 +160,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="wall-clock training budget (evaluation after it not included)")
     parser.add_argument("--name", default="mixed", help="the domain name it is published as")
     parser.add_argument("--sides", choices=("encoder", "both"), default="encoder")
+    parser.add_argument("--rank", type=int, default=None,
+                        help="low-rank differences from the backbone (default: full copies)")
     parser.add_argument("--domains", nargs="*", default=list(DOMAINS))
     parser.add_argument("--backbone", default=BACKBONE_NAME)
     parser.add_argument("--activate", action="store_true", help="serve it once published")
@@ -168,7 +171,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     torch.set_num_threads(args.threads)
     run(Recipe(args.data, args.run_dir, args.store, args.minutes, tuple(args.domains),
-               name=args.name, backbone=args.backbone, sides=args.sides,
+               name=args.name, backbone=args.backbone, sides=args.sides, rank=args.rank,
                activate=args.activate, bleu=not args.no_bleu))
 
 

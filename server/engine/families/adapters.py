@@ -22,7 +22,7 @@ from contract.backbone import BackboneConfig
 from contract.families import AdapterSpec, GatedSpec, HighwaySpec
 from server.engine.families.base import Family, Params
 from server.engine.hooks import Side
-from server.engine.packing import packed_key, packed_linear
+from server.engine.packing import packed_key, packed_linear, quantized_key, quantized_linear
 
 SIDES: tuple[Side, ...] = ("encoder", "decoder")
 
@@ -32,6 +32,11 @@ def adapter(params: Params, side: Side, index: int, hidden: Tensor) -> Tensor:
     p = side[:3]
     h = F.layer_norm(hidden, hidden.shape[-1:], params[f"{p}.norm_w"][index],
                      params[f"{p}.norm_b"][index])
+    quantized = params.get(quantized_key(f"{p}.down_w", index))
+    if quantized is not None and not torch.is_grad_enabled():  # an int8 bank slot
+        h = torch.relu(quantized_linear(h, quantized, params[f"{p}.down_b"][index]))
+        return quantized_linear(h, params[quantized_key(f"{p}.up_w", index)],
+                                params[f"{p}.up_b"][index])
     down = params.get(packed_key(f"{p}.down_w", index))
     if down is not None and not torch.is_grad_enabled():  # a CPU float32 bank slot
         h = packed_linear(h, down, params[f"{p}.down_b"][index], "relu")

@@ -35,10 +35,24 @@ stateless; `project` sees only a slot's tensors) and is never trained.
 A fresh module starts from k copies of the backbone's projections and uniform proportions
 (`R` = 0): it reproduces the backbone up to float rounding. This family is trained jointly
 over all its domains (trainer/mixing.py), not added one domain at a time.
+
+Low-rank differences (option `rank` = r; default None = the full copies above): domain
+d's projection is the backbone's plus a rank-r difference, `W_d = W + U_d V_d`,
+`b_d = b + c_d`. Because the proportions sum to 1, the mixture then needs the backbone's
+projection once and the k differences at rank r (`mix_low_rank`):
+
+    out = sum_d p_d ((W + U_d V_d) x + b + c_d) = (W x + b) + sum_d p_d (U_d (V_d x) + c_d)
+
+k * r * (d_in + d_out) multiply-adds per token on top of the backbone's d_in * d_out,
+instead of k * d_in * d_out. Stored stacked (`{site}.dv` [layers, k*r, d_in]: rows
+d*r..(d+1)*r are V_d; `{site}.du` [layers, d_out, k*r]: the matching columns are U_d;
+`{site}.db` [layers, k, d_out] the c_d), so both products are one matmul each. A fresh
+module has U = 0 and c = 0 (V random): it is exactly the backbone.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -87,6 +101,23 @@ def mix(x: Tensor, weight: Tensor, bias: Tensor, proportions: Tensor) -> Tensor:
     return torch.einsum("...k,...ko->...o", proportions.to(per_domain.dtype), per_domain)
 
 
+def mix_low_rank(x: Tensor, linear: Linear, down: Tensor, up: Tensor, bias: Tensor,
+                 proportions: Tensor) -> Tensor:
+    """x [..., d_in]; linear: the backbone's projection; down [k*r, d_in]; up [d_out, k*r];
+    bias [k, d_out]; proportions [..., k] -> [..., d_out].
+
+    Semantics (the reference loop, with V_d = down[d*r:(d+1)*r], U_d = up[:, d*r:(d+1)*r]):
+        out = sum(proportions[..., d, None] * (linear(x) + x @ (U_d @ V_d).T + bias[d])
+                  for d in range(k))
+    computed as linear(x) once (the proportions sum to 1) plus two matmuls over all domains.
+    """
+    k = proportions.shape[-1]
+    p = proportions.to(x.dtype)
+    hidden = F.linear(x, down)  # [..., k*r]
+    hidden = (hidden.unflatten(-1, (k, -1)) * p[..., None]).flatten(-2)
+    return linear(x) + F.linear(hidden, up) + p @ bias
+
+
 class WordMixing(Family, MixingSpec):
     sites = frozenset({"project"})
     bank_slots = 2  # k copies of the backbone's projections: a serving version and its successor
@@ -96,19 +127,27 @@ class WordMixing(Family, MixingSpec):
 
     def shapes(self, backbone: BackboneConfig,
                config: dict[str, Any]) -> dict[str, tuple[int, ...]]:
-        k = len(config["domains"])
+        k, rank = len(config["domains"]), config.get("rank")
         shapes: dict[str, tuple[int, ...]] = {EPSILON: (1,)}
         for side in sides_of(config):
             layers = backbone.encoder_layers if side == "encoder" else backbone.decoder_layers
             for site in site_names(side, list(config["projections"])):
                 d_out, d_in = _dims(backbone, site)
                 key = f"{side[:3]}.{site}"
-                shapes |= {f"{key}.w": (layers, k, d_out, d_in), f"{key}.b": (layers, k, d_out),
-                           f"{key}.r": (layers, k, d_in), f"{key}.rb": (layers, k)}
+                if rank is None:
+                    shapes |= {f"{key}.w": (layers, k, d_out, d_in),
+                               f"{key}.b": (layers, k, d_out)}
+                else:
+                    shapes |= {f"{key}.dv": (layers, k * int(rank), d_in),
+                               f"{key}.du": (layers, d_out, k * int(rank)),
+                               f"{key}.db": (layers, k, d_out)}
+                shapes |= {f"{key}.r": (layers, k, d_in), f"{key}.rb": (layers, k)}
         return shapes
 
     def initial(self, backbone: BackboneConfig, config: dict[str, Any],
                 generator: torch.Generator, weights: Params | None = None) -> Params:
+        if config.get("rank") is not None:
+            return self._initial_low_rank(backbone, config, generator)
         if weights is None:
             raise ValueError("a mixing module starts from copies of the backbone's "
                              "projections: pass the backbone's tensors as `weights`")
@@ -129,6 +168,18 @@ class WordMixing(Family, MixingSpec):
                 [w.detach().float().unsqueeze(0).expand(k, *w.shape) for w in per_layer]).clone()
         return params
 
+    def _initial_low_rank(self, backbone: BackboneConfig, config: dict[str, Any],
+                          generator: torch.Generator) -> Params:
+        """U = 0 and c = 0 (exactly the backbone), V random (Hu et al. 2021's LoRA init:
+        the differences start at zero but receive gradient), uniform proportions."""
+        params: Params = {EPSILON: torch.tensor([float(config["epsilon"])])}
+        for name, shape in self.shapes(backbone, config).items():
+            if name.endswith(".dv"):
+                params[name] = torch.randn(shape, generator=generator) / math.sqrt(shape[-1])
+            elif name != EPSILON:
+                params[name] = torch.zeros(shape)
+        return params
+
     def proportions(self, params: Params, side: Side, index: int, name: str,
                     x: Tensor) -> Tensor | None:
         """The smoothed proportions [..., k] (float32) of site `name` of layer `index`,
@@ -139,19 +190,25 @@ class WordMixing(Family, MixingSpec):
         return smoothed_proportions(x, params[f"{key}.r"][index], params[f"{key}.rb"][index],
                                     params[EPSILON])
 
-    def mix_site(self, params: Params, side: Side, index: int, name: str,
-                 x: Tensor) -> tuple[Tensor, Tensor] | None:
-        """(output, proportions) of a mixed site; None where the backbone's projection runs."""
+    def mix_site(self, params: Params, side: Side, index: int, name: str, x: Tensor,
+                 linear: Linear) -> tuple[Tensor, Tensor] | None:
+        """(output, proportions) of a mixed site; None where the backbone's projection runs.
+        `linear` is the backbone's projection (the low-rank form adds to it)."""
         proportions = self.proportions(params, side, index, name, x)
         if proportions is None:
             return None
         key = f"{side[:3]}.{name}"
-        return mix(x, params[f"{key}.w"][index], params[f"{key}.b"][index], proportions), \
-            proportions
+        if f"{key}.w" in params:
+            out = mix(x, params[f"{key}.w"][index], params[f"{key}.b"][index], proportions)
+        else:
+            out = mix_low_rank(x, linear, params[f"{key}.dv"][index],
+                               params[f"{key}.du"][index], params[f"{key}.db"][index],
+                               proportions)
+        return out, proportions
 
     def project(self, params: Params, side: Side, index: int, name: str, x: Tensor,
                 linear: Linear) -> Tensor | None:
-        mixed = self.mix_site(params, side, index, name, x)
+        mixed = self.mix_site(params, side, index, name, x, linear)
         return None if mixed is None else mixed[0]
 
     def trainable(self, name: str) -> bool:

@@ -1,0 +1,128 @@
+"""Which waiting sentences form the next engine batch: the policy, without asyncio.
+
+- fairness: the batch takes sentences round-robin over the waiting requests (one sentence
+  of each request per round), so a large request shares every batch with the small ones
+  that arrived after it instead of going first whole;
+- a request's share: while other requests wait (or shared the last batch), one request
+  adds at most `request_tokens` to a batch beyond its first sentence. A large request
+  then runs as a series of short batches interleaved with the others' work, so nobody
+  waits long behind it; alone, it fills whole batches again;
+- length buckets: a request's sentences wait shortest first (see `Lane.add`), so the
+  consecutive sentences a batch takes from it have similar lengths and one long sentence
+  does not pad, or prolong the decoding of, many short ones;
+- module groups: within each round, requests whose next sentence uses the same modules
+  are visited one after another, groups in the order of their oldest request; when the
+  budget ends mid-round, the batch holds few distinct modules (rows of one module are
+  contiguous in the engine and its weights stream from memory once) and the requests
+  left out are first in the next batch's round (their group is then the oldest);
+- limits: the batch's cost (source tokens x beam x members) stays within `max_tokens` (a
+  single sentence above it still runs, alone) and it uses at most `max_modules` distinct
+  modules (the engine's slots per bank).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from server.decoding.search import Hypothesis, SearchOptions
+from server.engine.engine import SentenceJob
+
+
+def job_cost(job: SentenceJob, options: SearchOptions) -> int:
+    """Budget tokens of one sentence: source tokens x beam x ensemble members."""
+    return len(job.source_ids) * options.beam_size * max(1, len(job.members))
+
+
+@dataclass(eq=False)
+class Pending:
+    """One queued sentence."""
+
+    request: int
+    job: SentenceJob
+    options: SearchOptions
+    cost: int
+    enqueued: float
+    deadline: float
+    future: asyncio.Future[list[Hypothesis]]
+    reloaded: bool = False  # its modules were read back once already
+
+    @property
+    def modules(self) -> frozenset[str]:
+        return frozenset(m.module_id for m in self.job.members if m.module_id is not None)
+
+
+@dataclass(eq=False)
+class Lane:
+    """The waiting sentences of one request, shortest first, and their total cost."""
+
+    options: SearchOptions
+    pending: dict[int, Pending] = field(default_factory=dict)
+    cost: int = 0
+
+    def add(self, items: Sequence[tuple[int, Pending]]) -> None:
+        """Queue a request's sentences by source length (stable: equal lengths keep
+        their order), the length buckets a batch takes from."""
+        for key, item in sorted(items, key=lambda pair: len(pair[1].job.source_ids)):
+            self.pending[key] = item
+            self.cost += item.cost
+
+    def group(self) -> frozenset[str]:
+        """The modules of the request's next sentence (its module group)."""
+        return next(iter(self.pending.values())).modules
+
+
+@dataclass(frozen=True)
+class BatchLimits:
+    max_tokens: int  # the batch's budget
+    max_modules: int  # distinct modules in one batch
+    request_tokens: int  # one request's share beyond its first sentence
+
+
+def grouped(lanes: Sequence[Lane]) -> list[Lane]:
+    """`lanes` (oldest first) with lanes of one module group adjacent; groups keep the
+    order of their oldest lane."""
+    ranks: dict[frozenset[str], int] = {}
+    keyed = [(ranks.setdefault(lane.group(), len(ranks)), index, lane)
+             for index, lane in enumerate(lanes) if lane.pending]
+    return [lane for _, _, lane in sorted(keyed, key=lambda entry: entry[:2])]
+
+
+def form_batch(lanes: Sequence[Lane], limits: BatchLimits, *,
+               held_back: Callable[[Pending], bool]) -> list[tuple[int, Pending]]:
+    """The next batch as (queue key, sentence) pairs, taken round-robin over `lanes`
+    (compatible requests, oldest first; not modified). `held_back(item)` is true for a
+    sentence that may not run yet (its module is being read back).
+
+    Semantics (one round; rounds repeat until no lane adds anything):
+        for lane in grouped(lanes):
+            take lane's first waiting sentence that is not held back, fits the budget,
+            the module slots and (beyond the lane's first in this batch) its share
+    """
+    turns = [(lane, iter(list(lane.pending.items()))) for lane in grouped(lanes)]
+    taken: dict[int, int] = {}  # id(lane) -> cost it added beyond its first sentence
+    batch: list[tuple[int, Pending]] = []
+    tokens = 0
+    modules: frozenset[str] = frozenset()
+    while turns:
+        for turn in list(turns):
+            lane, waiting = turn
+            share = taken.get(id(lane))
+            for key, item in waiting:
+                if held_back(item):
+                    continue
+                wanted = modules | item.modules
+                if batch and (tokens + item.cost > limits.max_tokens
+                              or len(wanted) > limits.max_modules
+                              or (share is not None
+                                  and share + item.cost > limits.request_tokens)):
+                    continue
+                batch.append((key, item))
+                tokens += item.cost
+                modules = wanted
+                taken[id(lane)] = 0 if share is None else share + item.cost
+                break
+            else:
+                turns.remove(turn)
+    return batch

@@ -1,0 +1,152 @@
+"""Batch formation (server/scheduling/batching.py): round-robin, a request's share while
+others wait, length buckets and module groups; pure functions first, then the scheduler
+counting the batches it sends to a fake engine."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+
+import pytest
+from test_server_scheduler import GREEDY, FakeEngine, job, later, run
+
+from server.engine.engine import SentenceJob
+from server.scheduling.batching import BatchLimits, Lane, Pending, form_batch, job_cost
+from server.scheduling.scheduler import Scheduler
+
+
+class Lanes:
+    """Requests' lanes built without an event loop (futures are never awaited here)."""
+
+    def __init__(self) -> None:
+        self.lanes: list[Lane] = []
+        self.loop = asyncio.new_event_loop()
+        self.keys = 0
+
+    def request(self, *jobs: SentenceJob) -> Lane:
+        lane = Lane(GREEDY)
+        items = []
+        for sentence in jobs:
+            items.append((self.keys, Pending(len(self.lanes), sentence, GREEDY,
+                                             job_cost(sentence, GREEDY), 0.0, 1e9,
+                                             self.loop.create_future())))
+            self.keys += 1
+        lane.add(items)
+        self.lanes.append(lane)
+        return lane
+
+    def batch(self, *, tokens: int = 64, modules: int = 4,
+              share: int | None = None) -> list[tuple[int, str | None]]:
+        """(request, module) of every sentence of the next batch, in batch order."""
+        limits = BatchLimits(tokens, modules, tokens if share is None else share)
+        taken = form_batch(self.lanes, limits, held_back=lambda _: False)
+        return [(item.request, item.job.members[0].module_id) for _, item in taken]
+
+
+@pytest.fixture
+def lanes() -> Iterator[Lanes]:
+    built = Lanes()
+    yield built
+    built.loop.close()
+
+
+def test_round_robin_takes_one_sentence_of_each_request_per_round(lanes: Lanes) -> None:
+    lanes.request(*[job(2, "m") for _ in range(3)])
+    lanes.request(*[job(2, "m") for _ in range(2)])
+    assert [r for r, _ in lanes.batch()] == [0, 1, 0, 1, 0]
+
+
+def test_a_requests_share_caps_what_it_adds_beyond_its_first_sentence(lanes: Lanes) -> None:
+    lanes.request(*[job(4, "bulk") for _ in range(40)])
+    lanes.request(job(4, "polite"))
+    # share 8: the bulk request adds its first sentence, then at most 8 more tokens
+    assert lanes.batch(tokens=64, share=8) == [(0, "bulk"), (1, "polite"), (0, "bulk"),
+                                               (0, "bulk")]
+    # uncontended (the share is the budget): the bulk request fills the batch
+    assert len(lanes.batch(tokens=64)) == 16
+
+
+def test_a_sentence_above_the_share_still_runs_as_its_requests_first(lanes: Lanes) -> None:
+    lanes.request(job(20, "long"), job(20, "long"))
+    lanes.request(job(2, "short"))
+    assert lanes.batch(tokens=64, share=8) == [(0, "long"), (1, "short")]
+
+
+def test_a_requests_sentences_are_taken_shortest_first(lanes: Lanes) -> None:
+    lanes.request(job(9), job(2), job(7), job(3), job(2))
+    taken = form_batch(lanes.lanes, BatchLimits(14, 4, 14), held_back=lambda _: False)
+    # length buckets: the batch holds the short sentences, the long ones run together next
+    assert [len(item.job.source_ids) for _, item in taken] == [2, 2, 3, 7]
+
+
+def test_requests_of_one_module_are_grouped_within_a_round(lanes: Lanes) -> None:
+    for module in ("a", "b", "a", "c", "b", "a"):
+        lanes.request(job(4, module))
+    # the budget ends mid-round: the oldest request's group first, then the next oldest's
+    assert lanes.batch(tokens=16) == [(0, "a"), (2, "a"), (5, "a"), (1, "b")]
+    assert lanes.batch(tokens=64) == [(0, "a"), (2, "a"), (5, "a"), (1, "b"), (4, "b"),
+                                      (3, "c")]
+
+
+def test_module_groups_keep_one_sentence_per_request_per_round(lanes: Lanes) -> None:
+    lanes.request(*[job(2, "a") for _ in range(5)])
+    lanes.request(job(2, "b"))
+    lanes.request(job(2, "a"))
+    # grouping orders a round; it never gives a request a second turn before the others
+    assert lanes.batch(tokens=12) == [(0, "a"), (2, "a"), (1, "b"), (0, "a"), (0, "a"),
+                                      (0, "a")]
+
+
+def test_held_back_sentences_are_skipped(lanes: Lanes) -> None:
+    lanes.request(job(2, "evicted"), job(2, "resident"))
+    taken = form_batch(lanes.lanes, BatchLimits(64, 4, 64),
+                       held_back=lambda item: "evicted" in item.modules)
+    assert [item.job.members[0].module_id for _, item in taken] == ["resident"]
+
+
+def test_a_bulk_request_runs_as_short_batches_while_a_small_one_waits() -> None:
+    """Counting batches, not time: while another request waits, every batch holds at most
+    the bulk request's share; once it is alone (and was alone in the batch before), it
+    fills whole batches again."""
+    gate = threading.Event()
+    engine = FakeEngine(gate=gate)
+
+    async def body(scheduler: Scheduler) -> None:
+        bulk = scheduler.submit([job(4, "bulk") for _ in range(40)], GREEDY, deadline=later())
+        await asyncio.to_thread(engine.started.wait, 5)  # the bulk's first batch runs
+        polite = [scheduler.submit([job(4, "polite")], GREEDY, deadline=later())
+                  for _ in range(3)]
+        gate.set()
+        await asyncio.gather(*bulk, *[f for futures in polite for f in futures])
+
+    run(engine, body, max_batch_tokens=32, max_request_batch_tokens=8, max_queue=100)
+    shapes = [[m.module_id for j in b for m in j.members] for b in engine.batches]
+    assert shapes[0] == ["bulk"] * 8  # alone: a whole batch
+    # three polite requests wait: every batch gives the bulk request 1 + 2 sentences
+    assert shapes[1] == ["bulk", "polite", "polite", "polite", "bulk", "bulk"]
+    assert shapes[2] == ["bulk"] * 3  # the last batch was shared: still capped
+    assert all(len(shape) == 8 for shape in shapes[3:-1])  # alone again: whole batches
+    assert sum(len(shape) for shape in shapes) == 43
+
+
+def test_the_batch_after_a_busy_engine_waits_for_the_answered_clients_to_return() -> None:
+    """At saturation: the sentence that waited behind a batch does not leave alone the
+    moment that batch ends; the client the batch answered sends its next request into
+    the same next batch (within `max_wait_ms` of the batch's end)."""
+    gate = threading.Event()
+    engine = FakeEngine(gate=gate)
+
+    async def body(scheduler: Scheduler) -> None:
+        first = scheduler.submit([job(8)], GREEDY, deadline=later())  # a full batch: runs
+        await asyncio.to_thread(engine.started.wait, 5)
+        waiting = scheduler.submit([job(4)], GREEDY, deadline=later())
+        for item in scheduler._queue.values():
+            item.enqueued -= 60.0  # it has waited far longer than max_wait_ms already
+        gate.set()
+        await asyncio.gather(*first)
+        again = scheduler.submit([job(4)], GREEDY, deadline=later())  # the answered client
+        await asyncio.gather(*waiting, *again)
+
+    run(engine, body, max_batch_tokens=8, max_wait_ms=30_000.0)
+    assert [len(batch) for batch in engine.batches] == [1, 2]
