@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+import sys
 from collections.abc import AsyncIterator
 
 from fastapi import FastAPI
@@ -42,6 +43,10 @@ Admin endpoints need `Authorization: Bearer $NMT_ADMIN_TOKEN`. See docs/API.md."
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings: Settings = app.state.settings
     metrics: Metrics = app.state.metrics
+    # the engine thread re-takes the GIL after every torch op: keep its wait short while
+    # the event loop is busy (measured in benchmarks/results/adversarial.md)
+    switch_interval = sys.getswitchinterval()
+    sys.setswitchinterval(settings.engine.gil_switch_interval_ms / 1000)
     store = await asyncio.to_thread(settings.open_store)
     engine_thread = EngineThread()
     runtime = Runtime(store, settings, metrics=metrics, engine_thread=engine_thread)
@@ -78,6 +83,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.translator.preparation.close()
         await asyncio.to_thread(engine_thread.shutdown)
         store.close()
+        sys.setswitchinterval(switch_interval)
 
 
 UPLOAD_PATH = re.compile(r"/admin/domains(/[^/]+/versions)?")

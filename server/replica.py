@@ -8,6 +8,7 @@ replica) names the serving one.
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 
@@ -19,7 +20,13 @@ REPLICA_HEADER = "X-NMT-Replica"
 
 def replica_name() -> str:
     """`<host>:<pid>` of this process."""
-    return f"{socket.gethostname()}:{os.getpid()}"
+    return _name_of(os.getpid())
+
+
+@functools.cache
+def _name_of(pid: int) -> str:
+    # once per process: gethostname is a system call, and every answer names the replica
+    return f"{socket.gethostname()}:{pid}"
 
 
 class ReplicaHeaderMiddleware:

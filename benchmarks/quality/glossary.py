@@ -103,16 +103,17 @@ def find_cases(data: Path, *, limit: int, rng: random.Random) -> list[Case]:
         re.escape(t) for t in sorted(pairs, key=len, reverse=True)) + r")(?!\w)", re.I)
     by_set: dict[str, list[Case]] = {}
     for name, domain, source, reference in test_sets(data):
-        entries: dict[str, str] = {}
+        entries: dict[str, tuple[str, str]] = {}  # lowercased term -> (term, target)
         for match in finder.finditer(source):
-            for target in sorted(pairs[match.group(0).lower()]):
+            term = match.group(0)
+            for target in sorted(pairs[term.lower()]):
                 found = re.search(rf"(?<!\w){re.escape(target)}(?!\w)", reference, re.I)
-                if found:
-                    entries.setdefault(match.group(0), found.group(0))
+                if found:  # a term met twice in other cases is one entry (case-insensitive)
+                    entries.setdefault(term.lower(), (term, found.group(0)))
                     break
         if entries:
             by_set.setdefault(name, []).append(
-                Case(source, reference, domain, tuple(entries.items())))
+                Case(source, reference, domain, tuple(entries.values())))
     cases: list[Case] = []
     for found_cases in by_set.values():
         rng.shuffle(found_cases)

@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 
 LABEL_MARKER = "__label__"  # fastText's label prefix
-_PUNCTUATION = re.compile(r"([^\w\s])")
-_WHITESPACE = re.compile(r"\s+")
+# a token is a run of word characters or one other non-space character (punctuation)
+_TOKEN = re.compile(r"\w+|[^\w\s]")
 # C0 and C1 control characters (tab, line breaks, NUL, escape, ...) and the Unicode line
 # and paragraph separators.
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
@@ -30,5 +30,6 @@ def neutralise(text: str) -> str:
 def classifier_text(text: str) -> str:
     """Lowercased, neutralised (see `neutralise`), punctuation split off as separate tokens,
     whitespace collapsed to single spaces: one line (fastText reads one example per line)."""
-    separated = _PUNCTUATION.sub(r" \1 ", neutralise(text.lower()))
-    return _WHITESPACE.sub(" ", separated).strip()
+    # findall, not a substitution with a template: Python 3.11 expands a template in
+    # Python once per match, 60 ms for 10,000 dots
+    return " ".join(_TOKEN.findall(neutralise(text.lower())))

@@ -5,6 +5,11 @@ Its work is linear in the characters it is given, so characters are its budget: 
 request gets 429 with `Retry-After` at once, as when the engine queue is full. The work
 runs on threads of its own (never the event loop, never the engine thread) and is awaited
 under the request's deadline; a request past its deadline stops between texts.
+
+Small requests (at most `SMALL_CHARS` characters, a few sentences) have a thread of their
+own, so they never queue behind the preparation of large ones: measured beside clients
+that send 100,000-character requests in a loop, a one-sentence request otherwise waited
+for the preparation of several of them (benchmarks/results/adversarial.md).
 """
 
 from __future__ import annotations
@@ -20,14 +25,16 @@ from typing import TypeVar
 from server.errors import Busy, DeadlineExceeded
 
 T = TypeVar("T")
+SMALL_CHARS = 2_000  # about a millisecond of preparation
 
 
 class PreparationGate:
-    def __init__(self, *, max_chars: int, retry_after_s: int, threads: int = 2) -> None:
+    def __init__(self, *, max_chars: int, retry_after_s: int, threads: int = 1) -> None:
         self.max_chars = max_chars
         self.retry_after_s = retry_after_s
         self._executor = ThreadPoolExecutor(max_workers=threads,
                                             thread_name_prefix="nmt-prepare")
+        self._small = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nmt-prepare-small")
         self._lock = threading.Lock()
         self._chars = 0  # characters admitted and not yet prepared
 
@@ -44,7 +51,8 @@ class PreparationGate:
                            f"requests (limit {self.max_chars}); retry later",
                            retry_after=self.retry_after_s)
             self._chars += chars
-        future = self._executor.submit(functools.partial(function, *args))
+        executor = self._small if chars <= SMALL_CHARS else self._executor
+        future = executor.submit(functools.partial(function, *args))
         # Released when the work really ends (a thread cannot be interrupted).
         future.add_done_callback(functools.partial(self._release, chars))
         try:
@@ -60,6 +68,7 @@ class PreparationGate:
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
+        self._small.shutdown(wait=False, cancel_futures=True)
 
 
 def check_deadline(deadline: float) -> None:

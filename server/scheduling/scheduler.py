@@ -15,6 +15,9 @@ groups, the token budget and the module slots), mechanism in the engine:
   plus its own cost; the processor-sharing completion time), with a safety margin, lies
   past its deadline is refused with `Busy` at once instead of timing out later; this holds
   for a request alone too (a bulk request too large for its deadline on this machine);
+  before any well-filled batch was measured, a request that arrives while others wait or
+  run is judged by the best rate any batch reached (a lower bound: small batches run less
+  efficiently), so the first bulk request of a busy server cannot be admitted blind;
 - every sentence has a deadline; expired or cancelled sentences (a client that gave up or
   disconnected) leave the queue at once and are never computed;
 - a sentence whose module was evicted from memory waits while `Residency.reload` reads it
@@ -136,6 +139,8 @@ class Scheduler:
         # budget tokens per second, a moving average over well-filled batches (the rate
         # large requests get; small batches run less efficiently)
         self._throughput: float | None = None
+        # the best rate of any batch, well filled or not: a lower bound of the above
+        self._throughput_floor: float | None = None
         self.heartbeat = time.monotonic()  # the batching loop's last sign of life
         self.failure: str | None = None  # why the batching loop ended, if it crashed
 
@@ -214,14 +219,19 @@ class Scheduler:
         it waits for the running batch and, from each waiting request, for as much work as
         its own (processor sharing), then for its own work. The margin covers what the
         average hides (a request's share is capped while others wait, the load drifts)."""
-        if self._throughput is None:
-            return
+        throughput = self._throughput
+        if throughput is None:
+            # nothing well filled measured yet: alone, a request runs in full batches and
+            # is how the rate gets measured; beside others, the floor is the safe guess
+            if self._throughput_floor is None or not (self._lanes or self._running):
+                return
+            throughput = self._throughput_floor
         ahead = sum(item.cost for item in self._running) + cost + sum(
             min(lane.cost, cost) for lane in self._lanes.values())
-        estimate = ahead / self._throughput
+        estimate = ahead / throughput
         if estimate * ADMISSION_MARGIN > remaining_s:
             queued = sum(lane.cost for lane in self._lanes.values())
-            drain = math.ceil(queued / self._throughput)
+            drain = math.ceil(queued / throughput)
             raise Busy(f"this request would take about {estimate:.1f} s here (the work "
                        f"queued before it included), too close to or past its deadline "
                        f"({remaining_s:.1f} s); retry later or send less at once",
@@ -379,10 +389,12 @@ class Scheduler:
         well-filled batches: at least half the budget, or a request's share (what a large
         request's batches hold while others wait)."""
         settings = self.settings
-        if seconds <= 0 or cost < min(settings.max_batch_tokens / 2,
-                                      settings.max_request_batch_tokens):
+        if seconds <= 0:
             return
         observed = cost / seconds
+        self._throughput_floor = max(observed, self._throughput_floor or 0.0)
+        if cost < min(settings.max_batch_tokens / 2, settings.max_request_batch_tokens):
+            return
         previous = self._throughput
         self._throughput = observed if previous is None else 0.7 * previous + 0.3 * observed
 

@@ -11,7 +11,7 @@ import pytest
 from test_server_scheduler import GREEDY, FakeEngine, job, later, run
 
 from server.errors import Busy, DeadlineExceeded
-from server.scheduling.preparation import PreparationGate, check_deadline
+from server.scheduling.preparation import SMALL_CHARS, PreparationGate, check_deadline
 from server.scheduling.scheduler import Scheduler
 
 
@@ -92,6 +92,40 @@ def test_throughput_is_measured_from_well_filled_batches() -> None:
     assert half_full is not None and half_full > 0
 
 
+def test_before_a_well_filled_batch_the_best_small_batch_rate_judges_a_busy_server() -> None:
+    """The first bulk request of a server that has only run small batches: alone it is
+    admitted (its full batches measure the rate); while others wait it is judged by the
+    best rate seen, a lower bound, instead of being admitted blind."""
+    gate = threading.Event()
+    engine = FakeEngine(gate=gate)
+
+    async def body(scheduler: Scheduler) -> tuple[float | None, Busy]:
+        scheduler._throughput_floor = 10.0  # budget tokens per second, as if measured
+        blocker = scheduler.submit([job(1, "blocker")], GREEDY, deadline=later())
+        await asyncio.to_thread(engine.started.wait, 5)
+        with pytest.raises(Busy) as refused:  # 1 + 200 tokens at >= 10/s: about 20 s
+            scheduler.submit([job(10) for _ in range(20)], GREEDY, deadline=later(10.0))
+        gate.set()
+        await asyncio.gather(*blocker)
+        return scheduler._throughput, refused.value
+
+    throughput, error = run(engine, body, max_queue=100)
+    assert throughput is None  # only the one-token blocker ran: no well-filled batch
+    assert "about 20.1 s" in error.message
+
+
+def test_alone_the_first_bulk_request_is_admitted_to_measure_the_rate() -> None:
+    engine = FakeEngine()
+
+    async def body(scheduler: Scheduler) -> float | None:
+        scheduler._throughput_floor = 10.0  # as if small batches had run before
+        await asyncio.gather(*scheduler.submit([job(10) for _ in range(20)], GREEDY,
+                                               deadline=later(10.0)))
+        return scheduler._throughput
+
+    assert run(engine, body, max_queue=100) is not None
+
+
 def test_batches_holding_a_requests_share_are_measured_too() -> None:
     """While others wait, a large request's batches hold its share (below half the
     budget): they are what it gets, so they count."""
@@ -123,12 +157,13 @@ def test_a_request_too_large_for_its_deadline_is_refused_even_alone() -> None:
 
 def test_preparation_over_its_character_budget_is_busy() -> None:
     async def main() -> None:
-        gate = PreparationGate(max_chars=100, retry_after_s=2)
+        big = SMALL_CHARS + 80  # a large request's lane
+        gate = PreparationGate(max_chars=big + 20, retry_after_s=2)
         release = threading.Event()
         try:
-            first = asyncio.ensure_future(gate.run(80, later(), release.wait, 10))
+            first = asyncio.ensure_future(gate.run(big, later(), release.wait, 10))
             await asyncio.sleep(0)
-            assert gate.chars == 80
+            assert gate.chars == big
             with pytest.raises(Busy) as refused:
                 await gate.run(30, later(), len, "x")
             assert refused.value.retry_after == 2
@@ -137,7 +172,27 @@ def test_preparation_over_its_character_budget_is_busy() -> None:
             assert await first is True
             await asyncio.sleep(0.05)
             assert gate.chars == 0
-            assert await gate.run(500, later(), len, "ab") == 2  # alone, any size fits
+            assert await gate.run(5 * big, later(), len, "ab") == 2  # alone, any size fits
+        finally:
+            release.set()
+            gate.close()
+
+    asyncio.run(main())
+
+
+def test_a_small_request_is_prepared_while_large_ones_hold_every_thread() -> None:
+    async def main() -> None:
+        gate = PreparationGate(max_chars=1_000_000, retry_after_s=1, threads=2)
+        release = threading.Event()
+        try:
+            large = [asyncio.ensure_future(gate.run(SMALL_CHARS + 1, later(), release.wait,
+                                                    10)) for _ in range(3)]
+            await asyncio.sleep(0.05)  # two run, the third waits for a thread
+            small = await asyncio.wait_for(gate.run(SMALL_CHARS, later(), len, "abc"), 5)
+            assert small == 3
+            assert not any(task.done() for task in large)
+            release.set()
+            assert await asyncio.gather(*large) == [True, True, True]
         finally:
             release.set()
             gate.close()

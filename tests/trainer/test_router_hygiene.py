@@ -3,8 +3,12 @@ markers and control characters are neutralised, and every example stays one line
 
 from __future__ import annotations
 
+import re
+
 import fasttext
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from server.routing.classifier import LABEL_PREFIX
 from server.routing.features import classifier_text, neutralise
@@ -54,3 +58,16 @@ def test_a_router_trained_on_hostile_lines_learns_only_real_labels(tmp_path: str
     labels = fasttext.load_model(path).get_labels()
 
     assert sorted(labels) == [f"{LABEL_PREFIX}law", f"{LABEL_PREFIX}medical"]
+
+
+def _old_classifier_text(text: str) -> str:
+    """The substitution the tokenizing version replaced (the oracle)."""
+    separated = re.sub(r"([^\w\s])", r" \1 ", neutralise(text.lower()))
+    return re.sub(r"\s+", " ", separated).strip()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=60) | st.text(st.sampled_from(list("aZé_1 .,!'\n\t\u2028\u200b«»")),
+                                      max_size=60))
+def test_classifier_text_is_the_same_as_the_old_substitution(text: str) -> None:
+    assert classifier_text(text) == _old_classifier_text(text)
