@@ -23,6 +23,7 @@ from server.glossaries import GlossaryBook
 from server.languages import LanguageDetectors
 from server.lifecycle import DrainMiddleware, Lifecycle
 from server.metrics import Metrics
+from server.priorities import lower_own_priority
 from server.replica import ReplicaHeaderMiddleware
 from server.routing.policy import RoutingPolicy
 from server.scheduling.scheduler import EngineThread, Scheduler
@@ -47,8 +48,12 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     # the event loop is busy (measured in benchmarks/results/adversarial.md)
     switch_interval = sys.getswitchinterval()
     sys.setswitchinterval(settings.engine.gil_switch_interval_ms / 1000)
-    store = await asyncio.to_thread(settings.open_store)
     engine_thread = EngineThread()
+    # below the engine from here on: this thread (the event loop) and every thread it
+    # starts later; the engine thread, started above, and its OpenMP team keep the
+    # process's priority
+    lower_own_priority(settings.engine.front_niceness)
+    store = await asyncio.to_thread(settings.open_store)
     runtime = Runtime(store, settings, metrics=metrics, engine_thread=engine_thread)
     await runtime.refresh()
     scheduler = Scheduler(runtime.run_batch, engine_thread, settings.scheduler,

@@ -49,6 +49,12 @@ class EngineSettings(BaseModel):
                     "op; when the event loop is busy (a flood of requests), each op then "
                     "waits up to this long to get it back. Python's 5 ms default made "
                     "decoding 4-30x slower beside a busy thread; 0.5 ms, 1.6x")
+    front_niceness: int = Field(
+        10, ge=0, le=19,
+        description="Linux: how many nice levels below the engine thread the event loop "
+                    "and every thread it starts run (server/priorities.py), so that a "
+                    "flood of requests takes CPU time from itself rather than from the "
+                    "translations in progress; 0 = one priority for all")
 
 
 class LimitSettings(BaseModel):

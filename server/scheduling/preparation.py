@@ -10,22 +10,34 @@ Small requests (at most `SMALL_CHARS` characters, a few sentences) have a thread
 own, so they never queue behind the preparation of large ones: measured beside clients
 that send 100,000-character requests in a loop, a one-sentence request otherwise waited
 for the preparation of several of them (benchmarks/results/adversarial.md).
+
+Large requests hand their Python-heavy text work (splitting and masking, `apart`) to a
+worker process, which has a GIL of its own and the serving threads' lower CPU priority
+(server/priorities.py). In the server's process that work held the GIL half of the time
+beside a flood of large texts; at a low priority it held it while it waited for a core,
+and the engine thread waited with it. The worker starts at the first large request; if
+it dies, the next call starts another, and the call that saw it die works in its thread.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import logging
+import multiprocessing
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import TypeVar
 
 from server.errors import Busy, DeadlineExceeded
+from server.priorities import lower_process_to, own_niceness
 
 T = TypeVar("T")
 SMALL_CHARS = 2_000  # about a millisecond of preparation
+log = logging.getLogger(__name__)
 
 
 class PreparationGate:
@@ -37,6 +49,7 @@ class PreparationGate:
         self._small = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nmt-prepare-small")
         self._lock = threading.Lock()
         self._chars = 0  # characters admitted and not yet prepared
+        self._worker: ProcessPoolExecutor | None = None  # started at the first `apart`
 
     @property
     def chars(self) -> int:
@@ -51,7 +64,7 @@ class PreparationGate:
                            f"requests (limit {self.max_chars}); retry later",
                            retry_after=self.retry_after_s)
             self._chars += chars
-        executor = self._small if chars <= SMALL_CHARS else self._executor
+        executor = self._small if not self.is_large(chars) else self._executor
         future = executor.submit(functools.partial(function, *args))
         # Released when the work really ends (a thread cannot be interrupted).
         future.add_done_callback(functools.partial(self._release, chars))
@@ -62,6 +75,42 @@ class PreparationGate:
             raise DeadlineExceeded("the request's deadline passed while its texts were "
                                    "routed, split and tokenized") from None
 
+    @staticmethod
+    def is_large(chars: int) -> bool:
+        """Whether a request of `chars` characters is prepared on the large requests'
+        thread, its text work in the worker process (`apart`)."""
+        return chars > SMALL_CHARS
+
+    def apart(self, deadline: float, function: Callable[..., T], *args: object) -> T:
+        """`function(*args)` in the worker process, waited for until `deadline`; called
+        from a preparation thread. `function` and `args` must pickle, and `function` must
+        import without torch (the worker is a fresh interpreter)."""
+        worker = self._worker_process()
+        future = worker.submit(function, *args)
+        try:
+            return future.result(timeout=max(0.0, deadline - time.monotonic()))
+        except TimeoutError:
+            future.cancel()
+            raise DeadlineExceeded("the request's deadline passed while its texts were "
+                                   "split") from None
+        except BrokenProcessPool:
+            log.warning("the text preparation worker died; starting another, this "
+                        "request's texts are prepared in the server process")
+            with self._lock:
+                if self._worker is worker:
+                    self._worker = None
+            worker.shutdown(wait=False, cancel_futures=True)
+            return function(*args)
+
+    def _worker_process(self) -> ProcessPoolExecutor:
+        with self._lock:
+            if self._worker is None:
+                # spawn, not fork: the server process has threads (fork copies their locks)
+                self._worker = ProcessPoolExecutor(
+                    max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+                    initializer=lower_process_to, initargs=(own_niceness(),))
+            return self._worker
+
     def _release(self, chars: int, _future: Future[object]) -> None:
         with self._lock:
             self._chars -= chars
@@ -69,6 +118,10 @@ class PreparationGate:
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
         self._small.shutdown(wait=False, cancel_futures=True)
+        with self._lock:
+            worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.shutdown(wait=False, cancel_futures=True)
 
 
 def check_deadline(deadline: float) -> None:

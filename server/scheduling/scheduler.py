@@ -80,6 +80,9 @@ class EngineThread:
 
     def __init__(self) -> None:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nmt-engine")
+        # started now, so that it gets its creator's CPU priority before the serving
+        # threads are lowered (server/priorities.py)
+        self._executor.submit(int).result()
         self._busy_since: float | None = None  # monotonic start of the call running now
         self._closed = False
 

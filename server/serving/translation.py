@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -34,6 +35,8 @@ from server.serving.runtime import Runtime
 from server.serving.state import ServingState
 from server.settings import DecodingSettings, LimitSettings
 from server.textproc.document import Document, Format, GlossaryReport, build_document
+from server.textproc.documents import DocumentSpec, TooManySentences, build_documents
+from server.textproc.glossary import Glossary
 from server.textproc.masking import TermMode
 
 HOLD_ATTEMPTS = 3
@@ -201,12 +204,21 @@ class Translator:
         prepared: list[Prepared] = []
         caps = RequestCaps(self.limits)
         broken = state.broken()
+        glossaries = []
         for item in items:
-            check_deadline(deadline)
             check_not_broken(item, broken)
-            glossary = self.glossaries.explicit(item.glossary)
-            document = build_document(item.text, fmt=item.format, glossary=glossary,
-                                      terms=self.terms)
+            glossaries.append(self.glossaries.explicit(item.glossary))
+        built = self._documents(items, glossaries, deadline)
+        for index, (item, glossary) in enumerate(zip(items, glossaries, strict=True)):
+            check_deadline(deadline)
+            found = built[index] if built is not None and index < len(built) else None
+            if isinstance(found, TooManySentences):
+                # the worker stopped at this text; 413 unless a domain's default glossary
+                # (applied below, after routing) makes fewer sentences of it
+                caps.check_sentences(found.sentences, field=item.text_field)
+                found = None
+            document = found if found is not None else build_document(
+                item.text, fmt=item.format, glossary=glossary, terms=self.terms)
             routed = document.plain_text() if item.format == "html" else item.text
             decision = self.policy.decide(item.domain, routed, domains=versions,
                                           classifier=state.classifier, field=item.domain_field,
@@ -231,6 +243,18 @@ class Translator:
             prepared.append(Prepared(document, glossary is not None, decision, used,
                                      module_ids, jobs, mixture))
         return prepared
+
+    def _documents(self, items: Sequence[Item], glossaries: Sequence[Glossary | None],
+                   deadline: float) -> list[Document | TooManySentences] | None:
+        """A large request's documents, built in the preparation worker process up to
+        the text that crosses the sentence cap; None for a small one (built here)."""
+        if not PreparationGate.is_large(sum(len(item.text) for item in items)):
+            return None
+        specs = [DocumentSpec(item.text, item.format, glossary)
+                 for item, glossary in zip(items, glossaries, strict=True)]
+        return self.preparation.apart(deadline, functools.partial(
+            build_documents, specs, terms=self.terms,
+            max_sentences=self.limits.max_request_sentences))
 
     def _jobs(self, engine: Engine, texts: list[str], members: tuple[Member, ...],
               request: DecodingRequest, *, field: str) -> list[SentenceJob]:
@@ -351,10 +375,15 @@ class RequestCaps:
         self.tokens = 0
 
     def add_sentences(self, count: int, *, field: str) -> None:
+        self.check_sentences(count, field=field)
         self.sentences += count
-        if self.sentences > self.limits.max_request_sentences:
+
+    def check_sentences(self, count: int, *, field: str) -> None:
+        """413 when `count` more sentences would pass the cap (nothing is added)."""
+        total = self.sentences + count
+        if total > self.limits.max_request_sentences:
             raise TooLarge(f"the request has more than {self.limits.max_request_sentences} "
-                           f"sentences ({self.sentences} so far; "
+                           f"sentences ({total} so far; "
                            "NMT_LIMITS__MAX_REQUEST_SENTENCES)", field=field)
 
     def add_tokens(self, count: int, *, field: str) -> None:

@@ -26,6 +26,7 @@ from server.textproc.parts import Close, Open, Part, Term, Text
 
 TermMode = Literal["protect", "inline"]
 _MARKER = re.compile(r"\{(\d+)\}|<(/?)(\d+)>")
+_LETTERISH = re.compile(r"[^\W\d_]")  # every letter (str.isalpha) and a few numerals
 _DEBRIS = re.compile(r"</?[0-9]|\{[0-9]")  # left of a marker once whole ones are removed
 _LINE_BREAK = re.compile(r"[ \t]*(?:\r\n|[\n\r\u2028\u2029])\s*")  # inside an HTML sentence
 
@@ -138,4 +139,6 @@ def needs_translation(parts: Sequence[Part]) -> bool:
 
 
 def _wordy(text: str) -> bool:
-    return any(char.isalpha() for char in text)
+    # letters are among \w less digits and "_"; the regex skips runs of other characters
+    # in C (9,999 dots), isalpha() settles the few word characters that are not letters
+    return any(found.group().isalpha() for found in _LETTERISH.finditer(text))

@@ -91,9 +91,10 @@ def split_sentences(parts: Sequence[Part], *,
         cursor += len(part.text) if isinstance(part, Text) else 1
     out: list[str | list[Part]] = []
     offset = 0
+    first = 0  # the first part the next piece can touch: pieces only move forward
     for piece in split_text(probe):
         end = offset + len(piece.text)
-        chosen = _slice(parts, starts, offset, end)
+        chosen, first = _slice(parts, starts, first, offset, end)
         if piece.translate:
             out.append(chosen)
         else:
@@ -102,15 +103,29 @@ def split_sentences(parts: Sequence[Part], *,
     return out
 
 
-def _slice(parts: Sequence[Part], starts: Sequence[int], begin: int, end: int) -> list[Part]:
+def _slice(parts: Sequence[Part], starts: Sequence[int], first: int, begin: int,
+           end: int) -> tuple[list[Part], int]:
+    """The parts (text parts cut) within [begin, end) of the probe, looking from `first`
+    on, and the first part a later piece (beginning at `end`) can still touch. Looking
+    only there keeps splitting linear: a text of n sentences with a placeholder in each
+    once cost n x n steps (26,000 characters: 1.7 s)."""
     chosen: list[Part] = []
-    for part, start in zip(parts, starts, strict=True):
+    index = first
+    while index < len(parts) and starts[index] < end:
+        part, start = parts[index], starts[index]
         if isinstance(part, Text):
-            stop = start + len(part.text)
-            low, high = max(begin, start), min(end, stop)
+            low, high = max(begin, start), min(end, start + len(part.text))
             if low < high:
                 chosen.append(Text(part.text[low - start: high - start]))
-        elif begin <= start < end:
+        elif begin <= start:
             chosen.append(part)
-    return chosen
+        index += 1
+    while first < len(parts) and _ends_by(parts[first], starts[first], end):
+        first += 1
+    return chosen, first
+
+
+def _ends_by(part: Part, start: int, offset: int) -> bool:
+    """Whether `part` lies wholly before `offset` of the probe."""
+    return start + (len(part.text) if isinstance(part, Text) else 1) <= offset
 

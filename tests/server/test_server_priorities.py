@@ -1,0 +1,97 @@
+"""The serving threads run below the engine's CPU priority (Linux): the event loop and the
+threads it starts after the engine thread get `front_niceness` more nice levels, the
+engine thread keeps the process's."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import build_store, make_settings
+from fastapi.testclient import TestClient
+from pydantic import ValidationError
+
+from server.app import create_app
+from server.priorities import MAX_NICE, lower_own_priority, own_niceness
+from server.settings import EngineSettings
+
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="nice values of single threads are Linux's")
+
+
+def in_new_thread(function: object) -> int:
+    found: list[int] = []
+    thread = threading.Thread(target=lambda: found.append(function()))  # type: ignore[operator]
+    thread.start()
+    thread.join()
+    return found[0]
+
+
+@linux_only
+def test_lowering_changes_this_thread_and_its_later_children_only() -> None:
+    before = own_niceness()
+    started = threading.Event()
+    earlier: list[int] = []
+
+    def lower_then_report() -> tuple[int, int, int]:
+        lowered = lower_own_priority(3)
+        return lowered, own_niceness(), in_new_thread(own_niceness)
+
+    def sibling() -> None:
+        started.wait(5)
+        earlier.append(own_niceness())
+
+    other = threading.Thread(target=sibling)
+    other.start()
+    found: list[tuple[int, int, int]] = []
+    worker = threading.Thread(target=lambda: found.append(lower_then_report()))
+    worker.start()
+    worker.join()
+    started.set()
+    other.join()
+
+    lowered, own, child = found[0]
+    assert lowered == own == child == min(MAX_NICE, before + 3)
+    assert earlier == [before]  # a thread that existed already is untouched
+    assert own_niceness() == before  # and so is the caller's
+
+
+@linux_only
+def test_the_cap_and_a_zero_increment() -> None:
+    def lower(increment: int) -> tuple[int, int]:
+        return lower_own_priority(increment), own_niceness()
+
+    found: list[tuple[int, int]] = []
+    for increment in (0, 100):
+        thread = threading.Thread(target=lambda i=increment: found.append(lower(i)))
+        thread.start()
+        thread.join()
+    before = own_niceness()
+    assert found == [(before, before), (MAX_NICE, MAX_NICE)]
+
+
+@linux_only
+def test_the_event_loop_and_its_preparation_threads_run_below_the_engine(
+        tmp_path: Path) -> None:
+    settings = make_settings(build_store(tmp_path / "store", domains=()),
+                             engine={"front_niceness": 4})
+    with TestClient(create_app(settings)) as client:
+        state = client.app.state  # type: ignore[attr-defined]
+        assert client.portal is not None  # the app's event loop, running the lifespan
+        engine = state.engine_thread.call(own_niceness)
+        front = client.portal.call(own_niceness)
+        gate = state.translator.preparation
+        prepared = client.portal.call(gate.run, 10_000, time.monotonic() + 30, own_niceness)
+        assert client.post("/translate", json={"text": "the patient"}).status_code == 200
+    assert front == prepared == min(MAX_NICE, engine + 4)
+
+
+def test_front_niceness_bounds() -> None:
+    assert EngineSettings().front_niceness == 10
+    with pytest.raises(ValidationError, match="front_niceness"):
+        EngineSettings(front_niceness=20)
+    with pytest.raises(ValidationError, match="front_niceness"):
+        EngineSettings(front_niceness=-1)
