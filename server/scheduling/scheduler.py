@@ -189,16 +189,21 @@ class Scheduler:
 
     # -- submission --------------------------------------------------------------------
     def submit(self, jobs: Sequence[SentenceJob], options: SearchOptions, *,
-               deadline: float) -> list[asyncio.Future[list[Hypothesis]]]:
-        """Queue sentences; one future per job (cancel it to withdraw the sentence)."""
+               deadline: float, admitted: bool = False) -> list[asyncio.Future[list[Hypothesis]]]:
+        """Queue sentences; one future per job (cancel it to withdraw the sentence).
+        `admitted`: more work of a request admitted before (its sentences translated
+        again): neither the queue bound nor admission refuses it, since refusing would
+        throw away the work already done for it; its deadline still holds."""
         if self.failure is not None:
             raise NotReady(f"the scheduler stopped ({self.failure}); retry later")
-        if self._queue and len(self._queue) + len(jobs) > self.settings.max_queue:
+        if (not admitted and self._queue
+                and len(self._queue) + len(jobs) > self.settings.max_queue):
             raise Busy(f"the request queue is full ({len(self._queue)} sentences waiting, "
                        f"limit {self.settings.max_queue}); retry later",
                        retry_after=self.settings.retry_after_s)
         now = time.monotonic()
-        self._admit(sum(job_cost(job, options) for job in jobs), deadline - now)
+        if not admitted:
+            self._admit(sum(job_cost(job, options) for job in jobs), deadline - now)
         loop = asyncio.get_running_loop()
         request = next(self._requests)
         items: list[tuple[int, Pending]] = []

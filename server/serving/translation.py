@@ -281,11 +281,11 @@ class Translator:
             self.metrics.confidence.observe(decision.confidence)
 
     # -- 4. scheduling -----------------------------------------------------------------
-    async def _run(self, jobs: list[SentenceJob], options: SearchOptions,
-                   deadline: float) -> list[list[Hypothesis]]:
+    async def _run(self, jobs: list[SentenceJob], options: SearchOptions, deadline: float, *,
+                   admitted: bool = False) -> list[list[Hypothesis]]:
         if not jobs:
             return []
-        futures = self.scheduler.submit(jobs, options, deadline=deadline)
+        futures = self.scheduler.submit(jobs, options, deadline=deadline, admitted=admitted)
         try:
             remaining = max(0.0, deadline - time.monotonic())
             return list(await asyncio.wait_for(asyncio.gather(*futures), remaining))
@@ -333,7 +333,9 @@ class Translator:
         jobs = [self._jobs(engine, own, item.jobs[0].members, request, field="text")
                 if own else [] for item, own in zip(prepared, texts, strict=True)]
         flat = [job for own in jobs for job in own]
-        hypotheses = await self._run(flat, replace(options, n_best=1), deadline)
+        # the request was admitted with its first pass: a refusal now would waste it
+        hypotheses = await self._run(flat, replace(options, n_best=1), deadline,
+                                     admitted=True)
         decode = self._decoder()
         decoded = [decode(h[0]) if h else "" for h in hypotheses]
         out: list[list[str]] = []

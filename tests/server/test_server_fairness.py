@@ -114,6 +114,27 @@ def test_before_a_well_filled_batch_the_best_small_batch_rate_judges_a_busy_serv
     assert "about 20.1 s" in error.message
 
 
+def test_more_work_of_an_admitted_request_is_never_refused() -> None:
+    """A request's sentences translated again (lost markers) belong to a request already
+    admitted: neither admission nor the queue bound refuses them (a refusal would throw
+    away its first pass), where a new request of the same size gets 429."""
+    gate = threading.Event()
+    engine = FakeEngine(gate=gate)
+
+    async def body(scheduler: Scheduler) -> int:
+        scheduler._throughput_floor = 10.0  # budget tokens per second, as if measured
+        blocker = scheduler.submit([job(1, "blocker")], GREEDY, deadline=later())
+        await asyncio.to_thread(engine.started.wait, 5)
+        work = [job(10) for _ in range(20)]  # about 20 s at 10 tokens/s; 20 > max_queue
+        with pytest.raises(Busy):
+            scheduler.submit(work, GREEDY, deadline=later(10.0))
+        again = scheduler.submit(work, GREEDY, deadline=later(10.0), admitted=True)
+        gate.set()
+        return len(await asyncio.gather(*blocker, *again))
+
+    assert run(engine, body, max_queue=5) == 21
+
+
 def test_alone_the_first_bulk_request_is_admitted_to_measure_the_rate() -> None:
     engine = FakeEngine()
 
