@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import socket
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from launch.settings import ProcessSettings
@@ -25,6 +25,10 @@ def default_worker_name() -> str:
     return socket.gethostname() or f"worker-{os.getpid()}"
 
 
+# The fastText defaults are the default model's recipe's (set in trainer/classifier.py).
+_FASTTEXT = ClassifierSettings()
+
+
 class RouterSettings(BaseModel):
     """How the fastText router is retrained when a domain is added."""
 
@@ -34,16 +38,31 @@ class RouterSettings(BaseModel):
                                             "NMT_ROUTING__CLASSIFIER)")
     max_examples_per_domain: int = Field(
         5000, ge=1, description="source sentences of the new domain added to the examples")
-    epoch: int = Field(25, ge=1)
-    lr: float = Field(0.5, gt=0)
-    dim: int = Field(32, ge=2)
-    bucket: int = Field(200_000, ge=0, description="hashed n-gram buckets")
-    quantize: bool = Field(True, description="product quantization (a ~10x smaller file)")
-    seed: int = Field(1, ge=0)
+    epoch: int = Field(_FASTTEXT.epoch, ge=1)
+    lr: float = Field(_FASTTEXT.lr, gt=0)
+    dim: int = Field(_FASTTEXT.dim, ge=2)
+    word_ngrams: int = Field(_FASTTEXT.word_ngrams, ge=1, description="word n-grams up to")
+    minn: int = Field(_FASTTEXT.minn, ge=0, description="shortest character n-gram")
+    maxn: int = Field(_FASTTEXT.maxn, ge=0, description="longest character n-gram "
+                                                        "(0: none)")
+    bucket: int = Field(_FASTTEXT.bucket, ge=0, description="hashed n-gram buckets")
+    quantize: bool = Field(_FASTTEXT.quantize,
+                           description="product quantization (a ~10x smaller file)")
+    seed: int = Field(_FASTTEXT.seed, ge=0)
+
+    @model_validator(mode="after")
+    def _character_ngrams(self) -> RouterSettings:
+        # fastText silently trains without character n-grams when minn > maxn.
+        if self.maxn and self.minn > self.maxn:
+            raise ValueError(f"minn {self.minn} > maxn {self.maxn} (maxn 0: no character "
+                             "n-grams)")
+        return self
 
     def classifier_settings(self) -> ClassifierSettings:
-        return ClassifierSettings(epoch=self.epoch, lr=self.lr, dim=self.dim,
-                                  bucket=self.bucket, seed=self.seed, quantize=self.quantize)
+        return ClassifierSettings(
+            epoch=self.epoch, lr=self.lr, dim=self.dim, word_ngrams=self.word_ngrams,
+            minn=self.minn, maxn=self.maxn, bucket=self.bucket, seed=self.seed,
+            quantize=self.quantize)
 
 
 class WorkerSettings(BaseModel):

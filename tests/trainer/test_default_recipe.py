@@ -1,6 +1,6 @@
 """The default model's recipe stages that run without the shared corpora: rebuilding the
 run dir from a published backbone (and warm-starting the backbone stage from it), and the
-router's "generic" examples."""
+router's "generic" examples and fastText settings (the sidecar's defaults)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import sentencepiece as spm
 import torch
+from pydantic import ValidationError
 from safetensors.torch import save_file
 
 from contract.artifacts import CLASSIFIER_EXAMPLES_FILE
@@ -28,7 +29,7 @@ from tests.tiny import (
     tiny_config,
 )
 from tests.trainer.test_trainer_backbone import SETTINGS
-from trainer.classifier import examples_to_bytes
+from trainer.classifier import ClassifierSettings, examples_to_bytes
 from trainer.data import EncodedPairs, encode_pairs, save_encoded
 from trainer.recipes.default_en_fr import (
     DOMAINS,
@@ -42,6 +43,7 @@ from trainer.recipes.default_stages import (
     GENERIC_GENRES,
     GENERIC_LABEL,
     ROUTER_NAME,
+    ROUTER_SETTINGS,
     generic_examples,
     load_trained_backbone,
     publish_builtin,
@@ -50,6 +52,7 @@ from trainer.recipes.default_stages import (
 )
 from trainer.recipes.snapshot import load_snapshot, save_snapshot
 from trainer.run import train
+from trainer.settings import RouterSettings, SidecarSettings
 
 
 def published_builtin(root: Path) -> dict[str, bytes]:
@@ -149,6 +152,38 @@ def test_generic_examples_refuse_a_genre_that_is_too_small(tmp_path: Path) -> No
     write_genres(tmp_path, lines=4)
     with pytest.raises(ValueError, match="need 3"):
         generic_examples(tmp_path, train=9, dev=2, held_out=2)
+
+
+def test_the_sidecar_retrains_routers_with_the_recipes_settings() -> None:
+    # A router retrained when a domain is added must be trained as the shipped one was.
+    assert RouterSettings().classifier_settings() == ROUTER_SETTINGS
+    assert ClassifierSettings() == ROUTER_SETTINGS
+
+
+def test_the_router_settings_row_of_the_api_docs_shows_the_defaults() -> None:
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "API.md").read_text()
+    row = next(line for line in docs.splitlines()
+               if line.startswith("| `NMT_TRAINER__ROUTER__EPOCH`"))
+    names_cell, _, defaults_cell = (cell.strip() for cell in row.strip("|").split("|")[:3])
+    names = [name.strip("`_").lower() for name in names_cell.split(", ")]
+    names[0] = names[0].removeprefix("nmt_trainer__router__")
+    defaults = [value.strip("`") for value in defaults_cell.split(", ")]
+    settings = RouterSettings()
+    shown = {name: str(getattr(settings, name)).lower() for name in names}
+    assert dict(zip(names, defaults, strict=True)) == shown
+
+
+def test_router_settings_follow_the_environment_within_bounds(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NMT_TRAINER__ROUTER__WORD_NGRAMS", "1")
+    monkeypatch.setenv("NMT_TRAINER__ROUTER__MINN", "3")
+    monkeypatch.setenv("NMT_TRAINER__ROUTER__MAXN", "5")
+    router = SidecarSettings().trainer.router.classifier_settings()
+    assert (router.word_ngrams, router.minn, router.maxn) == (1, 3, 5)
+    assert router.epoch == ROUTER_SETTINGS.epoch
+    for invalid in ({"word_ngrams": 0}, {"minn": 6, "maxn": 5}):
+        with pytest.raises(ValidationError):
+            RouterSettings(**invalid)
 
 
 def trained_run_dir(tmp_path: Path, builtin: Path) -> Path:

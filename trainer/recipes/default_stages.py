@@ -41,6 +41,7 @@ from trainer.loop import Checkpoints, ShouldStop, TrainSettings
 from trainer.modules import train_module
 from trainer.recipes.model_card import write_model_card
 from trainer.recipes.snapshot import load_snapshot, position, remove_if_superseded
+from trainer.settings import RouterSettings
 
 log = logging.getLogger("trainer.recipes.default_en_fr")
 
@@ -66,11 +67,9 @@ GENERIC_TRAIN = 2000
 # benchmarks/quality/router.py (which chooses the routing policy).
 GENERIC_HELD_OUT = 150
 GENERIC_DEV = 50  # per genre, the last of the held-out lines
-# Word uni+bigrams without character n-grams, 10 epochs: on a held-out 1,000 train lines
-# + dev per domain (1,150 each) the lowest of medical/law/it/religion was 91.0% (it 92.4%),
-# against 90.1% (it 90.1%) for the defaults (25 epochs, character 3-5-grams), which
-# overfit the 5,000 lines per domain (benchmarks/results/router.md).
-ROUTER_SETTINGS = ClassifierSettings(epoch=10, minn=0, maxn=0)
+# The sidecar's default router settings (word uni+bigrams, 10 epochs: why in
+# trainer/classifier.py), so that its retrained routers match the one published here.
+ROUTER_SETTINGS: ClassifierSettings = RouterSettings().classifier_settings()
 
 
 def domain_corpus(data_dir: Path, domain: str, split: str) -> Corpus:
