@@ -72,10 +72,14 @@ def session_cpu_seconds(log_path: Path | None) -> dict[int, float]:
 
 
 def cpu_hours(path: Path, threads: int, *, session: dict[int, float],
-              session_start: Path | None) -> float:
+              session_start: Path | None, start_hours: float | None = None) -> float:
+    """`start_hours`: the session start's CPU-hours when known better than its elapsed
+    time says (a warm start from a snapshot trained on a loaded machine)."""
     step = checkpoint_step(path)
     if step in session and session_start is not None:
-        return round(elapsed_cpu_hours(session_start, threads) + session[step] / 3600, 3)
+        start = (start_hours if start_hours is not None
+                 else elapsed_cpu_hours(session_start, threads))
+        return round(start + session[step] / 3600, 3)
     return round(elapsed_cpu_hours(path, threads), 3)
 
 
@@ -94,7 +98,9 @@ def update(args: argparse.Namespace) -> dict[str, Any]:
         scores = score_model(model, files.tokenizer, sets)
         points.append({"step": checkpoint_step(path),
                        "cpu_hours": cpu_hours(path, args.run_threads, session=session,
-                                              session_start=start), "scores": scores,
+                                              session_start=start,
+                                              start_hours=args.session_start_cpu_hours),
+                       "scores": scores,
                        "summary": summary(scores, domains)})
         points.sort(key=lambda p: p["step"])
         log.info("step %d: %s", points[-1]["step"], points[-1]["summary"])
@@ -181,6 +187,9 @@ def main() -> None:
                         help="the copying script's log with cpu_s_this_session per step")
     parser.add_argument("--session-start", type=int,
                         help="the step of the copy those CPU seconds count from")
+    parser.add_argument("--session-start-cpu-hours", type=float,
+                        help="CPU-hours of the session start's copy, when its elapsed wall "
+                             "time x threads overstates them")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--bleu-sentences", type=int, default=100)
     parser.add_argument("--min-gap", type=int, default=500,

@@ -98,3 +98,6 @@ def test_cpu_hours_come_from_the_copy_log_where_it_has_them(tmp_path: Path) -> N
     start = tmp_path / "step-10.pt"
     assert cpu_hours(tmp_path / "step-20.pt", 2, session=session, session_start=start) == 10.5
     assert cpu_hours(tmp_path / "step-20.pt", 2, session={}, session_start=None) == 20.0
+    # a session start known to have cost less than its wall time says
+    assert cpu_hours(tmp_path / "step-20.pt", 2, session=session, session_start=start,
+                     start_hours=4.0) == 4.5
