@@ -47,7 +47,7 @@ def arguments(tmp_path: Path) -> argparse.Namespace:
     return argparse.Namespace(curve=tmp_path / "curve", run_files=run_files,
                               data=tiny_data(tmp_path / "data"), run_threads=2,
                               bleu_sentences=2, min_gap=5, average=2, cpu_log=None,
-                              session_start=None,
+                              session_start=None, session_start_cpu_hours=None,
                               out=tmp_path / "results" / "learning_curve")
 
 
