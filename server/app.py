@@ -45,7 +45,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings: Settings = app.state.settings
     metrics: Metrics = app.state.metrics
     # the engine thread re-takes the GIL after every torch op: keep its wait short while
-    # the event loop is busy (measured in benchmarks/results/adversarial.md)
+    # the event loop is busy (EngineSettings.gil_switch_interval_ms says what it costs)
     switch_interval = sys.getswitchinterval()
     sys.setswitchinterval(settings.engine.gil_switch_interval_ms / 1000)
     engine_thread = EngineThread()
