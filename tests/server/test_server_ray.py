@@ -27,6 +27,7 @@ import pytest
 from conftest import TOKEN, admin_headers, build_store, publish_module
 
 from model_store import Store
+from server.scheduling.preparation import PreparationGate
 from tests.services import unavailable
 
 REPO = Path(__file__).resolve().parents[2]
@@ -152,6 +153,19 @@ def test_both_replicas_answer_and_name_themselves(cluster: Cluster) -> None:
     pids = {replica_pid(name) for name in names}
     assert os.getpid() not in pids and len(pids) == 2
     cluster.seen_pids |= pids
+
+
+def test_a_large_request_is_prepared_in_a_worker_process_of_a_replica(
+        cluster: Cluster) -> None:
+    """Over SMALL_CHARS a request's text work runs in a spawned worker process; inside a
+    Ray replica (whose main module is Ray's worker) it starts and answers too."""
+    text = " ".join(["Click the button."] * 150)
+    assert PreparationGate.is_large(len(text))
+    with httpx.Client(base_url=cluster.base, timeout=60) as http:
+        for _ in range(4):
+            answer = http.post("/translate", json={"text": text, "domain": "it"})
+            assert answer.status_code == 200, answer.text
+            assert answer.json()["translation"]
 
 
 def converge(http: httpx.Client, check: Callable[[dict[str, Any]], bool], *,
