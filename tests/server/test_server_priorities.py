@@ -4,10 +4,13 @@ engine thread keeps the process's."""
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from conftest import build_store, make_settings
@@ -18,13 +21,15 @@ from server.app import create_app
 from server.priorities import MAX_NICE, lower_own_priority, own_niceness
 from server.settings import EngineSettings
 
+T = TypeVar("T")
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="nice values of single threads are Linux's")
 
 
-def in_new_thread(function: object) -> int:
-    found: list[int] = []
-    thread = threading.Thread(target=lambda: found.append(function()))  # type: ignore[operator]
+def in_new_thread(function: Callable[[], T]) -> T:
+    """`function()` called in a thread of its own (its nice value starts as ours)."""
+    found: list[T] = []
+    thread = threading.Thread(target=lambda: found.append(function()))
     thread.start()
     thread.join()
     return found[0]
@@ -46,14 +51,10 @@ def test_lowering_changes_this_thread_and_its_later_children_only() -> None:
 
     other = threading.Thread(target=sibling)
     other.start()
-    found: list[tuple[int, int, int]] = []
-    worker = threading.Thread(target=lambda: found.append(lower_then_report()))
-    worker.start()
-    worker.join()
+    lowered, own, child = in_new_thread(lower_then_report)
     started.set()
     other.join()
 
-    lowered, own, child = found[0]
     assert lowered == own == child == min(MAX_NICE, before + 3)
     assert earlier == [before]  # a thread that existed already is untouched
     assert own_niceness() == before  # and so is the caller's
@@ -64,11 +65,7 @@ def test_the_cap_and_a_zero_increment() -> None:
     def lower(increment: int) -> tuple[int, int]:
         return lower_own_priority(increment), own_niceness()
 
-    found: list[tuple[int, int]] = []
-    for increment in (0, 100):
-        thread = threading.Thread(target=lambda i=increment: found.append(lower(i)))
-        thread.start()
-        thread.join()
+    found = [in_new_thread(functools.partial(lower, increment)) for increment in (0, 100)]
     before = own_niceness()
     assert found == [(before, before), (MAX_NICE, MAX_NICE)]
 
