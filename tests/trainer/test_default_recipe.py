@@ -44,6 +44,7 @@ from trainer.recipes.default_stages import (
     GENERIC_LABEL,
     ROUTER_NAME,
     ROUTER_SETTINGS,
+    domain_extra_examples,
     generic_examples,
     load_trained_backbone,
     publish_builtin,
@@ -152,6 +153,21 @@ def test_generic_examples_refuse_a_genre_that_is_too_small(tmp_path: Path) -> No
     write_genres(tmp_path, lines=4)
     with pytest.raises(ValueError, match="need 3"):
         generic_examples(tmp_path, train=9, dev=2, held_out=2)
+
+
+def test_domain_extra_examples_label_distinct_seeded_lines_of_the_paired_genre(
+        tmp_path: Path) -> None:
+    folder = tmp_path / "en-fr" / "extra" / "biomedical"
+    folder.mkdir(parents=True)
+    (folder / "train.en").write_text("".join(f"abstract {i % 12}\n" for i in range(30)) + "\n")
+    extras = {"medical": ("biomedical", 5), "law": ("parliament", 3)}
+    drawn = domain_extra_examples(tmp_path, ("medical", "it"), extras)  # law: not a domain here
+    assert len(drawn) == 5 and {label for label, _ in drawn} == {"medical"}
+    assert len({text for _, text in drawn}) == 5
+    assert [text for _, text in drawn] != [f"abstract {i}" for i in range(5)]  # drawn, not the head
+    assert domain_extra_examples(tmp_path, ("medical",), extras) == drawn
+    with pytest.raises(ValueError, match="12 distinct lines, need 13"):
+        domain_extra_examples(tmp_path, ("medical",), {"medical": ("biomedical", 13)})
 
 
 def test_the_sidecar_retrains_routers_with_the_recipes_settings() -> None:
