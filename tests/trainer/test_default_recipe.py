@@ -29,6 +29,7 @@ from tests.tiny import (
     tiny_config,
 )
 from tests.trainer.test_trainer_backbone import SETTINGS
+from trainer.average import average_checkpoints
 from trainer.classifier import ClassifierSettings, examples_to_bytes
 from trainer.data import EncodedPairs, encode_pairs, save_encoded
 from trainer.recipes.default_en_fr import (
@@ -44,6 +45,7 @@ from trainer.recipes.default_stages import (
     GENERIC_LABEL,
     ROUTER_NAME,
     ROUTER_SETTINGS,
+    averaged_steps,
     domain_extra_examples,
     generic_examples,
     load_trained_backbone,
@@ -252,6 +254,22 @@ def test_publish_ships_new_versions_once_and_stores_follow_them(tmp_path: Path) 
     with Store.open(tmp_path / "serving", builtin_dir=builtin) as store:
         assert store.active_domains() == {"medical": 2}
         assert store.load("module", "medical").manifest.backbone_fingerprint == fingerprint
+
+
+def test_the_model_card_names_the_averaged_checkpoints_and_the_routers_extra_text(
+        tmp_path: Path) -> None:
+    builtin = tmp_path / "builtin"
+    published_builtin(builtin)
+    run_dir = trained_run_dir(tmp_path, builtin)
+    checkpoint = run_dir / "backbone" / "checkpoint.pt"
+    for step in (7, 9):  # two copies of the restored checkpoint, averaged over it
+        shutil.copy(checkpoint, tmp_path / f"step-{step}.pt")
+    torch.save(average_checkpoints([tmp_path / "step-7.pt", tmp_path / "step-9.pt"]), checkpoint)
+    assert averaged_steps(run_dir) == [7, 9]
+    publish_builtin(tmp_path / "data", run_dir, builtin, snapshot=tmp_path / "snapshot")
+    card = (builtin / "MODEL_CARD.md").read_text()
+    assert "the mean of the checkpoints of steps 7, 9" in card
+    assert "the medical class also learns from 2,000 lines of biomedical" in card
 
 
 def write_router(run_dir: Path, *, temperature: float) -> None:

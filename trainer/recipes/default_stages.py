@@ -28,6 +28,7 @@ from model_store.hashing import sha256_hex
 from server.engine.artifacts import backbone_files, backbone_parts, module_files
 from server.engine.backbone import Backbone
 from server.engine.tokenizer import Tokenizer
+from trainer.average import checkpoint_step
 from trainer.classifier import (
     ClassifierSettings,
     accuracy,
@@ -250,7 +251,8 @@ def publish_builtin(data_dir: Path, run_dir: Path, out: Path, *, snapshot: Path)
     remove_if_superseded(snapshot, published_step=progress["step"], published_config=model.config)
     write_model_card(out, run_dir, config=model.config,
                      parameters=sum(p.numel() for p in model.parameters()),
-                     adapter_parameters=_adapter_size(run_dir), progress=progress)
+                     adapter_parameters=_adapter_size(run_dir), progress=progress,
+                     domain_extras=DOMAIN_EXTRAS, averaged_steps=averaged_steps(run_dir))
     log.info("built-in artifacts written to %s: %s", out,
              ", ".join(str(p.relative_to(out)) for p in published))
 
@@ -295,6 +297,14 @@ def _backbone_version(store: Store, files: dict[str, bytes], config: BackboneCon
         return current.backbone_fingerprint
     return store.publish("backbone", BACKBONE_NAME, files, config=config.to_dict(),
                          provenance=_backbone_provenance(progress)).backbone_fingerprint
+
+
+def averaged_steps(run_dir: Path) -> list[int]:
+    """The steps of the checkpoints the run's backbone checkpoint is the mean of (written by
+    trainer/average.py), or [] when it is a training checkpoint."""
+    saved = torch.load(run_dir / "backbone" / "checkpoint.pt", weights_only=True,
+                       map_location="cpu")
+    return [checkpoint_step(Path(path)) for path in saved.get("averaged", [])]
 
 
 def _adapter_size(run_dir: Path) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,11 @@ def _adapter_rows(run_dir: Path) -> list[str]:
 
 
 def write_model_card(out: Path, run_dir: Path, *, config: BackboneConfig, parameters: int,
-                     adapter_parameters: int, progress: dict[str, Any]) -> None:
+                     adapter_parameters: int, progress: dict[str, Any],
+                     domain_extras: Mapping[str, tuple[str, int]] | None = None,
+                     averaged_steps: Sequence[int] = ()) -> None:
+    """`domain_extras`: extra router lines per domain class (domain -> (genre, lines));
+    `averaged_steps`: the checkpoints whose mean the published backbone is, if it is one."""
     accuracy_path = run_dir / "classifier" / "accuracy.json"
     accuracy = json.loads(accuracy_path.read_text()) if accuracy_path.exists() else None
     router = (f"dev accuracy {accuracy['dev_accuracy']:.3f}; per domain: " + ", ".join(
@@ -44,6 +49,11 @@ def write_model_card(out: Path, run_dir: Path, *, config: BackboneConfig, parame
         router += (f"; posteriors calibrated on dev with temperature "
                    f"{accuracy['temperature']:.2f} (dev negative log-likelihood "
                    f"{accuracy['dev_nll']:.3f}, {accuracy['dev_nll_uncalibrated']:.3f} without)")
+    extras = "".join(f"; the {domain} class also learns from {count:,} lines of {genre}"
+                     for domain, (genre, count) in sorted((domain_extras or {}).items()))
+    averaged = (f" The published weights are the mean of the checkpoints of steps "
+                f"{', '.join(map(str, averaged_steps))} (checkpoint averaging, Vaswani et al. "
+                "2017)." if averaged_steps else "")
     hours = progress["elapsed_s"] / 3600
     lengths = np.load(run_dir / "train.npz")["tgt_len"]
     epoch_tokens = int(lengths.sum()) + len(lengths)  # + EOS per sentence
@@ -65,16 +75,16 @@ def write_model_card(out: Path, run_dir: Path, *, config: BackboneConfig, parame
         "- router: fastText supervised classifier over the English source (word unigrams and "
         "bigrams, 10 epochs, product-quantized) with one class per domain and a `generic` "
         "class learned from training genres that no module covers (captions, conversation, "
-        "news: 2,000 lines drawn across their train splits); a confident prediction of a "
-        "domain sends the text to its adapter, anything else to the plain backbone (the "
-        "server's default routing; `benchmarks/results/router.md`).", "",
+        "news: 2,000 lines drawn across their train splits)" + extras + "; a confident "
+        "prediction of a domain sends the text to its adapter, anything else to the plain "
+        "backbone (the server's default routing; `benchmarks/results/router.md`).", "",
         "## Training budget (2-core CPUs: bfloat16 autocast where the CPU has it natively, "
         "float32 elsewhere)", "",
         f"- backbone: {progress['step']} steps, {progress['target_tokens'] / 1e6:.1f}M target "
         f"tokens (about {progress['target_tokens'] / epoch_tokens:.2f} passes over "
         f"{len(lengths) / 1e3:.0f}k pairs), "
         f"{hours:.2f} h of training time, summed over every resumed or warm-started part "
-        "(throughput by CPU: README, \"Retrain the embedded default\").",
+        "(throughput by CPU: README, \"Retrain the embedded default\")." + averaged,
         "- adapters (per domain, backbone frozen; each stops at its wall-clock budget or "
         "when dev BLEU stops improving, and keeps its best dev checkpoint):", "",
         *_adapter_rows(run_dir), "",
