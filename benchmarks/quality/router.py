@@ -55,6 +55,8 @@ POLICIES: dict[str, RoutingSettings] = {
     "ensemble below 0.5": RoutingSettings(threshold=0.5, fallback="ensemble"),
     "backbone below 0.5": RoutingSettings(threshold=0.5, fallback="generic"),
     "backbone below 0.7": RoutingSettings(threshold=0.7, fallback="generic"),
+    "backbone below 0.8": RoutingSettings(threshold=0.8, fallback="generic"),
+    "backbone below 0.9": RoutingSettings(threshold=0.9, fallback="generic"),
 }
 
 

@@ -269,7 +269,7 @@ def test_the_model_card_names_the_averaged_checkpoints_and_the_routers_extra_tex
     publish_builtin(tmp_path / "data", run_dir, builtin, snapshot=tmp_path / "snapshot")
     card = (builtin / "MODEL_CARD.md").read_text()
     assert "the mean of the checkpoints of steps 7, 9" in card
-    assert "the medical class also learns from 2,000 lines of biomedical" in card
+    assert "the medical class also learns from 2,000 lines of the biomedical corpus" in card
 
 
 def write_router(run_dir: Path, *, temperature: float) -> None:

@@ -49,8 +49,8 @@ def write_model_card(out: Path, run_dir: Path, *, config: BackboneConfig, parame
         router += (f"; posteriors calibrated on dev with temperature "
                    f"{accuracy['temperature']:.2f} (dev negative log-likelihood "
                    f"{accuracy['dev_nll']:.3f}, {accuracy['dev_nll_uncalibrated']:.3f} without)")
-    extras = "".join(f"; the {domain} class also learns from {count:,} lines of {genre}"
-                     for domain, (genre, count) in sorted((domain_extras or {}).items()))
+    extras = "".join(f"; the {domain} class also learns from {count:,} lines of the {genre} "
+                     "corpus" for domain, (genre, count) in sorted((domain_extras or {}).items()))
     averaged = (f" The published weights are the mean of the checkpoints of steps "
                 f"{', '.join(map(str, averaged_steps))} (checkpoint averaging, Vaswani et al. "
                 "2017)." if averaged_steps else "")
