@@ -93,10 +93,15 @@ def test_fast_search_equals_the_frozen_search(int8: bool, std: float, case: str,
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.function_scoped_fixture])
 @given(data=st.data(), beam=st.integers(2, 5), penalty=st.sampled_from([0.0, 0.6, 1.0, 1.3]),
-       int8=st.booleans(), std=st.sampled_from([0.3, 0.08]))
+       std=st.sampled_from([0.3, 0.08]))
 def test_random_batches_equal_the_frozen_search(data: st.DataObject, beam: int, penalty: float,
-                                                int8: bool, std: float,
+                                                std: float,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # float32 only: dynamic int8 quantizes a linear layer's input with one scale for the
+    # whole batch, so a row's int8 scores depend on which rows share its batch, and the two
+    # searches batch differently (the first step runs one row per sentence). A drawn
+    # ensemble of ldr0 + sf0 beside a plain sentence moved an int8 score by 0.01 with the
+    # same tokens. int8 is compared on the fixed batches above, where it is exact.
     vocab = tiny_config().src_vocab_size
     source = st.lists(st.integers(4, vocab - 1), min_size=1, max_size=9).map(lambda s: s + [3])
     member = st.sampled_from([None, *MODULES]).map(Member)
@@ -105,7 +110,7 @@ def test_random_batches_equal_the_frozen_search(data: st.DataObject, beam: int, 
                               min_size=1, max_size=7))
     options = SearchOptions(beam_size=beam, n_best=data.draw(st.integers(1, beam)),
                             length_penalty=penalty, min_length=data.draw(st.integers(0, 3)))
-    assert_same(tiny_engine(int8=int8, std=std), jobs, options, monkeypatch)
+    assert_same(tiny_engine(int8=False, std=std), jobs, options, monkeypatch)
 
 
 def test_greedy_is_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:
