@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import DEFAULT_DATA, RESULTS_DIR
+from benchmarks.quality.router import TARGET_DOMAINS
 from trainer.classifier import ClassifierSettings, accuracy, train_classifier
 from trainer.recipes.default_en_fr import DOMAINS
 from trainer.recipes.default_stages import (
@@ -27,8 +28,6 @@ from trainer.recipes.default_stages import (
     domain_extra_examples,
     generic_examples,
 )
-
-TARGET_DOMAINS = ("medical", "law", "it", "religion")  # issue #24: >= 90 % on their tests
 
 # name -> extra lines per domain class (domain -> (genre, lines))
 CANDIDATES: dict[str, dict[str, tuple[str, int]]] = {
@@ -42,6 +41,9 @@ CANDIDATES: dict[str, dict[str, tuple[str, int]]] = {
     "religion + 2,000 bible": {"religion": ("bible", 2000)},
 }
 SEEDS = (1, 2)
+# fastText's result moves by about a point with the example order: the baseline and the
+# chosen candidate run with every seed, the others with the first.
+EVERY_SEED = ("none", "medical + 2,000 biomedical")
 
 
 def sources(data: Path, domain: str, split: str) -> list[str]:
@@ -97,7 +99,7 @@ def main() -> None:
     args = parser.parse_args()
     rows: list[dict[str, Any]] = []
     for name, extras in CANDIDATES.items():
-        for seed in SEEDS if name in ("none", "medical + 2,000 biomedical") else SEEDS[:1]:
+        for seed in SEEDS if name in EVERY_SEED else SEEDS[:1]:
             row = {"name": name, "seed": seed, **score_candidate(
                 args.data, extras, replace(ROUTER_SETTINGS, seed=seed), args.held_out)}
             print(json.dumps(row), flush=True)
