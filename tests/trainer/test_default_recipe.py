@@ -43,6 +43,7 @@ from trainer.recipes.default_stages import (
     BACKBONE_NAME,
     GENERIC_GENRES,
     GENERIC_LABEL,
+    GENERIC_TRAIN,
     ROUTER_NAME,
     ROUTER_SETTINGS,
     averaged_steps,
@@ -270,6 +271,7 @@ def test_the_model_card_names_the_averaged_checkpoints_and_the_routers_extra_tex
     card = (builtin / "MODEL_CARD.md").read_text()
     assert "the mean of the checkpoints of steps 7, 9" in card
     assert "the medical class also learns from 2,000 lines of the biomedical corpus" in card
+    assert f"news: {GENERIC_TRAIN:,} lines drawn across their train splits" in card
 
 
 def write_router(run_dir: Path, *, temperature: float) -> None:

@@ -35,10 +35,11 @@ def _adapter_rows(run_dir: Path) -> list[str]:
 
 
 def write_model_card(out: Path, run_dir: Path, *, config: BackboneConfig, parameters: int,
-                     adapter_parameters: int, progress: dict[str, Any],
+                     adapter_parameters: int, progress: dict[str, Any], generic_lines: int,
                      domain_extras: Mapping[str, tuple[str, int]] | None = None,
                      averaged_steps: Sequence[int] = ()) -> None:
-    """`domain_extras`: extra router lines per domain class (domain -> (genre, lines));
+    """`generic_lines`: the router's generic class's training lines; `domain_extras`: extra
+    router lines per domain class (domain -> (genre, lines));
     `averaged_steps`: the checkpoints whose mean the published backbone is, if it is one."""
     accuracy_path = run_dir / "classifier" / "accuracy.json"
     accuracy = json.loads(accuracy_path.read_text()) if accuracy_path.exists() else None
@@ -75,9 +76,9 @@ def write_model_card(out: Path, run_dir: Path, *, config: BackboneConfig, parame
         "- router: fastText supervised classifier over the English source (word unigrams and "
         "bigrams, 10 epochs, product-quantized) with one class per domain and a `generic` "
         "class learned from training genres that no module covers (captions, conversation, "
-        "news: 2,000 lines drawn across their train splits)" + extras + "; a confident "
-        "prediction of a domain sends the text to its adapter, anything else to the plain "
-        "backbone (the server's default routing; `benchmarks/results/router.md`).", "",
+        f"news: {generic_lines:,} lines drawn across their train splits)" + extras + "; a "
+        "confident prediction of a domain sends the text to its adapter, anything else to "
+        "the plain backbone (the server's default routing; `benchmarks/results/router.md`).", "",
         "## Training budget (2-core CPUs: bfloat16 autocast where the CPU has it natively, "
         "float32 elsewhere)", "",
         f"- backbone: {progress['step']} steps, {progress['target_tokens'] / 1e6:.1f}M target "
