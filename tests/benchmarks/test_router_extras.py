@@ -8,7 +8,12 @@ from pathlib import Path
 from benchmarks.quality.router import TARGET_DOMAINS
 from benchmarks.quality.router_extras import markdown, score_candidate
 from trainer.recipes.default_en_fr import DOMAINS
-from trainer.recipes.default_stages import GENERIC_GENRES, ROUTER_SETTINGS
+from trainer.recipes.default_stages import (
+    GENERIC_GENRES,
+    GENERIC_HELD_OUT,
+    GENERIC_TRAIN,
+    ROUTER_SETTINGS,
+)
 
 
 def write(directory: Path, split: str, lines: list[str]) -> None:
@@ -24,9 +29,10 @@ def build_data(root: Path) -> Path:
         write(folder, "train", [f"{words} train {i}" for i in range(40)])
         write(folder, "dev", [f"{words} dev {i}" for i in range(5)])
         write(folder, "test", [f"{words} test {i}" for i in range(5)])
-    for genre in GENERIC_GENRES:  # the generic class draws 2,000 lines across them
+    per_genre = GENERIC_TRAIN // len(GENERIC_GENRES) + GENERIC_HELD_OUT  # what it draws
+    for genre in GENERIC_GENRES:
         write(root / "en-fr" / "extra" / genre, "train",
-              [f"openword {genre} line {i}" for i in range(900)])
+              [f"openword {genre} line {i}" for i in range(per_genre)])
     write(root / "en-fr" / "extra" / "biomedical", "train",
           [f"medicalword abstract {i}" for i in range(2000)])
     return root

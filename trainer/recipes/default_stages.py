@@ -61,10 +61,11 @@ MAX_LEN = 128
 GENERIC_LABEL = "generic"
 GENERIC_GENRES = ("captions", "conversation", "news")
 # 4,000 lines (router v7): on the choice set of benchmarks/quality/router_extras.py the
-# class finds 49% of the open genres' held-out lines (2,000: 38%) while the lowest of
-# medical, law, it and religion is 92.2% (2,000: 91.7%), and automatic routing on the
-# open-genre dev slices comes closer to the plain backbone (27.64 vs 27.40 BLEU, backbone
-# 27.89; benchmarks/results/router.md). 6,000 found 57% but took the lowest class to 91.9%.
+# class finds 45-47% of the open genres' held-out lines (2,000: 36-38%) while the lowest of
+# medical, law, it and religion is 91.9-92.2% (2,000: 91.0-91.7%; two seeds each), and
+# automatic routing on the open-genre dev slices comes closer to the plain backbone (27.64
+# vs 27.40 BLEU, backbone 27.89; benchmarks/results/router.md). 6,000 found 54% with the
+# lowest class at 91.7%.
 GENERIC_TRAIN = 4000
 # The last lines of each genre's train split are never trained on: the router's dev
 # examples come from there, and so does the open-genre dev slice of
