@@ -26,6 +26,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from benchmarks.quality.data import (
     EvalSet,
     domain_names,
@@ -38,6 +40,7 @@ from benchmarks.quality.decode import GENERIC_MEMBERS, Decoder, DecodeSettings, 
 from benchmarks.quality.evaluate import machine
 from benchmarks.quality.models import load_models
 from benchmarks.quality.pipeline import write_results
+from benchmarks.quality.significance import paired_interval, sentence_statistics
 from benchmarks.quality.systems import Router, classifier_report, single
 from contract.artifacts import CLASSIFIER_MODEL_FILE
 from model_store import BUILTIN_DIR, Store
@@ -86,9 +89,11 @@ def routed_members(router: Router, dataset: EvalSet) -> tuple[list[Members], Cou
     return [router.members(d) for d in decisions], Counter(d.mode for d in decisions)
 
 
-def bleu_rows(decoder: Decoder, routers: Mapping[str, Router], sets: Sequence[EvalSet]
+def bleu_rows(decoder: Decoder, routers: Mapping[str, Router], sets: Sequence[EvalSet],
+              statistics: dict[tuple[str, str], np.ndarray] | None = None
               ) -> dict[str, dict[str, Any]]:
-    """system -> {"bleu": set -> BLEU, "avg": mean, "modes": set -> mode counts}."""
+    """system -> {"bleu": set -> BLEU, "avg": mean, "modes": set -> mode counts}; each
+    (system, set)'s per-sentence BLEU statistics go into `statistics` when given."""
     any_router = next(iter(routers.values()))
     rows: dict[str, dict[str, Any]] = {}
 
@@ -96,6 +101,9 @@ def bleu_rows(decoder: Decoder, routers: Mapping[str, Router], sets: Sequence[Ev
         decoded = decoder.run(system, dataset, members)
         row = rows.setdefault(system, {"bleu": {}, "modes": {}})
         row["bleu"][dataset.name] = round(score(decoded.hypotheses, dataset.references).bleu, 2)
+        if statistics is not None:
+            statistics[(system, dataset.name)] = sentence_statistics(decoded.hypotheses,
+                                                                     dataset.references)
 
     for dataset in sets:
         add("backbone", dataset, [GENERIC_MEMBERS] * len(dataset))
@@ -146,8 +154,14 @@ def evaluate(args: argparse.Namespace, store: Store) -> dict[str, Any]:
     for split, (known, genres) in sets.items():
         results["classifier"][split] = classifier_report(router, accuracy_sets[split]) | {
             "generic_share": generic_share(router, genres)}
+        statistics: dict[tuple[str, str], np.ndarray] = {}
         results["bleu"][split] = {"domains": bleu_rows(decoder, routers, known) if known
-                                  else {}, "genres": bleu_rows(decoder, routers, genres)}
+                                  else {}, "genres": bleu_rows(decoder, routers, genres,
+                                                               statistics)}
+        if served_policy() in routers:  # is the served policy's gap to the backbone noise?
+            results["bleu"][split]["served_vs_backbone"] = paired_interval(
+                [(statistics[(served_policy(), g.name)], statistics[("backbone", g.name)])
+                 for g in genres]).as_dict()
     results["meta"] = {
         "created_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "data": str(args.data), "sentences": args.sentences, "dev_lines": args.dev_lines,
@@ -211,6 +225,12 @@ def markdown(results: Mapping[str, Any]) -> str:
         bleu = results["bleu"][split]
         out += ["", f"## BLEU on {split}: open genres (no module)", "",
                 *_bleu_table(bleu["genres"])]
+        if "served_vs_backbone" in bleu:
+            gap = bleu["served_vs_backbone"]
+            genres = len(bleu["genres"]["backbone"]["bleu"])
+            out += ["", f"The served policy minus the backbone, {genres}-genre average: "
+                    f"{gap['difference']:+.2f} BLEU (95% paired-bootstrap interval "
+                    f"{gap['low']:+.2f} to {gap['high']:+.2f})."]
         if bleu["domains"]:
             out += ["", f"## BLEU on {split}: known domains", "", *_bleu_table(bleu["domains"])]
     out += ["", "Routing decisions on the open-genre test sets:", ""]

@@ -54,6 +54,11 @@ def test_bleu_rows_per_split_and_kind(results: tuple[Path, dict[str, Any]]) -> N
         # every sentence of a set got a routing decision under every policy
         for name in POLICIES:
             assert sum(genres[name]["modes"]["news"].values()) in (3, 4)
+        # the served policy's gap to the backbone, with its bootstrap interval around it
+        gap = found["bleu"][split]["served_vs_backbone"]
+        assert gap["difference"] == pytest.approx(
+            genres[served_policy()]["avg"] - genres["backbone"]["avg"], abs=0.02)
+        assert gap["low"] <= gap["difference"] <= gap["high"]
 
 
 def test_a_policy_that_falls_back_to_the_backbone_routes_unsure_text_there(
@@ -67,7 +72,8 @@ def test_markdown_has_the_tables(results: tuple[Path, dict[str, Any]]) -> None:
     tmp_path, _ = results
     text = (tmp_path / "out" / "router.md").read_text()
     for heading in ("## Classifier accuracy", "## BLEU on dev: open genres (no module)",
-                    "## BLEU on test: known domains", "| true \\ predicted |"):
+                    "## BLEU on test: known domains", "| true \\ predicted |",
+                    "95% paired-bootstrap interval"):
         assert heading in text
 
 

@@ -53,6 +53,7 @@ from trainer.recipes.default_stages import (
     publish_builtin,
     publish_router,
     restore_run_dir,
+    sister_pair_examples,
 )
 from trainer.recipes.snapshot import load_snapshot, save_snapshot
 from trainer.run import train
@@ -328,6 +329,20 @@ def test_publish_router_ships_the_router_alone(tmp_path: Path) -> None:
     assert {p for p in builtin.rglob("*") if p.is_file()} == set(after)
 
 
+def test_publish_router_rewrites_the_model_card_of_its_own_backbone(tmp_path: Path) -> None:
+    builtin = tmp_path / "builtin"
+    published_builtin(builtin)
+    run_dir = trained_run_dir(tmp_path, builtin)  # restored: the built-in backbone
+    write_router(run_dir, temperature=2.0)
+    publish_builtin(tmp_path / "data", run_dir, builtin, snapshot=tmp_path / "snapshot")
+    assert "temperature 2.00" in (builtin / "MODEL_CARD.md").read_text()
+    write_router(run_dir, temperature=3.0)
+    publish_router(run_dir, builtin)
+    card = (builtin / "MODEL_CARD.md").read_text()
+    assert "temperature 3.00" in card and "temperature 2.00" not in card
+    assert "religion classes also learn from the English side of the en-de data" in card
+
+
 def tiny_data() -> EncodedPairs:
     processor = spm.SentencePieceProcessor(model_proto=spm_bytes())
     return encode_pairs(list(zip(ENGLISH, FRENCH, strict=True)), processor, max_len=64)
@@ -445,3 +460,19 @@ def test_the_backbone_stage_refuses_a_run_dir_of_another_architecture(tmp_path: 
     restore_run_dir(run_dir, builtin, snapshot=tmp_path / "snapshot")
     with pytest.raises(ValueError, match="another architecture .* new --run-dir"):
         train_backbone(tmp_path / "no-data", run_dir, SETTINGS)
+
+
+def test_sister_pair_examples_add_distinct_english_lines_but_never_en_fr_dev_or_test(
+        tmp_path: Path) -> None:
+    def write(path: Path, lines: list[str]) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(f"{line}\n" for line in lines))
+
+    write(tmp_path / "en-fr" / "domains" / "medical" / "test.en", ["Take one tablet."])
+    write(tmp_path / "en-fr" / "domains" / "law" / "dev.en", ["Article 3"])
+    write(tmp_path / "en-de" / "domains" / "medical" / "train.en",
+          ["Store below 25 C.", "Take one tablet.", "Article 3", "Store below 25 C.", " "])
+    write(tmp_path / "en-de" / "domains" / "law" / "train.en", ["Annex II"])
+    drawn = sister_pair_examples(tmp_path, ("medical", "law", "ted"))  # ted: not in en-de here
+    assert drawn == [("medical", "Store below 25 C."), ("law", "Annex II")]
+    assert sister_pair_examples(tmp_path, ("medical",), pairs=()) == []

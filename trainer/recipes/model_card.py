@@ -37,9 +37,11 @@ def _adapter_rows(run_dir: Path) -> list[str]:
 def write_model_card(out: Path, run_dir: Path, *, config: BackboneConfig, parameters: int,
                      adapter_parameters: int, progress: dict[str, Any], generic_lines: int,
                      domain_extras: Mapping[str, tuple[str, int]] | None = None,
+                     sister_pairs: Mapping[str, Sequence[str]] | None = None,
                      averaged_steps: Sequence[int] = ()) -> None:
     """`generic_lines`: the router's generic class's training lines; `domain_extras`: extra
-    router lines per domain class (domain -> (genre, lines));
+    router lines per domain class (domain -> (genre, lines)); `sister_pairs`: language pairs
+    whose English domain train splits some classes also learn from (pair -> domains);
     `averaged_steps`: the checkpoints whose mean the published backbone is, if it is one."""
     accuracy_path = run_dir / "classifier" / "accuracy.json"
     accuracy = json.loads(accuracy_path.read_text()) if accuracy_path.exists() else None
@@ -52,6 +54,9 @@ def write_model_card(out: Path, run_dir: Path, *, config: BackboneConfig, parame
                    f"{accuracy['dev_nll']:.3f}, {accuracy['dev_nll_uncalibrated']:.3f} without)")
     extras = "".join(f"; the {domain} class also learns from {count:,} lines of the {genre} "
                      "corpus" for domain, (genre, count) in sorted((domain_extras or {}).items()))
+    extras += "".join(f"; the {', '.join(domains)} classes also learn from the English side "
+                      f"of the {pair} data's train splits of their domains"
+                      for pair, domains in (sister_pairs or {}).items())
     averaged = (f" The published weights are the mean of the checkpoints of steps "
                 f"{', '.join(map(str, averaged_steps))} (checkpoint averaging, Vaswani et al. "
                 "2017)." if averaged_steps else "")
