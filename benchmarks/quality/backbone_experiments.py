@@ -55,11 +55,12 @@ ARMS = {
     "t2": Arm(temperature=2.0),
     "t3": Arm(temperature=3.0),
     "t5": Arm(temperature=5.0),
-    # shapes, from scratch (~10M parameters each but the wide one)
-    "recipe": Arm(warm_start=False),
-    "wide": Arm(shape={"d_model": 384, "d_ff": 1536, "n_heads": 6, "encoder_layers": 4},
-                warm_start=False),
-    "deep-decoder": Arm(shape={"encoder_layers": 4, "decoder_layers": 5}, warm_start=False),
+    # shapes, from scratch with the main run's T=3 (~10M parameters each but the wide one)
+    "recipe": Arm(temperature=3.0, warm_start=False),
+    "wide": Arm(temperature=3.0, shape={"d_model": 384, "d_ff": 1536, "n_heads": 6,
+                                        "encoder_layers": 4}, warm_start=False),
+    "deep-decoder": Arm(temperature=3.0, shape={"encoder_layers": 4, "decoder_layers": 5},
+                        warm_start=False),
 }
 
 
