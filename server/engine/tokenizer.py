@@ -26,11 +26,15 @@ class Tokenizer:
 
     def encode(self, texts: Sequence[str], *, add_eos: bool | None = None) -> list[list[int]]:
         suffix = [self.eos_id] if (self.add_eos if add_eos is None else add_eos) else []
+        # One call per text: given a list, sentencepiece starts a thread pool per call,
+        # 0.07 ms per short text here against 0.005 ms for a plain call, and under load its
+        # threads compete with the engine's (9% of a core at saturation, py-spy).
+        encode = self.processor.encode
         if self.piece_to_id is None:
-            return [ids + suffix for ids in self.processor.encode(list(texts))]
+            return [encode(text) + suffix for text in texts]
         lookup = self.piece_to_id
-        return [[lookup.get(p, self.unk_id) for p in pieces] + suffix
-                for pieces in self.processor.encode(list(texts), out_type=str)]
+        return [[lookup.get(p, self.unk_id) for p in encode(text, out_type=str)] + suffix
+                for text in texts]
 
     def decode(self, ids: Sequence[int]) -> str:
         kept = [i for i in ids if i not in self.specials]
