@@ -15,7 +15,7 @@
    backbone's target tokenizer), p50/p95/p99 latency, errors by code;
 5. stop the server; translate the saturation level's inputs with the engine in-process
    (same store, routing, options and batch budget) and report served / offline (target
-   >= 0.8x).
+   >= 0.95x, issue #23).
 
 Writes results/serve_load.json, .meta.json and .md (`--tiny`: results/tmp/).
 """

@@ -145,8 +145,8 @@ def offline_at(tokens_per_s: float) -> OfflineStats:
 
 
 @pytest.mark.parametrize(("speeds", "offline_speed", "concurrency", "ratio", "met"), [
-    ([100.0, 400.0, 300.0], 500.0, 4, 0.8, True),
-    ([100.0, 390.0, 300.0], 500.0, 4, 0.78, False),
+    ([100.0, 475.0, 300.0], 500.0, 4, 0.95, True),
+    ([100.0, 470.0, 300.0], 500.0, 4, 0.94, False),
     ([100.0, 200.0, 900.0], 600.0, 16, 1.5, True),
     ([100.0], 0.0, 1, None, None),
 ])
