@@ -251,21 +251,23 @@ def sister_pair_examples(data_dir: Path, domains: tuple[str, ...],
     split in each of `pairs` (distinct lines; domains a pair lacks are skipped). Every line
     of an en-fr dev or test split is left out: those are the router's dev set and the
     benchmarks' test sets."""
-    def english(path: Path) -> list[str]:
-        if not path.exists():
-            return []
-        return [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
     en_fr = data_dir / "en-fr" / "domains"
-    held = {line for split in ("dev", "test") for domain in (en_fr.iterdir() if en_fr.is_dir()
-                                                             else ())
-            for line in english(domain / f"{split}.en")}
+    folders = sorted(en_fr.iterdir()) if en_fr.is_dir() else []
+    held = {line for folder in folders for split in ("dev", "test")
+            for line in _text_lines(folder / f"{split}.en")}
     out: list[tuple[str, str]] = []
     for pair in pairs:
         for domain in domains:
-            lines = english(data_dir / pair / "domains" / domain / "train.en")
+            lines = _text_lines(data_dir / pair / "domains" / domain / "train.en")
             out += [(domain, line) for line in dict.fromkeys(lines) if line not in held]
     return out
+
+
+def _text_lines(path: Path) -> list[str]:
+    """The non-blank lines of a text file; none when it does not exist."""
+    if not path.exists():
+        return []
+    return [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def publish_builtin(data_dir: Path, run_dir: Path, out: Path, *, snapshot: Path) -> None:
