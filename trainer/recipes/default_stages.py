@@ -150,7 +150,7 @@ def generic_examples(data_dir: Path, *, train: int = GENERIC_TRAIN, dev: int = G
     per_train = train // len(GENERIC_GENRES)
     for genre in GENERIC_GENRES:
         path = data_dir / "en-fr" / "extra" / genre / "train.en"
-        lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        lines = _text_lines(path)
         held_out = max(held_out, dev)
         pool = list(dict.fromkeys(lines[:-held_out]))  # distinct, in file order
         if len(pool) < per_train:
@@ -172,8 +172,7 @@ def domain_extra_examples(data_dir: Path, domains: tuple[str, ...],
         if domain not in domains:
             continue
         path = data_dir / "en-fr" / "extra" / genre / "train.en"
-        pool = list(dict.fromkeys(line for line in path.read_text(encoding="utf-8").splitlines()
-                                  if line.strip()))
+        pool = list(dict.fromkeys(_text_lines(path)))
         if len(pool) < count:
             raise ValueError(f"{path}: {len(pool)} distinct lines, need {count}")
         random.Random(f"{domain}:{genre}").shuffle(pool)
@@ -254,18 +253,19 @@ def sister_pair_examples(data_dir: Path, domains: tuple[str, ...],
     en_fr = data_dir / "en-fr" / "domains"
     folders = sorted(en_fr.iterdir()) if en_fr.is_dir() else []
     held = {line for folder in folders for split in ("dev", "test")
-            for line in _text_lines(folder / f"{split}.en")}
+            for line in _text_lines(folder / f"{split}.en", missing_ok=True)}
     out: list[tuple[str, str]] = []
     for pair in pairs:
         for domain in domains:
-            lines = _text_lines(data_dir / pair / "domains" / domain / "train.en")
+            lines = _text_lines(data_dir / pair / "domains" / domain / "train.en",
+                                missing_ok=True)
             out += [(domain, line) for line in dict.fromkeys(lines) if line not in held]
     return out
 
 
-def _text_lines(path: Path) -> list[str]:
-    """The non-blank lines of a text file; none when it does not exist."""
-    if not path.exists():
+def _text_lines(path: Path, *, missing_ok: bool = False) -> list[str]:
+    """The non-blank lines of a text file (none for a missing file when `missing_ok`)."""
+    if missing_ok and not path.exists():
         return []
     return [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
