@@ -68,9 +68,11 @@ class SelfAttentionCache:
     Why position-major: the decoded positions 0..filled-1 are one contiguous block, so a
     reorder copies only what was decoded (not the spare capacity) with one contiguous
     `index_select`, and a layer's keys [rows, heads, length, head_dim] are a strided view
-    that the batched matmul reads without a copy. A reorder that is the identity copies
-    nothing; one that moves few rows (surviving beams) rewrites only those rows in place;
-    otherwise the rows are gathered into a second buffer (the two swap). Capacity grows
+    that the batched matmul reads without a copy. A beam step keeps rows where they are
+    (`continue_rows`: only a parent's second and later children are copied). Any other
+    reorder that is the identity copies nothing; one that moves few rows rewrites only
+    those rows in place; otherwise the rows are gathered into a second buffer (the two
+    swap). Capacity grows
     `CHUNK` positions at a time, copying the filled block once, so steady decoding
     allocates nothing.
     """
@@ -107,6 +109,30 @@ class SelfAttentionCache:
         if self.buffer is not None:
             grown[: self.filled] = self.buffer[: self.filled]
         self.buffer, self.spare = grown, None
+
+    def continue_rows(self, source: Tensor) -> Tensor | None:
+        """New row j continues cache row `source[j]`, where every source lies in its new
+        row's group (a beam step). Rows stay put: the first row to continue a cache row
+        takes it over, the others take the rows that nobody continues (in the same groups,
+        as many as there are repeats), rewritten with a copy of their source's history.
+        Returns the cache row of each new row (None when that is row j itself)."""
+        rows = source.shape[0]
+        identity = torch.arange(rows, device=source.device)
+        order = torch.argsort(source, stable=True)
+        ordered = source.index_select(0, order)
+        repeat = torch.zeros(rows, dtype=torch.bool, device=source.device)
+        repeat[1:] = ordered[1:] == ordered[:-1]
+        duplicates = order[repeat].sort().values  # new rows whose source is already taken
+        taken = torch.zeros(rows, dtype=torch.bool, device=source.device)
+        taken[source] = True
+        free = torch.nonzero(~taken).flatten()  # ascending, as many per group as repeats
+        slots = source.clone()
+        slots[duplicates] = free
+        if duplicates.shape[0] and self.buffer is not None:
+            capacity, planes, _, heads, dim = self.buffer.shape
+            block = self.buffer.view(capacity * planes, rows, heads * dim)[: self.filled * planes]
+            block.index_copy_(1, free, block.index_select(1, source.index_select(0, duplicates)))
+        return None if bool((slots == identity).all()) else slots
 
     def reorder(self, index: Tensor) -> None:
         if self.buffer is None:
@@ -146,10 +172,21 @@ class DecoderState:
     self_cache: SelfAttentionCache = field(default_factory=lambda: SelfAttentionCache(0))
     length: int = 0  # target positions already decoded
     group_size: int = 1  # rows per group
+    # The self-attention cache row of each row (None: row i is cache row i). A reorder
+    # inside groups (every beam step that ends no sentence) leaves the histories in place
+    # and changes only this map, so it copies just the rows that split from one parent;
+    # `Backbone.decode` runs the rows in cache order and returns them in row order.
+    slots: Tensor | None = None
+    cache_order: Tensor | None = None  # the inverse map: the row held in each cache row
 
     def reorder(self, index: Tensor) -> None:
         """Keep rows `index` (beam reordering, dropping finished rows): the one state hook."""
-        self.self_cache.reorder(index)
+        source = index if self.slots is None else self.slots.index_select(0, index)
+        if self._inside_groups(index):
+            self._set_slots(self.self_cache.continue_rows(source))
+            return
+        self.self_cache.reorder(source)
+        self._set_slots(None)
         groups = torch.div(index, self.group_size, rounding_mode="floor")
         size = _uniform_run(groups)
         if size is None:  # rows of one group no longer contiguous: give every row its own
@@ -161,6 +198,21 @@ class DecoderState:
         if kept.shape[0] != self.memory_mask.shape[0] or not bool(
                 (kept == torch.arange(kept.shape[0], device=kept.device)).all()):
             self._reindex_groups(kept)
+
+    def _inside_groups(self, index: Tensor) -> bool:
+        """Every row kept, each taking a parent of its own group."""
+        rows = self.memory_mask.shape[0] * self.group_size
+        if index.shape[0] != rows:
+            return False
+        position = torch.arange(rows, device=index.device)
+        if self.group_size == 1:
+            return bool((index == position).all())
+        return bool((torch.div(index, self.group_size, rounding_mode="floor") ==
+                     torch.div(position, self.group_size, rounding_mode="floor")).all())
+
+    def _set_slots(self, slots: Tensor | None) -> None:
+        self.slots = slots
+        self.cache_order = None if slots is None else torch.argsort(slots)
 
     def _reindex_groups(self, groups: Tensor) -> None:
         self.memory_mask = self.memory_mask.index_select(0, groups)
@@ -343,6 +395,8 @@ class Backbone(nn.Module):
         """Decoder hidden states [batch, tgt_len, d]. With `state`, tgt_ids is the next
         position only ([batch, 1]) and caches grow; without, teacher forcing."""
         offset = state.length if state is not None else 0
+        if state is not None and state.cache_order is not None:
+            tgt_ids = tgt_ids.index_select(0, state.cache_order)  # rows in cache order
         x = self.decoder.embed_ids(tgt_ids, offset, hooks)
         collect = hooks is not None and hooks.needs_layer_states
         states: list[Tensor] = []
@@ -360,7 +414,10 @@ class Backbone(nn.Module):
                 states.append(x)
         if state is not None:
             state.length += tgt_ids.shape[1]
-        return self.decoder.finish(x, states, hooks)
+        hidden = self.decoder.finish(x, states, hooks)
+        if state is not None and state.slots is not None:
+            hidden = hidden.index_select(0, state.slots)  # back in row order
+        return hidden
 
     def decode_step(self, tokens: Tensor, state: DecoderState,
                     hooks: ModuleHooks | None = None) -> Tensor:

@@ -72,3 +72,45 @@ def test_reorders_between_steps_follow_the_kept_rows() -> None:
                                       (index.shape[0], STEPS), generator=generator)
                 fresh[:, : step + 1] = history.index_select(0, index)[:, : step + 1]
                 history = fresh
+
+
+def test_beam_steps_move_only_the_rows_that_split() -> None:
+    """Reorders inside groups (beam steps that end no sentence) leave histories where they
+    are: each kept row continues its own history, the first child of a parent takes the
+    parent's cache row, and only repeated parents are copied (into rows nobody continues)."""
+    model = random_backbone(tiny_config(), seed=5).eval()
+    src = sources(model)
+    beams = 3
+    generator = torch.Generator().manual_seed(2)
+    tokens = torch.randint(4, model.config.tgt_vocab_size, (src.shape[0] * beams, STEPS),
+                           generator=generator)
+    with torch.inference_mode():
+        memory, mask = model.encode(src)
+        state = model.start_state(memory, mask)
+        model.decode_step(tokens[: src.shape[0], 0], state)
+        expand = torch.arange(src.shape[0]).repeat_interleave(beams)
+        state.reorder(expand)  # one row per sentence -> `beams` rows: a gathering reorder
+        assert state.group_size == beams and state.slots is None
+        origin, history = expand, tokens.clone()
+        history[:, :1] = tokens[: src.shape[0], :1].index_select(0, expand)
+        for step in range(1, STEPS):
+            logits = model.decode_step(history[:, step], state)
+            expected = teacher_forced(model, src.index_select(0, origin),
+                                      history[:, : step + 1])[:, -1]
+            torch.testing.assert_close(logits, expected, atol=1e-4, rtol=1e-4)
+            # Each row takes a random parent among its group's rows.
+            group = torch.arange(origin.shape[0]) // beams
+            index = group * beams + torch.randint(0, beams, group.shape, generator=generator)
+            before = state.self_cache.buffer.clone()  # type: ignore[union-attr]
+            state.reorder(index)
+            assert state.slots is None or sorted(state.slots.tolist()) == list(range(len(index)))
+            after = state.self_cache.buffer
+            assert after is not None
+            changed = {row for row in range(len(index))
+                       if not torch.equal(before[:, :, row], after[:, :, row])}
+            assert len(changed) <= len(index) - len(set(index.tolist()))
+            origin = origin.index_select(0, index)
+            fresh = torch.randint(4, model.config.tgt_vocab_size, (index.shape[0], STEPS),
+                                  generator=generator)
+            fresh[:, : step + 1] = history.index_select(0, index)[:, : step + 1]
+            history = fresh
