@@ -11,7 +11,10 @@ float32 (the arithmetic of a kernel that widens stored weights on load):
     int8       every matrix (`[layers, in, out]`) quantized symmetrically per output
                column of each layer, 127 levels (vectors: norms, biases stay float32);
     int8-engine  the engine's int8 slots (`EngineOptions.module_int8`): the same weights
-               through fbgemm, whose activations are quantized per call too.
+               through fbgemm, whose activations are quantized per call too;
+    bfloat16-engine  the engine's grouped adapters (`EngineOptions.module_bf16`): weights,
+               biases and the matmuls' inputs and outputs in bfloat16 (float32 layer norm
+               and residual).
 
 Writes results/adapter_precision.{json,md}: BLEU per domain and variant, and whether each
 low-precision variant stays within 0.1 BLEU of float32 on every domain and on average.
@@ -61,7 +64,10 @@ def to_int8(params: Params) -> Params:
             for name, tensor in params.items()}
 
 
-INT8_ENGINE = "int8-engine"
+# Variants that are engines of their own, decoding the float32 module: name -> options.
+ENGINE_VARIANTS: dict[str, EngineOptions] = {
+    "int8-engine": EngineOptions(host_capacity=64, module_int8=True),
+    "bfloat16-engine": EngineOptions(host_capacity=64, module_bf16=True)}
 VARIANTS: dict[str, Variant] = {"float32": lambda params: dict(params),
                                 "bfloat16": to_bfloat16, "int8": to_int8}
 
@@ -85,22 +91,22 @@ def measure(data: Path, *, sentences: int) -> dict[str, Any]:
             Store.open(Path(root), builtin_dir=BUILTIN_DIR) as store:
         loaded = store.load_backbone(None)
         engine = build_engine(loaded.files, EngineOptions(host_capacity=64))
-        int8_engine = build_engine(loaded.files, EngineOptions(host_capacity=64,
-                                                               module_int8=True))
         domains = sorted(store.active_domains())
         families = register_variants(engine, store, domains)
-        register_variants(int8_engine, store, domains)
+        settings = DecodeSettings(beam_size=1)
+        decoders = {variant: Decoder(engine, label="adapter-precision", settings=settings,
+                                     cache_dir=None) for variant in VARIANTS}
+        for variant, options in ENGINE_VARIANTS.items():
+            own = build_engine(loaded.files, options)
+            register_variants(own, store, domains)
+            decoders[variant] = Decoder(own, label=f"adapter-precision-{variant}",
+                                        settings=settings, cache_dir=None)
         backbone = f"{loaded.manifest.name} v{loaded.manifest.version}"
-    settings = DecodeSettings(beam_size=1)
-    decoders = {variant: Decoder(engine, label="adapter-precision", settings=settings,
-                                 cache_dir=None) for variant in VARIANTS}
-    decoders[INT8_ENGINE] = Decoder(int8_engine, label="adapter-precision-int8",
-                                    settings=settings, cache_dir=None)
     bleu: dict[str, dict[str, float]] = {variant: {} for variant in decoders}
     for domain in domains:
         dataset = domain_set(data, domain, limit=sentences)
         for variant, decoder in decoders.items():
-            module = f"{domain}:{'float32' if variant == INT8_ENGINE else variant}"
+            module = f"{domain}:{'float32' if variant in ENGINE_VARIANTS else variant}"
             members = [(Member(module),)] * len(dataset)
             decoded = decoder.run(f"{domain}:{variant}", dataset, members)
             bleu[variant][domain] = round(score(decoded.hypotheses, dataset.references).bleu, 2)

@@ -15,6 +15,8 @@ trained on a slice of `--data` text, or on synthetic text). Systems:
     engine-float32-mixed8   8 such adapters in one batch, 4 rows each
     engine-float32-adapter-int8, engine-float32-mixed8-int8   the same two with the
                             adapters' matrices in int8 slots (`EngineOptions.module_int8`)
+    engine-float32-adapter-bf16, engine-float32-mixed8-bf16   the same two run grouped
+                            from bfloat16 copies (`EngineOptions.module_bf16`)
     engine-float32-sf       every row through one factorized "sf" module (own key/value
                             projections of every attention + the FFN output matrix)
     engine-float32-pa       every row through one factorized "pa" module (own
@@ -78,8 +80,10 @@ FAMILY_SYSTEMS: dict[str, str] = {"engine-float32-sf": "sf", "engine-float32-pa"
                                   "engine-float32-mixing-lowrank": "mixing"}
 LOW_RANK_MIXING = "engine-float32-mixing-lowrank"
 INT8_SLOTS = ("engine-float32-adapter-int8", "engine-float32-mixed8-int8")
+BF16_GROUPED = ("engine-float32-adapter-bf16", "engine-float32-mixed8-bf16")
 SYSTEMS = ("hf", "ct2-float32", "ct2-int8", "engine-float32", "engine-int8",
-           "engine-float32-adapter", "engine-float32-mixed8", *INT8_SLOTS, *FAMILY_SYSTEMS)
+           "engine-float32-adapter", "engine-float32-mixed8", *INT8_SLOTS, *BF16_GROUPED,
+           *FAMILY_SYSTEMS)
 FLOAT32 = ("engine-float32", "engine-float32-adapter", "engine-float32-mixed8",
            *FAMILY_SYSTEMS)
 PROFILED = ("engine-float32", "engine-int8", "engine-float32-adapter", "engine-float32-mixed8")
@@ -141,20 +145,23 @@ def engine_runners(config: BenchConfig, checkpoint: Checkpoint, work: Workload,
     if "engine-int8" in systems:
         runners["engine-int8"] = engine_runner(build_engine(files, EngineOptions(int8=True)),
                                                work, [Member(None)])
-    if set(INT8_SLOTS) & set(systems):
-        int8_slots = build_engine(files, EngineOptions(slots_per_bank=max(16, config.mixed_modules),
-                                                       module_int8=True))
-        modules = register_adapters(int8_slots, config.mixed_modules,
+    slots = max(16, config.mixed_modules)
+    for names, options in ((INT8_SLOTS, EngineOptions(slots_per_bank=slots, module_int8=True)),
+                           (BF16_GROUPED, EngineOptions(slots_per_bank=slots, module_bf16=True))):
+        if not set(names) & set(systems):
+            continue
+        adapters = build_engine(files, options)
+        modules = register_adapters(adapters, config.mixed_modules,
                                     bottleneck=config.bottleneck)
-        runners[INT8_SLOTS[0]] = engine_runner(int8_slots, work, [Member(modules[0])])
-        runners[INT8_SLOTS[1]] = engine_runner(int8_slots, work,
-                                               mixed_members(modules, batch=config.batch))
+        runners[names[0]] = engine_runner(adapters, work, [Member(modules[0])])
+        runners[names[1]] = engine_runner(adapters, work,
+                                          mixed_members(modules, batch=config.batch))
     if not set(FLOAT32) & set(systems):
         return runners
     # One engine for every float32 line. A mixing module holds k copies of the
     # projections (151M parameters at k = 8, Transformer-base): its family caps its bank
     # at `bank_slots` (2) slots, and one module fits.
-    engine = build_engine(files, EngineOptions(slots_per_bank=max(16, config.mixed_modules)))
+    engine = build_engine(files, EngineOptions(slots_per_bank=slots))
     modules = register_adapters(engine, config.mixed_modules, bottleneck=config.bottleneck)
     runners["engine-float32"] = engine_runner(engine, work, [Member(None)])
     runners["engine-float32-adapter"] = engine_runner(engine, work, [Member(modules[0])])

@@ -46,6 +46,12 @@ TARGETS: tuple[Target, ...] = (
            "engine-float32-adapter", None),
     Target("8 mixed int8 adapters / one adapter", "engine-float32-mixed8-int8",
            "engine-float32-adapter", None),
+    Target("8 mixed grouped bf16 adapters / one grouped bf16 adapter",
+           "engine-float32-mixed8-bf16", "engine-float32-adapter-bf16", 0.95),
+    Target("one grouped bf16 adapter / one adapter", "engine-float32-adapter-bf16",
+           "engine-float32-adapter", None),
+    Target("8 mixed grouped bf16 adapters / one adapter", "engine-float32-mixed8-bf16",
+           "engine-float32-adapter", 0.95),
     Target("engine float32 / HF generate", "engine-float32", "hf", None),
     # Other module families: what one module of each costs; the low-rank word-level
     # mixture has a target against the backbone (issue #23).

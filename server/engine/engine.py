@@ -38,6 +38,10 @@ class EngineOptions:
     # CPU: adapters' matrices run from int8 copies (per-column scales, dynamic activations);
     # results/adapter_precision.md measures the quality, engine_speed.md the speed.
     module_int8: bool = False
+    # CPU: a batch's residual adapters run together, one batched matmul per matrix over
+    # bfloat16 copies (a batch mixing 8 modules costs about what one module does;
+    # results/engine_speed.md, results/adapter_precision.md). Takes precedence over int8.
+    module_bf16: bool = False
     slots_per_bank: int = 16
     host_capacity: int = 64
 
@@ -107,7 +111,9 @@ class Engine:
         self.modules = ModuleManager(config, slots_per_bank=options.slots_per_bank,
                                      host_capacity=options.host_capacity, device=self.device,
                                      dtype=self.dtype, loader=loader, observer=observer,
-                                     pack=pack, int8=options.module_int8)
+                                     pack=pack, int8=options.module_int8,
+                                     grouped_dtype=torch.bfloat16 if options.module_bf16
+                                     else None)
 
     def register_module(self, module_id: str, config: dict[str, Any], params: Params) -> None:
         self.modules.register(module_id, config, params)

@@ -69,10 +69,11 @@ class ModuleManager:
     def __init__(self, backbone: BackboneConfig, *, slots_per_bank: int, host_capacity: int,
                  device: torch.device, dtype: torch.dtype, loader: Loader | None = None,
                  observer: Observer | None = None, pack: bool = False,
-                 int8: bool = False) -> None:
+                 int8: bool = False, grouped_dtype: torch.dtype | None = None) -> None:
         self.backbone = backbone
         self.pack = pack  # banks keep packed copies of their matrices (CPU float32)
         self.int8 = int8  # ... or int8 copies (CPU), which take precedence
+        self.grouped_dtype = grouped_dtype  # grouped copies (families with a grouped form)
         self.slots_per_bank = slots_per_bank
         self.host_capacity = host_capacity
         self.device, self.dtype = device, dtype
@@ -144,7 +145,7 @@ class ModuleManager:
         if key not in self.banks:
             self.banks[key] = build_bank(config, self.backbone, n_slots=self.slots_per_bank,
                                          device=self.device, dtype=self.dtype, pack=self.pack,
-                                         int8=self.int8)
+                                         int8=self.int8, grouped_dtype=self.grouped_dtype)
         return self.banks[key]
 
     def _free_slot(self, bank: ModuleBank) -> int:

@@ -3,12 +3,14 @@
 A bank holds `n_slots` modules of one family and one shape in stacked tensors
 (`[n_slots, *shape]`); activating a module is a copy into a slot, never an allocation.
 A batch's rows are ordered so that rows sharing a slot are contiguous; `BatchHooks` runs
-each family once per run of rows on a view of the hidden states.
+each family once per run of rows on a view of the hidden states, or, for a bank with
+grouped copies, every run of the bank at once (`RowGroups`).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +33,8 @@ class ModuleBank:
 
     def __init__(self, family: Family, config: dict[str, Any], backbone: BackboneConfig, *,
                  n_slots: int, device: torch.device, dtype: torch.dtype,
-                 pack: bool = False, int8: bool = False) -> None:
+                 pack: bool = False, int8: bool = False,
+                 grouped_dtype: torch.dtype | None = None) -> None:
         self.family = family
         self.config = config
         self.n_slots = n_slots
@@ -43,6 +46,12 @@ class ModuleBank:
         # int8 copies instead (CPU): a quarter of the float32 bytes to stream per step,
         # which is what bounds a batch of many modules (engine_speed_bounds.md).
         self.int8 = int8 and bool(family.packed_matrices) and device.type == "cpu"
+        # Grouped copies (families with a grouped form): a batch mixing 8 modules ran 8
+        # small matmuls per matrix and layer, each paying a call's overhead and reading a
+        # module's weights for a few rows; one batched matmul over bfloat16 copies of the
+        # modules in the batch halves the bytes and makes one call (engine_speed.md).
+        self.grouped_dtype = grouped_dtype if family.grouped_sites else None
+        self._stacked: tuple[tuple[int, ...], Params] | None = None
         self.shapes = family.shapes(backbone, config)
         self.tensors = {name: torch.zeros((n_slots, *shape), device=device, dtype=dtype)
                         for name, shape in self.shapes.items()}
@@ -55,6 +64,7 @@ class ModuleBank:
         """Copy a module's tensors into `slot` (the hot swap)."""
         for name, target in self.tensors.items():
             target[slot].copy_(params[name])
+        self._stacked = None
         view = self._views[slot]
         for name in self.family.packed_matrices if self.int8 or self.pack else ():
             for layer, matrix in enumerate(self.tensors[name][slot]):
@@ -66,6 +76,26 @@ class ModuleBank:
     def view(self, slot: int) -> Params:
         """Slot `slot`'s tensors (views into the bank; a `write` shows through them)."""
         return self._views[slot]
+
+    def stacked(self, slots: tuple[int, ...]) -> Params:
+        """The tensors of `slots` for a grouped call, layer-major and contiguous: matrices
+        `[layers, n, in, out]` in the grouped dtype, vectors `[layers, n, 1, size]` (they
+        broadcast over a module's tokens). Gathered once per slot set: a decode keeps its
+        set from step to step; a `write` drops it."""
+        if self._stacked is not None and self._stacked[0] == slots:
+            return self._stacked[1]
+        device = next(iter(self.tensors.values())).device
+        index = torch.tensor(slots, dtype=torch.long, device=device)
+        stacked: Params = {}
+        for name, tensor in self.tensors.items():
+            picked = tensor.index_select(0, index).transpose(0, 1)  # [layers, n, ...]
+            if picked.dim() == 3:
+                picked = picked.unsqueeze(2)
+            if name in self.family.grouped_low_precision:
+                picked = picked.to(self.grouped_dtype)
+            stacked[name] = picked.contiguous()
+        self._stacked = (slots, stacked)
+        return stacked
 
 
 @dataclass(frozen=True)
@@ -90,6 +120,52 @@ def runs_of(row_slots: list[tuple[ModuleBank | None, int]]) -> list[RowRun]:
     return runs
 
 
+class RowGroups:
+    """The runs of one grouped bank laid out for a batched call: run i's rows become row
+    i of `[n, rows_per_run * len, d]`, runs shorter than the longest padded with repeats of
+    their last row (computed, then dropped). When the runs are equal and cover the batch in
+    order, the layout is a view and nothing is copied."""
+
+    def __init__(self, bank: ModuleBank, runs: list[RowRun]) -> None:
+        self.bank = bank
+        self.slots = tuple(run.slot for run in runs)
+        self.width = max(run.end - run.start for run in runs)
+        self.rows = sum(run.end - run.start for run in runs)
+        self.dense = runs[0].start == 0 and all(
+            run.end - run.start == self.width and run.start == i * self.width
+            for i, run in enumerate(runs))
+        self.gather = self.covered = self.unpad = torch.empty(0, dtype=torch.long)
+        if not self.dense:
+            self.gather = torch.tensor([min(run.start + j, run.end - 1) for run in runs
+                                        for j in range(self.width)], dtype=torch.long)
+            self.covered = torch.tensor([row for run in runs
+                                         for row in range(run.start, run.end)], dtype=torch.long)
+            self.unpad = torch.tensor([i * self.width + j for i, run in enumerate(runs)
+                                       for j in range(run.end - run.start)], dtype=torch.long)
+
+    def add(self, hidden: Tensor, delta: Callable[[Tensor], Tensor]) -> Tensor:
+        """hidden [batch, len, d] plus, on the runs' rows, `delta` of their grouped layout."""
+        batch, length, dim = hidden.shape
+        n = len(self.slots)
+        if self.dense and batch == self.rows:  # the runs cover the batch in equal parts
+            return hidden + delta(hidden.view(n, self.width * length, dim)).view_as(hidden)
+        device = hidden.device
+        grouped = hidden.index_select(0, self.gather.to(device)).view(n, -1, dim)
+        added = delta(grouped).view(n * self.width, length, dim)
+        return hidden.index_add(0, self.covered.to(device),
+                                added.index_select(0, self.unpad.to(device)))
+
+
+def grouped_layer_runs(runs: list[RowRun]) -> RowGroups | None:
+    """A `RowGroups` when every run with an after-layer module uses one bank with grouped
+    copies (the common case: a batch of residual adapters); None otherwise."""
+    layered = [run for run in runs if run.bank is not None and "layer" in run.bank.family.sites]
+    banks = {id(run.bank) for run in layered}
+    if len(banks) != 1 or layered[0].bank is None or layered[0].bank.grouped_dtype is None:
+        return None
+    return RowGroups(layered[0].bank, layered)
+
+
 class BatchHooks:
     """`ModuleHooks` for one batch: each run of rows gets its slot's module.
 
@@ -104,6 +180,7 @@ class BatchHooks:
                                       for r in self.runs if r.bank is not None)
         self._sites = {site for r in self.runs if r.bank is not None
                        for site in r.bank.family.sites}
+        self._grouped = grouped_layer_runs(self.runs)
 
     def _apply(self, site: str, hidden: Tensor, call: Any) -> Tensor:
         if site not in self._sites:
@@ -139,6 +216,12 @@ class BatchHooks:
             run.bank.view(run.slot), side, ids[run.start: run.end], x))
 
     def after_layer(self, side: Side, index: int, hidden: Tensor) -> Tensor:
+        groups = self._grouped
+        if groups is not None and not torch.is_grad_enabled():
+            stacked = groups.bank.stacked(groups.slots)
+            family = groups.bank.family
+            return groups.add(hidden, lambda x: family.after_layer_grouped(
+                stacked, side, index, x))
         return self._apply("layer", hidden, lambda run, x: self._family(run).after_layer(
             run.bank.view(run.slot), side, index, x))
 
@@ -178,9 +261,9 @@ class BatchHooks:
 
 def build_bank(config: dict[str, Any], backbone: BackboneConfig, *, n_slots: int,
                device: torch.device, dtype: torch.dtype, pack: bool = False,
-               int8: bool = False) -> ModuleBank:
+               int8: bool = False, grouped_dtype: torch.dtype | None = None) -> ModuleBank:
     family = get_family(str(config["family"]))
     if family.bank_slots is not None:  # large modules (k copies of the projections)
         n_slots = min(n_slots, family.bank_slots)
     return ModuleBank(family, config, backbone, n_slots=n_slots, device=device, dtype=dtype,
-                      pack=pack, int8=int8)
+                      pack=pack, int8=int8, grouped_dtype=grouped_dtype)

@@ -123,6 +123,7 @@ class Runtime:
             files,
             EngineOptions(device=options.device, dtype=options.dtype, int8=options.int8,
                           packed=options.packed, module_int8=options.module_int8,
+                          module_bf16=options.module_bf16,
                           slots_per_bank=options.slots_per_bank,
                           host_capacity=options.host_capacity),
             loader=self._engine_loader, observer=self.metrics.on_engine_event)

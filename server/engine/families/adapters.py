@@ -46,9 +46,24 @@ def adapter(params: Params, side: Side, index: int, hidden: Tensor) -> Tensor:
     return h @ params[f"{p}.up_w"][index] + params[f"{p}.up_b"][index]
 
 
+def grouped_adapter(stacked: Params, side: Side, index: int, hidden: Tensor) -> Tensor:
+    """`adapter` of n modules at once (see `Family.after_layer_grouped`): the layer norm's
+    statistics over all rows, then one batched matmul per matrix in the matrices' dtype."""
+    p = side[:3]
+    h = F.layer_norm(hidden, hidden.shape[-1:])
+    h = torch.addcmul(stacked[f"{p}.norm_b"][index], h, stacked[f"{p}.norm_w"][index])
+    down = stacked[f"{p}.down_w"][index]  # [n, d, bottleneck]
+    h = torch.baddbmm(stacked[f"{p}.down_b"][index], h.to(down.dtype), down).relu_()
+    return torch.baddbmm(stacked[f"{p}.up_b"][index], h,
+                         stacked[f"{p}.up_w"][index]).to(hidden.dtype)
+
+
 class ResidualAdapter(Family, AdapterSpec):
     sites = frozenset({"layer"})
     packed_matrices = ("enc.down_w", "enc.up_w", "dec.down_w", "dec.up_w")
+    grouped_sites = frozenset({"layer"})
+    grouped_low_precision = (*packed_matrices, "enc.down_b", "enc.up_b", "dec.down_b",
+                             "dec.up_b")
     merge_refusal = ("a residual adapter adds a non-linear block after every layer; it cannot "
                      "be folded into the backbone's weights, so CTranslate2 cannot run it")
 
@@ -78,9 +93,14 @@ class ResidualAdapter(Family, AdapterSpec):
     def after_layer(self, params: Params, side: Side, index: int, hidden: Tensor) -> Tensor:
         return hidden + adapter(params, side, index, hidden)
 
+    def after_layer_grouped(self, stacked: Params, side: Side, index: int,
+                            hidden: Tensor) -> Tensor:
+        return grouped_adapter(stacked, side, index, hidden)
+
 
 class HighwayAdapter(ResidualAdapter, HighwaySpec):
     sites = frozenset({"stack"})
+    grouped_sites: frozenset[str] = frozenset()
     merge_refusal = ("a highway adapter adds non-linear blocks over every layer's output; it "
                      "cannot be folded into the backbone's weights")
 

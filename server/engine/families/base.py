@@ -31,6 +31,10 @@ class Family(FamilySpec, ABC):
     # `[layers, in, out]` matrices applied as `x @ W[layer]`: a CPU float32 bank keeps a
     # packed copy of each (see server/engine/packing.py) under `packed_key(name, layer)`.
     packed_matrices: tuple[str, ...] = ()
+    # Sites with a grouped form (`after_layer_grouped`): a bank holding bfloat16 copies runs
+    # the rows of all its modules in a batch through one batched matmul per matrix.
+    grouped_sites: frozenset[str] = frozenset()
+    grouped_low_precision: tuple[str, ...] = ()  # tensors the grouped form holds in bf16
 
     @abstractmethod
     def shapes(self, backbone: BackboneConfig,
@@ -53,6 +57,13 @@ class Family(FamilySpec, ABC):
     def after_stack(self, params: Params, side: Side, hidden: Tensor,
                     states: list[Tensor]) -> Tensor:
         return hidden
+
+    def after_layer_grouped(self, stacked: Params, side: Side, index: int,
+                            hidden: Tensor) -> Tensor:
+        """What `after_layer` adds, for n modules at once: hidden [n, tokens, d] holds the
+        tokens of module i in row i; `stacked` has every tensor as [layers, n, ...] (see
+        `ModuleBank.stacked`). Only for families with "layer" in `grouped_sites`."""
+        raise NotImplementedError(f"family {self.name!r} has no grouped form")
 
     def project(self, params: Params, side: Side, index: int, name: str, x: Tensor,
                 linear: Linear) -> Tensor | None:
