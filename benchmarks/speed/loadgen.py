@@ -14,7 +14,7 @@ import itertools
 import random
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx
@@ -43,6 +43,7 @@ class Outcome:
     latency_s: float
     error: str | None = None  # the error code of a 4xx/5xx answer, or the exception name
     results: list[dict[str, Any]] = field(default_factory=list)  # one per text, when 200
+    answered_s: float = 0.0  # when the answer came, in seconds from the level's start
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class LevelRun:
     concurrency: int
     wall_s: float  # first send to last answer
     outcomes: list[Outcome]
+    last_send_s: float | None = None  # when the level's last request was sent
 
 
 def _domain(set_name: str, served: Sequence[str], rng: random.Random) -> str:
@@ -118,18 +120,22 @@ async def run_level(base_url: str, requests: Sequence[LoadRequest], *, concurren
                                  trust_env=False) as client:
         start = time.perf_counter()
         stop_at = start + max_seconds
+        last_send = 0.0
 
         async def client_loop() -> None:
+            nonlocal last_send
             while time.perf_counter() < stop_at:
                 index = next(counter)
                 if index >= max_requests:
                     return
-                outcomes.append(await _send(client, index, requests[index % len(requests)]))
+                last_send = time.perf_counter() - start
+                outcome = await _send(client, index, requests[index % len(requests)])
+                outcomes.append(replace(outcome, answered_s=time.perf_counter() - start))
 
         await asyncio.gather(*(client_loop() for _ in range(concurrency)))
         wall = time.perf_counter() - start
     outcomes.sort(key=lambda outcome: outcome.index)
-    return LevelRun(concurrency, wall, outcomes)
+    return LevelRun(concurrency, wall, outcomes, last_send)
 
 
 def warm_up(base_url: str, requests: Sequence[LoadRequest], *, count: int = 4,

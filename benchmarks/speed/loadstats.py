@@ -4,6 +4,15 @@ Throughput counts what the server answered successfully: sentences (the server's
 splitting rule, server/text.py) and target tokens (the backbone's target tokenizer over
 each translation), per second of the level's wall time. Latencies are those of successful
 requests; failures are counted by error code.
+
+Steady state: a level's wall time includes its ramp-up (the first batch forms while the
+clients' first requests arrive) and its drain (after the last request is sent, no new
+work arrives, and the last batches hold the leftovers: under round-robin with shortest
+sentences first, these are the long sentences of batch requests, a few rows decoding for
+many steps). The steady window runs from the first answer to the last send: every client
+is still sending, and the answers in it are whole batches (closed-loop clients send the
+moment they are answered). Saturation compares the steady throughput with the offline
+engine and reports the whole-level ratio beside it.
 """
 
 from __future__ import annotations
@@ -54,6 +63,18 @@ class LevelStats:
     latency_p95_s: float | None
     latency_p99_s: float | None
     latency_mean_s: float | None
+    steady_s: float = 0.0  # the steady window (first answer to last send); 0: none
+    steady_sentences: int = 0
+    steady_tokens_per_s: float | None = None
+
+
+def steady_window(run: LevelRun) -> tuple[float, float] | None:
+    """(start, end) in seconds from the level's start, or None when too short to hold an
+    answer after the first."""
+    answered = [o.answered_s for o in run.outcomes if o.status == 200]
+    if not answered or run.last_send_s is None or run.last_send_s <= min(answered):
+        return None
+    return min(answered), run.last_send_s
 
 
 def summarise(run: LevelRun, requests: Sequence[LoadRequest], *,
@@ -65,13 +86,21 @@ def summarise(run: LevelRun, requests: Sequence[LoadRequest], *,
     tokens = sum(count_tokens(str(r["translation"])) for o in ok for r in o.results)
     latencies = [o.latency_s for o in ok]
     wall = max(run.wall_s, 1e-9)
+    window = steady_window(run)
+    steady = [o for o in ok if window is not None and window[0] < o.answered_s <= window[1]]
+    steady_s = window[1] - window[0] if window is not None else 0.0
+    steady_sentences = sum(sentence_count(text) for o in steady
+                           for text in requests[o.index % len(requests)].texts)
+    steady_tokens = sum(count_tokens(str(r["translation"])) for o in steady for r in o.results)
     return LevelStats(
         concurrency=run.concurrency, requests=len(run.outcomes), ok=len(ok),
         errors=dict(sorted(errors.items())), sentences=n_sentences, target_tokens=tokens,
         wall_s=run.wall_s, sentences_per_s=n_sentences / wall, tokens_per_s=tokens / wall,
         latency_p50_s=percentile(latencies, 50), latency_p95_s=percentile(latencies, 95),
         latency_p99_s=percentile(latencies, 99),
-        latency_mean_s=sum(latencies) / len(latencies) if latencies else None)
+        latency_mean_s=sum(latencies) / len(latencies) if latencies else None,
+        steady_s=steady_s, steady_sentences=steady_sentences,
+        steady_tokens_per_s=steady_tokens / steady_s if steady else None)
 
 
 @dataclass(frozen=True)
@@ -87,23 +116,30 @@ class OfflineStats:
 @dataclass(frozen=True)
 class Saturation:
     concurrency: int
-    served_tokens_per_s: float
+    served_tokens_per_s: float  # steady, when the level had a steady window
     offline_tokens_per_s: float
-    ratio: float | None
+    ratio: float | None  # steady served / offline: the verdict's
     target: float
     met: bool | None
+    level_ratio: float | None = None  # whole level (ramp-up and drain included) / offline
+
+
+def served_speed(level: LevelStats) -> float:
+    return (level.steady_tokens_per_s if level.steady_tokens_per_s is not None
+            else level.tokens_per_s)
 
 
 def saturation(levels: Sequence[LevelStats], offline: OfflineStats | None, *,
                target: float = SERVED_OVER_OFFLINE_TARGET) -> Saturation | None:
-    """The level of highest served throughput, against the offline engine."""
+    """The level of highest served throughput (steady), against the offline engine."""
     if not levels:
         return None
-    best = max(levels, key=lambda level: level.tokens_per_s)
+    best = max(levels, key=served_speed)
     offline_speed = offline.tokens_per_s if offline is not None else 0.0
-    ratio = best.tokens_per_s / offline_speed if offline_speed > 0 else None
-    return Saturation(best.concurrency, best.tokens_per_s, offline_speed, ratio, target,
-                      None if ratio is None else ratio >= target)
+    ratio = served_speed(best) / offline_speed if offline_speed > 0 else None
+    level_ratio = best.tokens_per_s / offline_speed if offline_speed > 0 else None
+    return Saturation(best.concurrency, served_speed(best), offline_speed, ratio, target,
+                      None if ratio is None else ratio >= target, level_ratio)
 
 
 def _seconds(value: float | None) -> str:
@@ -115,11 +151,14 @@ def markdown(levels: Sequence[LevelStats], offline: OfflineStats | None,
     lines = [f"# Serving load ({meta.get('mode', 'full')} run)", "",
              str(meta.get("description", "")), "",
              "| clients | requests | ok | errors | sentences/s | target tokens/s | "
-             "p50 ms | p95 ms | p99 ms |", "|---:|---:|---:|---|---:|---:|---:|---:|---:|"]
+             "steady tokens/s (window) | p50 ms | p95 ms | p99 ms |",
+             "|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|"]
     for s in levels:
         errors = ", ".join(f"{code}: {n}" for code, n in s.errors.items()) or "0"
+        steady = ("n/a" if s.steady_tokens_per_s is None
+                  else f"{s.steady_tokens_per_s:,.1f} ({s.steady_s:.1f} s)")
         lines.append(f"| {s.concurrency} | {s.requests} | {s.ok} | {errors} | "
-                     f"{s.sentences_per_s:,.2f} | {s.tokens_per_s:,.1f} | "
+                     f"{s.sentences_per_s:,.2f} | {s.tokens_per_s:,.1f} | {steady} | "
                      f"{_seconds(s.latency_p50_s)} | {_seconds(s.latency_p95_s)} | "
                      f"{_seconds(s.latency_p99_s)} |")
     if offline is not None:
@@ -129,8 +168,11 @@ def markdown(levels: Sequence[LevelStats], offline: OfflineStats | None,
                       f"{offline.tokens_per_s:,.1f} target tokens/s."]
     if best is not None and best.ratio is not None:
         verdict = "met" if best.met else "**missed**"
-        lines += ["", f"Saturation ({best.concurrency} clients): served / offline = "
-                      f"{best.ratio:.2f}x (target >= {best.target:.2f}x): {verdict}."]
+        whole = "" if best.level_ratio is None else (
+            f"; over the whole level, ramp-up and drain included: {best.level_ratio:.2f}x")
+        lines += ["", f"Saturation ({best.concurrency} clients): served (steady window) / "
+                      f"offline = {best.ratio:.2f}x (target >= {best.target:.2f}x): "
+                      f"{verdict}{whole}."]
     return "\n".join(lines) + "\n"
 
 

@@ -1,5 +1,10 @@
 """Typed dependencies: the objects the lifespan put on `app.state`, and admin auth.
-Tests replace any of them with `app.dependency_overrides`."""
+Tests replace any of them with `app.dependency_overrides`.
+
+The getters are `async def` although they never wait: FastAPI runs a plain `def`
+dependency in its thread pool, and two thread hand-offs per request took a third of the
+event loop's CPU at saturation and woke a thread that preempted the engine's (py-spy,
+benchmarks/results/serve_load.md)."""
 
 from __future__ import annotations
 
@@ -23,35 +28,35 @@ api_key_header = APIKeyHeader(name="X-API-Key", auto_error=False,
                               description="an API key (needed with NMT_ACCESS__API_KEYS)")
 
 
-def get_settings(request: Request) -> Settings:
+async def get_settings(request: Request) -> Settings:
     settings: Settings = request.app.state.settings
     return settings
 
 
-def get_metrics(request: Request) -> Metrics:
+async def get_metrics(request: Request) -> Metrics:
     metrics: Metrics = request.app.state.metrics
     return metrics
 
 
-def get_runtime(request: Request) -> Runtime:
+async def get_runtime(request: Request) -> Runtime:
     runtime: Runtime = request.app.state.runtime
     return runtime
 
 
-def get_translator(request: Request) -> Translator:
+async def get_translator(request: Request) -> Translator:
     translator: Translator = request.app.state.translator
     return translator
 
 
-def get_admin(request: Request) -> DomainAdmin:
+async def get_admin(request: Request) -> DomainAdmin:
     admin: DomainAdmin = request.app.state.admin
     return admin
 
 
-def get_glossaries(request: Request) -> GlossaryBook:
+async def get_glossaries(request: Request) -> GlossaryBook:
     glossaries: GlossaryBook = request.app.state.glossaries
     return glossaries
-def get_access(request: Request) -> AccessGuard:
+async def get_access(request: Request) -> AccessGuard:
     access: AccessGuard = request.app.state.access
     return access
 

@@ -26,6 +26,7 @@ from benchmarks.speed.loadstats import (
     percentile,
     saturation,
     sentence_count,
+    steady_window,
     summarise,
 )
 from benchmarks.speed.offline import members_of, pack
@@ -81,8 +82,10 @@ def test_a_level_answers_every_request_and_offline_sees_the_same_inputs(
                      count_tokens=count_tokens)
     assert result.sentences == stats.sentences and result.target_tokens > 0
     best = saturation([stats], result)
-    assert best is not None and best.ratio == pytest.approx(
+    assert best is not None and best.level_ratio == pytest.approx(
         stats.tokens_per_s / result.tokens_per_s)
+    assert stats.steady_tokens_per_s is not None and 0 < stats.steady_s < run.wall_s
+    assert best.ratio == pytest.approx(stats.steady_tokens_per_s / result.tokens_per_s)
 
 
 @pytest.mark.slow
@@ -133,6 +136,29 @@ def test_summary_counts_failures_apart() -> None:
     assert stats.errors == {"ReadTimeout": 1, "queue_full": 1}
     assert (stats.sentences_per_s, stats.tokens_per_s) == (2.0, 2.0)
     assert (stats.latency_p50_s, stats.latency_mean_s) == (1.0, 1.0)
+
+
+def test_the_steady_window_runs_from_the_first_answer_to_the_last_send() -> None:
+    """Answers of the first batch (ramp-up) and after the last send (drain) are left out
+    of the steady throughput; the whole level still counts them."""
+    requests = [LoadRequest(SINGLE, {"text": "One. Two.", "domain": "generic"})]
+    answer = [{"translation": "a b"}]
+    outcomes = [Outcome(0, 200, 1.0, None, answer, answered_s=1.0),  # the first batch
+                Outcome(1, 200, 1.0, None, answer, answered_s=1.0),
+                Outcome(2, 200, 1.5, None, answer, answered_s=2.5),
+                Outcome(3, 429, 0.1, "queue_full", answered_s=3.0),
+                Outcome(4, 200, 2.0, None, answer, answered_s=4.0),  # the last send's batch
+                Outcome(5, 200, 3.0, None, answer, answered_s=5.0)]  # drain
+    run = LevelRun(2, 5.0, outcomes, last_send_s=4.0)
+    assert steady_window(run) == (1.0, 4.0)
+    stats = summarise(run, requests, count_tokens=lambda text: len(text.split()))
+    assert (stats.sentences, stats.target_tokens) == (10, 10)
+    assert (stats.steady_s, stats.steady_sentences) == (3.0, 4)
+    assert stats.steady_tokens_per_s == pytest.approx(4 / 3)
+    best = saturation([stats], offline_at(2.0))
+    assert best is not None and best.ratio == pytest.approx(2 / 3)
+    assert best.level_ratio == pytest.approx(1.0) and best.met is False
+    assert steady_window(LevelRun(1, 1.0, outcomes[:1], last_send_s=0.0)) is None
 
 
 def level(concurrency: int, tokens_per_s: float) -> LevelStats:
