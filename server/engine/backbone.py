@@ -43,12 +43,13 @@ class EncoderLayer(nn.Module):
     def forward(self, x: Tensor, mask: Tensor, project: Project | None = None) -> Tensor:
         if self.pre_norm:
             h = self.self_attn_norm(x)
-            k, v = self.self_attn.project_kv(h, project)
-            x = x + self.dropout(self.self_attn.attend(h, k, v, mask=mask, project=project))
+            q, k, v = self.self_attn.project_qkv(h, project)
+            x = x + self.dropout(self.self_attn.attend(h, k, v, mask=mask, project=project,
+                                                       q=q))
             return x + self.dropout(self.ffn(self.ffn_norm(x), project))
-        k, v = self.self_attn.project_kv(x, project)
+        q, k, v = self.self_attn.project_qkv(x, project)
         x = self.self_attn_norm(x + self.dropout(self.self_attn.attend(x, k, v, mask=mask,
-                                                                       project=project)))
+                                                                       project=project, q=q)))
         return self.ffn_norm(x + self.dropout(self.ffn(x, project)))
 
 
@@ -252,14 +253,14 @@ class DecoderLayer(nn.Module):
         self.dropout = nn.Dropout(config.dropout)
 
     def self_block(self, x: Tensor, state: DecoderState | None, project: Project | None) -> Tensor:
-        k, v = self.self_attn.project_kv(x, project)
+        q, k, v = self.self_attn.project_qkv(x, project)
         if state is None:  # teacher forcing: whole target at once
-            return self.self_attn.attend(x, k, v, mask=None, causal=True, project=project)
+            return self.self_attn.attend(x, k, v, mask=None, causal=True, project=project, q=q)
         if x.shape[1] != 1:
             raise ValueError("incremental decoding takes one target position per step")
         k, v = state.self_cache.append(self.index, state.length, k, v)
         # One query sees every cached position: no causal mask is needed.
-        return self.self_attn.attend(x, k, v, mask=None, project=project)
+        return self.self_attn.attend(x, k, v, mask=None, project=project, q=q)
 
     def forward(self, x: Tensor, cross_k: Tensor, cross_v: Tensor, memory_mask: Tensor,
                 state: DecoderState | None = None, project: Project | None = None) -> Tensor:

@@ -20,6 +20,7 @@ from server.decoding.search import Hypothesis, SearchOptions, search
 from server.engine.backbone import Backbone
 from server.engine.families import Params
 from server.engine.families.mixing import WordMixing
+from server.engine.layers import Attention
 from server.engine.mixture import MixtureHooks, SourceProportions, encoder_layer_means
 from server.engine.packing import PackedLinear, pack_linears, packing_available
 from server.engine.residency import Lease, Loader, ModuleManager, Observer
@@ -108,6 +109,8 @@ class Engine:
             self.project = PackedLinear.wrap(_as_linear(self.project))
         self.model = model.to(self.device, self.dtype)
         self.project = self.project.to(self.device, self.dtype)
+        _fuse_self_attention(self.model, tensors, int8=options.int8, pack=pack,
+                             device=self.device, dtype=self.dtype)
         self.modules = ModuleManager(config, slots_per_bank=options.slots_per_bank,
                                      host_capacity=options.host_capacity, device=self.device,
                                      dtype=self.dtype, loader=loader, observer=observer,
@@ -241,6 +244,45 @@ def _projection(model: Backbone) -> nn.Module:
 def _as_linear(module: nn.Module) -> nn.Linear:
     assert isinstance(module, nn.Linear)
     return module
+
+
+def _fuse_self_attention(model: Backbone, tensors: dict[str, Tensor], *, int8: bool,
+                         pack: bool, device: torch.device, dtype: torch.dtype) -> None:
+    """Give every self-attention one [3d, d] projection for q, k and v
+    (`Attention.fuse_qkv`): one call instead of three on the same input saved a third of
+    their time at a decoding step (128 rows, d=512: 148 against 218 us int8)."""
+    for path, module in model.named_modules():
+        if not (isinstance(module, Attention) and module.name == "self_attn"):
+            continue
+        if int8:
+            module.fuse_qkv(_fused_int8(module))
+            continue
+        weight = torch.cat([tensors[f"{path}.{p}_proj.weight"] for p in "qkv"]).float()
+        bias = torch.cat([tensors[f"{path}.{p}_proj.bias"] for p in "qkv"]).float()
+        fused = nn.Linear(weight.shape[1], weight.shape[0])
+        fused.weight = nn.Parameter(weight, requires_grad=False)
+        fused.bias = nn.Parameter(bias, requires_grad=False)
+        linear: nn.Module = PackedLinear.wrap(fused.eval()) if pack else fused.eval()
+        module.fuse_qkv(linear.to(device, dtype))
+
+
+def _fused_int8(attention: Attention) -> nn.Module:
+    """The dynamic int8 q/k/v projections as one: their int8 weights stacked, each output
+    channel keeping its own matrix's scale, so the result is the three layers' (the input
+    is quantized once, with the same parameters each of them computed)."""
+    from torch.ao.nn.quantized.dynamic import Linear as DynamicLinear
+
+    parts = [getattr(attention, f"{p}_proj") for p in "qkv"]
+    weights = [part.weight() for part in parts]  # per-tensor qint8, zero point 0
+    stacked = torch.cat([w.int_repr() for w in weights])
+    scales = torch.cat([torch.full((w.shape[0],), w.q_scale(), dtype=torch.float64)
+                        for w in weights])
+    zero_points = torch.cat([torch.full((w.shape[0],), w.q_zero_point(), dtype=torch.long)
+                             for w in weights])
+    weight = torch._make_per_channel_quantized_tensor(stacked, scales, zero_points, 0)
+    fused = DynamicLinear(stacked.shape[1], stacked.shape[0], dtype=torch.qint8)
+    fused.set_weight_bias(weight, torch.cat([part.bias() for part in parts]))
+    return fused
 
 
 def _quantize(model: Backbone, project: nn.Module) -> tuple[Backbone, nn.Module]:

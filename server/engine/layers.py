@@ -100,6 +100,24 @@ class Attention(nn.Module):
         batch, length, _ = x.shape
         return x.view(batch, length, self.n_heads, self.head_dim).transpose(1, 2)
 
+    def fuse_qkv(self, fused: Linear) -> None:
+        """Inference: `fused(x)` is q, k and v of `x` side by side (one [3d, d] matmul
+        instead of three; the engine builds it from these weights). Kept off the module
+        tree, so state dicts and exports never see it."""
+        object.__setattr__(self, "_fused_qkv", fused)
+
+    def project_qkv(self, x: Tensor, project: Project | None = None
+                    ) -> tuple[Tensor, Tensor, Tensor]:
+        """Queries, keys and values of `x` (self-attention): each [batch, heads, len,
+        head_dim]. One fused matmul when the engine built one and no module overrides a
+        projection of this layer (and no gradient flows)."""
+        fused: Linear | None = self.__dict__.get("_fused_qkv")
+        if fused is None or project is not None or torch.is_grad_enabled():
+            k, v = self.project_kv(x, project)
+            return self.split_heads(apply(project, f"{self.name}.q", x, self.q_proj)), k, v
+        q, k, v = fused(x).chunk(3, dim=-1)
+        return self.split_heads(q), self.split_heads(k), self.split_heads(v)
+
     def project_kv(self, x: Tensor, project: Project | None = None) -> tuple[Tensor, Tensor]:
         """Keys and values of `x`: each [batch, heads, len, head_dim]."""
         return (self.split_heads(apply(project, f"{self.name}.k", x, self.k_proj)),
@@ -107,11 +125,13 @@ class Attention(nn.Module):
 
     def attend(self, query: Tensor, key: Tensor, value: Tensor, *, mask: Tensor | None,
                causal: bool = False, group_size: int = 1,
-               project: Project | None = None) -> Tensor:
+               project: Project | None = None, q: Tensor | None = None) -> Tensor:
         """query [batch, q_len, d]; key/value [batch / group_size, heads, kv_len, head_dim]:
         with group_size > 1, each run of `group_size` query rows (the beams of one source)
-        shares one key/value row, attended as extra query positions (no copies)."""
-        q = self.split_heads(apply(project, f"{self.name}.q", query, self.q_proj))
+        shares one key/value row, attended as extra query positions (no copies). `q`: the
+        query's heads when already projected (`project_qkv`)."""
+        if q is None:
+            q = self.split_heads(apply(project, f"{self.name}.q", query, self.q_proj))
         batch, heads, length, dim = q.shape
         if group_size > 1:  # [groups, heads, group_size * q_len, head_dim]
             q = q.view(batch // group_size, group_size, heads, length, dim).transpose(1, 2)
