@@ -179,6 +179,15 @@ class DecoderState:
     # `Backbone.decode` runs the rows in cache order and returns them in row order.
     slots: Tensor | None = None
     cache_order: Tensor | None = None  # the inverse map: the row held in each cache row
+    # The memory mask as cross-attention applies it at a step: an additive bias (0 or
+    # -inf: one add per layer instead of a negation and a masked fill), None when no
+    # source of the batch is padded.
+    memory_bias: Tensor | None = None
+
+    def set_memory_mask(self, mask: Tensor, dtype: torch.dtype) -> None:
+        self.memory_mask = mask
+        self.memory_bias = None if bool(mask.all()) else torch.zeros(
+            mask.shape, dtype=dtype, device=mask.device).masked_fill_(~mask, -float("inf"))
 
     def reorder(self, index: Tensor) -> None:
         """Keep rows `index` (beam reordering, dropping finished rows): the one state hook."""
@@ -216,7 +225,8 @@ class DecoderState:
         self.cache_order = None if slots is None else torch.argsort(slots)
 
     def _reindex_groups(self, groups: Tensor) -> None:
-        self.memory_mask = self.memory_mask.index_select(0, groups)
+        bias_dtype = self.memory_bias.dtype if self.memory_bias is not None else torch.float32
+        self.set_memory_mask(self.memory_mask.index_select(0, groups), bias_dtype)
         for cache in self.layers:
             cache.cross_k = cache.cross_k.index_select(0, groups)
             cache.cross_v = cache.cross_v.index_select(0, groups)
@@ -262,9 +272,10 @@ class DecoderLayer(nn.Module):
         # One query sees every cached position: no causal mask is needed.
         return self.self_attn.attend(x, k, v, mask=None, project=project, q=q)
 
-    def forward(self, x: Tensor, cross_k: Tensor, cross_v: Tensor, memory_mask: Tensor,
+    def forward(self, x: Tensor, cross_k: Tensor, cross_v: Tensor, memory_mask: Tensor | None,
                 state: DecoderState | None = None, project: Project | None = None) -> Tensor:
-        """With `state`, one incremental step (x: [rows, 1, d]); without, teacher forcing."""
+        """With `state`, one incremental step (x: [rows, 1, d]); without, teacher forcing.
+        `memory_mask`: boolean (True = attend), an additive bias, or None (no padding)."""
         group_size = state.group_size if state is not None else 1
         if self.pre_norm:
             x = x + self.dropout(self.self_block(self.self_attn_norm(x), state, project))
@@ -384,6 +395,7 @@ class Backbone(nn.Module):
         the rows of `memory` (the same as `encode`'s)."""
         state = DecoderState(memory_mask=mask,
                              self_cache=SelfAttentionCache(self.config.decoder_layers))
+        state.set_memory_mask(mask, memory.dtype)
         for index, layer in enumerate(self.decoder_layers()):
             k, v = layer.cross_attn.project_kv(
                 memory, hooks.projections("decoder", index) if hooks is not None else None)
@@ -405,7 +417,7 @@ class Backbone(nn.Module):
             project = hooks.projections("decoder", index) if hooks is not None else None
             if state is not None:
                 cache = state.layers[index]
-                x = layer(x, cache.cross_k, cache.cross_v, state.memory_mask, state, project)
+                x = layer(x, cache.cross_k, cache.cross_v, state.memory_bias, state, project)
             else:
                 k, v = layer.cross_attn.project_kv(memory, project)
                 x = layer(x, k, v, mask, None, project)

@@ -74,10 +74,13 @@ INCREMENTAL_QUERIES = 16  # up to this many query positions, `attention_step` is
 
 def attention_step(q: Tensor, key: Tensor, value: Tensor, mask: Tensor | None) -> Tensor:
     """softmax(q k^T / sqrt(d)) v for a few query positions (a decoding step); `mask` is
-    boolean, True = attend. Same maths as `F.scaled_dot_product_attention`."""
+    boolean (True = attend) or an additive bias (0 or -inf). Same maths as
+    `F.scaled_dot_product_attention`."""
     scores = torch.matmul(q, key.transpose(-1, -2)) * (q.shape[-1] ** -0.5)
-    if mask is not None:
+    if mask is not None and mask.dtype == torch.bool:
         scores = scores.masked_fill(~mask, -float("inf"))
+    elif mask is not None:
+        scores = scores.add_(mask)
     return torch.matmul(torch.softmax(scores, dim=-1), value)
 
 

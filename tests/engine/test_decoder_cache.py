@@ -114,3 +114,25 @@ def test_beam_steps_move_only_the_rows_that_split() -> None:
                                   generator=generator)
             fresh[:, : step + 1] = history.index_select(0, index)[:, : step + 1]
             history = fresh
+
+
+def test_cross_attention_masks_padding_with_a_bias_and_skips_it_without_padding() -> None:
+    model = random_backbone(tiny_config(), seed=6).eval()
+    padded = sources(model)
+    unpadded = padded[[0, 2]]
+    generator = torch.Generator().manual_seed(3)
+    with torch.inference_mode():
+        for src, has_padding in ((padded, True), (unpadded, False)):
+            memory, mask = model.encode(src)
+            state = model.start_state(memory, mask)
+            if has_padding:
+                assert state.memory_bias is not None
+                assert torch.equal(state.memory_bias == -float("inf"), ~mask)
+            else:
+                assert state.memory_bias is None
+            targets = torch.randint(4, model.config.tgt_vocab_size, (src.shape[0], 6),
+                                    generator=generator)
+            stepped = torch.stack([model.decode_step(targets[:, t], state) for t in range(6)],
+                                  dim=1)
+            torch.testing.assert_close(stepped, teacher_forced(model, src, targets),
+                                       atol=1e-4, rtol=1e-4)
