@@ -13,7 +13,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from benchmarks.speed.systems import Runner
@@ -37,6 +37,7 @@ class Row:
     batch: int
     target_length: int
     tokens_per_run: int  # counted from the outputs
+    round_s: list[float] = field(default_factory=list)  # every round's time, in order
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -90,5 +91,5 @@ def measure(runners: Mapping[str, Runner], *, rounds: int, batch: int, target_le
         median = statistics.median(times[(system, decode)])
         tokens = counted[(system, decode)]
         rows.append(Row(system, decode, tokens / median, median, rounds, batch, target_length,
-                        tokens))
+                        tokens, times[(system, decode)]))
     return rows
