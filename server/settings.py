@@ -38,10 +38,10 @@ class EngineSettings(BaseModel):
                            "bytes per decoding step; benchmarks/results/adapter_precision.md)")
     module_bf16: bool = Field(
         False, description="CPU: a batch's residual adapters run together, one batched "
-                           "matmul per matrix over bfloat16 copies (a batch mixing many "
-                           "modules then costs about what one does; needs a CPU with "
-                           "bfloat16 instructions to be fast; benchmarks/results/"
-                           "engine_speed.md, adapter_precision.md); over module_int8")
+                           "matmul per matrix over bfloat16 copies (8 mixed modules at "
+                           "0.98x one module at beam 4; needs a CPU with bfloat16 "
+                           "instructions to be fast; benchmarks/results/engine_speed.md, "
+                           "adapter_precision.md); takes precedence over module_int8")
     slots_per_bank: int = Field(
         16, ge=1, le=1024,
         description="device slots per module bank; also the most distinct modules per batch")

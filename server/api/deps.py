@@ -2,9 +2,9 @@
 Tests replace any of them with `app.dependency_overrides`.
 
 The getters are `async def` although they never wait: FastAPI runs a plain `def`
-dependency in its thread pool, and two thread hand-offs per request took a third of the
-event loop's CPU at saturation and woke a thread that preempted the engine's (py-spy,
-benchmarks/results/serve_load.md)."""
+dependency in its thread pool, and at saturation a third of the event loop thread's py-spy
+samples were those thread hand-offs (two per request, each waking a worker thread beside
+the engine's)."""
 
 from __future__ import annotations
 

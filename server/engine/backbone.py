@@ -73,9 +73,8 @@ class SelfAttentionCache:
     (`continue_rows`: only a parent's second and later children are copied). Any other
     reorder that is the identity copies nothing; one that moves few rows rewrites only
     those rows in place; otherwise the rows are gathered into a second buffer (the two
-    swap). Capacity grows
-    `CHUNK` positions at a time, copying the filled block once, so steady decoding
-    allocates nothing.
+    swap). Capacity grows `CHUNK` positions at a time, copying the filled block once, so
+    steady decoding allocates nothing.
     """
 
     CHUNK = 16
