@@ -6,13 +6,14 @@ each translation), per second of the level's wall time. Latencies are those of s
 requests; failures are counted by error code.
 
 Steady state: a level's wall time includes its ramp-up (the first batch forms while the
-clients' first requests arrive) and its drain (after the last request is sent, no new
-work arrives, and the last batches hold the leftovers: under round-robin with shortest
-sentences first, these are the long sentences of batch requests, a few rows decoding for
-many steps). The steady window runs from the first answer to the last send: every client
-is still sending, and the answers in it are whole batches (closed-loop clients send the
-moment they are answered). Saturation compares the steady throughput with the offline
-engine and reports the whole-level ratio beside it.
+clients' first requests arrive) and its drain (after the last request is sent), which
+differs from saturation both ways: no request arrives while its batches run, and its last
+batches hold the leftovers (under round-robin with shortest sentences first, the long
+sentences of batch requests: a few rows decoding for many steps). The steady window runs
+from the first answer to the last send: every client is still sending, and the answers
+in it are whole batches (closed-loop clients send the moment they are answered).
+Saturation compares the steady throughput with the offline engine and reports the
+whole-level ratio beside it.
 """
 
 from __future__ import annotations
