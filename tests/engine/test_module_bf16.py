@@ -1,7 +1,8 @@
 """Residual adapters run grouped (`EngineOptions.module_bf16`): every module of a batch in
-one batched matmul per matrix. The grouped form equals the per-module adapter (exactly in
-float32, within bfloat16 rounding in bfloat16) for any layout of runs, a hot swap drops the
-gathered copies, and a batch mixing adapters gives each row the tokens it gets alone."""
+one batched matmul per matrix. The grouped form equals the per-module adapter (within
+float32 rounding in float32, bfloat16 rounding in bfloat16) for any layout of runs, a hot
+swap drops the gathered copies, and a batch mixing adapters gives each row the tokens it
+gets alone."""
 
 from __future__ import annotations
 
@@ -32,13 +33,11 @@ def grouped_bank(dtype: torch.dtype,
     return bank, modules
 
 
-# (start, end, slot) runs: equal runs covering the batch (a view), unequal runs, plain rows
-# between and around runs, one run.
-LAYOUTS = [[(0, 2, 0), (2, 4, 3), (4, 6, 1)], [(0, 1, 2), (1, 4, 0), (4, 6, 1)],
-           [(1, 3, 1), (4, 5, 3)], [(0, 6, 2)]]
-
-
-Layout = list[tuple[int, int, int]]
+Layout = list[tuple[int, int, int]]  # (start, end, slot) runs
+# Equal runs covering the batch (a view), unequal runs, plain rows between and around runs,
+# one run.
+LAYOUTS: list[Layout] = [[(0, 2, 0), (2, 4, 3), (4, 6, 1)], [(0, 1, 2), (1, 4, 0), (4, 6, 1)],
+                         [(1, 3, 1), (4, 5, 3)], [(0, 6, 2)]]
 
 
 def per_run(modules: list[Params], layout: Layout, hidden: torch.Tensor, side: Side,
