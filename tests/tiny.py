@@ -9,8 +9,9 @@ import sentencepiece as spm
 import torch
 
 from contract.backbone import BackboneConfig
-from server.engine.artifacts import backbone_files
+from server.engine.artifacts import backbone_files, build_engine
 from server.engine.backbone import Backbone
+from server.engine.engine import Engine, EngineOptions
 from server.engine.families import Params, get_family
 
 ENGLISH = [
@@ -84,3 +85,12 @@ def random_module(config: BackboneConfig, family: str, seed: int, std: float = 0
     if "project" not in chosen.sites:
         return module_config, noise
     return module_config, {k: fresh[k] + noise[k] for k in fresh}
+
+
+def adapter_engine(options: EngineOptions, count: int = 3) -> Engine:
+    """A tiny engine with `count` random residual adapters registered as m1, m2, ..."""
+    engine = build_engine(tiny_backbone_files(), options)
+    for seed in range(1, count + 1):
+        engine.register_module(f"m{seed}", *random_module(tiny_config(), "adapter", seed=seed,
+                                                          bottleneck=8))
+    return engine

@@ -83,11 +83,13 @@ class Check:
                 "minimum": self.target.minimum, "met": self.met, "paired": self.paired}
 
 
+def find_row(rows: Sequence[Row], system: str, decode: str) -> Row | None:
+    return next((r for r in rows if r.system == system and r.decode == decode), None)
+
+
 def speed(rows: Sequence[Row], system: str, decode: str) -> float | None:
-    for row in rows:
-        if row.system == system and row.decode == decode:
-            return row.tokens_per_s
-    return None
+    row = find_row(rows, system, decode)
+    return None if row is None else row.tokens_per_s
 
 
 def ratio(rows: Sequence[Row], numerator: str, denominator: str, decode: str) -> float | None:
@@ -100,8 +102,7 @@ def ratio(rows: Sequence[Row], numerator: str, denominator: str, decode: str) ->
 def paired_ratio(rows: Sequence[Row], numerator: str, denominator: str,
                  decode: str) -> float | None:
     """Median over rounds of numerator speed / denominator speed in the same round."""
-    top = next((r for r in rows if r.system == numerator and r.decode == decode), None)
-    bottom = next((r for r in rows if r.system == denominator and r.decode == decode), None)
+    top, bottom = find_row(rows, numerator, decode), find_row(rows, denominator, decode)
     if top is None or bottom is None or not top.round_s or len(top.round_s) != len(
             bottom.round_s):
         return None

@@ -10,13 +10,12 @@ import pytest
 import torch
 
 from server.decoding.search import SearchOptions
-from server.engine.artifacts import build_engine
-from server.engine.engine import Engine, EngineOptions, Member, SentenceJob
+from server.engine.engine import EngineOptions, Member, SentenceJob
 from server.engine.families import Params
 from server.engine.families.adapters import adapter
 from server.engine.hooks import Side
 from server.engine.slots import BatchHooks, ModuleBank, RowRun, build_bank
-from tests.tiny import random_module, tiny_backbone_files, tiny_config
+from tests.tiny import adapter_engine, random_module, tiny_config
 
 CPU = torch.device("cpu")
 
@@ -93,19 +92,11 @@ def test_highway_adapters_keep_the_per_module_path() -> None:
     assert BatchHooks([RowRun(bank, 0, 0, 2)])._grouped is None
 
 
-def bf16_engine() -> Engine:
-    engine = build_engine(tiny_backbone_files(), EngineOptions(module_bf16=True))
-    for seed in (1, 2, 3):
-        engine.register_module(f"m{seed}", *random_module(tiny_config(), "adapter", seed=seed,
-                                                          bottleneck=8))
-    return engine
-
-
 @pytest.mark.parametrize("beam", [1, 3])
 def test_a_grouped_batch_mixing_adapters_equals_rows_alone(beam: int) -> None:
     """Modules, plain rows and an ensemble in one batch, sources of different lengths:
     each row decodes as it does alone."""
-    engine = bf16_engine()
+    engine = adapter_engine(EngineOptions(module_bf16=True))
     members = [(Member("m1"),), (Member("m2"),), (Member(None),), (Member("m3"),),
                (Member("m1", 0.5), Member("m3", 0.5)), (Member("m2"),)]
     jobs = [SentenceJob([5 + i, 6, 7, 8, 3][: 5 - i % 3] + [3], chosen, 12)

@@ -8,12 +8,11 @@ import pytest
 import torch
 
 from server.decoding.search import SearchOptions
-from server.engine.artifacts import build_engine
-from server.engine.engine import Engine, EngineOptions, Member, SentenceJob
+from server.engine.engine import EngineOptions, Member, SentenceJob
 from server.engine.families.adapters import adapter
 from server.engine.packing import packed_key, quantize_matrix, quantized_key, quantized_linear
 from server.engine.slots import build_bank
-from tests.tiny import random_module, tiny_backbone_files, tiny_config
+from tests.tiny import adapter_engine, random_module, tiny_config
 
 CPU = torch.device("cpu")
 
@@ -51,20 +50,12 @@ def test_an_int8_adapter_slot_is_close_to_its_parameters(family: str) -> None:
                                    atol=0.03 * float(want.abs().max()), rtol=0.0)
 
 
-def int8_engine() -> Engine:
-    engine = build_engine(tiny_backbone_files(), EngineOptions(module_int8=True))
-    for seed in (1, 2, 3):
-        engine.register_module(f"m{seed}", *random_module(tiny_config(), "adapter", seed=seed,
-                                                          bottleneck=8))
-    return engine
-
-
 @pytest.mark.parametrize("beam", [1, 2])
 def test_an_int8_batch_mixing_adapters_equals_rows_alone(beam: int) -> None:
     """One row per module and sources of one length: each module's call sees the same rows
     in the batch as alone (dynamic quantization scales a call's rows together, so with
     neighbours of its own module a row's score moves within int8 rounding)."""
-    engine = int8_engine()
+    engine = adapter_engine(EngineOptions(module_int8=True))
     jobs = [SentenceJob([5 + i, 6, 7, 8, 3], (Member(f"m{1 + i}"),), 12) for i in range(3)]
     options = SearchOptions(beam_size=beam, n_best=1)
     mixed = engine.translate(jobs, options)

@@ -13,7 +13,13 @@ from server.engine.engine import EngineOptions, Member, SentenceJob
 from server.engine.families.adapters import adapter
 from server.engine.packing import PackedLinear, pack_linears, packed_key, packing_available
 from server.engine.slots import build_bank
-from tests.tiny import random_backbone, random_module, tiny_backbone_files, tiny_config
+from tests.tiny import (
+    adapter_engine,
+    random_backbone,
+    random_module,
+    tiny_backbone_files,
+    tiny_config,
+)
 
 pytestmark = pytest.mark.skipif(not packing_available(), reason="torch built without oneDNN")
 
@@ -93,12 +99,7 @@ def test_a_packed_adapter_slot_computes_what_its_parameters_do(family: str) -> N
 
 @pytest.mark.parametrize("beam", [1, 2])
 def test_a_batch_mixing_adapters_translates_alike_packed_or_not(beam: int) -> None:
-    files = tiny_backbone_files()
-    engines = [build_engine(files, EngineOptions(packed=packed)) for packed in (True, False)]
-    for engine in engines:
-        for seed in (1, 2, 3):
-            engine.register_module(f"m{seed}", *random_module(tiny_config(), "adapter",
-                                                              seed=seed, bottleneck=8))
+    engines = [adapter_engine(EngineOptions(packed=packed)) for packed in (True, False)]
     jobs = [SentenceJob([5 + i, 6, 7, 8, 3], (Member(f"m{1 + i % 3}"),), 12) for i in range(6)]
     options = SearchOptions(beam_size=beam, n_best=1)
     packed, plain = (engine.translate(jobs, options) for engine in engines)
