@@ -1,6 +1,6 @@
 """A CTranslate2 translator in a process of its own, driven over stdin/stdout (JSON lines).
 
-    python -m benchmarks.speed.ct2_worker MODEL_DIR COMPUTE_TYPE THREADS
+    python -m benchmarks.speed.ct2_worker MODEL_DIR COMPUTE_TYPE THREADS [DEVICE]
 
 Why a process: CTranslate2 ships its own OpenMP runtime and math libraries; loaded into
 the benchmark's process, it slowed this engine's torch decoding by ~40% (measured: greedy
@@ -22,7 +22,8 @@ def main(argv: list[str]) -> int:
     import ctranslate2
 
     model_dir, compute_type, threads = argv[0], argv[1], int(argv[2])
-    translator = ctranslate2.Translator(model_dir, device="cpu", compute_type=compute_type,
+    device = argv[3] if len(argv) > 3 else "cpu"
+    translator = ctranslate2.Translator(model_dir, device=device, compute_type=compute_type,
                                         intra_threads=threads, inter_threads=1)
     setup = json.loads(sys.stdin.readline())
     pieces: list[list[str]] = setup["pieces"]

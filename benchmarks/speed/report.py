@@ -166,10 +166,11 @@ def markdown(rows: Sequence[Row], checks: Sequence[Check], meta: Mapping[str, An
 
 
 def write_results(rows: Sequence[Row], meta: Mapping[str, Any], out_dir: Path, *,
-                  stem: str = "engine_speed") -> list[Path]:
+                  stem: str = "engine_speed",
+                  targets: Sequence[Target] = TARGETS) -> list[Path]:
     """`<stem>.json` (a list of rows), `<stem>.meta.json`, `<stem>.md`."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    checks = check_targets(rows)
+    checks = check_targets(rows, targets)
     paths = [out_dir / f"{stem}.json", out_dir / f"{stem}.meta.json", out_dir / f"{stem}.md"]
     paths[0].write_text(json.dumps([row.to_dict() for row in rows], indent=1) + "\n")
     full_meta = {**meta, "targets": [check.to_dict() for check in checks]}

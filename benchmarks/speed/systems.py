@@ -77,12 +77,13 @@ def _hf_length(tokens: list[int], work: Workload) -> int:
     return len(tokens)
 
 
-def ct2_runner(model_dir: Path, work: Workload, *, compute_type: str, threads: int) -> Runner:
-    """A CTranslate2 `Translator` on CPU with `threads` intra-op threads, in a worker process
-    of its own (see benchmarks/speed/ct2_worker.py); it exits with this process."""
+def ct2_runner(model_dir: Path, work: Workload, *, compute_type: str, threads: int,
+               device: str = "cpu") -> Runner:
+    """A CTranslate2 `Translator` on `device` (CPU: `threads` intra-op threads), in a worker
+    process of its own (see benchmarks/speed/ct2_worker.py); it exits with this process."""
     worker = subprocess.Popen(
         [sys.executable, "-m", "benchmarks.speed.ct2_worker", str(model_dir), compute_type,
-         str(threads)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+         str(threads), device], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
         cwd=REPO)
     atexit.register(_stop_worker, worker)
     assert worker.stdin is not None and worker.stdout is not None

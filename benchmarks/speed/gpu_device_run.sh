@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Issue #25's measurements in one call on a lent GPU machine (the `device` tool): the CUDA
+# tests, CTranslate2 on the GPU, the GPU benchmark and its profile. Results go to $OUT.
+#
+# That machine has torch but no CTranslate2 and no package index: the caller carries
+# CTranslate2's wheel unpacked into .whl/ct2.tar.xz (see benchmarks/README.md, "GPU").
+set -u
+export PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/gpu-out}
+mkdir -p "$OUT" /tmp/site
+CHECKS="$OUT/checks.txt"
+export PYTHONPATH=/tmp/site:$PWD
+
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv
+  python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name())"
+  tar xJf .whl/ct2.tar.xz -C /tmp/site && echo "ctranslate2 unpacked"
+  echo "=== CUDA tests"
+  timeout 180 python3 -m pytest -q -p no:cacheprovider -m gpu tests/engine
+  echo "pytest exit: $?"
+} >"$CHECKS" 2>&1
+
+ct2_smoke() {
+  echo "=== CTranslate2 smoke test (LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-})"
+  timeout 150 python3 -m benchmarks.speed.engine_speed_gpu --tiny --device cuda \
+    --systems ct2-float16,ct2-int8_float16,engine-float16 --out /tmp/tiny
+}
+
+# CTranslate2 4.8's CUDA build loads cuBLAS 12 at run time; the image has CUDA 13's.
+SYSTEMS=ct2-float32,ct2-float16,ct2-int8_float16,engine-float32,engine-float16,engine-bfloat16,engine-float16-adapter,engine-float16-mixed8
+if ! ct2_smoke >>"$CHECKS" 2>&1; then
+  {
+    echo "=== cuBLAS libraries found"
+    find / -xdev \( -name 'libcublas.so*' -o -name 'libcublasLt.so*' \) 2>/dev/null
+    twelve=$(find / -xdev -name 'libcublas.so.12*' 2>/dev/null | head -1)
+    if [ -n "$twelve" ]; then
+      export LD_LIBRARY_PATH=$(dirname "$twelve"):${LD_LIBRARY_PATH:-}
+    else  # the same API under CUDA 13's sonames: a shim directory of links
+      mkdir -p /tmp/cublas12
+      cublas=$(find / -xdev -name 'libcublas.so.1[3-9]*' 2>/dev/null | head -1)
+      cublaslt=$(find / -xdev -name 'libcublasLt.so.1[3-9]*' 2>/dev/null | head -1)
+      ln -sf "$cublas" /tmp/cublas12/libcublas.so.12
+      ln -sf "$cublaslt" /tmp/cublas12/libcublasLt.so.12
+      export LD_LIBRARY_PATH=/tmp/cublas12:$(dirname "$cublas"):${LD_LIBRARY_PATH:-}
+    fi
+  } >>"$CHECKS" 2>&1
+  if ! ct2_smoke >>"$CHECKS" 2>&1; then
+    echo "=== CTranslate2 does not run here: the engine alone" >>"$CHECKS"
+    SYSTEMS=engine-float32,engine-float16,engine-bfloat16,engine-float16-adapter,engine-float16-mixed8
+  fi
+fi
+
+timeout "${BENCH_TIMEOUT:-330}" python3 -m benchmarks.speed.engine_speed_gpu --systems "$SYSTEMS" \
+  --profile engine-float16,engine-float16-mixed8 --out "$OUT" >"$OUT/bench.log" 2>&1
+echo "benchmark exit: $?" >>"$CHECKS"
+tail -5 "$CHECKS"
+cat "$OUT/engine_speed_gpu.md" 2>/dev/null || tail -30 "$OUT/bench.log"
