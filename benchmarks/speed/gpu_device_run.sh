@@ -20,35 +20,34 @@ export PYTHONPATH=/tmp/site:$PWD
   echo "pytest exit: $?"
 } >"$CHECKS" 2>&1
 
-ct2_smoke() {
+# CTranslate2 4.8's CUDA build loads cuBLAS 12 at run time. The image has CUDA 13's, with
+# the same entry points: where no cuBLAS 12 is found, a directory of links gives CUDA 13's
+# libraries the sonames it asks for.
+{
+  echo "=== cuBLAS libraries found"
+  find / -xdev \( -name 'libcublas.so*' -o -name 'libcublasLt.so*' \) 2>/dev/null
+} >>"$CHECKS" 2>&1
+twelve=$(find / -xdev -name 'libcublas.so.12*' 2>/dev/null | head -1)
+if [ -n "$twelve" ]; then
+  export LD_LIBRARY_PATH=$(dirname "$twelve"):${LD_LIBRARY_PATH:-}
+else
+  mkdir -p /tmp/cublas12
+  cublas=$(find / -xdev -name 'libcublas.so.1[3-9]*' 2>/dev/null | head -1)
+  cublaslt=$(find / -xdev -name 'libcublasLt.so.1[3-9]*' 2>/dev/null | head -1)
+  ln -sf "$cublas" /tmp/cublas12/libcublas.so.12
+  ln -sf "$cublaslt" /tmp/cublas12/libcublasLt.so.12
+  export LD_LIBRARY_PATH=/tmp/cublas12:$(dirname "$cublas"):${LD_LIBRARY_PATH:-}
+fi
+
+SYSTEMS=ct2-float32,ct2-float16,ct2-int8_float16,engine-float32,engine-float16,engine-bfloat16,engine-float16-adapter,engine-float16-mixed8
+{
   echo "=== CTranslate2 smoke test (LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-})"
   timeout 150 python3 -m benchmarks.speed.engine_speed_gpu --tiny --device cuda \
     --systems ct2-float16,ct2-int8_float16,engine-float16 --out /tmp/tiny
+} >>"$CHECKS" 2>&1 || {
+  echo "=== CTranslate2 (or the engine) failed the smoke test: the engine alone" >>"$CHECKS"
+  SYSTEMS=engine-float32,engine-float16,engine-bfloat16,engine-float16-adapter,engine-float16-mixed8
 }
-
-# CTranslate2 4.8's CUDA build loads cuBLAS 12 at run time; the image has CUDA 13's.
-SYSTEMS=ct2-float32,ct2-float16,ct2-int8_float16,engine-float32,engine-float16,engine-bfloat16,engine-float16-adapter,engine-float16-mixed8
-if ! ct2_smoke >>"$CHECKS" 2>&1; then
-  {
-    echo "=== cuBLAS libraries found"
-    find / -xdev \( -name 'libcublas.so*' -o -name 'libcublasLt.so*' \) 2>/dev/null
-    twelve=$(find / -xdev -name 'libcublas.so.12*' 2>/dev/null | head -1)
-    if [ -n "$twelve" ]; then
-      export LD_LIBRARY_PATH=$(dirname "$twelve"):${LD_LIBRARY_PATH:-}
-    else  # the same API under CUDA 13's sonames: a shim directory of links
-      mkdir -p /tmp/cublas12
-      cublas=$(find / -xdev -name 'libcublas.so.1[3-9]*' 2>/dev/null | head -1)
-      cublaslt=$(find / -xdev -name 'libcublasLt.so.1[3-9]*' 2>/dev/null | head -1)
-      ln -sf "$cublas" /tmp/cublas12/libcublas.so.12
-      ln -sf "$cublaslt" /tmp/cublas12/libcublasLt.so.12
-      export LD_LIBRARY_PATH=/tmp/cublas12:$(dirname "$cublas"):${LD_LIBRARY_PATH:-}
-    fi
-  } >>"$CHECKS" 2>&1
-  if ! ct2_smoke >>"$CHECKS" 2>&1; then
-    echo "=== CTranslate2 does not run here: the engine alone" >>"$CHECKS"
-    SYSTEMS=engine-float32,engine-float16,engine-bfloat16,engine-float16-adapter,engine-float16-mixed8
-  fi
-fi
 
 timeout "${BENCH_TIMEOUT:-330}" python3 -m benchmarks.speed.engine_speed_gpu --systems "$SYSTEMS" \
   --profile engine-float16,engine-float16-mixed8 --out "$OUT" >"$OUT/bench.log" 2>&1

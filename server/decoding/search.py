@@ -91,7 +91,7 @@ def greedy_search(stepper: Stepper, max_lengths: list[int],
                 outputs[sentence].append(token)
                 keep.append(row)
         if len(keep) < len(alive):
-            index = torch.tensor(keep, dtype=torch.long)
+            index = torch.tensor(keep, dtype=torch.long, device=best.device)
             stepper.reorder(index)
             best = best.index_select(0, index)
             alive = [alive[row] for row in keep]
