@@ -27,7 +27,9 @@ from __future__ import annotations
 import argparse
 import datetime
 import importlib.metadata
+import importlib.util
 import platform
+import re
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -223,7 +225,20 @@ def metadata(config: BenchConfig, *, mode: str, device: str,
             "started_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "machine": {"platform": platform.platform(), "python": platform.python_version()},
             "versions": {"torch": torch.__version__, "cuda": torch.version.cuda,
-                         "ctranslate2": importlib.metadata.version("ctranslate2")}}
+                         "ctranslate2": ct2_version()}}
+
+
+def ct2_version() -> str:
+    """CTranslate2's version without importing it here (its runtime stays in its workers);
+    a copy carried without its package metadata still has its version module."""
+    try:
+        return importlib.metadata.version("ctranslate2")
+    except importlib.metadata.PackageNotFoundError:
+        spec = importlib.util.find_spec("ctranslate2.version")
+        if spec is None or spec.origin is None:
+            return "not installed"
+        found = re.search(r"__version__ = \"([^\"]+)\"", Path(spec.origin).read_text())
+        return found.group(1) if found else "unknown"
 
 
 def memory_markdown(meta: dict[str, Any]) -> str:
