@@ -12,6 +12,9 @@ system runs on `--device`:
     engine-<dtype>            this engine in float32, float16 or bfloat16, backbone only
     engine-<dtype>-adapter    every row through one residual adapter (bottleneck 256)
     engine-<dtype>-mixed8     8 such adapters in one batch, 4 rows each
+    ...-eager                 the same with ordinary decoding steps; without the suffix,
+                              on CUDA, each step is one CUDA graph replay (fixed steps,
+                              server/engine/fixed_steps.py)
 
 Decodes: greedy and beam 4 over the batch of 32 (throughput), and the same for its first
 sentence alone (`-batch1`: the latency of one request). Rounds interleave the systems;
@@ -61,9 +64,10 @@ from server.engine.engine import Engine, EngineOptions, Member
 
 SYSTEMS = ("ct2-float32", "ct2-float16", "ct2-int8_float16", "engine-float32",
            "engine-float16", "engine-bfloat16", "engine-float16-adapter",
-           "engine-float16-mixed8")
+           "engine-float16-mixed8", "engine-float16-eager", "engine-float16-mixed8-eager")
 ENGINE_DTYPES = ("float32", "float16", "bfloat16")
 ENGINE_LINES = ("", "-adapter", "-mixed8")
+EAGER = "-eager"  # suffix: ordinary steps (EngineOptions.fixed_steps=False)
 BATCH1 = "-batch1"  # suffix of the decodes of one sentence alone
 
 TARGETS: tuple[Target, ...] = (
@@ -76,19 +80,30 @@ TARGETS: tuple[Target, ...] = (
            "engine-float16", None),
     Target("8 mixed adapters / one adapter (float16)", "engine-float16-mixed8",
            "engine-float16-adapter", None),
+    Target("fixed steps (CUDA graphs) / eager steps (float16)", "engine-float16",
+           "engine-float16-eager", None),
+    Target("fixed steps / eager steps, 8 mixed adapters (float16)", "engine-float16-mixed8",
+           "engine-float16-mixed8-eager", None),
 )
 
 
 @dataclass(frozen=True)
 class EngineLine:
-    """A parsed `engine-<dtype>[-adapter|-mixed8]` system name."""
+    """A parsed `engine-<dtype>[-adapter|-mixed8][-eager]` system name."""
 
     dtype: str
     line: str  # "", "-adapter" or "-mixed8"
+    eager: bool  # ordinary decoding steps, not fixed ones replayed as CUDA graphs
+
+    @property
+    def engine_key(self) -> str:
+        return self.dtype + ("-eager" if self.eager else "")
 
 
 def parse_engine(system: str) -> EngineLine:
     rest = system.removeprefix("engine-")
+    eager = rest.endswith(EAGER)
+    rest = rest.removesuffix(EAGER)
     for line in ENGINE_LINES[1:]:
         if rest.endswith(line):
             rest, chosen = rest.removesuffix(line), line
@@ -96,9 +111,9 @@ def parse_engine(system: str) -> EngineLine:
     else:
         chosen = ""
     if rest not in ENGINE_DTYPES:
-        raise ValueError(f"unknown engine system {system!r}: engine-<dtype>[-adapter|-mixed8] "
-                         f"with dtype one of {', '.join(ENGINE_DTYPES)}")
-    return EngineLine(rest, chosen)
+        raise ValueError(f"unknown engine system {system!r}: engine-<dtype>[-adapter|-mixed8]"
+                         f"[-eager] with dtype one of {', '.join(ENGINE_DTYPES)}")
+    return EngineLine(rest, chosen, eager)
 
 
 def validate(systems: Sequence[str]) -> None:
@@ -127,8 +142,8 @@ def held_memory(engine: Engine) -> dict[str, Any]:
 
 @dataclass
 class Engines:
-    """One engine per dtype (the backbone, adapter and mixed lines share it), with the
-    adapters registered in it."""
+    """One engine per dtype and kind of step (the backbone, adapter and mixed lines share
+    it), with the adapters registered in it."""
 
     built: dict[str, tuple[Engine, list[str]]]
 
@@ -136,14 +151,18 @@ class Engines:
         return {dtype: held_memory(engine) for dtype, (engine, _) in self.built.items()}
 
 
-def build_engines(files: dict[str, bytes], dtypes: Sequence[str], config: BenchConfig,
+def build_engines(files: dict[str, bytes], lines: Sequence[EngineLine], config: BenchConfig,
                   device: str) -> Engines:
+    """One engine per dtype and kind of step (fixed or eager)."""
     engines = Engines({})
-    for dtype in dtypes:
-        engine = build_engine(files, EngineOptions(device=device, dtype=dtype,
-                                                   slots_per_bank=max(16, config.mixed_modules)))
+    for line in lines:
+        if line.engine_key in engines.built:
+            continue
+        engine = build_engine(files, EngineOptions(
+            device=device, dtype=line.dtype, slots_per_bank=max(16, config.mixed_modules),
+            fixed_steps=False if line.eager else None))
         modules = register_adapters(engine, config.mixed_modules, bottleneck=config.bottleneck)
-        engines.built[dtype] = (engine, modules)
+        engines.built[line.engine_key] = (engine, modules)
     return engines
 
 
@@ -155,7 +174,7 @@ def runners_for(systems: Sequence[str], work: Workload, engines: Engines,
             runners[system] = ct2(system.removeprefix("ct2-"), work)
             continue
         parsed = parse_engine(system)
-        engine, modules = engines.built[parsed.dtype]
+        engine, modules = engines.built[parsed.engine_key]
         members = {"": [Member(None)], "-adapter": [Member(modules[0])],
                    "-mixed8": mixed_members(modules, batch=work.batch)}[parsed.line]
         runners[system] = engine_runner(engine, work, members)
@@ -182,9 +201,8 @@ def run_benchmark(config: BenchConfig, work_dir: Path, *, device: str,
         return ct2_runner(ct2_dir, work, compute_type=compute_type, threads=config.threads,
                           device=device)
 
-    dtypes = list(dict.fromkeys(parse_engine(s).dtype for s in systems
-                                if s.startswith("engine-")))
-    engines = build_engines(convert_marian(checkpoint.path), dtypes, config, device)
+    lines = [parse_engine(s) for s in systems if s.startswith("engine-")]
+    engines = build_engines(convert_marian(checkpoint.path), lines, config, device)
     if chosen.type == "cuda":
         torch.cuda.reset_peak_memory_stats(chosen)
     runners = runners_for(systems, batch, engines, ct2)

@@ -182,6 +182,12 @@ class DecoderState:
     # -inf: one add per layer instead of a negation and a masked fill), None when no
     # source of the batch is padded.
     memory_bias: Tensor | None = None
+    # Fixed-shape steps (server/engine/fixed_steps.py): the position being decoded, on the
+    # device, read instead of `length` so that one captured CUDA graph serves every step;
+    # and the self-attention bias over the cache's whole capacity (0 up to `position`,
+    # -inf after it). None in ordinary decoding.
+    position: Tensor | None = None
+    self_bias: Tensor | None = None
 
     def set_memory_mask(self, mask: Tensor, dtype: torch.dtype) -> None:
         self.memory_mask = mask
@@ -268,8 +274,9 @@ class DecoderLayer(nn.Module):
         if x.shape[1] != 1:
             raise ValueError("incremental decoding takes one target position per step")
         k, v = state.self_cache.append(self.index, state.length, k, v)
-        # One query sees every cached position: no causal mask is needed.
-        return self.self_attn.attend(x, k, v, mask=None, project=project, q=q)
+        # One query sees every cached position: no causal mask is needed (fixed-shape
+        # steps see the whole capacity, the positions not yet decoded masked by a bias).
+        return self.self_attn.attend(x, k, v, mask=state.self_bias, project=project, q=q)
 
     def forward(self, x: Tensor, cross_k: Tensor, cross_v: Tensor, memory_mask: Tensor | None,
                 state: DecoderState | None = None, project: Project | None = None) -> Tensor:
@@ -313,11 +320,15 @@ class Stack(nn.Module):
         shared: nn.Embedding | None = self.__dict__["_shared_embed"]
         return shared if shared is not None else self.embed
 
-    def embed_ids(self, ids: Tensor, offset: int, hooks: ModuleHooks | None) -> Tensor:
+    def embed_ids(self, ids: Tensor, offset: int, hooks: ModuleHooks | None,
+                  position: Tensor | None = None) -> Tensor:
+        """Embedded `ids` at positions offset.. (or, one step, at the device `position`)."""
         x = self.embedding()(ids)  # [batch, len, d_model]
         if hooks is not None:
             x = hooks.embed(self.side, ids, x)
-        x = x * self.embed_scale + self.positions(ids.shape[1], offset)
+        where = (self.positions(ids.shape[1], offset) if position is None
+                 else self.positions.at(position))
+        x = x * self.embed_scale + where
         return self.dropout(x)
 
     def finish(self, x: Tensor, states: list[Tensor], hooks: ModuleHooks | None) -> Tensor:
@@ -409,7 +420,8 @@ class Backbone(nn.Module):
         offset = state.length if state is not None else 0
         if state is not None and state.cache_order is not None:
             tgt_ids = tgt_ids.index_select(0, state.cache_order)  # rows in cache order
-        x = self.decoder.embed_ids(tgt_ids, offset, hooks)
+        x = self.decoder.embed_ids(tgt_ids, offset, hooks,
+                                   state.position if state is not None else None)
         collect = hooks is not None and hooks.needs_layer_states
         states: list[Tensor] = []
         for index, layer in enumerate(self.decoder_layers()):

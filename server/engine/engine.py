@@ -20,6 +20,7 @@ from server.decoding.search import Hypothesis, SearchOptions, search
 from server.engine.backbone import Backbone
 from server.engine.families import Params
 from server.engine.families.mixing import WordMixing
+from server.engine.fixed_steps import FixedStepper
 from server.engine.layers import Attention
 from server.engine.mixture import MixtureHooks, SourceProportions, encoder_layer_means
 from server.engine.packing import PackedLinear, pack_linears, packing_available
@@ -45,6 +46,10 @@ class EngineOptions:
     module_bf16: bool = False
     slots_per_bank: int = 16
     host_capacity: int = 64
+    # Decoding steps over fixed-shape buffers, each step one CUDA graph replay
+    # (server/engine/fixed_steps.py); None: on CUDA only. True on CPU runs the same
+    # buffers eagerly (tests).
+    fixed_steps: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -97,6 +102,8 @@ class Engine:
         self.options = options
         self.device = torch.device(options.device)
         self.dtype = DTYPES[options.dtype]
+        self.fixed_steps = (options.fixed_steps if options.fixed_steps is not None
+                            else self.device.type == "cuda")
         self.source_tokenizer, self.target_tokenizer = source_tokenizer, target_tokenizer
         model = load_backbone(config, tensors)
         self.project: nn.Module = _projection(model)
@@ -168,8 +175,14 @@ class Engine:
         hooks = stepper.hooks if stepper.hooks.runs else None
         memory, mask = self.model.encode(source.to(self.device), hooks)
         stepper.state = self.model.start_state(memory, mask, hooks)
-        results = search(stepper, [jobs[i].max_length for i in order],
-                         _with_ids(options, self.config))
+        max_lengths = [jobs[i].max_length for i in order]
+        chosen: MemberStepper | FixedStepper = stepper
+        if self.fixed_steps and stepper.single:  # one member per sentence, in order
+            chosen = FixedStepper(self.model, self.project, stepper.state,
+                                  keys=[row.key for row in rows], beam=options.beam_size,
+                                  capacity=max(max_lengths),
+                                  capture=self.device.type == "cuda")
+        results = search(chosen, max_lengths, _with_ids(options, self.config))
         ordered: list[list[Hypothesis]] = [[] for _ in jobs]
         for sentence, job_index in enumerate(order):
             ordered[job_index] = results[sentence]
