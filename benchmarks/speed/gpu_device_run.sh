@@ -39,14 +39,14 @@ else
   export LD_LIBRARY_PATH=/tmp/cublas12:$(dirname "$cublas"):${LD_LIBRARY_PATH:-}
 fi
 
-SYSTEMS=ct2-float32,ct2-float16,ct2-int8_float16,engine-float32,engine-float16,engine-bfloat16,engine-float16-adapter,engine-float16-mixed8
+SYSTEMS=ct2-float32,ct2-float16,ct2-int8_float16,engine-float32,engine-float16,engine-bfloat16,engine-float16-adapter,engine-float16-mixed8,engine-float16-eager,engine-float16-mixed8-eager
 {
   echo "=== CTranslate2 smoke test (LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-})"
   timeout 150 python3 -m benchmarks.speed.engine_speed_gpu --tiny --device cuda \
     --systems ct2-float16,ct2-int8_float16,engine-float16 --out /tmp/tiny
 } >>"$CHECKS" 2>&1 || {
   echo "=== CTranslate2 (or the engine) failed the smoke test: the engine alone" >>"$CHECKS"
-  SYSTEMS=engine-float32,engine-float16,engine-bfloat16,engine-float16-adapter,engine-float16-mixed8
+  SYSTEMS=engine-float32,engine-float16,engine-bfloat16,engine-float16-adapter,engine-float16-mixed8,engine-float16-eager,engine-float16-mixed8-eager
 }
 
 timeout "${BENCH_TIMEOUT:-330}" python3 -m benchmarks.speed.engine_speed_gpu --systems "$SYSTEMS" \
