@@ -42,6 +42,10 @@ class EngineSettings(BaseModel):
                            "0.98x one module at beam 4; needs a CPU with bfloat16 "
                            "instructions to be fast; benchmarks/results/engine_speed.md, "
                            "adapter_precision.md); takes precedence over module_int8")
+    fixed_steps: bool | None = Field(
+        None, description="decoding steps over fixed-shape buffers, each step one CUDA "
+                          "graph replay (about 3x faster decoding on an H200: "
+                          "benchmarks/results/engine_speed_gpu.md); default: on CUDA only")
     slots_per_bank: int = Field(
         16, ge=1, le=1024,
         description="device slots per module bank; also the most distinct modules per batch")

@@ -124,6 +124,7 @@ class Runtime:
             EngineOptions(device=options.device, dtype=options.dtype, int8=options.int8,
                           packed=options.packed, module_int8=options.module_int8,
                           module_bf16=options.module_bf16,
+                          fixed_steps=options.fixed_steps,
                           slots_per_bank=options.slots_per_bank,
                           host_capacity=options.host_capacity),
             loader=self._engine_loader, observer=self.metrics.on_engine_event)
