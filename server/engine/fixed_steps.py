@@ -2,14 +2,16 @@
 graph instead of launching its few hundred kernels from Python.
 
 Why: on a GPU a decoding step of a modest batch is bound by launching kernels, not by
-running them (results/engine_profile_gpu.txt: at batch 32, greedy, float16, the kernels
-kept the H200 busy for a fifth of the step). A CUDA graph replays a recorded step with one
-launch, but every tensor it touches must keep its address and shape. So, for one batch:
+running them (benchmarks/results/history/engine_profile_gpu-2026-11-26-eager-steps.txt: at
+batch 32, greedy, float16, the kernels kept an H200 busy for a fifth of the step). A CUDA
+graph replays a recorded step with one launch, but every tensor it touches must keep its
+address and shape. So, for one batch:
 
 - rows never move between sentences: sentence s owns rows [s * beam, (s + 1) * beam). A
   finished sentence's rows go on being computed (cheap on a GPU) and are ignored;
-- the self-attention cache has the batch's whole capacity (its longest `max_length`) and
-  each step attends over all of it, the positions not yet decoded masked by a bias;
+- the self-attention cache has the batch's whole capacity (its longest `max_length`),
+  allocated at once, and each step attends over all of it, the positions not yet decoded
+  masked by a bias;
 - the position is a tensor on the device, which the step reads and advances.
 
 The search keeps its compact rows; `FixedStepper` maps them onto the fixed rows: tokens go
@@ -129,8 +131,8 @@ class FixedStepper:
     def _captured(self) -> Tensor:
         """Record the step on a side stream, then replay it. `capture_begin`/`capture_end`
         directly, not the `torch.cuda.graph` context: that one also empties the allocator's
-        cache (and may collect garbage) on entry, which cost ~15 ms per batch here, a
-        quarter of a beam-4 decode (results/history/engine_speed_gpu-2026-11-26-*)."""
+        cache (and may collect garbage) on entry, which cost ~15 ms per batch, a quarter of
+        a beam-4 decode (history/engine_profile_gpu-2026-11-26-graph-context.txt)."""
         graph = torch.cuda.CUDAGraph()
         current = torch.cuda.current_stream(self.tokens.device)
         side = torch.cuda.Stream(device=self.tokens.device)
