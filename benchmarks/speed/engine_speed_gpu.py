@@ -238,7 +238,8 @@ def gpu_name(device: str) -> str:
 
 def metadata(config: BenchConfig, *, mode: str, device: str,
              memory: dict[str, Any]) -> dict[str, Any]:
-    return {"mode": mode, "description": describe(config, device), "config": asdict(config),
+    return {"title": "Engine speed on a GPU, against CTranslate2", "mode": mode,
+            "description": describe(config, device), "config": asdict(config),
             "device": device, "gpu": gpu_name(device), "memory": memory,
             "started_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "machine": {"platform": platform.platform(), "python": platform.python_version()},

@@ -138,7 +138,7 @@ def markdown(rows: Sequence[Row], checks: Sequence[Check], meta: Mapping[str, An
     """The results table (tokens/s per system and decode) and the ratio/target table."""
     decodes = list(dict.fromkeys(row.decode for row in rows))
     systems = list(dict.fromkeys(row.system for row in rows))
-    lines = [f"# Engine speed ({meta.get('mode', 'full')} run)", "",
+    lines = [f"# {meta.get('title', 'Engine speed')} ({meta.get('mode', 'full')} run)", "",
              f"{meta.get('description', '')}".strip(), "",
              "Target tokens per second (median of interleaved rounds; higher is better).", "",
              "| system | " + " | ".join(decodes) + " |",
