@@ -97,7 +97,7 @@ class EngineLine:
 
     @property
     def engine_key(self) -> str:
-        return self.dtype + ("-eager" if self.eager else "")
+        return self.dtype + (EAGER if self.eager else "")
 
 
 def parse_engine(system: str) -> EngineLine:
@@ -122,7 +122,7 @@ def validate(systems: Sequence[str]) -> None:
             parse_engine(system)
         elif not system.startswith("ct2-") or system == "ct2-":
             raise ValueError(f"unknown system {system!r}: ct2-<compute type> or "
-                             f"engine-<dtype>[-adapter|-mixed8]")
+                             f"engine-<dtype>[-adapter|-mixed8][-eager]")
 
 
 def tensor_bytes(tensors: Iterable[torch.Tensor]) -> int:
@@ -148,7 +148,7 @@ class Engines:
     built: dict[str, tuple[Engine, list[str]]]
 
     def memory(self) -> dict[str, dict[str, Any]]:
-        return {dtype: held_memory(engine) for dtype, (engine, _) in self.built.items()}
+        return {key: held_memory(engine) for key, (engine, _) in self.built.items()}
 
 
 def build_engines(files: dict[str, bytes], lines: Sequence[EngineLine], config: BenchConfig,

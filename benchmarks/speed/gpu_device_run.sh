@@ -2,8 +2,14 @@
 # Issue #25's measurements in one call on a lent GPU machine (the `device` tool): the CUDA
 # tests, CTranslate2 on the GPU, the GPU benchmark and its profile. Results go to $OUT.
 #
-# That machine has torch but no CTranslate2 and no package index: the caller carries
-# CTranslate2's wheel unpacked into .whl/ct2.tar.xz (see benchmarks/README.md, "GPU").
+# That machine has torch but no CTranslate2 and no package index, so CTranslate2 travels
+# in an ignored folder, its wheel's two package folders packed with xz to fit the 64 MiB
+# the working tree may take (the wheel's zip is too large beside the repository):
+#   echo /.whl/ >> .git/info/exclude && mkdir -p .whl /tmp/ct2 && cd /tmp/ct2
+#   pip download --no-deps --only-binary=:all: --python-version 3.12 \
+#     --platform manylinux_2_28_x86_64 ctranslate2==4.8.5 && unzip -q ctranslate2-*.whl
+#   tar cf - ctranslate2 ctranslate2.libs | xz -9 > <repository>/.whl/ct2.tar.xz
+# and the device call carries `.whl` and runs `bash benchmarks/speed/gpu_device_run.sh`.
 set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/gpu-out}
