@@ -90,12 +90,6 @@ def test_translations_equal_ordinary_decoding(search: SearchOptions) -> None:
             assert [h.score for h in got] == pytest.approx([h.score for h in want], abs=1e-5)
 
 
-def test_fixed_steps_are_off_on_cpu_by_default() -> None:
-    engine = engine_with(EngineOptions(), {})
-    assert engine.fixed_steps is False
-    assert engine_with(EngineOptions(fixed_steps=True), {}).fixed_steps is True
-
-
 @pytest.mark.gpu
 def test_the_captured_graph_replays_the_eager_steps() -> None:
     model = random_backbone(tiny_config(), seed=9).eval().cuda()
@@ -116,3 +110,28 @@ def test_the_captured_graph_replays_the_eager_steps() -> None:
             eager.reorder(swap)
             graphed.reorder(swap)
     assert graphed.graph is not None and eager.graph is None
+
+
+def test_single_member_batches_take_fixed_steps_and_ensembles_do_not(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    built: list[FixedStepper] = []
+
+    class Counted(FixedStepper):
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+            built.append(self)
+
+    monkeypatch.setattr("server.engine.engine.FixedStepper", Counted)
+    made = modules()
+    engine = engine_with(EngineOptions(fixed_steps=True), made)
+    singles = [m for m in MEMBERS if len(m) == 1]
+    engine.translate([SentenceJob(SOURCES[0], members, 6) for members in singles],
+                     SearchOptions(beam_size=2))
+    assert len(built) == 1 and built[0].beam == 2 and built[0].steps > 0
+    assert not built[0].capture  # no CUDA here: eager steps on the fixed buffers
+    engine.translate([SentenceJob(SOURCES[0], members, 6) for members in MEMBERS],
+                     SearchOptions(beam_size=2))
+    assert len(built) == 1  # a batch with an ensemble keeps ordinary steps
+    engine_with(EngineOptions(), made).translate(
+        [SentenceJob(SOURCES[0], singles[0], 6)], SearchOptions())
+    assert len(built) == 1  # off on CPU by default
