@@ -126,6 +126,7 @@ class FixedStepper:
         with torch.cuda.stream(side):
             out = self._body()
         current.wait_stream(side)
+        out.record_stream(current)  # made on the side stream, read on this one
         return out
 
     def _captured(self) -> Tensor:
