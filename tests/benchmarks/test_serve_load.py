@@ -23,6 +23,8 @@ from benchmarks.speed.loadgen import (
 from benchmarks.speed.loadstats import (
     LevelStats,
     OfflineStats,
+    Pair,
+    markdown,
     percentile,
     saturation,
     sentence_count,
@@ -184,6 +186,21 @@ def test_saturation_ratio(speeds: list[float], offline_speed: float, concurrency
     assert best.ratio == (None if ratio is None else pytest.approx(ratio))
     assert best.met is met
     assert saturation([], offline_at(1.0)) is None
+
+
+def test_interleaved_rounds_give_the_verdict_by_their_median() -> None:
+    levels = [level(4, 480.0)]
+    pairs = [Pair(450.0, 500.0), Pair(490.0, 500.0), Pair(300.0, 500.0)]
+    best = saturation(levels, offline_at(500.0), pairs=pairs)
+    assert best is not None and best.ratio == pytest.approx(0.96)
+    assert best.round_ratios == pytest.approx((0.9, 0.98, 0.6))
+    assert best.median_ratio == pytest.approx(0.9) and best.verdict_ratio == best.median_ratio
+    assert best.met is False  # the sweep's single run alone read 0.96x
+    text = markdown(levels, offline_at(500.0), best, {"mode": "full"}, pairs)
+    assert "| 3 | 300.0 | 500.0 | 0.60x |" in text
+    assert "Median of the rounds: served / offline = 0.90x" in text
+    met = saturation(levels, offline_at(500.0), pairs=[Pair(490.0, 500.0), Pair(480.0, 500.0)])
+    assert met is not None and met.median_ratio == pytest.approx(0.97) and met.met is True
 
 
 @pytest.mark.parametrize(("routing", "members"), [
