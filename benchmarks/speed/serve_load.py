@@ -71,6 +71,7 @@ from benchmarks.speed.store import (
     target_tokenizer,
 )
 from server.engine.engine import Engine, EngineOptions
+from server.serving.runtime import engine_options
 from server.settings import DecodingSettings, EngineSettings, SchedulerSettings
 
 RESULTS = RESULTS_DIR
@@ -119,9 +120,7 @@ class ServeConfig:
                 "NMT_SCHEDULER__MAX_QUEUE": str(self.max_queue)}
 
     def engine_options(self) -> EngineOptions:
-        e = self.engine
-        return EngineOptions(device=e.device, dtype=e.dtype, int8=e.int8, packed=e.packed,
-                             slots_per_bank=e.slots_per_bank, host_capacity=e.host_capacity)
+        return engine_options(self.engine)  # the server's own mapping
 
 
 def text_sets(data: Path | None, *, per_set: int) -> dict[str, list[str]]:

@@ -16,7 +16,7 @@ import torch
 from torch import Tensor, nn
 
 from contract.backbone import BackboneConfig
-from server.decoding.search import Hypothesis, SearchOptions, search
+from server.decoding.search import Hypothesis, SearchOptions, Stepper, search
 from server.engine.backbone import Backbone
 from server.engine.families import Params
 from server.engine.families.mixing import WordMixing
@@ -176,7 +176,7 @@ class Engine:
         memory, mask = self.model.encode(source.to(self.device), hooks)
         stepper.state = self.model.start_state(memory, mask, hooks)
         max_lengths = [jobs[i].max_length for i in order]
-        chosen: MemberStepper | FixedStepper = stepper
+        chosen: Stepper = stepper
         if self.fixed_steps and stepper.single:  # one member per sentence, in order
             chosen = FixedStepper(self.model, self.project, stepper.state,
                                   keys=[row.key for row in rows], beam=options.beam_size,

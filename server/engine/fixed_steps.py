@@ -85,7 +85,7 @@ class FixedStepper:
         dtype = self.dtype = state.layers[0].cross_k.dtype
         config = model.config
         self.position = torch.zeros(1, dtype=torch.long, device=device)
-        self.positions = torch.arange(capacity, device=device)
+        self.cache_positions = torch.arange(capacity, device=device)  # 0..capacity-1
         # The encoder's state has one group per sentence: its `beam` rows share the
         # sentence's cross-attention keys and values.
         self.state = DecoderState(
@@ -111,8 +111,9 @@ class FixedStepper:
     def _body(self) -> Tensor:
         """One step of every fixed row: log-probabilities [rows, vocab] (float32)."""
         state = self.state
-        bias = torch.zeros(self.positions.shape, dtype=self.dtype, device=self.positions.device)
-        state.self_bias = bias.masked_fill_(self.positions > self.position, -float("inf"))
+        bias = torch.zeros(self.cache_positions.shape, dtype=self.dtype,
+                           device=self.cache_positions.device)
+        state.self_bias = bias.masked_fill_(self.cache_positions > self.position, -float("inf"))
         hidden = self.model.decode(self.tokens[:, None], self.no_memory, state.memory_mask,
                                    self.hooks, state)
         out = torch.log_softmax(self.project(hidden[:, -1]).float(), dim=-1)

@@ -49,7 +49,7 @@ from server.serving.holds import ModuleHolds
 from server.serving.load_failures import FailureBook, describe
 from server.serving.readiness import readiness
 from server.serving.state import DomainEntry, ServingState, module_id, parse_module_id
-from server.settings import Settings
+from server.settings import EngineSettings, Settings
 
 log = logging.getLogger(__name__)
 
@@ -118,16 +118,8 @@ class Runtime:
             log.error("no backbone to serve: %s", error, exc_info=_trace(error))
 
     def _build_engine(self, files: Mapping[str, bytes]) -> Engine:
-        options = self.settings.engine
-        return build_engine(
-            files,
-            EngineOptions(device=options.device, dtype=options.dtype, int8=options.int8,
-                          packed=options.packed, module_int8=options.module_int8,
-                          module_bf16=options.module_bf16,
-                          fixed_steps=options.fixed_steps,
-                          slots_per_bank=options.slots_per_bank,
-                          host_capacity=options.host_capacity),
-            loader=self._engine_loader, observer=self.metrics.on_engine_event)
+        return build_engine(files, engine_options(self.settings.engine),
+                            loader=self._engine_loader, observer=self.metrics.on_engine_event)
 
     async def _domain(self, name: str, version: int,
                       failures: dict[str, str]) -> DomainEntry | None:
@@ -314,3 +306,12 @@ BACKBONE_KEY = ("backbone", 0)
 def _trace(error: BaseException) -> BaseException | None:
     """Log a traceback only for unexpected errors; store errors explain themselves."""
     return None if isinstance(error, (StoreError, ValueError, ResidencyError)) else error
+
+
+def engine_options(settings: EngineSettings) -> EngineOptions:
+    """The engine the server builds from its settings (benchmarks build the same one)."""
+    return EngineOptions(device=settings.device, dtype=settings.dtype, int8=settings.int8,
+                         packed=settings.packed, module_int8=settings.module_int8,
+                         module_bf16=settings.module_bf16, fixed_steps=settings.fixed_steps,
+                         slots_per_bank=settings.slots_per_bank,
+                         host_capacity=settings.host_capacity)
