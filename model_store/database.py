@@ -3,6 +3,8 @@ for write transactions; PostgreSQL (psycopg 3) with connections checked before u
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from typing import Any
 
 from sqlalchemy import URL, Connection, Engine, create_engine, event
@@ -33,6 +35,22 @@ def registry_url(url: str) -> URL:
                      f"use {SUPPORTED}")
 
 
+def switch_to_wal(cursor: Any, *, timeout_s: float = SQLITE_BUSY_TIMEOUT_MS / 1000) -> None:
+    """WAL journal mode for the connection's file. Switching needs an exclusive lock, and
+    processes that open a fresh file at once each hold a shared lock while they ask for it:
+    SQLite answers all but one 'database is locked' at once instead of waiting (waiting
+    would deadlock), busy timeout or not. Those retry until the timeout."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
+
+
 def make_engine(url: str) -> Engine:
     """An engine for `url`; SQLite gets WAL, a busy timeout and explicit BEGINs."""
     checked = registry_url(url)
@@ -51,7 +69,7 @@ def make_engine(url: str) -> Engine:
         cursor = dbapi_connection.cursor()
         cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
         if not memory:
-            cursor.execute("PRAGMA journal_mode = WAL")
+            switch_to_wal(cursor)
         cursor.close()
 
     @event.listens_for(engine, "begin")

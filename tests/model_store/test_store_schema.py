@@ -6,6 +6,8 @@ from __future__ import annotations
 import multiprocessing
 import re
 import shutil
+import sqlite3
+import threading
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Barrier
 from pathlib import Path
@@ -17,6 +19,7 @@ from sqlalchemy import create_engine, text
 
 from model_store import Registry, Store, StoreError
 from model_store.database import registry_url as parse_registry_url
+from model_store.database import switch_to_wal
 from model_store.schema import BASELINE_REVISION, head_revision, script_directory
 from model_store.tables import metadata
 
@@ -134,3 +137,26 @@ def test_registry_urls_name_a_supported_database(url: str, expected: str) -> Non
 def test_other_registry_urls_are_refused_with_what_is_supported(url: str, problem: str) -> None:
     with pytest.raises(StoreError, match=re.escape(problem)):
         Registry(url)
+
+
+def test_switching_to_wal_waits_out_a_lock_that_sqlite_will_not_wait_for(
+        tmp_path: Path) -> None:
+    """Processes opening a fresh file at once get 'database is locked' at once from the
+    WAL switch (SQLite will not wait where waiting could deadlock). A connection without a
+    busy timeout gets the same immediate answer while another holds the file: the switch
+    fails without retry time and succeeds once the lock goes."""
+    path = tmp_path / "registry.sqlite"
+    holder = sqlite3.connect(path, isolation_level=None, timeout=0, check_same_thread=False)
+    holder.execute("CREATE TABLE t (x)")
+    holder.execute("BEGIN EXCLUSIVE")
+    opening = sqlite3.connect(path, isolation_level=None, timeout=0)
+    cursor = opening.cursor()
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        switch_to_wal(cursor, timeout_s=0)
+    release = threading.Timer(0.2, holder.execute, ("COMMIT",))
+    release.start()
+    switch_to_wal(cursor, timeout_s=60)
+    release.join()
+    assert opening.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    holder.close()
+    opening.close()
