@@ -10,8 +10,9 @@ clients' first requests arrive) and its drain (after the last request is sent), 
 differs from saturation both ways: no request arrives while its batches run, and its last
 batches hold the leftovers (under round-robin with shortest sentences first, the long
 sentences of batch requests: a few rows decoding for many steps). The steady window runs
-from the first answer to the last send: every client is still sending, and the answers
-in it are whole batches (closed-loop clients send the moment they are answered).
+from the first batch's answers to the last answer before the last send: every client is
+still sending, and the answers in it are whole batches computed inside it (closed-loop
+clients send the moment they are answered).
 Saturation compares the steady throughput with the offline engine and reports the
 whole-level ratio beside it.
 
@@ -70,18 +71,31 @@ class LevelStats:
     latency_p95_s: float | None
     latency_p99_s: float | None
     latency_mean_s: float | None
-    steady_s: float = 0.0  # the steady window (first answer to last send); 0: none
+    steady_s: float = 0.0  # the steady window (see `steady_window`); 0: none
     steady_sentences: int = 0
     steady_tokens_per_s: float | None = None
 
 
+BURST_GAP_S = 0.05  # answers closer than this to the previous one left the same batch
+
+
 def steady_window(run: LevelRun) -> tuple[float, float] | None:
     """(start, end) in seconds from the level's start, or None when too short to hold an
-    answer after the first."""
-    answered = [o.answered_s for o in run.outcomes if o.status == 200]
-    if not answered or run.last_send_s is None or run.last_send_s <= min(answered):
+    answer after the first batch's.
+
+    Both ends are answers, so the window holds whole batches: it starts at the last answer
+    of the first batch (the first burst: answers less than `BURST_GAP_S` apart, which one
+    batch's replies are; counting them would credit the window with work done before it)
+    and ends at the last answer at or before the last send."""
+    if run.last_send_s is None:
         return None
-    return min(answered), run.last_send_s
+    answered = sorted(o.answered_s for o in run.outcomes if o.status == 200)
+    start = next((t for t, later in zip(answered, answered[1:], strict=False)
+                  if later - t >= BURST_GAP_S), None)
+    ends = [t for t in answered if t <= run.last_send_s]
+    if start is None or not ends or ends[-1] <= start:
+        return None
+    return start, ends[-1]
 
 
 def summarise(run: LevelRun, requests: Sequence[LoadRequest], *,

@@ -140,27 +140,30 @@ def test_summary_counts_failures_apart() -> None:
     assert (stats.latency_p50_s, stats.latency_mean_s) == (1.0, 1.0)
 
 
-def test_the_steady_window_runs_from_the_first_answer_to_the_last_send() -> None:
-    """Answers of the first batch (ramp-up) and after the last send (drain) are left out
-    of the steady throughput; the whole level still counts them."""
+def test_the_steady_window_holds_the_batches_between_the_first_and_the_last_send() -> None:
+    """Answers of the first batch (ramp-up: replies a few milliseconds apart) and after
+    the last send (drain) are left out of the steady throughput; the whole level still
+    counts them."""
     requests = [LoadRequest(SINGLE, {"text": "One. Two.", "domain": "generic"})]
     answer = [{"translation": "a b"}]
     outcomes = [Outcome(0, 200, 1.0, None, answer, answered_s=1.0),  # the first batch
-                Outcome(1, 200, 1.0, None, answer, answered_s=1.0),
+                Outcome(1, 200, 1.0, None, answer, answered_s=1.01),
                 Outcome(2, 200, 1.5, None, answer, answered_s=2.5),
                 Outcome(3, 429, 0.1, "queue_full", answered_s=3.0),
-                Outcome(4, 200, 2.0, None, answer, answered_s=4.0),  # the last send's batch
+                Outcome(4, 200, 2.0, None, answer, answered_s=4.01),  # the last send's batch
                 Outcome(5, 200, 3.0, None, answer, answered_s=5.0)]  # drain
-    run = LevelRun(2, 5.0, outcomes, last_send_s=4.0)
-    assert steady_window(run) == (1.0, 4.0)
+    run = LevelRun(2, 5.0, outcomes, last_send_s=4.02)
+    assert steady_window(run) == (1.01, 4.01)
     stats = summarise(run, requests, count_tokens=lambda text: len(text.split()))
     assert (stats.sentences, stats.target_tokens) == (10, 10)
-    assert (stats.steady_s, stats.steady_sentences) == (3.0, 4)
+    assert (stats.steady_s, stats.steady_sentences) == (pytest.approx(3.0), 4)
     assert stats.steady_tokens_per_s == pytest.approx(4 / 3)
     best = saturation([stats], offline_at(2.0))
     assert best is not None and best.ratio == pytest.approx(2 / 3)
     assert best.level_ratio == pytest.approx(1.0) and best.met is False
     assert steady_window(LevelRun(1, 1.0, outcomes[:1], last_send_s=0.0)) is None
+    # one burst only: no answer after the first batch's
+    assert steady_window(LevelRun(2, 2.0, outcomes[:2], last_send_s=1.5)) is None
 
 
 def level(concurrency: int, tokens_per_s: float) -> LevelStats:
