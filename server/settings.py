@@ -42,6 +42,10 @@ class EngineSettings(BaseModel):
                            "0.98x one module at beam 4; needs a CPU with bfloat16 "
                            "instructions to be fast; benchmarks/results/engine_speed.md, "
                            "adapter_precision.md); takes precedence over module_int8")
+    module_grouped: bool | None = Field(
+        None, description="a batch's residual adapters run grouped in the engine's dtype, "
+                          "one batched matmul per matrix and layer instead of one matmul "
+                          "per module; default: on CUDA only (module_bf16 groups anyway)")
     fixed_steps: bool | None = Field(
         None, description="decoding steps over fixed-shape buffers, each step one CUDA "
                           "graph replay (about 3x faster decoding on an H200: "

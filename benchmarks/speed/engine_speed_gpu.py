@@ -15,6 +15,9 @@ system runs on `--device`:
     ...-eager                 the same with ordinary decoding steps; without the suffix,
                               on CUDA, each step is one CUDA graph replay (fixed steps,
                               server/engine/fixed_steps.py)
+    ...-ungrouped             adapters run one matmul per module and matrix; without the
+                              suffix, on CUDA, a batch's adapters run grouped (one
+                              batched matmul, EngineOptions.module_grouped)
 
 Decodes: greedy and beam 4 over the batch of 32 (throughput), and the same for its first
 sentence alone (`-batch1`: the latency of one request). Rounds interleave the systems;
@@ -64,10 +67,12 @@ from server.engine.engine import Engine, EngineOptions, Member
 
 SYSTEMS = ("ct2-float32", "ct2-float16", "ct2-int8_float16", "engine-float32",
            "engine-float16", "engine-bfloat16", "engine-float16-adapter",
-           "engine-float16-mixed8", "engine-float16-eager", "engine-float16-mixed8-eager")
+           "engine-float16-mixed8", "engine-float16-eager", "engine-float16-mixed8-eager",
+           "engine-float16-mixed8-ungrouped")
 ENGINE_DTYPES = ("float32", "float16", "bfloat16")
 ENGINE_LINES = ("", "-adapter", "-mixed8")
 EAGER = "-eager"  # suffix: ordinary steps (EngineOptions.fixed_steps=False)
+UNGROUPED = "-ungrouped"  # suffix: one matmul per module (EngineOptions.module_grouped=False)
 BATCH1 = "-batch1"  # suffix of the decodes of one sentence alone
 
 TARGETS: tuple[Target, ...] = (
@@ -84,24 +89,32 @@ TARGETS: tuple[Target, ...] = (
            "engine-float16-eager", None),
     Target("fixed steps / eager steps, 8 mixed adapters (float16)", "engine-float16-mixed8",
            "engine-float16-mixed8-eager", None),
+    # Issue #23's target for mixed batches, on the GPU
+    Target("8 mixed adapters / one adapter, ungrouped (float16)",
+           "engine-float16-mixed8-ungrouped", "engine-float16-adapter", None),
+    Target("grouped / ungrouped, 8 mixed adapters (float16)", "engine-float16-mixed8",
+           "engine-float16-mixed8-ungrouped", None),
 )
 
 
 @dataclass(frozen=True)
 class EngineLine:
-    """A parsed `engine-<dtype>[-adapter|-mixed8][-eager]` system name."""
+    """A parsed `engine-<dtype>[-adapter|-mixed8][-eager][-ungrouped]` system name."""
 
     dtype: str
     line: str  # "", "-adapter" or "-mixed8"
     eager: bool  # ordinary decoding steps, not fixed ones replayed as CUDA graphs
+    ungrouped: bool = False  # one matmul per module, not one batched matmul
 
     @property
     def engine_key(self) -> str:
-        return self.dtype + (EAGER if self.eager else "")
+        return self.dtype + (EAGER if self.eager else "") + (UNGROUPED if self.ungrouped else "")
 
 
 def parse_engine(system: str) -> EngineLine:
     rest = system.removeprefix("engine-")
+    ungrouped = rest.endswith(UNGROUPED)
+    rest = rest.removesuffix(UNGROUPED)
     eager = rest.endswith(EAGER)
     rest = rest.removesuffix(EAGER)
     for line in ENGINE_LINES[1:]:
@@ -112,8 +125,8 @@ def parse_engine(system: str) -> EngineLine:
         chosen = ""
     if rest not in ENGINE_DTYPES:
         raise ValueError(f"unknown engine system {system!r}: engine-<dtype>[-adapter|-mixed8]"
-                         f"[-eager] with dtype one of {', '.join(ENGINE_DTYPES)}")
-    return EngineLine(rest, chosen, eager)
+                         f"[-eager][-ungrouped] with dtype one of {', '.join(ENGINE_DTYPES)}")
+    return EngineLine(rest, chosen, eager, ungrouped)
 
 
 def validate(systems: Sequence[str]) -> None:
@@ -122,7 +135,7 @@ def validate(systems: Sequence[str]) -> None:
             parse_engine(system)
         elif not system.startswith("ct2-") or system == "ct2-":
             raise ValueError(f"unknown system {system!r}: ct2-<compute type> or "
-                             f"engine-<dtype>[-adapter|-mixed8][-eager]")
+                             f"engine-<dtype>[-adapter|-mixed8][-eager][-ungrouped]")
 
 
 def tensor_bytes(tensors: Iterable[torch.Tensor]) -> int:
@@ -160,7 +173,8 @@ def build_engines(files: dict[str, bytes], lines: Sequence[EngineLine], config: 
             continue
         engine = build_engine(files, EngineOptions(
             device=device, dtype=line.dtype, slots_per_bank=max(16, config.mixed_modules),
-            fixed_steps=False if line.eager else None))
+            fixed_steps=False if line.eager else None,
+            module_grouped=False if line.ungrouped else None))
         modules = register_adapters(engine, config.mixed_modules, bottleneck=config.bottleneck)
         engines.built[line.engine_key] = (engine, modules)
     return engines

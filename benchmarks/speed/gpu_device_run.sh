@@ -45,18 +45,19 @@ else
   export LD_LIBRARY_PATH=/tmp/cublas12:$(dirname "$cublas"):${LD_LIBRARY_PATH:-}
 fi
 
-SYSTEMS=ct2-float32,ct2-float16,ct2-int8_float16,engine-float32,engine-float16,engine-bfloat16,engine-float16-adapter,engine-float16-mixed8,engine-float16-eager,engine-float16-mixed8-eager
+# SYSTEMS and PROFILE may be given (a shorter run: one question, less device time)
+SYSTEMS=${SYSTEMS:-ct2-float32,ct2-float16,ct2-int8_float16,engine-float32,engine-float16,engine-bfloat16,engine-float16-adapter,engine-float16-mixed8,engine-float16-mixed8-ungrouped,engine-float16-eager,engine-float16-mixed8-eager}
 {
   echo "=== CTranslate2 smoke test (LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-})"
   timeout 150 python3 -m benchmarks.speed.engine_speed_gpu --tiny --device cuda \
     --systems ct2-float16,ct2-int8_float16,engine-float16 --out /tmp/tiny
 } >>"$CHECKS" 2>&1 || {
   echo "=== CTranslate2 (or the engine) failed the smoke test: the engine alone" >>"$CHECKS"
-  SYSTEMS=engine-float32,engine-float16,engine-bfloat16,engine-float16-adapter,engine-float16-mixed8,engine-float16-eager,engine-float16-mixed8-eager
+  SYSTEMS=$(echo "$SYSTEMS" | tr , '\n' | grep -v '^ct2-' | paste -sd,)
 }
 
 timeout "${BENCH_TIMEOUT:-330}" python3 -m benchmarks.speed.engine_speed_gpu --systems "$SYSTEMS" \
-  --profile engine-float16,engine-float16-mixed8 --out "$OUT" >"$OUT/bench.log" 2>&1
+  --profile "${PROFILE:-engine-float16,engine-float16-mixed8}" --out "$OUT" >"$OUT/bench.log" 2>&1
 echo "benchmark exit: $?" >>"$CHECKS"
 tail -5 "$CHECKS"
 cat "$OUT/engine_speed_gpu.md" 2>/dev/null || tail -30 "$OUT/bench.log"

@@ -44,6 +44,11 @@ class EngineOptions:
     # bfloat16 copies (8 mixed modules at 0.98x one module at beam 4, 0.88x greedy;
     # results/engine_speed.md, results/adapter_precision.md). Takes precedence over int8.
     module_bf16: bool = False
+    # A batch's residual adapters run grouped in the engine's dtype (one batched matmul
+    # per matrix and layer instead of one matmul per module); None: on CUDA only, where a
+    # batch mixing 8 modules otherwise launches 8x the adapter kernels at every step.
+    # module_bf16 groups in bfloat16 either way.
+    module_grouped: bool | None = None
     slots_per_bank: int = 16
     host_capacity: int = 64
     # Decoding steps over fixed-shape buffers, each step one CUDA graph replay
@@ -122,8 +127,16 @@ class Engine:
                                      host_capacity=options.host_capacity, device=self.device,
                                      dtype=self.dtype, loader=loader, observer=observer,
                                      pack=pack, int8=options.module_int8,
-                                     grouped_dtype=torch.bfloat16 if options.module_bf16
-                                     else None)
+                                     grouped_dtype=self._grouped_dtype())
+
+    def _grouped_dtype(self) -> torch.dtype | None:
+        """The dtype a batch's residual adapters run grouped in (None: one call each)."""
+        if self.options.module_bf16:
+            return torch.bfloat16
+        grouped = self.options.module_grouped
+        if grouped if grouped is not None else self.device.type == "cuda":
+            return self.dtype
+        return None
 
     def register_module(self, module_id: str, config: dict[str, Any], params: Params) -> None:
         self.modules.register(module_id, config, params)

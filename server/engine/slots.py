@@ -134,14 +134,17 @@ class RowGroups:
         self.dense = runs[0].start == 0 and all(
             run.end - run.start == self.width and run.start == i * self.width
             for i, run in enumerate(runs))
+        # made on the bank's device once per batch: a step captured as a CUDA graph may not
+        # copy from host memory
+        device = next(iter(bank.tensors.values())).device
         self.gather = self.covered = self.unpad = torch.empty(0, dtype=torch.long)
         if not self.dense:
-            self.gather = torch.tensor([min(run.start + j, run.end - 1) for run in runs
-                                        for j in range(self.width)], dtype=torch.long)
-            self.covered = torch.tensor([row for run in runs
-                                         for row in range(run.start, run.end)], dtype=torch.long)
-            self.unpad = torch.tensor([i * self.width + j for i, run in enumerate(runs)
-                                       for j in range(run.end - run.start)], dtype=torch.long)
+            self.gather = _indices([min(run.start + j, run.end - 1) for run in runs
+                                    for j in range(self.width)], device)
+            self.covered = _indices([row for run in runs for row in range(run.start, run.end)],
+                                    device)
+            self.unpad = _indices([i * self.width + j for i, run in enumerate(runs)
+                                   for j in range(run.end - run.start)], device)
 
     def add(self, hidden: Tensor, delta: Callable[[Tensor], Tensor]) -> Tensor:
         """hidden [batch, len, d] plus, on the runs' rows, `delta` of their grouped layout."""
@@ -149,11 +152,13 @@ class RowGroups:
         n = len(self.slots)
         if self.dense and batch == self.rows:  # the runs cover the batch in equal parts
             return hidden + delta(hidden.view(n, self.width * length, dim)).view_as(hidden)
-        device = hidden.device
-        grouped = hidden.index_select(0, self.gather.to(device)).view(n, -1, dim)
+        grouped = hidden.index_select(0, self.gather).view(n, -1, dim)
         added = delta(grouped).view(n * self.width, length, dim)
-        return hidden.index_add(0, self.covered.to(device),
-                                added.index_select(0, self.unpad.to(device)))
+        return hidden.index_add(0, self.covered, added.index_select(0, self.unpad))
+
+
+def _indices(values: list[int], device: torch.device) -> Tensor:
+    return torch.tensor(values, dtype=torch.long, device=device)
 
 
 def grouped_layer_runs(runs: list[RowRun]) -> RowGroups | None:

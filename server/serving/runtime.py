@@ -312,6 +312,7 @@ def engine_options(settings: EngineSettings) -> EngineOptions:
     """The engine the server builds from its settings (benchmarks build the same one)."""
     return EngineOptions(device=settings.device, dtype=settings.dtype, int8=settings.int8,
                          packed=settings.packed, module_int8=settings.module_int8,
-                         module_bf16=settings.module_bf16, fixed_steps=settings.fixed_steps,
+                         module_bf16=settings.module_bf16,
+                         module_grouped=settings.module_grouped, fixed_steps=settings.fixed_steps,
                          slots_per_bank=settings.slots_per_bank,
                          host_capacity=settings.host_capacity)

@@ -32,7 +32,11 @@ def test_engine_system_names_parse() -> None:
                                                                      eager=True)
     assert parse_engine("engine-bfloat16-adapter").engine_key == "bfloat16"
     assert parse_engine("engine-float32-eager").engine_key == "float32-eager"
-    with pytest.raises(ValueError, match=r"engine-<dtype>\[-adapter\|-mixed8\]\[-eager\]"):
+    assert parse_engine("engine-float16-mixed8-eager-ungrouped") == EngineLine(
+        "float16", "-mixed8", eager=True, ungrouped=True)
+    assert parse_engine("engine-float16-mixed8-ungrouped").engine_key == "float16-ungrouped"
+    with pytest.raises(ValueError,
+                       match=r"engine-<dtype>\[-adapter\|-mixed8\]\[-eager\]\[-ungrouped\]"):
         parse_engine("engine-int4")
     with pytest.raises(ValueError, match="unknown system 'hf'"):
         validate(["ct2-float16", "hf"])

@@ -12,11 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
+import torch
 
 from server.decoding.search import SearchOptions
 from server.engine.artifacts import build_engine
 from server.engine.engine import Engine, EngineOptions, Member, SentenceJob
 from server.engine.families import Params
+from server.engine.families.adapters import ResidualAdapter
+from server.engine.hooks import Side
 from tests.engine.conftest import FAMILY_NAMES
 from tests.engine.test_mixing import random_mixture
 from tests.tiny import random_module, tiny_backbone_files, tiny_config
@@ -32,6 +35,12 @@ MEMBERS: list[tuple[Member, ...]] = [
     (Member(None, 0.5), Member("mixing1", 0.5)),
     (Member("highway0"), Member("pa0"), Member("ldr0")),
 ]
+# One batch of residual adapters of one shape and plain rows, one member each: the adapters
+# run grouped (one batched matmul per matrix and layer; by default on CUDA), in runs of
+# unequal length, and every step is a fixed one (a CUDA graph replay on CUDA).
+ADAPTER_MIX: list[tuple[Member, ...]] = [
+    (Member(name),) for name in ("adapter0", "adapter1", "adapter1", None, "adapter2",
+                                 "adapter0", "adapter0", "adapter0", "adapter2", None)]
 
 
 @dataclass(frozen=True)
@@ -52,6 +61,8 @@ def modules() -> dict[str, tuple[dict[str, object], Params]]:
     for index, family in enumerate(FAMILY_NAMES):
         made[f"{family}0"] = random_module(tiny_config(), family, seed=10 * index,
                                            weights=weights)
+    for copy in (1, 2):  # more residual adapters of adapter0's shape (its bank)
+        made[f"adapter{copy}"] = random_module(tiny_config(), "adapter", seed=100 + copy)
     for copy, sides in enumerate(("encoder", "both")):
         made[MIXTURES[copy]] = random_mixture(reference.model, seed=20 + copy, sides=sides)
     return made
@@ -65,17 +76,19 @@ def engine_with(options: EngineOptions,
     return engine
 
 
-def translate(engine: Engine, search: SearchOptions) -> list[tuple[list[int], float]]:
-    jobs = [SentenceJob(SOURCES[row % len(SOURCES)], members, 10)
-            for row, members in enumerate(MEMBERS)]
+def translate(engine: Engine, search: SearchOptions,
+              members: list[tuple[Member, ...]]) -> list[tuple[list[int], float]]:
+    jobs = [SentenceJob(SOURCES[row % len(SOURCES)], chosen, 10)
+            for row, chosen in enumerate(members)]
     return [(hyps[0].tokens, hyps[0].score) for hyps in engine.translate(jobs, search)]
 
 
-def assert_agree(options: EngineOptions, tolerance: Tolerance) -> None:
+def assert_agree(options: EngineOptions, tolerance: Tolerance,
+                 members: list[tuple[Member, ...]] = MEMBERS) -> None:
     made = modules()
     for search in (SearchOptions(beam_size=1), SearchOptions(beam_size=3)):
-        expected = translate(engine_with(EngineOptions(), made), search)
-        got = translate(engine_with(options, made), search)
+        expected = translate(engine_with(EngineOptions(), made), search, members)
+        got = translate(engine_with(options, made), search, members)
         flipped = [row for row, (a, b) in enumerate(zip(expected, got, strict=True))
                    if a[0] != b[0]]
         assert len(flipped) <= tolerance.flips, (search, flipped, expected, got)
@@ -93,3 +106,41 @@ def test_cuda_decodes_every_family_as_the_cpu(dtype: str, tolerance: Tolerance) 
 
 def test_cpu_bfloat16_decodes_every_family_as_float32() -> None:
     assert_agree(EngineOptions(dtype="bfloat16"), HALF)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("dtype", "tolerance"),
+                         [("float32", FLOAT32), ("float16", HALF), ("bfloat16", HALF)])
+def test_cuda_decodes_grouped_adapters_as_the_cpu(dtype: str, tolerance: Tolerance) -> None:
+    options = EngineOptions(device="cuda", dtype=dtype)
+    engine = engine_with(options, {})
+    assert engine.fixed_steps and engine.modules.grouped_dtype == engine.dtype
+    assert_agree(options, tolerance, ADAPTER_MIX)
+
+
+def test_grouped_adapters_decode_as_one_call_per_module(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    grouped_calls: list[int] = []  # modules per grouped call
+    original = ResidualAdapter.after_layer_grouped
+
+    def counted(self: ResidualAdapter, stacked: Params, side: Side, index: int,
+                hidden: torch.Tensor) -> torch.Tensor:
+        grouped_calls.append(hidden.shape[0])
+        return original(self, stacked, side, index, hidden)
+
+    monkeypatch.setattr(ResidualAdapter, "after_layer_grouped", counted)
+    assert_agree(EngineOptions(module_grouped=True), FLOAT32, ADAPTER_MIX)
+    assert_agree(EngineOptions(module_grouped=True, fixed_steps=True), FLOAT32, ADAPTER_MIX)
+    assert grouped_calls and max(grouped_calls) > 1  # several modules' runs in one call
+
+
+@pytest.mark.parametrize(("options", "grouped"), [
+    (EngineOptions(), None),  # CPU: one call per module unless asked
+    (EngineOptions(module_grouped=True), torch.float32),
+    (EngineOptions(dtype="bfloat16", module_grouped=True), torch.bfloat16),
+    (EngineOptions(module_bf16=True), torch.bfloat16),
+    (EngineOptions(module_bf16=True, module_grouped=False), torch.bfloat16),
+])
+def test_the_grouped_dtype_follows_the_options(options: EngineOptions,
+                                               grouped: torch.dtype | None) -> None:
+    assert engine_with(options, {}).modules.grouped_dtype == grouped
