@@ -10,9 +10,10 @@ clients' first requests arrive) and its drain (after the last request is sent), 
 differs from saturation both ways: no request arrives while its batches run, and its last
 batches hold the leftovers (under round-robin with shortest sentences first, the long
 sentences of batch requests: a few rows decoding for many steps). The steady window runs
-from the first batch's answers to the last answer before the last send: every client is
-still sending, and the answers in it are whole batches computed inside it (closed-loop
-clients send the moment they are answered).
+from the end of a warm-up (a quarter of the level's answers) to the last answer before the
+last send: every client is still sending, the answers in it are whole batches (closed-loop
+clients send the moment they are answered), and the server is in its steady state at both
+ends (see `steady_window`).
 Saturation compares the steady throughput with the offline engine and reports the
 whole-level ratio beside it.
 
@@ -77,21 +78,26 @@ class LevelStats:
 
 
 BURST_GAP_S = 0.05  # answers closer than this to the previous one left the same batch
+WARM_UP_SHARE = 0.25  # of a level's answers: before the steady window, at least one batch
 
 
 def steady_window(run: LevelRun) -> tuple[float, float] | None:
     """(start, end) in seconds from the level's start, or None when too short to hold an
-    answer after the first batch's.
+    answer after the warm-up.
 
-    Both ends are answers, so the window holds whole batches: it starts at the last answer
-    of the first batch (the first burst: answers less than `BURST_GAP_S` apart, which one
-    batch's replies are; counting them would credit the window with work done before it)
-    and ends at the last answer at or before the last send."""
+    Both ends are answers, so the window holds whole batches: it starts at the end of the
+    burst of answers (one batch's replies, less than `BURST_GAP_S` apart) that completes
+    the first `WARM_UP_SHARE` of the level's answers, and ends at the last answer at or
+    before the last send. The warm-up puts the server in the same state at both ends:
+    right after the first batch no large request is part-way done, while later some always
+    are, and the answers in the window would miss their work done before its end."""
     if run.last_send_s is None:
         return None
     answered = sorted(o.answered_s for o in run.outcomes if o.status == 200)
-    start = next((t for t, later in zip(answered, answered[1:], strict=False)
-                  if later - t >= BURST_GAP_S), None)
+    skip = max(1, int(len(answered) * WARM_UP_SHARE))
+    start = next((t for index, (t, later) in enumerate(zip(answered, answered[1:],
+                                                             strict=False))
+                  if index >= skip - 1 and later - t >= BURST_GAP_S), None)
     ends = [t for t in answered if t <= run.last_send_s]
     if start is None or not ends or ends[-1] <= start:
         return None
@@ -141,6 +147,7 @@ class Pair:
 
     served_tokens_per_s: float  # steady, when the level had a steady window
     offline_tokens_per_s: float
+    whole_tokens_per_s: float | None = None  # served, over the whole level
 
     @property
     def ratio(self) -> float:
@@ -148,7 +155,7 @@ class Pair:
 
     @staticmethod
     def of(level: LevelStats, offline: OfflineStats) -> Pair:
-        return Pair(served_speed(level), offline.tokens_per_s)
+        return Pair(served_speed(level), offline.tokens_per_s, level.tokens_per_s)
 
 
 @dataclass(frozen=True)
@@ -229,15 +236,26 @@ def markdown(levels: Sequence[LevelStats], offline: OfflineStats | None,
         return "\n".join(lines) + "\n"
     lines += ["", f"Saturation ({best.concurrency} clients), {len(pairs)} interleaved rounds "
                   "(the level served again, then the offline engine on the same inputs):",
-              "", "| round | served steady tokens/s | offline tokens/s | served / offline |",
-              "|---:|---:|---:|---:|"]
+              "", "| round | served steady tokens/s | offline tokens/s | served / offline | "
+                  "whole level tokens/s | whole / offline |",
+              "|---:|---:|---:|---:|---:|---:|"]
     lines += [f"| {number} | {pair.served_tokens_per_s:,.1f} | "
-              f"{pair.offline_tokens_per_s:,.1f} | {pair.ratio:.2f}x |"
+              f"{pair.offline_tokens_per_s:,.1f} | {pair.ratio:.2f}x | "
+              f"{_rate(pair.whole_tokens_per_s)} | "
+              f"{_times(pair.whole_tokens_per_s, pair.offline_tokens_per_s)} |"
               for number, pair in enumerate(pairs, start=1)]
     lines += ["", f"Median of the rounds: served / offline = {best.median_ratio:.2f}x "
                   f"(target >= {best.target:.2f}x): {verdict}. The sweep's own level against "
                   f"the first offline run: {best.ratio:.2f}x{whole}."]
     return "\n".join(lines) + "\n"
+
+
+def _rate(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:,.1f}"
+
+
+def _times(value: float | None, base: float) -> str:
+    return "n/a" if value is None or base <= 0 else f"{value / base:.2f}x"
 
 
 def write_results(levels: Sequence[LevelStats], offline: OfflineStats | None,

@@ -64,12 +64,20 @@ def offline_engine(files: Mapping[str, bytes], items: Sequence[OfflineItem],
                    load_module: ModuleLoader, options: EngineOptions) -> Engine:
     """The backbone plus every module the items use, registered under its served id."""
     engine = build_engine(files, options)
+    register_missing(engine, items, load_module)
+    return engine
+
+
+def register_missing(engine: Engine, items: Sequence[OfflineItem],
+                     load_module: ModuleLoader) -> None:
+    """Register every module the items use that `engine` lacks, under its served id."""
     needed = sorted({m.module_id for item in items for m in item.members if m.module_id})
     for key in needed:
+        if engine.modules.resident(key):
+            continue
         domain, _, version = key.rpartition("@")
         config, params = load_module(domain, int(version))
         engine.register_module(key, config, params)
-    return engine
 
 
 def item_jobs(engine: Engine, items: Sequence[OfflineItem], *, length_ratio: float,

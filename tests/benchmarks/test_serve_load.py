@@ -166,6 +166,14 @@ def test_the_steady_window_holds_the_batches_between_the_first_and_the_last_send
     assert steady_window(LevelRun(2, 2.0, outcomes[:2], last_send_s=1.5)) is None
 
 
+def test_the_steady_window_starts_after_a_quarter_of_the_answers() -> None:
+    """Six batches of two answers each: the warm-up takes the first three answers, so
+    the window starts where the second batch's answers end."""
+    outcomes = [Outcome(i, 200, 1.0, None, [{"translation": "a"}],
+                        answered_s=1.0 + i // 2 + 0.01 * (i % 2)) for i in range(12)]
+    assert steady_window(LevelRun(4, 7.0, outcomes, last_send_s=6.02)) == (2.01, 6.01)
+
+
 def level(concurrency: int, tokens_per_s: float) -> LevelStats:
     return LevelStats(concurrency, 10, 10, {}, 10, 100, 1.0, 10.0, tokens_per_s,
                       0.1, 0.2, 0.3, 0.15)
