@@ -1,10 +1,14 @@
 """The engine's offline throughput on the inputs a load level served.
 
-Same texts (split by the server's rule), same modules (the routing each answer reported,
-so automatic routing and ensembles are reproduced exactly, versions included), same
-decoding options and default length budget, and batches packed as the scheduler packs a
-full queue: in arrival order, within the token budget (source tokens x beam x members)
-and the slots per bank. The engine is built in-process from the same store.
+Same texts, same work, no serving: each text becomes the server's document
+(server/textproc: sentences, placeholders and markup protected by markers), its sentences
+are translated with the same modules (the routing each answer reported, so automatic
+routing and ensembles are reproduced exactly, versions included), decoding options and
+default length budget, in batches packed as the scheduler packs a full queue: in arrival
+order, within the token budget (source tokens x beam x members) and the slots per bank.
+Sentences whose markers were lost are translated again run by run, as the server does,
+and the final text is rendered as it would be answered. The engine is built in-process
+from the same store.
 """
 
 from __future__ import annotations
@@ -15,20 +19,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchmarks.speed.loadgen import LevelRun, LoadRequest
-from benchmarks.speed.loadstats import OfflineStats, TokenCounter
-from server.decoding.search import Hypothesis, SearchOptions
+from benchmarks.speed.loadstats import OfflineStats, TokenCounter, sentence_count
+from server.decoding.search import SearchOptions
 from server.engine.artifacts import build_engine
 from server.engine.engine import Engine, EngineOptions, Member, SentenceJob
 from server.engine.families import Params
 from server.scheduling.batching import job_cost
-from server.text import Piece, join_pieces, sentences, split_text
+from server.textproc.document import build_document
 
 ModuleLoader = Callable[[str, int], tuple[dict[str, Any], Params]]
 
 
 @dataclass(frozen=True)
 class OfflineItem:
-    pieces: list[Piece]
+    text: str
     members: tuple[Member, ...]
 
 
@@ -56,7 +60,7 @@ def offline_items(run: LevelRun, requests: Sequence[LoadRequest]) -> list[Offlin
             continue
         texts = requests[outcome.index % len(requests)].texts
         for text, result in zip(texts, outcome.results, strict=True):
-            items.append(OfflineItem(split_text(text), members_of(result["routing"])))
+            items.append(OfflineItem(text, members_of(result["routing"])))
     return items
 
 
@@ -80,16 +84,15 @@ def register_missing(engine: Engine, items: Sequence[OfflineItem],
         engine.register_module(key, config, params)
 
 
-def item_jobs(engine: Engine, items: Sequence[OfflineItem], *, length_ratio: float,
+def text_jobs(engine: Engine, texts: Sequence[tuple[int, str]],
+              members: Sequence[tuple[Member, ...]], *, length_ratio: float,
               max_length: int) -> list[tuple[int, SentenceJob]]:
-    """(item index, job) for every sentence, with the server's default length budget."""
-    jobs: list[tuple[int, SentenceJob]] = []
-    for index, item in enumerate(items):
-        texts = sentences(item.pieces)
-        for source in engine.source_tokenizer.encode(texts) if texts else []:
-            budget = engine.max_length(len(source), ratio=length_ratio, limit=max_length)
-            jobs.append((index, SentenceJob(source, item.members, budget)))
-    return jobs
+    """(owner, job) for every (owner, text), with the server's default length budget."""
+    ids = engine.source_tokenizer.encode([text for _, text in texts]) if texts else []
+    return [(owner, SentenceJob(source, members[owner],
+                                engine.max_length(len(source), ratio=length_ratio,
+                                                  limit=max_length)))
+            for (owner, _), source in zip(texts, ids, strict=True)]
 
 
 def pack(jobs: Sequence[SentenceJob], options: SearchOptions, *, max_batch_tokens: int,
@@ -119,44 +122,71 @@ def run_offline(engine: Engine, items: Sequence[OfflineItem], *, beam_size: int,
                 length_ratio: float, max_length: int, max_batch_tokens: int,
                 max_modules: int, max_seconds: float,
                 count_tokens: TokenCounter) -> OfflineStats:
-    """Translate the items' sentences batch by batch (the first batch once untimed, as a
+    """Translate the items as the server would (the first batch once untimed, as a
     warm-up), stopping after `max_seconds`; counts only fully translated items."""
-    pairs = item_jobs(engine, items, length_ratio=length_ratio, max_length=max_length)
-    jobs = [job for _, job in pairs]
     options = SearchOptions(beam_size=beam_size)
-    batches = pack(jobs, options, max_batch_tokens=max_batch_tokens, max_modules=max_modules)
-    if batches:
-        engine.translate([jobs[i] for i in batches[0]], options)
-    done: dict[int, list[Hypothesis]] = {}
+    members = [item.members for item in items]
+    run = _Batches(engine, options, max_batch_tokens=max_batch_tokens,
+                   max_modules=max_modules)
+    documents = [build_document(item.text) for item in items]
+    first = text_jobs(engine, [(i, t) for i, d in enumerate(documents) for t in d.sources()],
+                      members, length_ratio=length_ratio, max_length=max_length)
+    jobs = [job for _, job in first]
+    warm = pack(jobs, options, max_batch_tokens=max_batch_tokens, max_modules=max_modules)
+    if warm:
+        engine.translate([jobs[i] for i in warm[0]], options)
     start = time.perf_counter()
-    ran = 0
-    for batch in batches:
-        if time.perf_counter() - start > max_seconds:
-            break
-        for index, hyps in zip(batch, engine.translate([jobs[i] for i in batch], options),
-                               strict=True):
-            done[index] = hyps
-        ran += 1
+    deadline = start + max_seconds
+    done = _per_owner(len(items), first, run.translate(jobs, deadline=deadline))
+    restored = {i: documents[i].restore(texts) for i, texts in done.items()}
+    again = text_jobs(engine, [(i, t) for i, r in restored.items()
+                               for t in documents[i].retry_texts(r)],
+                      members, length_ratio=length_ratio, max_length=max_length)
+    retried = _per_owner(len(items), again, run.translate([job for _, job in again],
+                                                          deadline=deadline))
+    answers = [documents[i].render(documents[i].finals(restored[i], retried[i]))
+               for i in restored if i in retried]
     seconds = max(time.perf_counter() - start, 1e-9)
-    n_sentences, tokens = _count(engine, items, pairs, done, count_tokens)
-    return OfflineStats(n_sentences, tokens, ran, seconds, n_sentences / seconds,
+    n_sentences = sum(sentence_count(items[i].text) for i in restored if i in retried)
+    tokens = sum(count_tokens(text) for text in answers)
+    return OfflineStats(n_sentences, tokens, run.batches, seconds, n_sentences / seconds,
                         tokens / seconds)
 
 
-def _count(engine: Engine, items: Sequence[OfflineItem],
-           pairs: Sequence[tuple[int, SentenceJob]], done: Mapping[int, list[Hypothesis]],
-           count_tokens: TokenCounter) -> tuple[int, int]:
-    """(sentences, target tokens) of the items whose every sentence was translated; the
-    translation is rejoined exactly as the server does before counting."""
-    per_item: dict[int, list[int]] = {}
-    for job_index, (item_index, _) in enumerate(pairs):
-        per_item.setdefault(item_index, []).append(job_index)
-    n_sentences = tokens = 0
-    for item_index, job_indices in per_item.items():
-        if not all(j in done for j in job_indices):
-            continue
-        texts = [engine.target_tokenizer.decode(done[j][0].tokens) if done[j] else ""
-                 for j in job_indices]
-        tokens += count_tokens(join_pieces(items[item_index].pieces, texts))
-        n_sentences += len(job_indices)
-    return n_sentences, tokens
+class _Batches:
+    """Packs and translates jobs (`pack`), counting the batches run."""
+
+    def __init__(self, engine: Engine, options: SearchOptions, *, max_batch_tokens: int,
+                 max_modules: int) -> None:
+        self.engine, self.options = engine, options
+        self.max_batch_tokens, self.max_modules = max_batch_tokens, max_modules
+        self.batches = 0
+
+    def translate(self, jobs: Sequence[SentenceJob], *, deadline: float) -> dict[int, str]:
+        """Job index -> translation, for the batches begun before `deadline`."""
+        out: dict[int, str] = {}
+        decode = self.engine.target_tokenizer.decode
+        for batch in pack(jobs, self.options, max_batch_tokens=self.max_batch_tokens,
+                          max_modules=self.max_modules):
+            if time.perf_counter() > deadline:
+                break
+            hypotheses = self.engine.translate([jobs[i] for i in batch], self.options)
+            for index, hyps in zip(batch, hypotheses, strict=True):
+                out[index] = decode(hyps[0].tokens) if hyps else ""
+            self.batches += 1
+        return out
+
+
+def _per_owner(owners: int, jobs: Sequence[tuple[int, SentenceJob]],
+               translations: Mapping[int, str]) -> dict[int, list[str]]:
+    """owner -> its translations in order, for the owners whose every job was translated
+    (an owner without jobs has none to wait for)."""
+    per: dict[int, list[str]] = {i: [] for i in range(owners)}
+    missing: set[int] = set()
+    for index, (owner, _) in enumerate(jobs):
+        if index in translations:
+            per[owner].append(translations[index])
+        else:
+            missing.add(owner)
+    return {owner: texts for owner, texts in per.items() if owner not in missing}
+
