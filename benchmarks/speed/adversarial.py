@@ -293,9 +293,8 @@ def report(phases: dict[str, Phase], *, tiny: bool, data: Path | None) -> dict[s
             "model": "tiny toy model" if tiny else "built-in default model",
             "texts": str(data) if data is not None else "synthetic",
             "note": ("Measured side by side in one run, one server with default settings, "
-                     "the adversaries in a process of their own; the 2-core machine was "
-                     "shared with other developers' builds and tests, so absolute times "
-                     "are noisy: read the ratios.")}
+                     "the adversaries in a process of their own; absolute times vary "
+                     "with the phases of the shared 2-core host: read the ratios.")}
     return {"meta": meta, "phases": summaries,
             "targets": {"ratio": ratio, "ratio_met": ratio <= TARGET_RATIO,
                         "answers_met": answers_met}}
