@@ -1,7 +1,8 @@
 """Every module family, mixed-domain batches and ensembles decode on another device or in
 another precision as they do in float32 on the CPU: on CUDA (skipped without a GPU) in
 float32, float16 and bfloat16, and in bfloat16 on the CPU (the half-precision code path,
-checked wherever the suite runs).
+checked wherever the suite runs). A batch of several residual adapters decodes grouped
+(one batched matmul per matrix and layer) as it does one module at a time.
 
 The modules are made once, on the CPU, and the same tensors are registered in both
 engines; float32 must agree within float tolerance, half precision within its own (a
