@@ -107,8 +107,7 @@ class Engine:
         self.options = options
         self.device = torch.device(options.device)
         self.dtype = DTYPES[options.dtype]
-        self.fixed_steps = (options.fixed_steps if options.fixed_steps is not None
-                            else self.device.type == "cuda")
+        self.fixed_steps = self._on_cuda_unless_set(options.fixed_steps)
         self.source_tokenizer, self.target_tokenizer = source_tokenizer, target_tokenizer
         model = load_backbone(config, tensors)
         self.project: nn.Module = _projection(model)
@@ -133,10 +132,11 @@ class Engine:
         """The dtype a batch's residual adapters run grouped in (None: one call each)."""
         if self.options.module_bf16:
             return torch.bfloat16
-        grouped = self.options.module_grouped
-        if grouped if grouped is not None else self.device.type == "cuda":
-            return self.dtype
-        return None
+        return self.dtype if self._on_cuda_unless_set(self.options.module_grouped) else None
+
+    def _on_cuda_unless_set(self, chosen: bool | None) -> bool:
+        """An option whose default (None) is: on CUDA only."""
+        return chosen if chosen is not None else self.device.type == "cuda"
 
     def register_module(self, module_id: str, config: dict[str, Any], params: Params) -> None:
         self.modules.register(module_id, config, params)
