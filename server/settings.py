@@ -135,6 +135,12 @@ class SchedulerSettings(BaseModel):
         description="while other requests wait, one request's share of a batch beyond its "
                     "first sentence: a large request runs as short batches interleaved "
                     "with the others' work (alone, it fills whole batches)")
+    lookahead_batches: int = Field(
+        2, ge=1, le=8,
+        description="a batch is cut from the next this-many batches' worth of waiting "
+                    "sentences: the oldest one and those nearest to it in length (a batch "
+                    "decodes until its longest sentence ends); 1: the next batch's worth "
+                    "as it comes")
     max_wait_ms: float = Field(
         5.0, ge=0, description="longest a batch that is not full waits for companions, "
                                "after its oldest sentence arrived and after the last "

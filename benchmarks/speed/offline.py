@@ -4,8 +4,10 @@ Same texts, same work, no serving: each text becomes the server's document
 (server/textproc: sentences, placeholders and markup protected by markers), its sentences
 are translated with the same modules (the routing each answer reported, so automatic
 routing and ensembles are reproduced exactly, versions included), decoding options and
-default length budget, in batches packed as the scheduler packs a full queue: in arrival
-order, within the token budget (source tokens x beam x members) and the slots per bank.
+default length budget, in batches packed as the scheduler packs a full queue: a pool of
+its lookahead's budgets in arrival order, within the slots per bank, and from it the
+oldest sentence with its nearest lengths within the token budget (source tokens x beam x
+members).
 Sentences whose markers were lost are translated again run by run, as the server does,
 and the final text is rendered as it would be answered. The engine is built in-process
 from the same store.
@@ -24,7 +26,7 @@ from server.decoding.search import SearchOptions
 from server.engine.artifacts import build_engine
 from server.engine.engine import Engine, EngineOptions, Member, SentenceJob
 from server.engine.families import Params
-from server.scheduling.batching import job_cost
+from server.scheduling.batching import job_cost, length_window
 from server.textproc.document import build_document
 
 ModuleLoader = Callable[[str, int], tuple[dict[str, Any], Params]]
@@ -96,43 +98,58 @@ def text_jobs(engine: Engine, texts: Sequence[tuple[int, str]],
 
 
 def pack(jobs: Sequence[SentenceJob], options: SearchOptions, *, max_batch_tokens: int,
-         max_modules: int) -> list[list[int]]:
-    """Job indices per batch: arrival order, token budget and distinct-module limit
-    (a job alone above the budget still forms a batch)."""
+         max_modules: int, lookahead: int = 1) -> list[list[int]]:
+    """Job indices per batch as the scheduler cuts them from a full queue: a pool of the
+    next `lookahead` budgets in arrival order (within the distinct-module limit), then the
+    pool's oldest job and its nearest lengths within the budget (`length_window`; the
+    whole pool when `lookahead` is 1). A job alone above the budget still forms a batch."""
     batches: list[list[int]] = []
-    current: list[int] = []
+    waiting = list(range(len(jobs)))
+    costs = [job_cost(job, options) for job in jobs]
+    while waiting:
+        pool = _pool(jobs, costs, waiting, max_batch_tokens * lookahead, max_modules)
+        chosen = (range(len(pool)) if lookahead <= 1 else length_window(
+            [len(jobs[i].source_ids) for i in pool], [costs[i] for i in pool],
+            max_batch_tokens))
+        batch = [pool[i] for i in chosen]
+        batches.append(batch)
+        taken = set(batch)
+        waiting = [i for i in waiting if i not in taken]
+    return batches
+
+
+def _pool(jobs: Sequence[SentenceJob], costs: Sequence[int], waiting: Sequence[int],
+          max_tokens: int, max_modules: int) -> list[int]:
+    """The arrival-order prefix of `waiting` within `max_tokens` and `max_modules`."""
+    pool: list[int] = []
     tokens = 0
     modules: set[str] = set()
-    for index, job in enumerate(jobs):
-        cost = job_cost(job, options)
-        wanted = modules | {m.module_id for m in job.members if m.module_id}
-        if current and (tokens + cost > max_batch_tokens or len(wanted) > max_modules):
-            batches.append(current)
-            current, tokens = [], 0
-            wanted = {m.module_id for m in job.members if m.module_id}
-        current.append(index)
-        tokens += cost
+    for index in waiting:
+        wanted = modules | {m.module_id for m in jobs[index].members if m.module_id}
+        if pool and (tokens + costs[index] > max_tokens or len(wanted) > max_modules):
+            break
+        pool.append(index)
+        tokens += costs[index]
         modules = wanted
-    if current:
-        batches.append(current)
-    return batches
+    return pool
 
 
 def run_offline(engine: Engine, items: Sequence[OfflineItem], *, beam_size: int,
                 length_ratio: float, max_length: int, max_batch_tokens: int,
-                max_modules: int, max_seconds: float,
+                max_modules: int, lookahead: int, max_seconds: float,
                 count_tokens: TokenCounter) -> OfflineStats:
     """Translate the items as the server would (the first batch once untimed, as a
     warm-up), stopping after `max_seconds`; counts only fully translated items."""
     options = SearchOptions(beam_size=beam_size)
     members = [item.members for item in items]
     run = _Batches(engine, options, max_batch_tokens=max_batch_tokens,
-                   max_modules=max_modules)
+                   max_modules=max_modules, lookahead=lookahead)
     documents = [build_document(item.text) for item in items]
     first = text_jobs(engine, [(i, t) for i, d in enumerate(documents) for t in d.sources()],
                       members, length_ratio=length_ratio, max_length=max_length)
     jobs = [job for _, job in first]
-    warm = pack(jobs, options, max_batch_tokens=max_batch_tokens, max_modules=max_modules)
+    warm = pack(jobs, options, max_batch_tokens=max_batch_tokens, max_modules=max_modules,
+                lookahead=lookahead)
     if warm:
         engine.translate([jobs[i] for i in warm[0]], options)
     start = time.perf_counter()
@@ -157,9 +174,10 @@ class _Batches:
     """Packs and translates jobs (`pack`), counting the batches run."""
 
     def __init__(self, engine: Engine, options: SearchOptions, *, max_batch_tokens: int,
-                 max_modules: int) -> None:
+                 max_modules: int, lookahead: int) -> None:
         self.engine, self.options = engine, options
         self.max_batch_tokens, self.max_modules = max_batch_tokens, max_modules
+        self.lookahead = lookahead
         self.batches = 0
 
     def translate(self, jobs: Sequence[SentenceJob], *, deadline: float) -> dict[int, str]:
@@ -167,7 +185,7 @@ class _Batches:
         out: dict[int, str] = {}
         decode = self.engine.target_tokenizer.decode
         for batch in pack(jobs, self.options, max_batch_tokens=self.max_batch_tokens,
-                          max_modules=self.max_modules):
+                          max_modules=self.max_modules, lookahead=self.lookahead):
             if time.perf_counter() > deadline:
                 break
             hypotheses = self.engine.translate([jobs[i] for i in batch], self.options)

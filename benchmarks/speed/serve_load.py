@@ -114,6 +114,7 @@ class ServeConfig:
 
     beam_size: int = DecodingSettings().beam_size
     max_batch_tokens: int = SchedulerSettings().max_batch_tokens
+    lookahead_batches: int = SchedulerSettings().lookahead_batches
     request_timeout_s: float = 300.0  # measure throughput, not timeouts, at saturation
     max_queue: int = 4096
     length_ratio: float = DecodingSettings().length_ratio
@@ -125,6 +126,7 @@ class ServeConfig:
                 "NMT_DECODING__MAX_BEAM_SIZE": str(max(self.beam_size,
                                                        DecodingSettings().max_beam_size)),
                 "NMT_SCHEDULER__MAX_BATCH_TOKENS": str(self.max_batch_tokens),
+                "NMT_SCHEDULER__LOOKAHEAD_BATCHES": str(self.lookahead_batches),
                 "NMT_SCHEDULER__REQUEST_TIMEOUT_S": str(self.request_timeout_s),
                 "NMT_SCHEDULER__MAX_QUEUE": str(self.max_queue)}
 
@@ -223,7 +225,8 @@ def offline_run(engine: Engine, items: Sequence[OfflineItem], config: ServeConfi
     return run_offline(engine, items, beam_size=config.beam_size,
                        length_ratio=config.length_ratio, max_length=config.max_length,
                        max_batch_tokens=config.max_batch_tokens,
-                       max_modules=config.engine.slots_per_bank, max_seconds=max_seconds,
+                       max_modules=config.engine.slots_per_bank,
+                       lookahead=config.lookahead_batches, max_seconds=max_seconds,
                        count_tokens=count_tokens)
 
 

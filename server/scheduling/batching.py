@@ -17,7 +17,14 @@
   left out are first in the next batch's round (their group is then the oldest);
 - limits: the batch's cost (source tokens x beam x members) stays within `max_tokens` (a
   single sentence above it still runs, alone) and it uses at most `max_modules` distinct
-  modules (the engine's slots per bank).
+  modules (the engine's slots per bank);
+- similar lengths (`lookahead` > 1): the rules above choose a pool of the next `lookahead`
+  batches' worth, and the batch is the pool's oldest sentence with the sentences nearest
+  to it in length, up to the budget (`length_window`). A batch decodes until its longest
+  sentence ends, and every step costs a fixed part whatever its rows: on the default
+  model at beam 4, batches of 40 sentences cost 23% less per sentence when each was cut
+  from a pool of two budgets, 26% from three (results/batch_lengths.md). The oldest
+  sentence always goes, so every sentence still runs once those ahead of it have.
 """
 
 from __future__ import annotations
@@ -78,6 +85,46 @@ class BatchLimits:
     max_tokens: int  # the batch's budget
     max_modules: int  # distinct modules in one batch
     request_tokens: int  # one request's share beyond its first sentence
+    lookahead: int = 1  # batches' worth the similar-length batch is chosen from
+
+    def pool(self) -> BatchLimits:
+        """The limits of the pool a similar-length batch is cut from: `lookahead` budgets,
+        the same module slots (any part of the pool fits them) and the same share per
+        request unless the share is the whole budget (one request alone)."""
+        share = self.request_tokens
+        if share >= self.max_tokens:
+            share = self.max_tokens * self.lookahead
+        return BatchLimits(self.max_tokens * self.lookahead, self.max_modules, share)
+
+
+def length_window(lengths: Sequence[int], costs: Sequence[int], max_tokens: int) -> list[int]:
+    """Indices (ascending) of the batch cut from a pool whose entry 0 is its oldest
+    sentence: entry 0, then repeatedly the shorter or longer neighbour in length order
+    whichever is nearer to entry 0's length and fits `max_tokens` (the other one when it
+    does not), until neither fits."""
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    at = order.index(0)
+    low, high = at - 1, at + 1  # next candidates below and above in length order
+    tokens = costs[0]
+    chosen = [0]
+    while True:
+        below = order[low] if low >= 0 and tokens + costs[order[low]] <= max_tokens else None
+        above = (order[high] if high < len(order) and tokens + costs[order[high]] <= max_tokens
+                 else None)
+        if below is None and above is None:
+            return sorted(chosen)
+        take_below = above is None or (below is not None and lengths[0] - lengths[below]
+                                       <= lengths[above] - lengths[0])
+        if take_below:
+            assert below is not None
+            chosen.append(below)
+            tokens += costs[below]
+            low -= 1
+        else:
+            assert above is not None
+            chosen.append(above)
+            tokens += costs[above]
+            high += 1
 
 
 def grouped(lanes: Sequence[Lane]) -> list[Lane]:
@@ -90,6 +137,18 @@ def grouped(lanes: Sequence[Lane]) -> list[Lane]:
 
 
 def form_batch(lanes: Sequence[Lane], limits: BatchLimits, *,
+               held_back: Callable[[Pending], bool]) -> list[tuple[int, Pending]]:
+    """The next batch as (queue key, sentence) pairs (see the module's docstring): with a
+    lookahead, the similar-length part of the fair pool of `limits.pool()`."""
+    if limits.lookahead <= 1:
+        return fair_batch(lanes, limits, held_back=held_back)
+    pool = fair_batch(lanes, limits.pool(), held_back=held_back)
+    chosen = length_window([len(item.job.source_ids) for _, item in pool],
+                           [item.cost for _, item in pool], limits.max_tokens)
+    return [pool[index] for index in chosen]
+
+
+def fair_batch(lanes: Sequence[Lane], limits: BatchLimits, *,
                held_back: Callable[[Pending], bool]) -> list[tuple[int, Pending]]:
     """The next batch as (queue key, sentence) pairs, taken round-robin over `lanes`
     (compatible requests, oldest first; not modified). `held_back(item)` is true for a

@@ -326,7 +326,7 @@ class Scheduler:
         contended = len(self._lanes) > 1 or self._last_requests > 1
         limits = BatchLimits(settings.max_batch_tokens, self.max_modules,
                              settings.max_request_batch_tokens if contended
-                             else settings.max_batch_tokens)
+                             else settings.max_batch_tokens, settings.lookahead_batches)
         lanes = [lane for lane in self._lanes.values() if lane.options == options]
         batch = form_batch(lanes, limits, held_back=self._needs_reload)
         for key, _ in batch:

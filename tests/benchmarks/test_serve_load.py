@@ -235,6 +235,13 @@ def test_offline_batches_follow_the_scheduler_budget() -> None:
     assert pack(jobs, options, max_batch_tokens=60, max_modules=4) == [[0, 1, 2], [3], [4]]
     assert pack(jobs, options, max_batch_tokens=1000, max_modules=2) == [[0, 1, 2], [3, 4]]
     assert pack([job(100, None)], options, max_batch_tokens=10, max_modules=1) == [[0]]
+    # with the scheduler's lookahead: the oldest job and its nearest lengths from a pool
+    # of two budgets, as `length_window` cuts a served batch
+    mixed = [job(length, None) for length in (2, 9, 2, 9, 2)]
+    greedy = SearchOptions()
+    assert pack(mixed, greedy, max_batch_tokens=8, max_modules=1) == [[0], [1], [2], [3], [4]]
+    assert pack(mixed, greedy, max_batch_tokens=8, max_modules=1, lookahead=2) == [
+        [0, 2], [1], [3], [4]]
 
 
 @pytest.mark.slow

@@ -1,6 +1,7 @@
 """Batch formation (server/scheduling/batching.py): round-robin, a request's share while
-others wait, length buckets and module groups; pure functions first, then the scheduler
-counting the batches it sends to a fake engine."""
+others wait, length buckets, module groups and similar-length batches cut from a
+lookahead pool; pure functions first, then the scheduler counting the batches it sends
+to a fake engine."""
 
 from __future__ import annotations
 
@@ -9,10 +10,19 @@ import threading
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from test_server_scheduler import GREEDY, FakeEngine, job, later, run
 
 from server.engine.engine import SentenceJob
-from server.scheduling.batching import BatchLimits, Lane, Pending, form_batch, job_cost
+from server.scheduling.batching import (
+    BatchLimits,
+    Lane,
+    Pending,
+    form_batch,
+    job_cost,
+    length_window,
+)
 from server.scheduling.scheduler import Scheduler
 
 
@@ -36,12 +46,17 @@ class Lanes:
         self.lanes.append(lane)
         return lane
 
-    def batch(self, *, tokens: int = 64, modules: int = 4,
-              share: int | None = None) -> list[tuple[int, str | None]]:
+    def batch(self, *, tokens: int = 64, modules: int = 4, share: int | None = None,
+              lookahead: int = 1) -> list[tuple[int, str | None]]:
         """(request, module) of every sentence of the next batch, in batch order."""
-        limits = BatchLimits(tokens, modules, tokens if share is None else share)
-        taken = form_batch(self.lanes, limits, held_back=lambda _: False)
-        return [(item.request, item.job.members[0].module_id) for _, item in taken]
+        return [(item.request, item.job.members[0].module_id)
+                for _, item in self.taken(tokens=tokens, modules=modules, share=share,
+                                          lookahead=lookahead)]
+
+    def taken(self, *, tokens: int = 64, modules: int = 4, share: int | None = None,
+              lookahead: int = 1) -> list[tuple[int, Pending]]:
+        limits = BatchLimits(tokens, modules, tokens if share is None else share, lookahead)
+        return form_batch(self.lanes, limits, held_back=lambda _: False)
 
 
 @pytest.fixture
@@ -150,3 +165,79 @@ def test_the_batch_after_a_busy_engine_waits_for_the_answered_clients_to_return(
 
     run(engine, body, max_batch_tokens=8, max_wait_ms=30_000.0)
     assert [len(batch) for batch in engine.batches] == [1, 2]
+
+
+def test_a_length_window_takes_the_oldest_and_its_nearest_lengths() -> None:
+    lengths = [5, 1, 9, 5, 6, 2]
+    assert length_window(lengths, [1] * 6, 3) == [0, 3, 4]  # 5, then 5 and 6 (not 2)
+    assert length_window(lengths, [1] * 6, 100) == [0, 1, 2, 3, 4, 5]
+    # a neighbour above the budget is passed over for the other side
+    assert length_window([5, 6, 4], [2, 9, 2], 4) == [0, 2]
+    # the oldest runs even when it alone is above the budget
+    assert length_window([5, 6], [9, 1], 4) == [0]
+
+
+@given(st.lists(st.tuples(st.integers(1, 60), st.integers(1, 40)), min_size=1, max_size=40),
+       st.integers(1, 200))
+def test_a_length_window_is_a_full_run_of_the_length_order(
+        pool: list[tuple[int, int]], budget: int) -> None:
+    lengths = [length for length, _ in pool]
+    costs = [cost for _, cost in pool]
+    chosen = length_window(lengths, costs, budget)
+    assert chosen[0] == 0 and chosen == sorted(set(chosen))
+    assert sum(costs[i] for i in chosen) <= max(budget, costs[0])
+    # a contiguous run of the (stable) length order, which neither neighbour would fit
+    order = sorted(range(len(pool)), key=lambda i: (lengths[i], i))
+    positions = sorted(order.index(i) for i in chosen)
+    assert positions == list(range(positions[0], positions[-1] + 1))
+    spent = sum(costs[i] for i in chosen)
+    for edge in (positions[0] - 1, positions[-1] + 1):
+        if 0 <= edge < len(order):
+            assert spent + costs[order[edge]] > budget
+
+
+def test_a_lookahead_batch_holds_sentences_of_similar_lengths(lanes: Lanes) -> None:
+    lanes.request(job(8), job(2))
+    lanes.request(job(3))
+    lanes.request(job(9))
+    lanes.request(job(2))
+    # without lookahead: the fair order's first 24 tokens, lengths 2, 3, 9, 2, 8
+    assert [len(i.job.source_ids) for _, i in lanes.taken(tokens=24)] == [2, 3, 9, 2, 8]
+    # from a pool of two budgets: the oldest (2) and the nearest lengths, the long ones
+    # left to run together
+    taken = lanes.taken(tokens=8, lookahead=2)
+    assert [(i.request, len(i.job.source_ids)) for _, i in taken] == [(0, 2), (1, 3),
+                                                                      (3, 2)]
+
+
+def test_a_lookahead_pool_keeps_a_requests_share(lanes: Lanes) -> None:
+    lanes.request(*[job(4, "bulk") for _ in range(40)])
+    lanes.request(job(4, "polite"))
+    # the pool of two budgets holds the bulk request's first sentence and its share once
+    assert lanes.batch(tokens=64, share=8, lookahead=2) == [
+        (0, "bulk"), (1, "polite"), (0, "bulk"), (0, "bulk")]
+    # alone (share = budget): the pool and the batch are the bulk's, a whole budget
+    assert len(lanes.batch(tokens=64, lookahead=2)) == 16
+
+
+def test_the_scheduler_cuts_batches_of_similar_lengths_from_its_queue() -> None:
+    """With the engine busy, short and long sentences queue in turn; the batches that
+    follow hold the short ones together, where one batch's worth would mix them."""
+
+    def batches(lookahead: int) -> list[list[int]]:
+        gate = threading.Event()
+        engine = FakeEngine(gate=gate)
+
+        async def body(scheduler: Scheduler) -> None:
+            first = scheduler.submit([job(16)], GREEDY, deadline=later())  # a full batch
+            await asyncio.to_thread(engine.started.wait, 5)
+            waiting = [scheduler.submit([job(length)], GREEDY, deadline=later())
+                       for length in (2, 9, 2, 9, 2, 9, 2, 9)]
+            gate.set()
+            await asyncio.gather(*first, *[f for futures in waiting for f in futures])
+
+        run(engine, body, max_batch_tokens=16, max_wait_ms=0.0, lookahead_batches=lookahead)
+        return [[len(j.source_ids) for j in batch] for batch in engine.batches]
+
+    assert batches(1) == [[16], [2, 9, 2, 2], [9, 2], [9], [9]]
+    assert batches(2) == [[16], [2, 2, 2, 2], [9], [9], [9], [9]]
