@@ -138,9 +138,9 @@ class SchedulerSettings(BaseModel):
     lookahead_batches: int = Field(
         2, ge=1, le=8,
         description="a batch is cut from the next this-many batches' worth of waiting "
-                    "sentences: the oldest one and those nearest to it in length (a batch "
-                    "decodes until its longest sentence ends); 1: the next batch's worth "
-                    "as it comes")
+                    "sentences: the one left out most often (the oldest among equals) and "
+                    "those nearest to it in length (a batch decodes until its longest "
+                    "sentence ends); 1: the next batch's worth as it comes")
     max_wait_ms: float = Field(
         5.0, ge=0, description="longest a batch that is not full waits for companions, "
                                "after its oldest sentence arrived and after the last "

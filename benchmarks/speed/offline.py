@@ -6,8 +6,8 @@ are translated with the same modules (the routing each answer reported, so autom
 routing and ensembles are reproduced exactly, versions included), decoding options and
 default length budget, in batches packed as the scheduler packs a full queue: a pool of
 its lookahead's budgets in arrival order, within the slots per bank, and from it the
-oldest sentence with its nearest lengths within the token budget (source tokens x beam x
-members).
+anchor (the sentence pools left out most often) with its nearest lengths within the token
+budget (source tokens x beam x members).
 Sentences whose markers were lost are translated again run by run, as the server does,
 and the final text is rendered as it would be answered. The engine is built in-process
 from the same store.
@@ -26,7 +26,7 @@ from server.decoding.search import SearchOptions
 from server.engine.artifacts import build_engine
 from server.engine.engine import Engine, EngineOptions, Member, SentenceJob
 from server.engine.families import Params
-from server.scheduling.batching import job_cost, length_window
+from server.scheduling.batching import anchor_of, job_cost, length_window
 from server.textproc.document import build_document
 
 ModuleLoader = Callable[[str, int], tuple[dict[str, Any], Params]]
@@ -101,19 +101,23 @@ def pack(jobs: Sequence[SentenceJob], options: SearchOptions, *, max_batch_token
          max_modules: int, lookahead: int = 1) -> list[list[int]]:
     """Job indices per batch as the scheduler cuts them from a full queue: a pool of the
     next `lookahead` budgets in arrival order (within the distinct-module limit), then the
-    pool's oldest job and its nearest lengths within the budget (`length_window`; the
-    whole pool when `lookahead` is 1). A job alone above the budget still forms a batch."""
+    pool's anchor (the job pools left out most often, the oldest among equals) and its
+    nearest lengths within the budget (`length_window`; the whole pool when `lookahead`
+    is 1). A job alone above the budget still forms a batch."""
     batches: list[list[int]] = []
     waiting = list(range(len(jobs)))
     costs = [job_cost(job, options) for job in jobs]
+    passed = [0] * len(jobs)
     while waiting:
         pool = _pool(jobs, costs, waiting, max_batch_tokens * lookahead, max_modules)
         chosen = (range(len(pool)) if lookahead <= 1 else length_window(
             [len(jobs[i].source_ids) for i in pool], [costs[i] for i in pool],
-            max_batch_tokens))
+            max_batch_tokens, anchor=anchor_of([passed[i] for i in pool])))
         batch = [pool[i] for i in chosen]
         batches.append(batch)
         taken = set(batch)
+        for index in pool:
+            passed[index] += index not in taken
         waiting = [i for i in waiting if i not in taken]
     return batches
 

@@ -19,12 +19,14 @@
   single sentence above it still runs, alone) and it uses at most `max_modules` distinct
   modules (the engine's slots per bank);
 - similar lengths (`lookahead` > 1): the rules above choose a pool of the next `lookahead`
-  batches' worth, and the batch is the pool's oldest sentence with the sentences nearest
-  to it in length, up to the budget (`length_window`). A batch decodes until its longest
-  sentence ends, and every step costs a fixed part whatever its rows: on the default
-  model at beam 4, batches of 40 sentences cost 23% less per sentence when each was cut
-  from a pool of two budgets, 26% from three (results/batch_lengths.md). The oldest
-  sentence always goes, so every sentence still runs once those ahead of it have.
+  batches' worth, and the batch is the pool's anchor with the sentences nearest to it in
+  length, up to the budget (`length_window`). The anchor is the sentence pools have left
+  out most often, the oldest in the fair order among equals, so a sentence left out
+  anchors a coming batch instead of waiting while others of other lengths go. A batch
+  decodes until its longest sentence ends, and every step costs a fixed part whatever
+  its rows: on the default model at beam 4, batches of 40 sentences cost 21% less per
+  sentence when each was cut from a pool of two budgets, 25% from three
+  (results/batch_lengths.md).
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ class Pending:
     deadline: float
     future: asyncio.Future[list[Hypothesis]]
     reloaded: bool = False  # its modules were read back once already
+    passed: int = 0  # batches cut from a pool that held it and left it out
 
     @property
     def modules(self) -> frozenset[str]:
@@ -97,24 +100,31 @@ class BatchLimits:
         return BatchLimits(self.max_tokens * self.lookahead, self.max_modules, share)
 
 
-def length_window(lengths: Sequence[int], costs: Sequence[int], max_tokens: int) -> list[int]:
-    """Indices (ascending) of the batch cut from a pool whose entry 0 is its oldest
-    sentence: entry 0, then repeatedly the shorter or longer neighbour in length order
-    whichever is nearer to entry 0's length and fits `max_tokens` (the other one when it
-    does not), until neither fits."""
+def anchor_of(passed: Sequence[int]) -> int:
+    """The pool entry a batch is built around: the one left out most often, the first
+    (oldest in the fair order) among equals."""
+    return max(range(len(passed)), key=lambda i: (passed[i], -i))
+
+
+def length_window(lengths: Sequence[int], costs: Sequence[int], max_tokens: int, *,
+                  anchor: int = 0) -> list[int]:
+    """Indices (ascending) of the batch cut from a pool around entry `anchor`: the anchor,
+    then repeatedly the shorter or longer neighbour in length order, whichever is nearer
+    to the anchor's length and fits `max_tokens` (the other one when it does not), until
+    neither fits."""
     order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
-    at = order.index(0)
+    at = order.index(anchor)
     low, high = at - 1, at + 1  # next candidates below and above in length order
-    tokens = costs[0]
-    chosen = [0]
+    tokens = costs[anchor]
+    chosen = [anchor]
     while True:
         below = order[low] if low >= 0 and tokens + costs[order[low]] <= max_tokens else None
         above = (order[high] if high < len(order) and tokens + costs[order[high]] <= max_tokens
                  else None)
         if below is None and above is None:
             return sorted(chosen)
-        take_below = above is None or (below is not None and lengths[0] - lengths[below]
-                                       <= lengths[above] - lengths[0])
+        take_below = above is None or (below is not None and lengths[anchor] - lengths[below]
+                                       <= lengths[above] - lengths[anchor])
         if take_below:
             assert below is not None
             chosen.append(below)
@@ -139,13 +149,20 @@ def grouped(lanes: Sequence[Lane]) -> list[Lane]:
 def form_batch(lanes: Sequence[Lane], limits: BatchLimits, *,
                held_back: Callable[[Pending], bool]) -> list[tuple[int, Pending]]:
     """The next batch as (queue key, sentence) pairs (see the module's docstring): with a
-    lookahead, the similar-length part of the fair pool of `limits.pool()`."""
+    lookahead, the similar-length part of the fair pool of `limits.pool()`, whose other
+    sentences count one more pass (`Pending.passed`)."""
     if limits.lookahead <= 1:
         return fair_batch(lanes, limits, held_back=held_back)
     pool = fair_batch(lanes, limits.pool(), held_back=held_back)
-    chosen = length_window([len(item.job.source_ids) for _, item in pool],
-                           [item.cost for _, item in pool], limits.max_tokens)
-    return [pool[index] for index in chosen]
+    if not pool:
+        return []
+    chosen = set(length_window([len(item.job.source_ids) for _, item in pool],
+                               [item.cost for _, item in pool], limits.max_tokens,
+                               anchor=anchor_of([item.passed for _, item in pool])))
+    for index, (_, item) in enumerate(pool):
+        if index not in chosen:
+            item.passed += 1
+    return [pool[index] for index in sorted(chosen)]
 
 
 def fair_batch(lanes: Sequence[Lane], limits: BatchLimits, *,

@@ -19,6 +19,7 @@ from server.scheduling.batching import (
     BatchLimits,
     Lane,
     Pending,
+    anchor_of,
     form_batch,
     job_cost,
     length_window,
@@ -175,17 +176,25 @@ def test_a_length_window_takes_the_oldest_and_its_nearest_lengths() -> None:
     assert length_window([5, 6, 4], [2, 9, 2], 4) == [0, 2]
     # the oldest runs even when it alone is above the budget
     assert length_window([5, 6], [9, 1], 4) == [0]
+    # around another anchor
+    assert length_window(lengths, [1] * 6, 3, anchor=1) == [0, 1, 5]  # 1, then 2 and 5
+
+
+def test_the_anchor_is_the_sentence_left_out_most_often() -> None:
+    assert anchor_of([0, 0, 0]) == 0  # none left out: the oldest
+    assert anchor_of([0, 1, 2, 2]) == 2  # the first of those left out most
 
 
 @given(st.lists(st.tuples(st.integers(1, 60), st.integers(1, 40)), min_size=1, max_size=40),
-       st.integers(1, 200))
+       st.integers(1, 200), st.integers(0, 39))
 def test_a_length_window_is_a_full_run_of_the_length_order(
-        pool: list[tuple[int, int]], budget: int) -> None:
+        pool: list[tuple[int, int]], budget: int, anchor: int) -> None:
     lengths = [length for length, _ in pool]
     costs = [cost for _, cost in pool]
-    chosen = length_window(lengths, costs, budget)
-    assert chosen[0] == 0 and chosen == sorted(set(chosen))
-    assert sum(costs[i] for i in chosen) <= max(budget, costs[0])
+    anchor %= len(pool)
+    chosen = length_window(lengths, costs, budget, anchor=anchor)
+    assert anchor in chosen and chosen == sorted(set(chosen))
+    assert sum(costs[i] for i in chosen) <= max(budget, costs[anchor])
     # a contiguous run of the (stable) length order, which neither neighbour would fit
     order = sorted(range(len(pool)), key=lambda i: (lengths[i], i))
     positions = sorted(order.index(i) for i in chosen)
@@ -208,6 +217,21 @@ def test_a_lookahead_batch_holds_sentences_of_similar_lengths(lanes: Lanes) -> N
     taken = lanes.taken(tokens=8, lookahead=2)
     assert [(i.request, len(i.job.source_ids)) for _, i in taken] == [(0, 2), (1, 3),
                                                                       (3, 2)]
+
+
+def test_a_sentence_of_another_length_is_left_out_at_most_twice(lanes: Lanes) -> None:
+    """A long request, oldest, would anchor every batch on its own lengths; the short
+    sentence left out anchors the third batch (left out twice, more than any other)."""
+    lanes.request(*[job(9) for _ in range(10)])
+    lanes.request(job(2))
+    batches: list[list[int]] = []
+    while any(lane.pending for lane in lanes.lanes):
+        taken = lanes.taken(tokens=18, lookahead=2)
+        for key, item in taken:
+            del lanes.lanes[item.request].pending[key]
+        batches.append([len(item.job.source_ids) for _, item in taken])
+    assert batches[:3] == [[9, 9], [9, 9], [9, 2]]
+    assert sum(map(len, batches)) == 11
 
 
 def test_a_lookahead_pool_keeps_a_requests_share(lanes: Lanes) -> None:
