@@ -14,6 +14,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+import uvicorn
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILES = ("Dockerfile", "Dockerfile.cuda")
@@ -195,3 +196,27 @@ def test_hadolint(dockerfile: str) -> None:
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_runtime_gives_uvicorn_its_fast_loop_and_parser() -> None:
+    """uvicorn uses uvloop and httptools when they are installed: they are runtime
+    dependencies (not only the dev extra's, through Ray), so `make run` and the images
+    serve with them, as the serving benchmark measured."""
+    project = _pyproject()["project"]
+    assert isinstance(project, dict)
+    names = {re.split(r"[=;\[ ]", requirement)[0] for requirement in project["dependencies"]}
+    assert {"uvloop", "httptools"} <= names
+
+    async def app(scope: object, receive: object, send: object) -> None:
+        del scope, receive, send
+
+    config = uvicorn.Config(app, log_level="warning")
+    config.load()
+    assert config.http_protocol_class.__name__ == "HttpToolsProtocol"
+    factory = config.get_loop_factory()
+    assert factory is not None
+    loop = factory()
+    try:
+        assert type(loop).__module__.startswith("uvloop")
+    finally:
+        loop.close()
