@@ -14,6 +14,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 SENTENCE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 TOKEN_BUCKETS = (16, 64, 256, 1024, 2048, 4096, 8192, 16384, 65536)
+SPREAD_BUCKETS = (1.0, 1.1, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0)
 CONFIDENCE_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0)
 LOAD_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0)
 TIERS = ("host", "device")
@@ -39,6 +40,12 @@ class Metrics:
         self.batch_tokens = Histogram("nmt_scheduler_batch_tokens",
                                       "budget tokens per engine batch (source x beam x members)",
                                       buckets=TOKEN_BUCKETS, registry=r)
+        # A batch decodes until its longest sentence ends: longest / mean source length
+        # says how many of its steps run for few rows (NMT_SCHEDULER__LOOKAHEAD_BATCHES).
+        self.batch_length_spread = Histogram(
+            "nmt_scheduler_batch_length_spread",
+            "longest over mean source length of an engine batch (1: all equal)",
+            buckets=SPREAD_BUCKETS, registry=r)
         self.target_tokens = Counter("nmt_engine_target_tokens_total",
                                      "target tokens produced (best hypotheses)", registry=r)
         self.routing_decisions = Counter("nmt_routing_decisions_total",

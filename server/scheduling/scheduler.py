@@ -370,6 +370,9 @@ class Scheduler:
         if self.metrics is not None:
             self.metrics.batch_sentences.observe(len(live))
             self.metrics.batch_tokens.observe(sum(item.cost for item in live))
+            lengths = [len(item.job.source_ids) for item in live]
+            self.metrics.batch_length_spread.observe(
+                max(lengths) * len(lengths) / max(1, sum(lengths)))
         self._running = live
         started = time.monotonic()
         try:

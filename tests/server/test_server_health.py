@@ -13,6 +13,7 @@ from model_store import Store
 METRIC_NAMES = [
     "nmt_api_requests_total", "nmt_api_request_latency_seconds", "nmt_api_errors_total",
     "nmt_scheduler_queue_depth", "nmt_scheduler_batch_sentences", "nmt_scheduler_batch_tokens",
+    "nmt_scheduler_batch_length_spread",
     "nmt_engine_target_tokens_total", "nmt_routing_decisions_total",
     "nmt_routing_predicted_domain_total", "nmt_routing_confidence",
     "nmt_engine_module_loads_total", "nmt_engine_module_evictions_total",

@@ -255,5 +255,6 @@ def test_batch_metrics_are_recorded() -> None:
     text = metrics.render().decode()
     assert "nmt_scheduler_batch_sentences_sum 2.0" in text
     assert "nmt_scheduler_batch_tokens_sum 7.0" in text
+    assert "nmt_scheduler_batch_length_spread_sum 1.1428" in text  # 4 / mean(3, 4)
     assert "nmt_engine_target_tokens_total 7.0" in text
     assert "nmt_scheduler_queue_depth 0.0" in text
