@@ -21,6 +21,7 @@ PANEL_METRICS: dict[str, tuple[str, ...] | None] = {
     "nmt_routing_predicted_domain_total": ("domain",),
     "nmt_scheduler_queue_depth": None,
     "nmt_scheduler_batch_sentences_bucket": ("le",),
+    "nmt_scheduler_batch_length_spread_bucket": ("le",),
     "nmt_engine_resident_modules": ("tier",),
     "nmt_engine_module_loads_total": None,
     "nmt_engine_module_evictions_total": None,
