@@ -40,8 +40,7 @@ class Metrics:
         self.batch_tokens = Histogram("nmt_scheduler_batch_tokens",
                                       "budget tokens per engine batch (source x beam x members)",
                                       buckets=TOKEN_BUCKETS, registry=r)
-        # A batch decodes until its longest sentence ends: longest / mean source length
-        # says how many of its steps run for few rows (NMT_SCHEDULER__LOOKAHEAD_BATCHES).
+        # batching.length_spread; NMT_SCHEDULER__LOOKAHEAD_BATCHES lowers it.
         self.batch_length_spread = Histogram(
             "nmt_scheduler_batch_length_spread",
             "longest over mean source length of an engine batch (1: all equal)",

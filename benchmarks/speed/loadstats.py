@@ -34,6 +34,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from prometheus_client.parser import text_string_to_metric_families
+
 from benchmarks.speed.loadgen import LevelRun, LoadRequest
 from server.text import sentences, split_text
 
@@ -138,6 +140,44 @@ class OfflineStats:
     seconds: float
     sentences_per_s: float
     tokens_per_s: float
+    shape: BatchShape | None = None  # of the batches it ran
+
+
+@dataclass(frozen=True)
+class BatchShape:
+    """Engine batches over a stretch of work: how full and how mixed in length (the
+    served side reads the server's own metrics; `length_spread` per batch)."""
+
+    batches: int = 0
+    sentences: int = 0
+    spread_sum: float = 0.0
+
+    @property
+    def sentences_per_batch(self) -> float:
+        return self.sentences / self.batches if self.batches else 0.0
+
+    @property
+    def mean_spread(self) -> float:
+        return self.spread_sum / self.batches if self.batches else 0.0
+
+    def add(self, sentences: int, spread: float) -> BatchShape:
+        return BatchShape(self.batches + 1, self.sentences + sentences,
+                          self.spread_sum + spread)
+
+    def since(self, earlier: BatchShape) -> BatchShape:
+        return BatchShape(self.batches - earlier.batches, self.sentences - earlier.sentences,
+                          self.spread_sum - earlier.spread_sum)
+
+
+def served_shape(metrics_text: str) -> BatchShape:
+    """The batches a server ran so far, from its Prometheus text (`GET /metrics`)."""
+    values: dict[str, float] = {}
+    for family in text_string_to_metric_families(metrics_text):
+        for sample in family.samples:
+            values[sample.name] = sample.value
+    return BatchShape(int(values.get("nmt_scheduler_batch_sentences_count", 0)),
+                      int(values.get("nmt_scheduler_batch_sentences_sum", 0)),
+                      values.get("nmt_scheduler_batch_length_spread_sum", 0.0))
 
 
 @dataclass(frozen=True)
@@ -148,14 +188,18 @@ class Pair:
     served_tokens_per_s: float  # steady, when the level had a steady window
     offline_tokens_per_s: float
     whole_tokens_per_s: float | None = None  # served, over the whole level
+    served_batches: BatchShape | None = None  # the whole level's
+    offline_batches: BatchShape | None = None
 
     @property
     def ratio(self) -> float:
         return self.served_tokens_per_s / self.offline_tokens_per_s
 
     @staticmethod
-    def of(level: LevelStats, offline: OfflineStats) -> Pair:
-        return Pair(served_speed(level), offline.tokens_per_s, level.tokens_per_s)
+    def of(level: LevelStats, offline: OfflineStats,
+           served_batches: BatchShape | None = None) -> Pair:
+        return Pair(served_speed(level), offline.tokens_per_s, level.tokens_per_s,
+                    served_batches, offline.shape)
 
 
 @dataclass(frozen=True)
@@ -237,17 +281,28 @@ def markdown(levels: Sequence[LevelStats], offline: OfflineStats | None,
     lines += ["", f"Saturation ({best.concurrency} clients), {len(pairs)} interleaved rounds "
                   "(the level served again, then the offline engine on the same inputs):",
               "", "| round | served steady tokens/s | offline tokens/s | served / offline | "
-                  "whole level tokens/s | whole / offline |",
-              "|---:|---:|---:|---:|---:|---:|"]
+                  "whole level tokens/s | whole / offline | served batches: sentences, "
+                  "spread | offline batches |",
+              "|---:|---:|---:|---:|---:|---:|---:|---:|"]
     lines += [f"| {number} | {pair.served_tokens_per_s:,.1f} | "
               f"{pair.offline_tokens_per_s:,.1f} | {pair.ratio:.2f}x | "
               f"{_rate(pair.whole_tokens_per_s)} | "
-              f"{_times(pair.whole_tokens_per_s, pair.offline_tokens_per_s)} |"
+              f"{_times(pair.whole_tokens_per_s, pair.offline_tokens_per_s)} | "
+              f"{_shape(pair.served_batches)} | {_shape(pair.offline_batches)} |"
               for number, pair in enumerate(pairs, start=1)]
+    lines += ["", "Batches: mean sentences per engine batch and mean length spread (longest "
+                  "over mean source length of a batch; 1: all equal). The served side counts "
+                  "every batch of the level, ramp-up and drain included."]
     lines += ["", f"Median of the rounds: served / offline = {best.median_ratio:.2f}x "
                   f"(target >= {best.target:.2f}x): {verdict}. The sweep's own level against "
                   f"the first offline run: {best.ratio:.2f}x{whole}."]
     return "\n".join(lines) + "\n"
+
+
+def _shape(shape: BatchShape | None) -> str:
+    if shape is None or not shape.batches:
+        return "n/a"
+    return f"{shape.sentences_per_batch:.1f}, {shape.mean_spread:.2f}"
 
 
 def _rate(value: float | None) -> str:

@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchmarks.speed.loadgen import LevelRun, LoadRequest
-from benchmarks.speed.loadstats import OfflineStats, TokenCounter, sentence_count
+from benchmarks.speed.loadstats import BatchShape, OfflineStats, TokenCounter, sentence_count
 from server.decoding.search import SearchOptions
 from server.engine.artifacts import build_engine
 from server.engine.engine import Engine, EngineOptions, Member, SentenceJob
 from server.engine.families import Params
-from server.scheduling.batching import anchor_of, job_cost, length_window
+from server.scheduling.batching import anchor_of, job_cost, length_spread, length_window
 from server.textproc.document import build_document
 
 ModuleLoader = Callable[[str, int], tuple[dict[str, Any], Params]]
@@ -170,19 +170,19 @@ def run_offline(engine: Engine, items: Sequence[OfflineItem], *, beam_size: int,
     seconds = max(time.perf_counter() - start, 1e-9)
     n_sentences = sum(sentence_count(items[i].text) for i in restored if i in retried)
     tokens = sum(count_tokens(text) for text in answers)
-    return OfflineStats(n_sentences, tokens, run.batches, seconds, n_sentences / seconds,
-                        tokens / seconds)
+    return OfflineStats(n_sentences, tokens, run.shape.batches, seconds,
+                        n_sentences / seconds, tokens / seconds, run.shape)
 
 
 class _Batches:
-    """Packs and translates jobs (`pack`), counting the batches run."""
+    """Packs and translates jobs (`pack`), recording the batches run."""
 
     def __init__(self, engine: Engine, options: SearchOptions, *, max_batch_tokens: int,
                  max_modules: int, lookahead: int) -> None:
         self.engine, self.options = engine, options
         self.max_batch_tokens, self.max_modules = max_batch_tokens, max_modules
         self.lookahead = lookahead
-        self.batches = 0
+        self.shape = BatchShape()
 
     def translate(self, jobs: Sequence[SentenceJob], *, deadline: float) -> dict[int, str]:
         """Job index -> translation, for the batches begun before `deadline`."""
@@ -195,7 +195,8 @@ class _Batches:
             hypotheses = self.engine.translate([jobs[i] for i in batch], self.options)
             for index, hyps in zip(batch, hypotheses, strict=True):
                 out[index] = decode(hyps[0].tokens) if hyps else ""
-            self.batches += 1
+            self.shape = self.shape.add(len(batch), length_spread(
+                [len(jobs[i].source_ids) for i in batch]))
         return out
 
 

@@ -37,6 +37,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import httpx
 import torch
 
 from benchmarks.common import RESULTS_DIR
@@ -50,12 +51,14 @@ from benchmarks.speed.loadgen import (
     warm_up,
 )
 from benchmarks.speed.loadstats import (
+    BatchShape,
     LevelStats,
     OfflineStats,
     Pair,
     TokenCounter,
     markdown,
     saturation,
+    served_shape,
     served_speed,
     summarise,
     write_results,
@@ -194,20 +197,30 @@ def serve(spec: StoreSpec, sets: dict[str, list[str]], plan: LoadPlan, config: S
                             count_tokens=count_tokens)
         pairs: list[Pair] = []
         for number in range(1, plan.pairs + 1):
+            before = batch_shape(base_url)
             again = asyncio.run(run_level(base_url, requests, concurrency=concurrency,
                                           max_requests=plan.round_requests,
                                           max_seconds=plan.max_seconds, timeout_s=timeout_s))
+            batches = batch_shape(base_url).since(before)
             level = summarise(again, requests, count_tokens=count_tokens)
             items = offline_items(again, requests)
             register_missing(engine, items, lambda name, version: load_module(spec, name,
                                                                               version))
             pairs.append(Pair.of(level, offline_run(engine, items, config,
                                                     max_seconds=plan.offline_seconds,
-                                                    count_tokens=count_tokens)))
+                                                    count_tokens=count_tokens), batches))
             print(f"  round {number}/{plan.pairs}: served {pairs[-1].served_tokens_per_s:,.1f} "
                   f"tokens/s, offline {pairs[-1].offline_tokens_per_s:,.1f}: "
                   f"{pairs[-1].ratio:.2f}x", flush=True)
     return Served(requests, served, levels, first, pairs)
+
+
+def batch_shape(base_url: str) -> BatchShape:
+    """The engine batches the server ran so far (its /metrics)."""
+    with httpx.Client(base_url=base_url, timeout=30.0, trust_env=False) as client:
+        answer = client.get("/metrics")
+        answer.raise_for_status()
+        return served_shape(answer.text)
 
 
 def offline_setup(spec: StoreSpec, run: LevelRun, requests: Sequence[LoadRequest],

@@ -137,6 +137,12 @@ def length_window(lengths: Sequence[int], costs: Sequence[int], max_tokens: int,
             high += 1
 
 
+def length_spread(lengths: Sequence[int]) -> float:
+    """Longest over mean source length of a batch (1: all equal): a batch decodes until
+    its longest sentence ends, so this is how many of its steps run for few rows."""
+    return max(lengths) * len(lengths) / max(1, sum(lengths))
+
+
 def grouped(lanes: Sequence[Lane]) -> list[Lane]:
     """`lanes` (oldest first) with lanes of one module group adjacent; groups keep the
     order of their oldest lane."""

@@ -44,7 +44,14 @@ from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.engine import SentenceJob
 from server.errors import Busy, DeadlineExceeded, NotReady
 from server.metrics import Metrics
-from server.scheduling.batching import BatchLimits, Lane, Pending, form_batch, job_cost
+from server.scheduling.batching import (
+    BatchLimits,
+    Lane,
+    Pending,
+    form_batch,
+    job_cost,
+    length_spread,
+)
 from server.settings import SchedulerSettings
 
 BatchRunner = Callable[[Sequence[SentenceJob], SearchOptions], list[list[Hypothesis]]]
@@ -370,9 +377,8 @@ class Scheduler:
         if self.metrics is not None:
             self.metrics.batch_sentences.observe(len(live))
             self.metrics.batch_tokens.observe(sum(item.cost for item in live))
-            lengths = [len(item.job.source_ids) for item in live]
             self.metrics.batch_length_spread.observe(
-                max(lengths) * len(lengths) / max(1, sum(lengths)))
+                length_spread([len(item.job.source_ids) for item in live]))
         self._running = live
         started = time.monotonic()
         try:

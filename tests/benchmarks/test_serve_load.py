@@ -21,6 +21,7 @@ from benchmarks.speed.loadgen import (
     served_domains,
 )
 from benchmarks.speed.loadstats import (
+    BatchShape,
     LevelStats,
     OfflineStats,
     Pair,
@@ -28,6 +29,7 @@ from benchmarks.speed.loadstats import (
     percentile,
     saturation,
     sentence_count,
+    served_shape,
     steady_window,
     summarise,
 )
@@ -37,6 +39,8 @@ from benchmarks.speed.server import ServerFailed, live_server
 from benchmarks.speed.store import TINY_DOMAINS, StoreSpec, seed_tiny_store
 from server.decoding.search import SearchOptions
 from server.engine.engine import Member, SentenceJob
+from server.metrics import Metrics
+from server.scheduling.batching import length_spread
 
 SETS = {
     "medical": ["The patient takes one tablet a day.", "Do not use after the expiry date."],
@@ -212,6 +216,25 @@ def test_interleaved_rounds_give_the_verdict_by_their_median() -> None:
     assert "Median of the rounds: served / offline = 0.90x" in text
     met = saturation(levels, offline_at(500.0), pairs=[Pair(490.0, 500.0), Pair(480.0, 500.0)])
     assert met is not None and met.median_ratio == pytest.approx(0.97) and met.met is True
+
+
+def test_batch_shapes_read_from_the_servers_metrics() -> None:
+    """The served side reads the scheduler's own histograms; rounds report both sides."""
+    metrics = Metrics()
+    before = served_shape(metrics.render().decode())
+    assert before == BatchShape()
+    for lengths in ([4, 4], [2, 6, 4]):  # spreads 1.0 and 1.5
+        metrics.batch_sentences.observe(len(lengths))
+        metrics.batch_length_spread.observe(length_spread(lengths))
+    shape = served_shape(metrics.render().decode()).since(before)
+    assert (shape.batches, shape.sentences) == (2, 5)
+    assert shape.sentences_per_batch == 2.5 and shape.mean_spread == pytest.approx(1.25)
+    offline_shape = BatchShape().add(4, 1.0)
+    pair = Pair(450.0, 500.0, 440.0, shape, offline_shape)
+    levels = [level(4, 480.0)]
+    text = markdown(levels, offline_at(500.0), saturation(levels, offline_at(500.0),
+                                                          pairs=[pair]), {}, [pair])
+    assert "| 0.88x | 2.5, 1.25 | 4.0, 1.00 |" in text
 
 
 @pytest.mark.parametrize(("routing", "members"), [
