@@ -26,7 +26,7 @@ from server.decoding.search import SearchOptions
 from server.engine.artifacts import build_engine
 from server.engine.engine import Engine, EngineOptions, Member, SentenceJob
 from server.engine.families import Params
-from server.scheduling.batching import anchor_of, job_cost, length_spread, length_window
+from server.scheduling.batching import job_cost, length_spread, similar_lengths
 from server.textproc.document import build_document
 
 ModuleLoader = Callable[[str, int], tuple[dict[str, Any], Params]]
@@ -102,7 +102,7 @@ def pack(jobs: Sequence[SentenceJob], options: SearchOptions, *, max_batch_token
     """Job indices per batch as the scheduler cuts them from a full queue: a pool of the
     next `lookahead` budgets in arrival order (within the distinct-module limit), then the
     pool's anchor (the job pools left out most often, the oldest among equals) and its
-    nearest lengths within the budget (`length_window`; the whole pool when `lookahead`
+    nearest lengths within the budget (`similar_lengths`; the whole pool when `lookahead`
     is 1). A job alone above the budget still forms a batch."""
     batches: list[list[int]] = []
     waiting = list(range(len(jobs)))
@@ -110,9 +110,9 @@ def pack(jobs: Sequence[SentenceJob], options: SearchOptions, *, max_batch_token
     passed = [0] * len(jobs)
     while waiting:
         pool = _pool(jobs, costs, waiting, max_batch_tokens * lookahead, max_modules)
-        chosen = (range(len(pool)) if lookahead <= 1 else length_window(
+        chosen = (range(len(pool)) if lookahead <= 1 else similar_lengths(
             [len(jobs[i].source_ids) for i in pool], [costs[i] for i in pool],
-            max_batch_tokens, anchor=anchor_of([passed[i] for i in pool])))
+            [passed[i] for i in pool], max_batch_tokens))
         batch = [pool[i] for i in chosen]
         batches.append(batch)
         taken = set(batch)

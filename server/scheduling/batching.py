@@ -123,18 +123,22 @@ def length_window(lengths: Sequence[int], costs: Sequence[int], max_tokens: int,
                  else None)
         if below is None and above is None:
             return sorted(chosen)
-        take_below = above is None or (below is not None and lengths[anchor] - lengths[below]
-                                       <= lengths[above] - lengths[anchor])
-        if take_below:
-            assert below is not None
-            chosen.append(below)
-            tokens += costs[below]
-            low -= 1
+        if above is None or (below is not None and lengths[anchor] - lengths[below]
+                             <= lengths[above] - lengths[anchor]):
+            picked, low = below, low - 1
         else:
-            assert above is not None
-            chosen.append(above)
-            tokens += costs[above]
-            high += 1
+            picked, high = above, high + 1
+        assert picked is not None
+        chosen.append(picked)
+        tokens += costs[picked]
+
+
+def similar_lengths(lengths: Sequence[int], costs: Sequence[int], passed: Sequence[int],
+                    max_tokens: int) -> list[int]:
+    """Indices (ascending) of the batch cut from a pool: `length_window` around the entry
+    pools have left out most often (`anchor_of`). The scheduler and the benchmarks' offline
+    packing both cut batches here."""
+    return length_window(lengths, costs, max_tokens, anchor=anchor_of(passed))
 
 
 def length_spread(lengths: Sequence[int]) -> float:
@@ -162,9 +166,9 @@ def form_batch(lanes: Sequence[Lane], limits: BatchLimits, *,
     pool = fair_batch(lanes, limits.pool(), held_back=held_back)
     if not pool:
         return []
-    chosen = set(length_window([len(item.job.source_ids) for _, item in pool],
-                               [item.cost for _, item in pool], limits.max_tokens,
-                               anchor=anchor_of([item.passed for _, item in pool])))
+    chosen = set(similar_lengths([len(item.job.source_ids) for _, item in pool],
+                                 [item.cost for _, item in pool],
+                                 [item.passed for _, item in pool], limits.max_tokens))
     for index, (_, item) in enumerate(pool):
         if index not in chosen:
             item.passed += 1
