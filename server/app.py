@@ -72,6 +72,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         runtime, scheduler, policy, limits=settings.limits, decoding=settings.decoding,
         timeout_s=settings.scheduler.request_timeout_s, metrics=metrics,
         glossaries=glossaries)
+    if settings.limits.start_preparation_worker:
+        app.state.translator.preparation.start_worker()
     app.state.admin = DomainAdmin(store, runtime, drain_timeout_s=settings.drain_timeout_s)
     app.state.watchdog = Watchdog(scheduler, engine_thread, stall_s=settings.liveness_stall_s)
     changes = change_waiter(store.registry.url)

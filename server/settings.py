@@ -93,6 +93,10 @@ class LimitSettings(BaseModel):
         400_000, ge=1,
         description="characters being routed, split and tokenized at once, all requests "
                     "together; beyond it requests get 429")
+    start_preparation_worker: bool = Field(
+        True, description="start the worker process that splits large requests' texts "
+                          "when the server starts; false: at the first large request, "
+                          "which then waits for it (1.6 s here)")
     max_upload_bytes: int = Field(
         2 << 30, ge=1, description="size of an uploaded module artifact (tar.gz)")
     max_domain_upload_bytes: int = Field(

@@ -6,6 +6,7 @@ in the server's process do."""
 from __future__ import annotations
 
 import functools
+import multiprocessing
 import os
 import re
 import threading
@@ -83,6 +84,47 @@ def test_a_dead_worker_is_replaced_and_the_call_works_in_its_thread(
         "in the server process"
     second = gate.apart(later(), os.getpid)
     assert second not in (first, os.getpid())
+
+
+def new_children(known: set[int], *, timeout: float = 60.0) -> set[int]:
+    """Child processes of this one that are not in `known`, once there is one (or at the
+    timeout: then the empty set)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = {child.pid for child in multiprocessing.active_children()} - known
+        if found or time.monotonic() > deadline:
+            return {pid for pid in found if pid is not None}
+        time.sleep(0.05)
+
+
+def test_a_started_worker_is_the_one_large_requests_use(gate: PreparationGate) -> None:
+    known = {child.pid for child in multiprocessing.active_children() if child.pid}
+    gate.start_worker()  # returns at once; the worker starts on the large requests' thread
+    started = new_children(known)
+    assert len(started) == 1
+    assert gate.apart(later(), os.getpid) in started
+    assert new_children(known | started, timeout=0.5) == set()  # no second one
+
+
+def test_a_closed_gate_starts_no_worker_and_works_in_its_thread() -> None:
+    gate = PreparationGate(max_chars=1_000, retry_after_s=1)
+    gate.close()
+    known = {child.pid for child in multiprocessing.active_children() if child.pid}
+    gate.start_worker()
+    assert gate.apart(later(), os.getpid) == os.getpid()
+    assert new_children(known, timeout=0.5) == set()
+
+
+@pytest.mark.parametrize("at_start", [True, False])
+def test_the_server_starts_the_worker_unless_told_not_to(tmp_path: Path,
+                                                         at_start: bool) -> None:
+    settings = make_settings(build_store(tmp_path / "store"),
+                             limits={"start_preparation_worker": at_start})
+    known = {child.pid for child in multiprocessing.active_children() if child.pid}
+    with TestClient(create_app(settings)) as http:
+        assert http.get("/health/ready").status_code == 200
+        started = new_children(known, timeout=60.0 if at_start else 0.5)
+        assert len(started) == (1 if at_start else 0)
 
 
 @pytest.fixture
