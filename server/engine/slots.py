@@ -18,6 +18,7 @@ import torch
 from torch import Tensor
 
 from contract.backbone import BackboneConfig
+from server.engine import int8_groups
 from server.engine.families import Family, Params, get_family
 from server.engine.hooks import Linear, Project, Side
 from server.engine.packing import pack_matrix, packed_key, quantize_matrix, quantized_key
@@ -56,6 +57,23 @@ class ModuleBank:
         self.shapes = family.shapes(backbone, config)
         self.tensors = {name: torch.zeros((n_slots, *shape), device=device, dtype=dtype)
                         for name, shape in self.shapes.items()}
+        # int8 banks of a family with a grouped form run grouped through int8_groups: one
+        # call per matrix and layer for all of a batch's modules, each module's int8
+        # weights read in place. Layer-major ([layers, n_slots, ...]): a layer's slots
+        # are one tensor the kernel indexes.
+        self.int8_grouped = (self.int8 and self.grouped_dtype is None
+                             and bool(family.grouped_sites)
+                             and all(int8_groups.fits(self.shapes[name][-1])
+                                     for name in family.packed_matrices)
+                             and int8_groups.available())
+        self.int8_weights: dict[str, Tensor] = {}
+        self.int8_scales: dict[str, Tensor] = {}
+        for name in family.packed_matrices if self.int8_grouped else ():
+            layers, rows, columns = self.shapes[name]
+            self.int8_weights[name] = torch.zeros(
+                (layers, n_slots, columns // int8_groups.BLOCK, rows, int8_groups.BLOCK),
+                dtype=torch.int8)
+            self.int8_scales[name] = torch.zeros((layers, n_slots, columns))
         # Per-slot views, made once: projection families look their tensors up at every
         # projection of every step, and a family may have ~100 tensors per module.
         self._views = [{name: tensor[slot] for name, tensor in self.tensors.items()}
@@ -66,8 +84,13 @@ class ModuleBank:
         for name, target in self.tensors.items():
             target[slot].copy_(params[name])
         self._stacked = None
+        for name in self.int8_weights:
+            weights, scales = int8_groups.pack(self.tensors[name][slot])
+            self.int8_weights[name][:, slot] = weights
+            self.int8_scales[name][:, slot] = scales
         view = self._views[slot]
-        for name in self.family.packed_matrices if self.int8 or self.pack else ():
+        copies = (self.int8 or self.pack) and not self.int8_grouped
+        for name in self.family.packed_matrices if copies else ():
             for layer, matrix in enumerate(self.tensors[name][slot]):
                 if self.int8:
                     view[quantized_key(name, layer)] = quantize_matrix(matrix)
@@ -82,12 +105,20 @@ class ModuleBank:
         """The tensors of `slots` for a grouped call, layer-major and contiguous: matrices
         `[layers, n, in, out]` in the grouped dtype, vectors `[layers, n, 1, size]` (they
         broadcast over a module's tokens). Gathered once per slot set: a decode keeps its
-        set from step to step; a `write` drops it."""
+        set from step to step; a `write` drops it. An int8 grouped bank gathers only the
+        vectors; its matrices are the bank's int8 tensors and `slots` (`int8_groups`)."""
         if self._stacked is not None and self._stacked[0] == slots:
             return self._stacked[1]
         index = torch.tensor(slots, dtype=torch.long, device=self.device)
         stacked: Params = {}
+        if self.int8_grouped:
+            stacked[int8_groups.SLOTS_KEY] = index
+            for name in self.int8_weights:
+                stacked[int8_groups.weights_key(name)] = self.int8_weights[name]
+                stacked[int8_groups.scales_key(name)] = self.int8_scales[name]
         for name, tensor in self.tensors.items():
+            if name in self.int8_weights:
+                continue
             picked = tensor.index_select(0, index).transpose(0, 1)  # [layers, n, ...]
             if picked.dim() == 3:
                 picked = picked.unsqueeze(2)
@@ -163,12 +194,14 @@ def _indices(values: list[int], device: torch.device) -> Tensor:
 
 def grouped_layer_runs(runs: list[RowRun]) -> RowGroups | None:
     """A `RowGroups` when every run with an after-layer module uses one bank with grouped
-    copies (the common case: a batch of residual adapters); None otherwise."""
+    copies or int8 grouped weights (the common case: a batch of residual adapters); None
+    otherwise."""
     layered = [run for run in runs if run.bank is not None and "layer" in run.bank.family.sites]
     banks = {id(run.bank) for run in layered}
-    if len(banks) != 1 or layered[0].bank is None or layered[0].bank.grouped_dtype is None:
+    bank = layered[0].bank if len(banks) == 1 else None
+    if bank is None or (bank.grouped_dtype is None and not bank.int8_grouped):
         return None
-    return RowGroups(layered[0].bank, layered)
+    return RowGroups(bank, layered)
 
 
 class BatchHooks:

@@ -20,6 +20,7 @@ from torch import Tensor
 
 from contract.backbone import BackboneConfig
 from contract.families import AdapterSpec, GatedSpec, HighwaySpec
+from server.engine import int8_groups
 from server.engine.families.base import Family, Params
 from server.engine.hooks import Side
 from server.engine.packing import packed_key, packed_linear, quantized_key, quantized_linear
@@ -48,10 +49,18 @@ def adapter(params: Params, side: Side, index: int, hidden: Tensor) -> Tensor:
 
 def grouped_adapter(stacked: Params, side: Side, index: int, hidden: Tensor) -> Tensor:
     """`adapter` of n modules at once (see `Family.after_layer_grouped`): the layer norm's
-    statistics over all rows, then one batched matmul per matrix in the matrices' dtype."""
+    statistics over all rows, then one batched matmul per matrix in the matrices' dtype, or
+    one grouped int8 matmul over the bank's int8 weights (`int8_groups`)."""
     p = side[:3]
     h = F.layer_norm(hidden, hidden.shape[-1:])
     h = torch.addcmul(stacked[f"{p}.norm_b"][index], h, stacked[f"{p}.norm_w"][index])
+    if int8_groups.SLOTS_KEY in stacked:
+        slots = stacked[int8_groups.SLOTS_KEY]
+        for matrix, relu in ((f"{p}.down_w", True), (f"{p}.up_w", False)):
+            h = int8_groups.matmul(h, stacked[int8_groups.weights_key(matrix)][index],
+                                   stacked[int8_groups.scales_key(matrix)][index], slots,
+                                   stacked[matrix.replace("_w", "_b")][index], relu=relu)
+        return h.to(hidden.dtype)
     down = stacked[f"{p}.down_w"][index]  # [n, d, bottleneck]
     h = torch.baddbmm(stacked[f"{p}.down_b"][index], h.to(down.dtype), down).relu_()
     return torch.baddbmm(stacked[f"{p}.up_b"][index], h,
