@@ -14,7 +14,8 @@ trained on a slice of `--data` text, or on synthetic text). Systems:
     engine-float32-adapter  every row through one residual adapter (bottleneck 256)
     engine-float32-mixed8   8 such adapters in one batch, 4 rows each
     engine-float32-adapter-int8, engine-float32-mixed8-int8   the same two with the
-                            adapters' matrices in int8 slots (`EngineOptions.module_int8`)
+                            adapters' matrices in int8 slots (`EngineOptions.module_int8`:
+                            grouped through server/engine/int8_groups.c where it builds)
     engine-float32-adapter-bf16, engine-float32-mixed8-bf16   the same two run grouped
                             from bfloat16 copies (`EngineOptions.module_bf16`)
     engine-float32-sf       every row through one factorized "sf" module (own key/value

@@ -17,6 +17,7 @@ from torch import Tensor, nn
 
 from contract.backbone import BackboneConfig
 from server.decoding.search import Hypothesis, SearchOptions, Stepper, search
+from server.engine import int8_groups
 from server.engine.backbone import Backbone
 from server.engine.families import Params
 from server.engine.families.mixing import WordMixing
@@ -37,7 +38,11 @@ class EngineOptions:
     dtype: str = "float32"  # float16 / bfloat16 on CUDA
     int8: bool = False  # dynamic int8 quantization of linear layers (CPU)
     packed: bool = True  # CPU float32: linear weights prepacked for oneDNN (see packing.py)
-    # CPU: adapters' matrices run from int8 copies (per-column scales, dynamic activations);
+    # CPU: adapters' matrices run from int8 copies (per-column scales). Residual adapters
+    # whose matrices have 64-column blocks run grouped through int8_groups.py (float32
+    # rows; 8 mixed modules at ~1.0x one module, greedy and beam 4; -0.06 BLEU at worst on
+    # the default's domains); other families and shapes, or a machine where the kernel
+    # does not build, one fbgemm matmul per module (activations quantized per call).
     # results/adapter_precision.md measures the quality, engine_speed.md the speed.
     module_int8: bool = False
     # CPU: a batch's residual adapters run together, one batched matmul per matrix over
@@ -122,6 +127,8 @@ class Engine:
         self.project = self.project.to(self.device, self.dtype)
         _fuse_self_attention(self.model, tensors, int8=options.int8, pack=pack,
                              device=self.device, dtype=self.dtype)
+        if options.module_int8 and self.device.type == "cpu":
+            int8_groups.available()  # built now (~1 s, once per machine), not at a request
         self.modules = ModuleManager(config, slots_per_bank=options.slots_per_bank,
                                      host_capacity=options.host_capacity, device=self.device,
                                      dtype=self.dtype, loader=loader, observer=observer,

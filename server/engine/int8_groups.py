@@ -27,6 +27,7 @@ import platform
 import shutil
 import subprocess
 import tempfile
+import threading
 from pathlib import Path
 
 import torch
@@ -103,10 +104,10 @@ def _library() -> ctypes.CDLL | None:
     if compiler is None:
         log.info("no C compiler: int8 adapters run one matmul per module")
         return None
-    source = SOURCE.read_bytes()
-    key = hashlib.sha256(source + " ".join(FLAGS).encode() + _cpu().encode()).hexdigest()
-    path = _cache_dir() / f"int8_groups-{key[:16]}.so"
     try:
+        source = SOURCE.read_bytes()
+        key = hashlib.sha256(source + " ".join(FLAGS).encode() + _cpu().encode()).hexdigest()
+        path = _cache_dir() / f"int8_groups-{key[:16]}.so"
         if not path.exists():
             _compile(compiler, path)
         library = ctypes.CDLL(str(path))
@@ -123,9 +124,9 @@ def _library() -> ctypes.CDLL | None:
 
 
 def _compile(compiler: str, path: Path) -> None:
-    """Build into a file of this process's own, then rename: processes starting together
-    (replicas, test workers) never load a half-written library."""
-    partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
+    """Build into a file of this thread's own, then rename: processes and threads starting
+    together (replicas, test workers) never load a half-written library."""
+    partial = path.with_name(f"{path.name}.{os.getpid()}-{threading.get_ident()}.partial")
     try:
         subprocess.run([compiler, *FLAGS, "-o", str(partial), str(SOURCE)], check=True,
                        capture_output=True, timeout=120)
