@@ -34,7 +34,7 @@ class ModuleBank:
 
     def __init__(self, family: Family, config: dict[str, Any], backbone: BackboneConfig, *,
                  n_slots: int, device: torch.device, dtype: torch.dtype,
-                 pack: bool = False, int8: bool = False,
+                 pack: bool = False, int8: bool | None = False,
                  grouped_dtype: torch.dtype | None = None) -> None:
         self.family = family
         self.config = config
@@ -45,9 +45,9 @@ class ModuleBank:
         # weight took 3.1 ms per decoding step against 5.2 ms for MKL's sgemm
         # (benchmarks/results/engine_speed_bounds.md).
         self.pack = pack and bool(family.packed_matrices)
-        # int8 copies instead (CPU): a quarter of the float32 bytes to stream per step,
-        # which is what bounds a batch of many modules (engine_speed_bounds.md).
-        self.int8 = int8 and bool(family.packed_matrices) and device.type == "cpu"
+        # int8 copies instead (CPU): a quarter of the float32 bytes to stream per step
+        # (engine_speed_bounds.md). `int8` None: only where they run grouped (below).
+        self.int8 = bool(int8) and bool(family.packed_matrices) and device.type == "cpu"
         # Grouped copies (families with a grouped form): a batch mixing 8 modules ran 8
         # small matmuls per matrix and layer, each paying a call's overhead and reading a
         # module's weights for a few rows; one batched matmul over bfloat16 copies of the
@@ -61,8 +61,8 @@ class ModuleBank:
         # call per matrix and layer for all of a batch's modules, each module's int8
         # weights read in place. Layer-major ([layers, n_slots, ...]): a layer's slots
         # are one tensor the kernel indexes.
-        self.int8_grouped = (self.int8 and self.grouped_dtype is None
-                             and bool(family.grouped_sites)
+        self.int8_grouped = (int8 is not False and device.type == "cpu"
+                             and self.grouped_dtype is None and bool(family.grouped_sites)
                              and all(int8_groups.fits(self.shapes[name][-1])
                                      for name in family.packed_matrices)
                              and int8_groups.available())
@@ -299,7 +299,8 @@ class BatchHooks:
 
 def build_bank(config: dict[str, Any], backbone: BackboneConfig, *, n_slots: int,
                device: torch.device, dtype: torch.dtype, pack: bool = False,
-               int8: bool = False, grouped_dtype: torch.dtype | None = None) -> ModuleBank:
+               int8: bool | None = False,
+               grouped_dtype: torch.dtype | None = None) -> ModuleBank:
     family = get_family(str(config["family"]))
     if family.bank_slots is not None:  # large modules (k copies of the projections)
         n_slots = min(n_slots, family.bank_slots)

@@ -2,8 +2,9 @@
 (`EngineOptions.module_int8` with matrices of 64-column blocks): the kernel equals float32
 arithmetic on the dequantized weights for any rows, slots and ReLU; a bank's grouped form
 equals each module on its rows within int8 rounding; a hot swap repacks; a batch mixing
-adapters gives each row the tokens it gets alone; where nothing compiles, int8 banks keep
-one matmul per module."""
+adapters gives each row the tokens it gets alone; by default only adapters that run
+grouped are int8; where nothing compiles, int8 banks keep one matmul per module (and by
+default adapters stay float32)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from server.engine.artifacts import build_engine
 from server.engine.engine import Engine, EngineOptions, Member, SentenceJob
 from server.engine.families.adapters import adapter
 from server.engine.hooks import Side
-from server.engine.packing import quantized_key
+from server.engine.packing import packed_key, quantized_key
 from server.engine.slots import BatchHooks, ModuleBank, RowRun, build_bank
 from tests.services import unavailable
 from tests.tiny import random_module, tiny_backbone_files, tiny_config
@@ -179,3 +180,25 @@ def test_without_the_kernel_int8_banks_keep_one_matmul_per_module(
     assert not bank.int8_grouped
     assert quantized_key("dec.down_w", 0) in bank.view(0)
     assert BatchHooks([RowRun(bank, 0, 0, 2)])._grouped is None
+    default = build_bank(random_module(FITTING, "adapter", seed=0, bottleneck=BOTTLENECK)[0],
+                         FITTING, n_slots=2, device=CPU, dtype=torch.float32, int8=None)
+    default.write(0, random_module(FITTING, "adapter", seed=1, bottleneck=BOTTLENECK)[1])
+    assert not default.int8_grouped and quantized_key("dec.down_w", 0) not in default.view(0)
+
+
+def test_by_default_only_adapters_that_run_grouped_are_int8() -> None:
+    """`EngineOptions.module_int8` None: int8 where the grouped kernel applies, float32
+    (no int8 copies) for other shapes and families."""
+    fitting = build_bank(random_module(FITTING, "adapter", seed=0, bottleneck=BOTTLENECK)[0],
+                         FITTING, n_slots=2, device=CPU, dtype=torch.float32, int8=None)
+    assert fitting.int8_grouped
+    small = tiny_config()
+    for family, config, bottleneck in (("adapter", small, 6), ("highway", FITTING, BOTTLENECK)):
+        bank = build_bank(random_module(config, family, seed=0, bottleneck=bottleneck)[0],
+                          config, n_slots=2, device=CPU, dtype=torch.float32, pack=True,
+                          int8=None)
+        bank.write(0, random_module(config, family, seed=1, bottleneck=bottleneck)[1])
+        assert not bank.int8_grouped and not bank.int8
+        assert quantized_key("dec.down_w", 0) not in bank.view(0)
+        assert packed_key("dec.down_w", 0) in bank.view(0)  # the float32 path
+    assert EngineOptions().module_int8 is None
