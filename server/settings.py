@@ -33,14 +33,12 @@ class EngineSettings(BaseModel):
     int8: bool = Field(False, description="dynamic int8 quantization of linear layers (CPU)")
     packed: bool = Field(True, description="CPU float32: prepack linear weights for oneDNN "
                                            "(2-3x faster matmuls on some CPUs)")
-    module_int8: bool | None = Field(
-        None, description="CPU: adapters' matrices run from int8 copies (a quarter of the "
-                          "bytes per decoding step). Residual adapters with 64-column "
-                          "blocks run grouped through a C kernel built at start (8 mixed "
-                          "modules at ~1.0x one module); true: other modules too, one "
-                          "fbgemm matmul each; default: the grouped form where it "
-                          "applies, float32 elsewhere (benchmarks/results/"
-                          "adapter_precision.md, engine_speed.md)")
+    module_int8: bool = Field(
+        False, description="CPU: adapters' matrices run from int8 copies (a quarter of the "
+                           "bytes per decoding step). Residual adapters with 64-column "
+                           "blocks run grouped through a C kernel built at start (8 mixed "
+                           "modules at ~1.0x one module), others one fbgemm matmul each "
+                           "(benchmarks/results/adapter_precision.md, engine_speed.md)")
     module_bf16: bool = Field(
         False, description="CPU: a batch's residual adapters run together, one batched "
                            "matmul per matrix over bfloat16 copies (8 mixed modules at "

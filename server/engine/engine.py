@@ -41,12 +41,13 @@ class EngineOptions:
     # CPU: adapters' matrices run from int8 copies (per-column scales). Residual adapters
     # whose matrices have 64-column blocks run grouped through int8_groups.py (float32
     # rows; 8 mixed modules at ~1.0x one module, greedy and beam 4; -0.06 BLEU at worst on
-    # the default's domains); with True, other families and shapes, or a machine where
-    # the kernel does not build, one fbgemm matmul per module (activations quantized per
-    # call, -0.16 BLEU at worst). None: the grouped form where it applies, float32
-    # elsewhere. results/adapter_precision.md measures the quality, engine_speed.md the
-    # speed.
-    module_int8: bool | None = None
+    # the default's domains); other families and shapes, or a machine where the kernel
+    # does not build, one fbgemm matmul per module (activations quantized per call, -0.16
+    # BLEU at worst). Off by default: with it the served/offline ratio at saturation fell
+    # from 0.93-0.97x to 0.89-0.91x (results/history/serve_load-2026-11-26-int8-adapters-
+    # default.md). results/adapter_precision.md measures the quality, engine_speed.md the
+    # speed, mixed_domains.md the built-in default's mixed batches.
+    module_int8: bool = False
     # CPU: a batch's residual adapters run together, one batched matmul per matrix over
     # bfloat16 copies (8 mixed modules at 0.98x one module at beam 4, 0.88x greedy;
     # results/engine_speed.md, results/adapter_precision.md). Takes precedence over int8.
@@ -129,7 +130,7 @@ class Engine:
         self.project = self.project.to(self.device, self.dtype)
         _fuse_self_attention(self.model, tensors, int8=options.int8, pack=pack,
                              device=self.device, dtype=self.dtype)
-        if options.module_int8 is not False and self.device.type == "cpu":
+        if options.module_int8 and self.device.type == "cpu":
             int8_groups.available()  # built now (~1 s, once per machine), not at a request
         self.modules = ModuleManager(config, slots_per_bank=options.slots_per_bank,
                                      host_capacity=options.host_capacity, device=self.device,

@@ -37,6 +37,11 @@ BLOCK = 64  # output columns per contiguous weight block (int8_groups.c)
 SOURCE = Path(__file__).with_name("int8_groups.c")
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC")
 SLOTS_KEY = "#slots"  # a grouped call's bank slots, in `ModuleBank.stacked`
+# Calls below both run on one thread: a second saves little on them, and beside other busy
+# threads (a server's event loop and clients) a parallel call waits at its end for a
+# descheduled partner (benchmarks/results/engine_speed_bounds.md, session 17).
+PARALLEL_BYTES = 512 * 1024  # int8 weights read by the call
+PARALLEL_MACS = 8_000_000  # multiply-adds of the call
 log = logging.getLogger(__name__)
 
 
@@ -92,9 +97,12 @@ def matmul(x: Tensor, weights: Tensor, scales: Tensor, slots: Tensor, bias: Tens
     x, weights, scales = x.contiguous(), weights.contiguous(), scales.contiguous()
     slots, bias = slots.contiguous(), bias.float().contiguous()
     out = torch.empty((groups, rows, n_dim), dtype=torch.float32)
+    weight_bytes = groups * k_dim * n_dim
+    parallel = weight_bytes > PARALLEL_BYTES or weight_bytes * rows > PARALLEL_MACS
     library.nmt_grouped_int8(x.data_ptr(), groups, rows, k_dim, weights.data_ptr(),
                              scales.data_ptr(), slots.data_ptr(), bias.data_ptr(),
-                             out.data_ptr(), n_dim, int(relu), torch.get_num_threads())
+                             out.data_ptr(), n_dim, int(relu),
+                             torch.get_num_threads() if parallel else 1)
     return out
 
 

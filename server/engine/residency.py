@@ -69,11 +69,11 @@ class ModuleManager:
     def __init__(self, backbone: BackboneConfig, *, slots_per_bank: int, host_capacity: int,
                  device: torch.device, dtype: torch.dtype, loader: Loader | None = None,
                  observer: Observer | None = None, pack: bool = False,
-                 int8: bool | None = False,
+                 int8: bool = False,
                  grouped_dtype: torch.dtype | None = None) -> None:
         self.backbone = backbone
         self.pack = pack  # banks keep packed copies of their matrices (CPU float32)
-        self.int8 = int8  # ... or int8 copies (CPU; None: where they run grouped)
+        self.int8 = int8  # ... or int8 copies (CPU), which take precedence
         self.grouped_dtype = grouped_dtype  # grouped copies (families with a grouped form)
         self.slots_per_bank = slots_per_bank
         self.host_capacity = host_capacity

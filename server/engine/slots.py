@@ -34,7 +34,7 @@ class ModuleBank:
 
     def __init__(self, family: Family, config: dict[str, Any], backbone: BackboneConfig, *,
                  n_slots: int, device: torch.device, dtype: torch.dtype,
-                 pack: bool = False, int8: bool | None = False,
+                 pack: bool = False, int8: bool = False,
                  grouped_dtype: torch.dtype | None = None) -> None:
         self.family = family
         self.config = config
@@ -46,8 +46,8 @@ class ModuleBank:
         # (benchmarks/results/engine_speed_bounds.md).
         self.pack = pack and bool(family.packed_matrices)
         # int8 copies instead (CPU): a quarter of the float32 bytes to stream per step
-        # (engine_speed_bounds.md). `int8` None: only where they run grouped (below).
-        self.int8 = bool(int8) and bool(family.packed_matrices) and device.type == "cpu"
+        # (engine_speed_bounds.md).
+        self.int8 = int8 and bool(family.packed_matrices) and device.type == "cpu"
         # Grouped copies (families with a grouped form): a batch mixing 8 modules ran 8
         # small matmuls per matrix and layer, each paying a call's overhead and reading a
         # module's weights for a few rows; one batched matmul over bfloat16 copies of the
@@ -61,8 +61,8 @@ class ModuleBank:
         # call per matrix and layer for all of a batch's modules, each module's int8
         # weights read in place. Layer-major ([layers, n_slots, ...]): a layer's slots
         # are one tensor the kernel indexes.
-        self.int8_grouped = (int8 is not False and device.type == "cpu"
-                             and self.grouped_dtype is None and bool(family.grouped_sites)
+        self.int8_grouped = (self.int8 and self.grouped_dtype is None
+                             and bool(family.grouped_sites)
                              and all(int8_groups.fits(self.shapes[name][-1])
                                      for name in family.packed_matrices)
                              and int8_groups.available())
@@ -299,7 +299,7 @@ class BatchHooks:
 
 def build_bank(config: dict[str, Any], backbone: BackboneConfig, *, n_slots: int,
                device: torch.device, dtype: torch.dtype, pack: bool = False,
-               int8: bool | None = False,
+               int8: bool = False,
                grouped_dtype: torch.dtype | None = None) -> ModuleBank:
     family = get_family(str(config["family"]))
     if family.bank_slots is not None:  # large modules (k copies of the projections)

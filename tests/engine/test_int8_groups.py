@@ -2,9 +2,8 @@
 (`EngineOptions.module_int8` with matrices of 64-column blocks): the kernel equals float32
 arithmetic on the dequantized weights for any rows, slots and ReLU; a bank's grouped form
 equals each module on its rows within int8 rounding; a hot swap repacks; a batch mixing
-adapters gives each row the tokens it gets alone; by default only adapters that run
-grouped are int8; where nothing compiles, int8 banks keep one matmul per module (and by
-default adapters stay float32)."""
+adapters gives each row the tokens it gets alone; where nothing compiles, int8 banks keep
+one matmul per module."""
 
 from __future__ import annotations
 
@@ -21,7 +20,7 @@ from server.engine.artifacts import build_engine
 from server.engine.engine import Engine, EngineOptions, Member, SentenceJob
 from server.engine.families.adapters import adapter
 from server.engine.hooks import Side
-from server.engine.packing import packed_key, quantized_key
+from server.engine.packing import quantized_key
 from server.engine.slots import BatchHooks, ModuleBank, RowRun, build_bank
 from tests.services import unavailable
 from tests.tiny import random_module, tiny_backbone_files, tiny_config
@@ -59,6 +58,22 @@ def test_the_kernel_equals_float32_on_the_dequantized_weights(rows: int, relu: b
     got = int8_groups.matmul(x, weights, scales, slots, bias, relu=relu)
     want = torch.bmm(x, dequantized(weights, scales)[slots]) + bias
     torch.testing.assert_close(got, want.relu() if relu else want, atol=1e-4, rtol=1e-5)
+
+
+def test_a_call_on_all_threads_equals_its_groups_on_one() -> None:
+    """Large calls run on torch's threads, small ones on one; every output is computed
+    the same way either way."""
+    generator = torch.Generator().manual_seed(5)
+    weights, scales = int8_groups.pack(torch.randn(8, 512, 256, generator=generator))
+    slots = torch.arange(8)
+    x = torch.randn(8, 4, 512, generator=generator)
+    bias = torch.randn(8, 1, 256, generator=generator)
+    assert 8 * 512 * 256 > int8_groups.PARALLEL_BYTES >= 512 * 256  # all, then one group
+    together = int8_groups.matmul(x, weights, scales, slots, bias, relu=False)
+    for group in range(8):
+        alone = int8_groups.matmul(x[group:group + 1], weights, scales, slots[group:group + 1],
+                                   bias[group:group + 1], relu=False)
+        assert torch.equal(together[group:group + 1], alone)
 
 
 def test_packing_rounds_each_weight_to_its_columns_step() -> None:
@@ -180,25 +195,3 @@ def test_without_the_kernel_int8_banks_keep_one_matmul_per_module(
     assert not bank.int8_grouped
     assert quantized_key("dec.down_w", 0) in bank.view(0)
     assert BatchHooks([RowRun(bank, 0, 0, 2)])._grouped is None
-    default = build_bank(random_module(FITTING, "adapter", seed=0, bottleneck=BOTTLENECK)[0],
-                         FITTING, n_slots=2, device=CPU, dtype=torch.float32, int8=None)
-    default.write(0, random_module(FITTING, "adapter", seed=1, bottleneck=BOTTLENECK)[1])
-    assert not default.int8_grouped and quantized_key("dec.down_w", 0) not in default.view(0)
-
-
-def test_by_default_only_adapters_that_run_grouped_are_int8() -> None:
-    """`EngineOptions.module_int8` None: int8 where the grouped kernel applies, float32
-    (no int8 copies) for other shapes and families."""
-    fitting = build_bank(random_module(FITTING, "adapter", seed=0, bottleneck=BOTTLENECK)[0],
-                         FITTING, n_slots=2, device=CPU, dtype=torch.float32, int8=None)
-    assert fitting.int8_grouped
-    small = tiny_config()
-    for family, config, bottleneck in (("adapter", small, 6), ("highway", FITTING, BOTTLENECK)):
-        bank = build_bank(random_module(config, family, seed=0, bottleneck=bottleneck)[0],
-                          config, n_slots=2, device=CPU, dtype=torch.float32, pack=True,
-                          int8=None)
-        bank.write(0, random_module(config, family, seed=1, bottleneck=bottleneck)[1])
-        assert not bank.int8_grouped and not bank.int8
-        assert quantized_key("dec.down_w", 0) not in bank.view(0)
-        assert packed_key("dec.down_w", 0) in bank.view(0)  # the float32 path
-    assert EngineOptions().module_int8 is None
