@@ -43,10 +43,10 @@ class EngineOptions:
     # rows; 8 mixed modules at ~1.0x one module, greedy and beam 4; -0.06 BLEU at worst on
     # the default's domains); other families and shapes, or a machine where the kernel
     # does not build, one fbgemm matmul per module (activations quantized per call, -0.16
-    # BLEU at worst). Off by default: with it the served/offline ratio at saturation fell
-    # from 0.93-0.97x to 0.89-0.91x (results/history/serve_load-2026-11-26-int8-adapters-
-    # default.md). results/adapter_precision.md measures the quality, engine_speed.md the
-    # speed, mixed_domains.md the built-in default's mixed batches.
+    # BLEU at worst). Off by default until the serving runs settle (served ~10% faster at
+    # saturation with it, README "Batches mixing adapters"). results/adapter_precision.md
+    # measures the quality, engine_speed.md the speed, mixed_domains.md the built-in
+    # default's mixed batches.
     module_int8: bool = False
     # CPU: a batch's residual adapters run together, one batched matmul per matrix over
     # bfloat16 copies (8 mixed modules at 0.98x one module at beam 4, 0.88x greedy;

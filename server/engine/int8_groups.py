@@ -9,9 +9,10 @@ its rows, with float32 rows and one scale per output column: in the engine bench
 (benchmarks/results/engine_speed.md) 8 mixed adapters decode greedily at ~1.0x one
 adapter, where the bfloat16 grouping read 0.88x.
 
-The C source is compiled with the machine's compiler (`cc`, or `$CC`) at first use into a
-cache folder ($XDG_CACHE_HOME/nmt-server, else ~/.cache/nmt-server, else a temporary
-folder) under a name keyed by the source, the flags and the CPU, and loaded with ctypes.
+The C source is compiled with the machine's compiler (`cc`, or `$CC`) when an engine with
+`module_int8` starts (or at first use), once per machine, into a cache folder
+($XDG_CACHE_HOME/nmt-server, else ~/.cache/nmt-server, else a temporary folder) under a
+name keyed by the source, the flags and the CPU, and loaded with ctypes.
 Where nothing compiles (no compiler, as in the slim images) `available()` is False and
 int8 banks keep one fbgemm matmul per module (server/engine/packing.py).
 """
