@@ -161,9 +161,8 @@ def engine_runners(config: BenchConfig, checkpoint: Checkpoint, work: Workload,
         return runners
     # One engine for every float32 line. A mixing module holds k copies of the
     # projections (151M parameters at k = 8, Transformer-base): its family caps its bank
-    # at `bank_slots` (2) slots, and one module fits. Adapters in float32, one matmul per
-    # module (the int8 and bfloat16 lines above run grouped).
-    engine = build_engine(files, EngineOptions(slots_per_bank=slots, module_int8=False))
+    # at `bank_slots` (2) slots, and one module fits.
+    engine = build_engine(files, EngineOptions(slots_per_bank=slots))
     modules = register_adapters(engine, config.mixed_modules, bottleneck=config.bottleneck)
     runners["engine-float32"] = engine_runner(engine, work, [Member(None)])
     runners["engine-float32-adapter"] = engine_runner(engine, work, [Member(modules[0])])

@@ -69,8 +69,7 @@ class ModuleManager:
     def __init__(self, backbone: BackboneConfig, *, slots_per_bank: int, host_capacity: int,
                  device: torch.device, dtype: torch.dtype, loader: Loader | None = None,
                  observer: Observer | None = None, pack: bool = False,
-                 int8: bool = False,
-                 grouped_dtype: torch.dtype | None = None) -> None:
+                 int8: bool = False, grouped_dtype: torch.dtype | None = None) -> None:
         self.backbone = backbone
         self.pack = pack  # banks keep packed copies of their matrices (CPU float32)
         self.int8 = int8  # ... or int8 copies (CPU), which take precedence

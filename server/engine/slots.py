@@ -299,8 +299,7 @@ class BatchHooks:
 
 def build_bank(config: dict[str, Any], backbone: BackboneConfig, *, n_slots: int,
                device: torch.device, dtype: torch.dtype, pack: bool = False,
-               int8: bool = False,
-               grouped_dtype: torch.dtype | None = None) -> ModuleBank:
+               int8: bool = False, grouped_dtype: torch.dtype | None = None) -> ModuleBank:
     family = get_family(str(config["family"]))
     if family.bank_slots is not None:  # large modules (k copies of the projections)
         n_slots = min(n_slots, family.bank_slots)
