@@ -1,10 +1,39 @@
 """What the speed and quality benchmarks share: where the repository, the results and the
-shared corpora are."""
+shared corpora are, and the options and report files of the benchmarks that decode test
+sentences offline."""
 
 from __future__ import annotations
 
+import argparse
+import json
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO / "benchmarks" / "results"  # <name>.json + <name>.md per benchmark
 DEFAULT_DATA = Path("../shared/data")  # the corpora (`--data`); never read by tests
+
+
+def sentence_benchmark_args(prog: str, doc: str,
+                            argv: Sequence[str] | None) -> argparse.Namespace:
+    """--data, --tiny, --sentences, --rounds and --out of an offline sentence benchmark."""
+    parser = argparse.ArgumentParser(prog=prog, description=doc.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, help="corpora root (../shared/data)")
+    parser.add_argument("--tiny", action="store_true", help="toy model, few sentences")
+    parser.add_argument("--sentences", type=int, default=600)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--out", type=Path, help="results directory (default: results/)")
+    return parser.parse_args(argv)
+
+
+def write_report(name: str, description: str, rows: Sequence[dict[str, Any]], table: str, *,
+                 out: Path | None, tiny: bool) -> None:
+    """`<name>.json` (description and rows) and `<name>.md` (`table`) in `out`, else in
+    results/ (`tiny`: results/tmp/, git-ignored); the table is printed too."""
+    folder = out or (RESULTS_DIR / "tmp" if tiny else RESULTS_DIR)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.json").write_text(json.dumps(
+        {"description": description, "rows": list(rows)}, indent=2) + "\n")
+    (folder / f"{name}.md").write_text(table)
+    print(table)

@@ -11,8 +11,6 @@ reported.
 
 from __future__ import annotations
 
-import argparse
-import json
 import random
 import statistics
 import tempfile
@@ -20,7 +18,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from benchmarks.common import RESULTS_DIR
+from benchmarks.common import sentence_benchmark_args, write_report
 from benchmarks.speed.data import read_test_sets
 from benchmarks.speed.model import synthetic_lines
 from benchmarks.speed.offline import pack, text_jobs
@@ -80,14 +78,7 @@ def markdown(rows: Sequence[dict[str, float]], description: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.speed.batch_lengths",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, help="corpora root (../shared/data)")
-    parser.add_argument("--tiny", action="store_true", help="toy model, few sentences")
-    parser.add_argument("--sentences", type=int, default=600)
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--out", type=Path, help="results directory (default: results/)")
-    args = parser.parse_args(argv)
+    args = sentence_benchmark_args("python -m benchmarks.speed.batch_lengths", __doc__, argv)
     count, rounds = (40, 1) if args.tiny else (args.sentences, args.rounds)
     config = ServeConfig()
     texts = sentences(args.data, count=count, seed=0)
@@ -99,12 +90,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                    f"sentences, beam {config.beam_size}, budget {config.max_batch_tokens} "
                    f"tokens, median of {rounds} interleaved rounds "
                    f"(`python -m benchmarks.speed.batch_lengths --data {args.data}`).")
-    out = args.out or (RESULTS_DIR / "tmp" if args.tiny else RESULTS_DIR)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "batch_lengths.json").write_text(json.dumps(
-        {"description": description, "rows": rows}, indent=2) + "\n")
-    (out / "batch_lengths.md").write_text(markdown(rows, description))
-    print(markdown(rows, description))
+    write_report("batch_lengths", description, rows, markdown(rows, description), out=args.out,
+                 tiny=args.tiny)
     return 0
 
 

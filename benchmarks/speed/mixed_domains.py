@@ -15,8 +15,6 @@ are reported. Writes results/mixed_domains.{json,md} (`--tiny`: a toy store, res
 
 from __future__ import annotations
 
-import argparse
-import json
 import random
 import statistics
 import tempfile
@@ -27,7 +25,7 @@ from typing import Any
 
 import torch
 
-from benchmarks.common import RESULTS_DIR
+from benchmarks.common import sentence_benchmark_args, write_report
 from benchmarks.speed.data import read_test_sets
 from benchmarks.speed.model import synthetic_lines
 from benchmarks.speed.offline import pack, text_jobs
@@ -124,14 +122,7 @@ def markdown(rows: Sequence[dict[str, Any]], description: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.speed.mixed_domains",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, help="corpora root (../shared/data)")
-    parser.add_argument("--tiny", action="store_true", help="toy store, few sentences")
-    parser.add_argument("--sentences", type=int, default=600)
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--out", type=Path, help="results directory (default: results/)")
-    args = parser.parse_args(argv)
+    args = sentence_benchmark_args("python -m benchmarks.speed.mixed_domains", __doc__, argv)
     count, rounds = (24, 1) if args.tiny else (args.sentences, args.rounds)
     torch.set_num_threads(2)
     sentences = labelled_sentences(args.data, count=count, seed=0)
@@ -145,12 +136,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                    f"as the scheduler packs a full queue, 2 torch threads, median of "
                    f"{rounds} interleaved rounds; grouped int8 kernel {kernel} "
                    f"(`python -m benchmarks.speed.mixed_domains --data {args.data}`).")
-    out = args.out or (RESULTS_DIR / "tmp" if args.tiny else RESULTS_DIR)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "mixed_domains.json").write_text(json.dumps(
-        {"description": description, "rows": rows}, indent=2) + "\n")
-    (out / "mixed_domains.md").write_text(markdown(rows, description))
-    print(markdown(rows, description))
+    write_report("mixed_domains", description, rows, markdown(rows, description), out=args.out,
+                 tiny=args.tiny)
     return 0
 
 
