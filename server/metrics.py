@@ -45,6 +45,10 @@ class Metrics:
             "nmt_scheduler_batch_length_spread",
             "longest over mean source length of an engine batch (1: all equal)",
             buckets=SPREAD_BUCKETS, registry=r)
+        # with the wall clock, how busy the engine is (utilisation = rate of this counter)
+        self.engine_busy = Counter("nmt_engine_busy_seconds",
+                                   "seconds the engine thread spent decoding batches",
+                                   registry=r)
         self.target_tokens = Counter("nmt_engine_target_tokens_total",
                                      "target tokens produced (best hypotheses)", registry=r)
         self.routing_decisions = Counter("nmt_routing_decisions_total",

@@ -146,11 +146,13 @@ class OfflineStats:
 @dataclass(frozen=True)
 class BatchShape:
     """Engine batches over a stretch of work: how full and how mixed in length (the
-    served side reads the server's own metrics; `length_spread` per batch)."""
+    served side reads the server's own metrics; `length_spread` per batch), and the
+    engine's time in them."""
 
     batches: int = 0
     sentences: int = 0
     spread_sum: float = 0.0
+    engine_s: float = 0.0  # seconds the engine spent decoding these batches
 
     @property
     def sentences_per_batch(self) -> float:
@@ -160,13 +162,14 @@ class BatchShape:
     def mean_spread(self) -> float:
         return self.spread_sum / self.batches if self.batches else 0.0
 
-    def add(self, sentences: int, spread: float) -> BatchShape:
+    def add(self, sentences: int, spread: float, engine_s: float = 0.0) -> BatchShape:
         return BatchShape(self.batches + 1, self.sentences + sentences,
-                          self.spread_sum + spread)
+                          self.spread_sum + spread, self.engine_s + engine_s)
 
     def since(self, earlier: BatchShape) -> BatchShape:
         return BatchShape(self.batches - earlier.batches, self.sentences - earlier.sentences,
-                          self.spread_sum - earlier.spread_sum)
+                          self.spread_sum - earlier.spread_sum,
+                          self.engine_s - earlier.engine_s)
 
 
 def served_shape(metrics_text: str) -> BatchShape:
@@ -177,7 +180,8 @@ def served_shape(metrics_text: str) -> BatchShape:
             values[sample.name] = sample.value
     return BatchShape(int(values.get("nmt_scheduler_batch_sentences_count", 0)),
                       int(values.get("nmt_scheduler_batch_sentences_sum", 0)),
-                      values.get("nmt_scheduler_batch_length_spread_sum", 0.0))
+                      values.get("nmt_scheduler_batch_length_spread_sum", 0.0),
+                      values.get("nmt_engine_busy_seconds_total", 0.0))
 
 
 @dataclass(frozen=True)
@@ -190,16 +194,35 @@ class Pair:
     whole_tokens_per_s: float | None = None  # served, over the whole level
     served_batches: BatchShape | None = None  # the whole level's
     offline_batches: BatchShape | None = None
+    served_wall_s: float | None = None  # the whole level's
 
     @property
     def ratio(self) -> float:
         return self.served_tokens_per_s / self.offline_tokens_per_s
 
+    @property
+    def engine_share(self) -> float | None:
+        """Share of the whole served level the engine spent in batches."""
+        if self.served_batches is None or not self.served_wall_s:
+            return None
+        return self.served_batches.engine_s / self.served_wall_s
+
+    @property
+    def engine_speed_ratio(self) -> float | None:
+        """Served target tokens per second of engine time, over the offline run's tokens
+        per second: how fast the engine decodes beside the serving work. With
+        `engine_share` it splits whole / offline into time lost between batches and
+        time lost inside them."""
+        share = self.engine_share
+        if not share or self.whole_tokens_per_s is None or self.offline_tokens_per_s <= 0:
+            return None
+        return self.whole_tokens_per_s / share / self.offline_tokens_per_s
+
     @staticmethod
     def of(level: LevelStats, offline: OfflineStats,
            served_batches: BatchShape | None = None) -> Pair:
         return Pair(served_speed(level), offline.tokens_per_s, level.tokens_per_s,
-                    served_batches, offline.shape)
+                    served_batches, offline.shape, level.wall_s)
 
 
 @dataclass(frozen=True)
@@ -281,18 +304,24 @@ def markdown(levels: Sequence[LevelStats], offline: OfflineStats | None,
     lines += ["", f"Saturation ({best.concurrency} clients), {len(pairs)} interleaved rounds "
                   "(the level served again, then the offline engine on the same inputs):",
               "", "| round | served steady tokens/s | offline tokens/s | served / offline | "
-                  "whole level tokens/s | whole / offline | served batches: sentences, "
-                  "spread | offline batches |",
-              "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                  "whole level tokens/s | whole / offline | engine busy | engine speed / "
+                  "offline | served batches: sentences, spread | offline batches |",
+              "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     lines += [f"| {number} | {pair.served_tokens_per_s:,.1f} | "
               f"{pair.offline_tokens_per_s:,.1f} | {pair.ratio:.2f}x | "
               f"{_rate(pair.whole_tokens_per_s)} | "
               f"{_times(pair.whole_tokens_per_s, pair.offline_tokens_per_s)} | "
+              f"{_share(pair.engine_share)} | {_times(pair.engine_speed_ratio, 1.0)} | "
               f"{_shape(pair.served_batches)} | {_shape(pair.offline_batches)} |"
               for number, pair in enumerate(pairs, start=1)]
     lines += ["", "Batches: mean sentences per engine batch and mean length spread (longest "
                   "over mean source length of a batch; 1: all equal). The served side counts "
-                  "every batch of the level, ramp-up and drain included."]
+                  "every batch of the level, ramp-up and drain included. Engine busy: the "
+                  "share of the whole served level the engine spent in batches (the "
+                  "server's `nmt_engine_busy_seconds_total`); engine speed / offline: the "
+                  "level's target tokens per second of that time, over the offline run's "
+                  "tokens per second. Their product is whole / offline: the first factor "
+                  "is time lost between batches, the second time lost inside them."]
     lines += ["", f"Median of the rounds: served / offline = {best.median_ratio:.2f}x "
                   f"(target >= {best.target:.2f}x): {verdict}. The sweep's own level against "
                   f"the first offline run: {best.ratio:.2f}x{whole}."]
@@ -303,6 +332,10 @@ def _shape(shape: BatchShape | None) -> str:
     if shape is None or not shape.batches:
         return "n/a"
     return f"{shape.sentences_per_batch:.1f}, {shape.mean_spread:.2f}"
+
+
+def _share(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1%}"
 
 
 def _rate(value: float | None) -> str:

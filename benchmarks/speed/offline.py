@@ -192,11 +192,13 @@ class _Batches:
                           max_modules=self.max_modules, lookahead=self.lookahead):
             if time.perf_counter() > deadline:
                 break
+            started = time.perf_counter()
             hypotheses = self.engine.translate([jobs[i] for i in batch], self.options)
+            engine_s = time.perf_counter() - started
             for index, hyps in zip(batch, hypotheses, strict=True):
                 out[index] = decode(hyps[0].tokens) if hyps else ""
             self.shape = self.shape.add(len(batch), length_spread(
-                [len(jobs[i].source_ids) for i in batch]))
+                [len(jobs[i].source_ids) for i in batch]), engine_s)
         return out
 
 

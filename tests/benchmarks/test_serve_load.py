@@ -223,18 +223,23 @@ def test_batch_shapes_read_from_the_servers_metrics() -> None:
     metrics = Metrics()
     before = served_shape(metrics.render().decode())
     assert before == BatchShape()
-    for lengths in ([4, 4], [2, 6, 4]):  # spreads 1.0 and 1.5
+    for lengths, seconds in (([4, 4], 3.0), ([2, 6, 4], 5.0)):  # spreads 1.0 and 1.5
         metrics.batch_sentences.observe(len(lengths))
         metrics.batch_length_spread.observe(length_spread(lengths))
+        metrics.engine_busy.inc(seconds)
     shape = served_shape(metrics.render().decode()).since(before)
-    assert (shape.batches, shape.sentences) == (2, 5)
+    assert (shape.batches, shape.sentences, shape.engine_s) == (2, 5, 8.0)
     assert shape.sentences_per_batch == 2.5 and shape.mean_spread == pytest.approx(1.25)
-    offline_shape = BatchShape().add(4, 1.0)
-    pair = Pair(450.0, 500.0, 440.0, shape, offline_shape)
+    offline_shape = BatchShape().add(4, 1.0, 0.5)
+    pair = Pair(450.0, 500.0, 440.0, shape, offline_shape, served_wall_s=10.0)
+    # 8 s of engine in a 10 s level: 440 tokens/s over the level, 550 per engine second
+    assert pair.engine_share == pytest.approx(0.8)
+    assert pair.engine_speed_ratio == pytest.approx(1.1)
     levels = [level(4, 480.0)]
     text = markdown(levels, offline_at(500.0), saturation(levels, offline_at(500.0),
                                                           pairs=[pair]), {}, [pair])
-    assert "| 0.88x | 2.5, 1.25 | 4.0, 1.00 |" in text
+    assert "| 0.88x | 80.0% | 1.10x | 2.5, 1.25 | 4.0, 1.00 |" in text
+    assert Pair(450.0, 500.0).engine_share is None  # rounds without the server's metrics
 
 
 @pytest.mark.parametrize(("routing", "members"), [

@@ -17,6 +17,7 @@ PANEL_METRICS: dict[str, tuple[str, ...] | None] = {
     "nmt_api_requests_total": ("route", "status"),
     "nmt_api_request_latency_seconds_bucket": ("le",),
     "nmt_engine_target_tokens_total": None,
+    "nmt_engine_busy_seconds_total": ("instance",),
     "nmt_routing_decisions_total": ("mode",),
     "nmt_routing_predicted_domain_total": ("domain",),
     "nmt_scheduler_queue_depth": None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -26,10 +27,12 @@ BEAM = SearchOptions(beam_size=2)
 class FakeEngine:
     """Records every batch; answers each job with its own source ids."""
 
-    def __init__(self, *, gate: threading.Event | None = None, fail: bool = False) -> None:
+    def __init__(self, *, gate: threading.Event | None = None, fail: bool = False,
+                 compute_s: float = 0.0) -> None:
         self.batches: list[list[SentenceJob]] = []
         self.gate = gate
         self.fail = fail
+        self.compute_s = compute_s  # each batch's time on the engine thread
         self.started = threading.Event()
 
     def __call__(self, jobs: Sequence[SentenceJob],
@@ -37,6 +40,7 @@ class FakeEngine:
         self.started.set()
         if self.gate is not None:
             self.gate.wait(10)
+        time.sleep(self.compute_s)
         self.batches.append(list(jobs))
         if self.fail:
             raise RuntimeError("engine exploded")
@@ -240,7 +244,7 @@ def test_an_engine_failure_fails_each_sentence_of_the_batch() -> None:
 
 
 def test_batch_metrics_are_recorded() -> None:
-    engine = FakeEngine()
+    engine = FakeEngine(compute_s=0.05)
     metrics = Metrics()
 
     async def main() -> None:
@@ -258,3 +262,5 @@ def test_batch_metrics_are_recorded() -> None:
     assert "nmt_scheduler_batch_length_spread_sum 1.1428" in text  # 4 / mean(3, 4)
     assert "nmt_engine_target_tokens_total 7.0" in text
     assert "nmt_scheduler_queue_depth 0.0" in text
+    busy = re.search(r"^nmt_engine_busy_seconds_total (\S+)$", text, re.MULTILINE)
+    assert busy and 0.05 <= float(busy.group(1)) < 10  # the one batch's time on the engine
