@@ -15,6 +15,7 @@ from fastapi import FastAPI
 
 from model_store.notify import change_waiter
 from server.access import AccessGuard
+from server.allocator import keep_freed_memory
 from server.api import ADMIN_ROUTERS, PUBLIC_ROUTERS
 from server.api.body_limit import BodyLimitMiddleware
 from server.api.errors import install_error_handlers
@@ -46,6 +47,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     metrics: Metrics = app.state.metrics
     # the engine thread re-takes the GIL after every torch op: keep its wait short while
     # the event loop is busy (EngineSettings.gil_switch_interval_ms says what it costs)
+    if settings.engine.keep_freed_memory:
+        keep_freed_memory()
     switch_interval = sys.getswitchinterval()
     sys.setswitchinterval(settings.engine.gil_switch_interval_ms / 1000)
     engine_thread = EngineThread()

@@ -81,6 +81,7 @@ from benchmarks.speed.store import (
     seed_tiny_store,
     target_tokenizer,
 )
+from server.allocator import keep_freed_memory
 from server.engine.engine import Engine, EngineOptions
 from server.serving.runtime import engine_options
 from server.settings import DecodingSettings, EngineSettings, SchedulerSettings
@@ -225,7 +226,10 @@ def batch_shape(base_url: str) -> BatchShape:
 
 def offline_setup(spec: StoreSpec, run: LevelRun, requests: Sequence[LoadRequest],
                   config: ServeConfig) -> tuple[Engine, list[OfflineItem]]:
-    """An engine in this process and the inputs `run` served successfully."""
+    """An engine in this process and the inputs `run` served successfully; the process
+    gets the server's allocator settings, as the server's does."""
+    if config.engine.keep_freed_memory:
+        keep_freed_memory()
     items = offline_items(run, requests)
     engine = offline_engine(backbone_files(spec), items,
                             lambda name, version: load_module(spec, name, version),
