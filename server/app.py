@@ -45,10 +45,10 @@ Admin endpoints need `Authorization: Bearer $NMT_ADMIN_TOKEN`. See docs/API.md."
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings: Settings = app.state.settings
     metrics: Metrics = app.state.metrics
+    if settings.engine.keep_freed_memory:  # before the engine allocates anything
+        keep_freed_memory()
     # the engine thread re-takes the GIL after every torch op: keep its wait short while
     # the event loop is busy (EngineSettings.gil_switch_interval_ms says what it costs)
-    if settings.engine.keep_freed_memory:
-        keep_freed_memory()
     switch_interval = sys.getswitchinterval()
     sys.setswitchinterval(settings.engine.gil_switch_interval_ms / 1000)
     engine_thread = EngineThread()

@@ -92,7 +92,8 @@ def make_settings(root: Path, **overrides: Any) -> Settings:
     base: dict[str, Any] = {
         "store_dir": root, "builtin_artifacts": False, "backbone": BACKBONE,
         "admin_token": TOKEN, "poll_interval_s": 0.05,
-        # the allocator setting is process-wide: its test runs a server process of its own
+        # process-wide, so the tests keep glibc's defaults (test_allocator.py checks it
+        # in processes of their own)
         "engine": {"slots_per_bank": 4, "host_capacity": 16, "keep_freed_memory": False},
         "decoding": {"beam_size": 1, "max_length": 8},
         "scheduler": {"max_wait_ms": 2.0, "request_timeout_s": 30.0},
