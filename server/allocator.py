@@ -10,9 +10,8 @@ clients the server took 200,000-330,000 minor page faults per 988 sentences.
 Raising both thresholds once, at start, keeps that memory in the process: 40,000-145,000
 faults for the same work, and the engine's two threads spent 0.20-0.37 s of a 14 s level in
 the kernel instead of 0.59-0.82 s, ~1.5% of their CPU time (A/B/A/B server runs at 64
-clients; README, "Serving"). The cost is resident memory: freed blocks stay
-mapped, so the process holds about its peak (one batch's working set, a few hundred MB at
-the default budget) instead of giving it back between batches.
+clients; README, "Serving"). The cost is resident memory: freed blocks stay mapped, so the
+process holds about its peak instead of giving it back between batches.
 
 Only glibc has `mallopt`; elsewhere (musl, macOS) nothing changes.
 """
