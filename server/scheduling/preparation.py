@@ -12,13 +12,14 @@ that send 100,000-character requests in a loop, a one-sentence request otherwise
 for the preparation of several of them (benchmarks/results/adversarial.md).
 
 Large requests hand their Python-heavy text work (splitting and masking, `apart`) to a
-worker process, which has a GIL of its own and the serving threads' lower CPU priority
-(server/priorities.py). In the server's process that work held the GIL half of the time
-beside a flood of large texts; at a low priority it held it while it waited for a core,
-and the engine thread waited with it. The worker starts in the background when the
-server starts (`start_worker`): started at the first large request instead, it made that
-request wait 1.6-1.7 s here, against 36 ms for the next one. If it dies, the next call
-starts another, and the call that saw it die works in its thread.
+worker process, which has a GIL of its own and, with the large requests' thread, a lower
+CPU priority than the engine (`large_text_niceness`, server/priorities.py). In the
+server's process that work held the GIL half of the time beside a flood of large texts;
+at a low priority it held it while it waited for a core, and the engine thread waited
+with it. The worker starts in the background when the server starts (`start_worker`):
+started at the first large request instead, it made that request wait 1.6-1.7 s here,
+against 36 ms for the next one. If it dies, the next call starts another, and the call
+that saw it die works in its thread.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import TypeVar
 
 from server.errors import Busy, DeadlineExceeded
-from server.priorities import lower_process_to, own_niceness
+from server.priorities import lower_own_priority, lower_process_to, own_niceness
 
 T = TypeVar("T")
 SMALL_CHARS = 2_000  # about a millisecond of preparation
@@ -43,11 +44,16 @@ log = logging.getLogger(__name__)
 
 
 class PreparationGate:
-    def __init__(self, *, max_chars: int, retry_after_s: int, threads: int = 1) -> None:
+    def __init__(self, *, max_chars: int, retry_after_s: int, threads: int = 1,
+                 large_niceness: int = 0) -> None:
+        """`large_niceness`: nice levels the large requests' thread (and so the worker
+        process it starts) runs below the thread that first hands it work."""
         self.max_chars = max_chars
         self.retry_after_s = retry_after_s
         self._executor = ThreadPoolExecutor(max_workers=threads,
-                                            thread_name_prefix="nmt-prepare")
+                                            thread_name_prefix="nmt-prepare",
+                                            initializer=lower_own_priority,
+                                            initargs=(large_niceness,))
         self._small = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nmt-prepare-small")
         self._lock = threading.Lock()
         self._chars = 0  # characters admitted and not yet prepared
