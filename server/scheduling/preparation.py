@@ -2,14 +2,20 @@
 
 Its work is linear in the characters it is given, so characters are its budget: at most
 `max_chars` characters (all requests together) are being prepared at once, beyond which a
-request gets 429 with `Retry-After` at once, as when the engine queue is full. The work
-runs on threads of its own (never the event loop, never the engine thread) and is awaited
-under the request's deadline; a request past its deadline stops between texts.
+request gets 429 with `Retry-After` at once, as when the engine queue is full.
 
-Small requests (at most `SMALL_CHARS` characters, a few sentences) have a thread of their
-own, so they never queue behind the preparation of large ones: measured beside clients
-that send 100,000-character requests in a loop, a one-sentence request otherwise waited
-for the preparation of several of them (benchmarks/results/adversarial.md).
+Small requests (at most `SMALL_CHARS` characters, a few sentences, about a millisecond)
+are prepared at once on the event loop, so they never queue behind the preparation of
+large ones (measured beside clients that send 100,000-character requests in a loop, a
+one-sentence request queued behind one thread otherwise waited for several of them:
+benchmarks/results/adversarial.md). A thread of their own cost more than their work: at
+saturation (64 clients) the serving threads spent 1.29 ms of CPU per request inline
+against 1.52 ms with the hand-off, and each hand-off wakes a thread that may preempt the
+event loop while it holds the GIL, which the engine thread then waits for.
+
+Larger requests are prepared on threads of their own (never the event loop, never the
+engine thread), awaited under the request's deadline; a request past its deadline stops
+between texts.
 
 Large requests hand their Python-heavy text work (splitting and masking, `apart`) to a
 worker process, which has a GIL of its own and, with the large requests' thread, a lower
@@ -54,7 +60,6 @@ class PreparationGate:
                                             thread_name_prefix="nmt-prepare",
                                             initializer=lower_own_priority,
                                             initargs=(large_niceness,))
-        self._small = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nmt-prepare-small")
         self._lock = threading.Lock()
         self._chars = 0  # characters admitted and not yet prepared
         self._worker: ProcessPoolExecutor | None = None  # started by `start_worker`/`apart`
@@ -66,15 +71,20 @@ class PreparationGate:
 
     async def run(self, chars: int, deadline: float, function: Callable[..., T],
                   *args: object) -> T:
-        """`function(*args)` on a preparation thread, if `chars` more characters fit."""
+        """`function(*args)`, if `chars` more characters fit: here for a small request, on
+        a preparation thread for a large one."""
         with self._lock:
             if self._chars and self._chars + chars > self.max_chars:
                 raise Busy(f"the server is preparing {self._chars} characters of other "
                            f"requests (limit {self.max_chars}); retry later",
                            retry_after=self.retry_after_s)
             self._chars += chars
-        executor = self._small if not self.is_large(chars) else self._executor
-        future = executor.submit(functools.partial(function, *args))
+        if not self.is_large(chars):
+            try:
+                return function(*args)
+            finally:
+                self._release(chars)
+        future = self._executor.submit(functools.partial(function, *args))
         # Released when the work really ends (a thread cannot be interrupted).
         future.add_done_callback(functools.partial(self._release, chars))
         try:
@@ -86,8 +96,8 @@ class PreparationGate:
 
     @staticmethod
     def is_large(chars: int) -> bool:
-        """Whether a request of `chars` characters is prepared on the large requests'
-        thread, its text work in the worker process (`apart`)."""
+        """Whether a request of `chars` characters is prepared on a preparation thread,
+        its text work in the worker process (`apart`), rather than on the event loop."""
         return chars > SMALL_CHARS
 
     def start_worker(self) -> None:
@@ -148,7 +158,7 @@ class PreparationGate:
                 self._worker = None
         worker.shutdown(wait=False, cancel_futures=True)
 
-    def _release(self, chars: int, _future: Future[object]) -> None:
+    def _release(self, chars: int, _future: Future[object] | None = None) -> None:
         with self._lock:
             self._chars -= chars
 
@@ -156,7 +166,6 @@ class PreparationGate:
         with self._lock:  # first: `start_worker` then submits nothing more
             worker, self._worker, self._closed = self._worker, None, True
         self._executor.shutdown(wait=False, cancel_futures=True)
-        self._small.shutdown(wait=False, cancel_futures=True)
         if worker is not None:
             worker.shutdown(wait=False, cancel_futures=True)
 

@@ -221,14 +221,35 @@ def test_a_small_request_is_prepared_while_large_ones_hold_every_thread() -> Non
     asyncio.run(main())
 
 
+def test_a_small_request_is_prepared_on_the_event_loop_a_large_one_on_a_thread() -> None:
+    async def main() -> None:
+        gate = PreparationGate(max_chars=1_000_000, retry_after_s=1)
+        try:
+            loop_thread = threading.get_ident()
+            assert await gate.run(SMALL_CHARS, later(), threading.get_ident) == loop_thread
+            assert await gate.run(SMALL_CHARS + 1, later(), threading.get_ident) != loop_thread
+            assert gate.chars == 0
+            with pytest.raises(ValueError, match="bad text"):  # its budget comes back
+                await gate.run(10, later(), _fail, "bad text")
+            assert gate.chars == 0
+        finally:
+            gate.close()
+
+    asyncio.run(main())
+
+
+def _fail(message: str) -> None:
+    raise ValueError(message)
+
+
 def test_preparation_past_the_deadline_is_504_and_frees_its_budget() -> None:
     async def main() -> None:
         gate = PreparationGate(max_chars=100, retry_after_s=1)
         release = threading.Event()
         try:
             with pytest.raises(DeadlineExceeded, match="split and tokenized"):
-                await gate.run(50, time.monotonic() + 0.05, release.wait, 10)
-            assert gate.chars == 50  # the thread still runs: its characters still count
+                await gate.run(SMALL_CHARS + 1, time.monotonic() + 0.05, release.wait, 10)
+            assert gate.chars == SMALL_CHARS + 1  # the thread still runs: they still count
             release.set()
             for _ in range(100):
                 if gate.chars == 0:
