@@ -52,10 +52,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     switch_interval = sys.getswitchinterval()
     sys.setswitchinterval(settings.engine.gil_switch_interval_ms / 1000)
     engine_thread = EngineThread()
-    # below the engine from here on (if at all: 0 by default): this thread (the event
-    # loop) and every thread it starts later; the engine thread, started above, and its
-    # OpenMP team keep the process's priority. Large requests' preparation goes lower
-    # still (the Translator's gate).
+    # below the engine from here on: this thread (the event loop) and every thread it
+    # starts later; the engine thread, started above, and its OpenMP team keep the
+    # process's priority
     lower_own_priority(settings.engine.front_niceness)
     store = await asyncio.to_thread(settings.open_store)
     runtime = Runtime(store, settings, metrics=metrics, engine_thread=engine_thread)
@@ -75,9 +74,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.translator = Translator(
         runtime, scheduler, policy, limits=settings.limits, decoding=settings.decoding,
         timeout_s=settings.scheduler.request_timeout_s, metrics=metrics,
-        glossaries=glossaries,
-        large_text_niceness=max(0, settings.engine.large_text_niceness
-                                - settings.engine.front_niceness))
+        glossaries=glossaries)
     if settings.limits.start_preparation_worker:
         app.state.translator.preparation.start_worker()
     app.state.admin = DomainAdmin(store, runtime, drain_timeout_s=settings.drain_timeout_s)

@@ -8,24 +8,25 @@ Small requests (at most `SMALL_CHARS` characters, a few sentences, about a milli
 are prepared at once on the event loop, so they never queue behind the preparation of
 large ones (measured beside clients that send 100,000-character requests in a loop, a
 one-sentence request queued behind one thread otherwise waited for several of them:
-benchmarks/results/adversarial.md). A thread of their own cost more than their work: at
-saturation (64 clients) the serving threads spent 1.29 ms of CPU per request inline
-against 1.52 ms with the hand-off, and each hand-off wakes a thread that may preempt the
-event loop while it holds the GIL, which the engine thread then waits for.
+benchmarks/results/adversarial.md). Threads of their own cost more than their work: at
+saturation (64 clients, levels of 1,200 requests) the serving threads spent 1.14-1.29 ms
+of CPU per request with a small request's text work done inline (here and in
+`Translator`) against 1.64-1.65 ms with its three hand-offs to threads, and each hand-off
+wakes a thread that may preempt the event loop while it holds the GIL, which the engine
+thread then waits for.
 
 Larger requests are prepared on threads of their own (never the event loop, never the
 engine thread), awaited under the request's deadline; a request past its deadline stops
 between texts.
 
 Large requests hand their Python-heavy text work (splitting and masking, `apart`) to a
-worker process, which has a GIL of its own and, with the large requests' thread, a lower
-CPU priority than the engine (`large_text_niceness`, server/priorities.py). In the
-server's process that work held the GIL half of the time beside a flood of large texts;
-at a low priority it held it while it waited for a core, and the engine thread waited
-with it. The worker starts in the background when the server starts (`start_worker`):
-started at the first large request instead, it made that request wait 1.6-1.7 s here,
-against 36 ms for the next one. If it dies, the next call starts another, and the call
-that saw it die works in its thread.
+worker process, which has a GIL of its own and the serving threads' lower CPU priority
+(server/priorities.py). In the server's process that work held the GIL half of the time
+beside a flood of large texts; at a low priority it held it while it waited for a core,
+and the engine thread waited with it. The worker starts in the background when the
+server starts (`start_worker`): started at the first large request instead, it made that
+request wait 1.6-1.7 s here, against 36 ms for the next one. If it dies, the next call
+starts another, and the call that saw it die works in its thread.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import TypeVar
 
 from server.errors import Busy, DeadlineExceeded
-from server.priorities import lower_own_priority, lower_process_to, own_niceness
+from server.priorities import lower_process_to, own_niceness
 
 T = TypeVar("T")
 SMALL_CHARS = 2_000  # about a millisecond of preparation
@@ -50,16 +51,11 @@ log = logging.getLogger(__name__)
 
 
 class PreparationGate:
-    def __init__(self, *, max_chars: int, retry_after_s: int, threads: int = 1,
-                 large_niceness: int = 0) -> None:
-        """`large_niceness`: nice levels the large requests' thread (and so the worker
-        process it starts) runs below the thread that first hands it work."""
+    def __init__(self, *, max_chars: int, retry_after_s: int, threads: int = 1) -> None:
         self.max_chars = max_chars
         self.retry_after_s = retry_after_s
         self._executor = ThreadPoolExecutor(max_workers=threads,
-                                            thread_name_prefix="nmt-prepare",
-                                            initializer=lower_own_priority,
-                                            initargs=(large_niceness,))
+                                            thread_name_prefix="nmt-prepare")
         self._lock = threading.Lock()
         self._chars = 0  # characters admitted and not yet prepared
         self._worker: ProcessPoolExecutor | None = None  # started by `start_worker`/`apart`

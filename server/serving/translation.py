@@ -112,7 +112,7 @@ class Translator:
     def __init__(self, runtime: Runtime, scheduler: Scheduler, policy: RoutingPolicy, *,
                  limits: LimitSettings, decoding: DecodingSettings, timeout_s: float,
                  metrics: Metrics, glossaries: GlossaryBook,
-                 terms: TermMode = "inline", large_text_niceness: int = 0) -> None:
+                 terms: TermMode = "inline") -> None:
         self.runtime = runtime
         self.scheduler = scheduler
         self.policy = policy
@@ -123,8 +123,7 @@ class Translator:
         self.glossaries = glossaries
         self.terms = terms
         self.preparation = PreparationGate(max_chars=limits.max_preparing_chars,
-                                           retry_after_s=scheduler.settings.retry_after_s,
-                                           large_niceness=large_text_niceness)
+                                           retry_after_s=scheduler.settings.retry_after_s)
 
     async def translate(self, items: Sequence[Item], request: DecodingRequest, *,
                         proportions: bool = False, explain: bool = False) -> list[ItemResult]:

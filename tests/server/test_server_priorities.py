@@ -1,7 +1,6 @@
-"""The serving threads' CPU priorities (Linux): the event loop and the threads it starts
-after the engine thread get `front_niceness` more nice levels than the engine thread,
-the large requests' preparation thread and text worker `large_text_niceness` (at least
-the front's)."""
+"""The serving threads run below the engine's CPU priority (Linux): the event loop and the
+threads it starts after the engine thread get `front_niceness` more nice levels, the
+engine thread keeps the process's."""
 
 from __future__ import annotations
 
@@ -73,35 +72,32 @@ def test_the_cap_and_a_zero_increment() -> None:
 
 
 @linux_only
-@pytest.mark.parametrize(("front", "large"), [(4, 9), (6, 2)])
-def test_the_front_and_the_large_requests_preparation_run_below_the_engine(
-        tmp_path: Path, front: int, large: int) -> None:
+def test_the_event_loop_and_its_preparation_threads_run_below_the_engine(
+        tmp_path: Path) -> None:
     settings = make_settings(build_store(tmp_path / "store", domains=()),
-                             engine={"front_niceness": front, "large_text_niceness": large})
+                             engine={"front_niceness": 4})
     with TestClient(create_app(settings)) as client:
         state = client.app.state  # type: ignore[attr-defined]
         assert client.portal is not None  # the app's event loop, running the lifespan
         engine = state.engine_thread.call(own_niceness)
-        loop = client.portal.call(own_niceness)
+        front = client.portal.call(own_niceness)
         gate = state.translator.preparation
         deadline = time.monotonic() + 60
-        small = client.portal.call(gate.run, 10, deadline, own_niceness)
-        large = client.portal.call(gate.run, 10_000, deadline, own_niceness)
-        # the worker process is started by the large requests' thread: its priority
+        small = client.portal.call(gate.run, 10, deadline, own_niceness)  # on the loop
+        large = client.portal.call(gate.run, 10_000, deadline, own_niceness)  # a thread
+        # the text worker process, started by the large requests' thread
         worker_pid = client.portal.call(gate.run, 10_000, deadline, gate.apart, deadline,
                                         os.getpid)
         worker = client.portal.call(gate.run, 10_000, deadline, gate.apart, deadline,
                                     os.getpriority, os.PRIO_PROCESS, 0)
         assert client.post("/translate", json={"text": "the patient"}).status_code == 200
     assert worker_pid != os.getpid()  # not the fallback in this process
-    assert loop == small == min(MAX_NICE, engine + front)
-    assert large == worker == min(MAX_NICE, engine + max(front, large))
+    assert front == small == large == worker == min(MAX_NICE, engine + 4)
 
 
-def test_niceness_defaults_and_bounds() -> None:
-    settings = EngineSettings()
-    assert (settings.front_niceness, settings.large_text_niceness) == (0, 10)
-    for name in ("front_niceness", "large_text_niceness"):
-        for wrong in (20, -1):
-            with pytest.raises(ValidationError, match=name):
-                EngineSettings(**{name: wrong})
+def test_front_niceness_bounds() -> None:
+    assert EngineSettings().front_niceness == 10
+    with pytest.raises(ValidationError, match="front_niceness"):
+        EngineSettings(front_niceness=20)
+    with pytest.raises(ValidationError, match="front_niceness"):
+        EngineSettings(front_niceness=-1)
