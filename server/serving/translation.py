@@ -1,15 +1,16 @@
 """The translation pipeline of one request, from texts to results.
 
 1. check the size limits (characters per text, items, characters per request);
-2. off the event loop, under the deadline and the preparation stage's character budget
-   (server/scheduling/preparation.py: 429 beyond it): route every text (policy +
+2. under the deadline and the preparation stage's character budget
+   (server/scheduling/preparation.py: 429 beyond it; a small request on the event loop,
+   a large one on a preparation thread): route every text (policy +
    classifier), split it into sentences (server/text.py; a large request's texts in the
    preparation worker process) and tokenize them, within the caps on sentences and
    source tokens per request (413);
 3. hold the routed module versions (runtime) so they stay loaded until the request ends;
 4. submit every sentence to the scheduler and await them under the request's deadline;
-5. off the loop: decode, restore markup, placeholders and glossary terms
-   (server/textproc); sentences whose markers were lost are translated again run by run
+5. decode (off the loop for a large request), restore markup, placeholders and glossary
+   terms (server/textproc); sentences whose markers were lost are translated again run by run
    (a second round under the same deadline, never refused: the request was admitted);
    rejoin each text's layout;
 6. on request (debug), a word-level mixture's per-token domain proportions, from a separate
