@@ -72,11 +72,12 @@ class GlossaryRows:
                                ).mappings().first()
         return None if row is None else _glossary(row)
 
-    def glossary_for_domain(self, domain: str) -> GlossaryRecord | None:
+    def glossary_defaults(self) -> dict[str, GlossaryRecord]:
+        """Every domain's default glossary, by domain (one read for all of them)."""
         with self._read() as conn:
-            row = conn.execute(select(glossaries).where(glossaries.c.default_for == domain)
-                               ).mappings().first()
-        return None if row is None else _glossary(row)
+            rows = conn.execute(select(glossaries).where(glossaries.c.default_for.is_not(None))
+                                ).mappings()
+            return {str(row["default_for"]): _glossary(row) for row in rows}
 
     def list_glossaries(self) -> list[GlossaryRecord]:
         with self._read() as conn:

@@ -80,14 +80,16 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.admin = DomainAdmin(store, runtime, drain_timeout_s=settings.drain_timeout_s)
     app.state.watchdog = Watchdog(scheduler, engine_thread, stall_s=settings.liveness_stall_s)
     changes = change_waiter(store.registry.url)
-    poller = asyncio.create_task(
-        watch_registry(runtime, settings.poll_interval_s, changes=changes),
-        name="nmt-registry-poller")
+    background = [
+        asyncio.create_task(watch_registry(runtime, settings.poll_interval_s, changes=changes),
+                            name="nmt-registry-poller"),
+        asyncio.create_task(glossaries.keep_defaults_fresh(), name="nmt-glossary-defaults")]
     try:
         yield
     finally:
-        poller.cancel()
-        await asyncio.gather(poller, return_exceptions=True)
+        for task in background:
+            task.cancel()
+        await asyncio.gather(*background, return_exceptions=True)
         await changes.close()
         await scheduler.stop()
         app.state.translator.preparation.close()
