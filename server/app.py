@@ -24,6 +24,7 @@ from server.glossaries import GlossaryBook
 from server.languages import LanguageDetectors
 from server.lifecycle import DrainMiddleware, Lifecycle
 from server.metrics import Metrics
+from server.placement import pin_this_thread, plan_placement
 from server.priorities import lower_own_priority
 from server.replica import ReplicaHeaderMiddleware
 from server.routing.policy import RoutingPolicy
@@ -51,11 +52,14 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     # the event loop is busy (EngineSettings.gil_switch_interval_ms says what it costs)
     switch_interval = sys.getswitchinterval()
     sys.setswitchinterval(settings.engine.gil_switch_interval_ms / 1000)
-    engine_thread = EngineThread()
+    placement = plan_placement(settings.engine.front_cpus)
+    engine_thread = EngineThread(cpus=placement.engine if placement else None)
     # below the engine from here on: this thread (the event loop) and every thread it
     # starts later; the engine thread, started above, and its OpenMP team keep the
-    # process's priority
+    # process's priority (and, with front_cpus, CPUs of their own)
     lower_own_priority(settings.engine.front_niceness)
+    if placement is not None:
+        pin_this_thread(placement.front)
     store = await asyncio.to_thread(settings.open_store)
     runtime = Runtime(store, settings, metrics=metrics, engine_thread=engine_thread)
     await runtime.refresh()

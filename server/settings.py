@@ -76,6 +76,17 @@ class EngineSettings(BaseModel):
                     "translations in progress (at 0 the adversarial mix took a polite "
                     "client's median to 4.68x quiet, against 2.03x at 10); 0 = one "
                     "priority for all")
+    front_cpus: int = Field(
+        0, ge=0,
+        description="Linux: keep the last N CPUs the process may use for the HTTP front "
+                    "(the event loop, its threads, the text worker process) and the "
+                    "others for the engine thread and its OpenMP team, with one OpenMP "
+                    "thread per engine CPU unless OMP_NUM_THREADS is set "
+                    "(server/placement.py). The engine then decodes undisturbed by "
+                    "requests, on one core less: on a 2-core host served/offline rose "
+                    "from 0.92x to 1.04x but tokens/s fell by a fifth. 0 = the engine "
+                    "and the front share every CPU; ignored (logged) when it would leave "
+                    "the engine none")
     keep_freed_memory: bool = Field(
         True, description="glibc: raise malloc's mmap and trim thresholds at start, so "
                           "that the tensors each decoding step frees are reused by the next "

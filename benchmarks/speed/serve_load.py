@@ -21,18 +21,24 @@
    #23): one served and one offline run minutes apart each meet their own phase of a
    noisy host.
 
-Writes results/serve_load.json, .meta.json and .md (`--tiny`: results/tmp/).
+`--front-cpus N` serves with the server's CPU placement (`NMT_ENGINE__FRONT_CPUS`,
+server/placement.py): the load generator then runs on the front's CPUs, and the offline
+engine on the engine's, with as many threads as the server's engine.
+
+Writes results/serve_load.json, .meta.json and .md (`--front-cpus N`:
+serve_load-front-cpus-N.*; `--tiny`: results/tmp/).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import datetime
 import os
 import platform
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -83,6 +89,7 @@ from benchmarks.speed.store import (
 )
 from server.allocator import keep_freed_memory
 from server.engine.engine import Engine, EngineOptions
+from server.placement import Placement, pin_this_thread, plan_placement, this_threads_cpus
 from server.serving.runtime import engine_options
 from server.settings import DecodingSettings, EngineSettings, SchedulerSettings
 
@@ -126,7 +133,9 @@ class ServeConfig:
     engine: EngineSettings = field(default_factory=EngineSettings)
 
     def environment(self) -> dict[str, str]:
-        return {"NMT_DECODING__BEAM_SIZE": str(self.beam_size),
+        placed = ({"NMT_ENGINE__FRONT_CPUS": str(self.engine.front_cpus)}
+                  if self.engine.front_cpus else {})
+        return placed | {"NMT_DECODING__BEAM_SIZE": str(self.beam_size),
                 "NMT_DECODING__MAX_BEAM_SIZE": str(max(self.beam_size,
                                                        DecodingSettings().max_beam_size)),
                 "NMT_SCHEDULER__MAX_BATCH_TOKENS": str(self.max_batch_tokens),
@@ -136,6 +145,21 @@ class ServeConfig:
 
     def engine_options(self) -> EngineOptions:
         return engine_options(self.engine)  # the server's own mapping
+
+
+@contextlib.contextmanager
+def on_cpus(cpus: frozenset[int] | None) -> Iterator[None]:
+    """Run the block with this thread on `cpus` (None: where it is); threads it starts
+    meanwhile (an offline engine's OpenMP team) keep them."""
+    if cpus is None:
+        yield
+        return
+    before = this_threads_cpus()
+    pin_this_thread(cpus)
+    try:
+        yield
+    finally:
+        pin_this_thread(before)
 
 
 def text_sets(data: Path | None, *, per_set: int) -> dict[str, list[str]]:
@@ -182,38 +206,60 @@ def serve(spec: StoreSpec, sets: dict[str, list[str]], plan: LoadPlan, config: S
     """Start the server, draw the requests over the served domains, run every level, then
     the offline engine on the saturation level's inputs and the interleaved rounds."""
     timeout_s = config.request_timeout_s + 30
+    placement = plan_placement(config.engine.front_cpus)
+    front = placement.front if placement else None
     with live_server(spec.environment() | config.environment(), log) as base_url:
         served = served_domains(base_url)
         requests = build_requests(sets, served, count=plan.distinct_requests, seed=seed)
         print(f"server ready at {base_url}; domains: {', '.join(served) or '(none)'}",
               flush=True)
         warm_up(base_url, requests, timeout_s=timeout_s)
-        runs = asyncio.run(run_levels(base_url, requests, plan, timeout_s=timeout_s))
+        with on_cpus(front):
+            runs = asyncio.run(run_levels(base_url, requests, plan, timeout_s=timeout_s))
         levels = [summarise(run, requests, count_tokens=count_tokens) for run in runs]
         best = max(range(len(levels)), key=lambda i: served_speed(levels[i]))
         concurrency = runs[best].concurrency
         print(f"offline engine on the {concurrency}-client inputs", flush=True)
-        engine, items = offline_setup(spec, runs[best], requests, config)
-        first = offline_run(engine, items, config, max_seconds=plan.offline_seconds,
-                            count_tokens=count_tokens)
+        with offline_cpus(placement):
+            engine, items = offline_setup(spec, runs[best], requests, config)
+            first = offline_run(engine, items, config, max_seconds=plan.offline_seconds,
+                                count_tokens=count_tokens)
         pairs: list[Pair] = []
         for number in range(1, plan.pairs + 1):
             before = batch_shape(base_url)
-            again = asyncio.run(run_level(base_url, requests, concurrency=concurrency,
-                                          max_requests=plan.round_requests,
-                                          max_seconds=plan.max_seconds, timeout_s=timeout_s))
+            with on_cpus(front):
+                again = asyncio.run(run_level(base_url, requests, concurrency=concurrency,
+                                              max_requests=plan.round_requests,
+                                              max_seconds=plan.max_seconds,
+                                              timeout_s=timeout_s))
             batches = batch_shape(base_url).since(before)
             level = summarise(again, requests, count_tokens=count_tokens)
             items = offline_items(again, requests)
             register_missing(engine, items, lambda name, version: load_module(spec, name,
                                                                               version))
-            pairs.append(Pair.of(level, offline_run(engine, items, config,
-                                                    max_seconds=plan.offline_seconds,
-                                                    count_tokens=count_tokens), batches))
+            with offline_cpus(placement):
+                offline = offline_run(engine, items, config, max_seconds=plan.offline_seconds,
+                                      count_tokens=count_tokens)
+            pairs.append(Pair.of(level, offline, batches))
             print(f"  round {number}/{plan.pairs}: served {pairs[-1].served_tokens_per_s:,.1f} "
                   f"tokens/s, offline {pairs[-1].offline_tokens_per_s:,.1f}: "
                   f"{pairs[-1].ratio:.2f}x", flush=True)
     return Served(requests, served, levels, first, pairs)
+
+
+@contextlib.contextmanager
+def offline_cpus(placement: Placement | None) -> Iterator[None]:
+    """The offline engine where the server's runs: on its CPUs, with as many threads."""
+    if placement is None:
+        yield
+        return
+    threads = torch.get_num_threads()
+    torch.set_num_threads(len(placement.engine))
+    try:
+        with on_cpus(placement.engine):
+            yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def batch_shape(base_url: str) -> BatchShape:
@@ -264,11 +310,21 @@ def metadata(plan: LoadPlan, config: ServeConfig, *, mode: str, data: str,
                             f"{', '.join(map(str, plan.levels))}; at most "
                             f"{plan.max_requests} requests or {plan.max_seconds:g} s per "
                             f"level; beam {config.beam_size}; batch budget "
-                            f"{config.max_batch_tokens} tokens; texts: {data}."),
+                            f"{config.max_batch_tokens} tokens; texts: {data}."
+                            + placement_note(config)),
             "started_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "machine": {"platform": platform.platform(), "cpu_count": os.cpu_count(),
                         "python": platform.python_version()},
             "versions": {"torch": torch.__version__}, "torch_threads": torch.get_num_threads()}
+
+
+def placement_note(config: ServeConfig) -> str:
+    placement = plan_placement(config.engine.front_cpus)
+    if placement is None:
+        return ""
+    return (f" CPU placement (`NMT_ENGINE__FRONT_CPUS={config.engine.front_cpus}`): "
+            f"{placement.describe()}; the load generator on the front's CPUs, the offline "
+            f"engine on the engine's with as many threads.")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -279,6 +335,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--tiny", action="store_true", help="toy store and plan: code path")
     parser.add_argument("--levels", help="comma-separated client counts (overrides the plan)")
     parser.add_argument("--beam-size", type=int, default=ServeConfig().beam_size)
+    parser.add_argument("--front-cpus", type=int, default=0,
+                        help="serve with NMT_ENGINE__FRONT_CPUS=N (server/placement.py)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path,
                         help="results directory (default: results/; --tiny: results/tmp/)")
@@ -302,8 +360,10 @@ def seed_store(root: Path, *, tiny: bool, data: Path | None) -> StoreSpec:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     mode, plan = choose_plan(args)
-    config = ServeConfig(beam_size=args.beam_size)
+    config = ServeConfig(beam_size=args.beam_size,
+                         engine=EngineSettings(front_cpus=args.front_cpus))
     out = args.out or (RESULTS / "tmp" if args.tiny else RESULTS)
+    stem = f"serve_load-front-cpus-{args.front_cpus}" if args.front_cpus else "serve_load"
     quiet_libraries()
     sets = text_sets(args.data, per_set=plan.texts_per_set)
     described = (f"{args.data} en-fr test sets" if read_test_sets(args.data, per_set=1)
@@ -313,7 +373,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = serve(spec, sets, plan, config, seed=args.seed,
                        log=Path(scratch) / "server.log", count_tokens=token_counter(spec))
     meta = metadata(plan, config, mode=mode, data=described, served=result.domains)
-    paths = write_results(result.levels, result.offline, meta, out, pairs=result.pairs)
+    paths = write_results(result.levels, result.offline, meta, out, pairs=result.pairs,
+                          stem=stem)
     print(markdown(result.levels, result.offline,
                    saturation(result.levels, result.offline, pairs=result.pairs), meta,
                    result.pairs))

@@ -44,6 +44,7 @@ from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.engine import SentenceJob
 from server.errors import Busy, DeadlineExceeded, NotReady
 from server.metrics import Metrics
+from server.placement import place_engine_thread
 from server.scheduling.batching import (
     BatchLimits,
     Lane,
@@ -85,11 +86,13 @@ class EngineThread:
     1.5x slower once a second team existed.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, cpus: frozenset[int] | None = None) -> None:
+        """`cpus`: the CPUs the engine thread and its OpenMP team keep to (placed before
+        the team exists, server/placement.py); None: any the process may use."""
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nmt-engine")
         # started now, so that it gets its creator's CPU priority before the serving
         # threads are lowered (server/priorities.py)
-        self._executor.submit(int).result()
+        self._executor.submit(place_engine_thread, cpus).result()
         self._busy_since: float | None = None  # monotonic start of the call running now
         self._closed = False
 

@@ -1,0 +1,84 @@
+"""CPU placement (`front_cpus`, Linux): the engine thread and its OpenMP team on CPUs of
+their own, the event loop and everything it starts on the others."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import build_store, make_settings
+from fastapi.testclient import TestClient
+
+from server.app import create_app
+from server.placement import plan_placement, this_threads_cpus
+
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="CPU masks of single threads are Linux's")
+
+
+@pytest.fixture
+def cpus() -> list[int]:
+    allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if len(allowed) < 2:
+        pytest.skip(f"placement needs 2 CPUs; this process may use {len(allowed)}")
+    return allowed
+
+
+@pytest.fixture
+def torch_threads() -> Iterator[None]:
+    """The placed engine thread sets torch's thread count: give it back."""
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
+def test_no_placement_by_default() -> None:
+    assert plan_placement(0) is None
+
+
+@linux_only
+def test_the_last_cpus_go_to_the_front(cpus: list[int]) -> None:
+    placement = plan_placement(1)
+    assert placement is not None
+    assert placement.front == {cpus[-1]} and placement.engine == set(cpus[:-1])
+
+
+@linux_only
+def test_a_split_that_leaves_the_engine_nothing_is_ignored_and_said(
+        cpus: list[int], caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="server.placement"):
+        assert plan_placement(len(cpus)) is None
+    assert f"front_cpus={len(cpus)} ignored" in caplog.text
+
+
+@linux_only
+def test_the_engine_and_the_front_run_on_their_own_cpus(
+        tmp_path: Path, cpus: list[int], torch_threads: None,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    settings = make_settings(build_store(tmp_path / "store", domains=()),
+                             engine={"front_cpus": 1})
+    with TestClient(create_app(settings)) as client:
+        state = client.app.state  # type: ignore[attr-defined]
+        assert client.portal is not None  # the app's event loop, running the lifespan
+        engine = state.engine_thread.call(this_threads_cpus)
+        engine_threads = state.engine_thread.call(torch.get_num_threads)
+        front = client.portal.call(this_threads_cpus)
+        gate = state.translator.preparation
+        deadline = time.monotonic() + 60
+        large = client.portal.call(gate.run, 10_000, deadline, this_threads_cpus)  # a thread
+        worker_pid = client.portal.call(gate.run, 10_000, deadline, gate.apart, deadline,
+                                        os.getpid)
+        worker = client.portal.call(gate.run, 10_000, deadline, gate.apart, deadline,
+                                    this_threads_cpus)
+        answer = client.post("/translate", json={"text": "the patient"})
+    assert answer.status_code == 200, answer.text
+    assert engine == set(cpus[:-1]) and engine_threads == len(cpus) - 1
+    assert worker_pid != os.getpid()  # the text worker process, not the in-process fallback
+    assert front == large == worker == {cpus[-1]}
