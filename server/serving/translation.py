@@ -302,8 +302,8 @@ class Translator:
             return []
         futures = self.scheduler.submit(jobs, options, deadline=deadline, admitted=admitted)
         try:
-            remaining = max(0.0, deadline - time.monotonic())
-            return list(await asyncio.wait_for(asyncio.gather(*futures), remaining))
+            async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
+                return list(await asyncio.gather(*futures))
         except TimeoutError:
             raise DeadlineExceeded(f"the request did not finish within {self.timeout_s:g} s"
                                    ) from None
