@@ -83,10 +83,10 @@ class EngineSettings(BaseModel):
                     "others for the engine thread and its OpenMP team, with one OpenMP "
                     "thread per engine CPU unless OMP_NUM_THREADS is set "
                     "(server/placement.py). The engine then decodes undisturbed by "
-                    "requests, on one core less: on a 2-core host served/offline rose "
-                    "from 0.92x to 1.04x but tokens/s fell by a fifth. 0 = the engine "
-                    "and the front share every CPU; ignored (logged) when it would leave "
-                    "the engine none")
+                    "requests, on one core less: on a 2-core host served/offline read "
+                    "0.97x against 0.95x shared (full runs), at ~23% fewer tokens/s. 0 = "
+                    "the engine and the front share every CPU; ignored (logged) when it "
+                    "would leave the engine none")
     keep_freed_memory: bool = Field(
         True, description="glibc: raise malloc's mmap and trim thresholds at start, so "
                           "that the tensors each decoding step frees are reused by the next "
