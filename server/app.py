@@ -24,7 +24,7 @@ from server.glossaries import GlossaryBook
 from server.languages import LanguageDetectors
 from server.lifecycle import DrainMiddleware, Lifecycle
 from server.metrics import Metrics
-from server.placement import pin_this_thread, plan_placement
+from server.placement import pin_this_thread, plan_placement, this_threads_cpus
 from server.priorities import lower_own_priority
 from server.replica import ReplicaHeaderMiddleware
 from server.routing.policy import RoutingPolicy
@@ -58,6 +58,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     # starts later; the engine thread, started above, and its OpenMP team keep the
     # process's priority (and, with front_cpus, CPUs of their own)
     lower_own_priority(settings.engine.front_niceness)
+    loop_cpus = this_threads_cpus() if placement is not None else None
     if placement is not None:
         pin_this_thread(placement.front)
     store = await asyncio.to_thread(settings.open_store)
@@ -100,6 +101,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await asyncio.to_thread(engine_thread.shutdown)
         store.close()
         sys.setswitchinterval(switch_interval)
+        if loop_cpus is not None:  # the thread may outlive the app (tests, embedding)
+            pin_this_thread(loop_cpus)
 
 
 UPLOAD_PATH = re.compile(r"/admin/domains(/[^/]+/versions)?")
