@@ -84,9 +84,9 @@ class EngineSettings(BaseModel):
                     "thread per engine CPU unless OMP_NUM_THREADS is set "
                     "(server/placement.py). The engine then decodes undisturbed by "
                     "requests, on one core less: on a 2-core host served/offline read "
-                    "0.97x against 0.95x shared (full runs), at ~23% fewer tokens/s. 0 = "
-                    "the engine and the front share every CPU; ignored (logged) when it "
-                    "would leave the engine none")
+                    "0.97x against 0.92x-0.95x shared (full runs), at ~25% fewer "
+                    "tokens/s. 0 = the engine and the front share every CPU; ignored "
+                    "(logged) when it would leave the engine none")
     keep_freed_memory: bool = Field(
         True, description="glibc: raise malloc's mmap and trim thresholds at start, so "
                           "that the tensors each decoding step frees are reused by the next "
