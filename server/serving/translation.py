@@ -134,8 +134,9 @@ class Translator:
         self.check_limits(items)
         options = self.search_options(request)
         deadline = time.monotonic() + self.timeout_s
-        small = not self.preparation.is_large(sum(len(item.text) for item in items))
-        prepared, held = await self._prepare_held(items, request, deadline)
+        chars = sum(len(item.text) for item in items)
+        small = not self.preparation.is_large(chars)
+        prepared, held = await self._prepare_held(items, request, deadline, chars)
         shown: list[ItemProportions | None] = [None] * len(prepared)
         try:
             if proportions:
@@ -196,8 +197,7 @@ class Translator:
 
     # -- 2./3. routing, splitting, tokenizing, holding --------------------------------
     async def _prepare_held(self, items: Sequence[Item], request: DecodingRequest,
-                            deadline: float) -> tuple[list[Prepared], list[str]]:
-        chars = sum(len(item.text) for item in items)
+                            deadline: float, chars: int) -> tuple[list[Prepared], list[str]]:
         for _attempt in range(HOLD_ATTEMPTS):
             state = self.runtime.state
             engine = self.runtime.engine

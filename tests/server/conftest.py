@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import pytest
 from fastapi.testclient import TestClient
@@ -29,6 +31,7 @@ KEYWORDS = {
 }
 SHARED = ["the"]  # a word of every domain: uniform posteriors
 SEEDS = {"medical": 1, "law": 2, "it": 3}
+T = TypeVar("T")
 
 
 @pytest.fixture(autouse=True)
@@ -108,6 +111,33 @@ def make_settings(root: Path, **overrides: Any) -> Settings:
 
 def make_client(root: Path, **overrides: Any) -> TestClient:
     return TestClient(create_app(make_settings(root, **overrides)))
+
+
+@dataclass(frozen=True)
+class WhereThingsRun(Generic[T]):
+    """`probe()` as seen from each of a running app's threads and its text worker."""
+
+    engine: T  # the engine thread
+    front: T  # the event loop's thread
+    small: T  # a small request's preparation (on the loop)
+    large: T  # a large request's preparation (a thread)
+    worker: T  # the text worker process, started by the large requests' thread
+    worker_pid: int
+
+
+def where_things_run(client: TestClient, probe: Callable[[], T]) -> WhereThingsRun[T]:
+    """Needs `client` entered (its portal runs the app's event loop)."""
+    assert client.portal is not None
+    state = client.app.state  # type: ignore[attr-defined]
+    gate = state.translator.preparation
+    deadline = time.monotonic() + 60
+    call = client.portal.call
+    return WhereThingsRun(
+        engine=state.engine_thread.call(probe), front=call(probe),
+        small=call(gate.run, 10, deadline, probe),
+        large=call(gate.run, 10_000, deadline, probe),
+        worker=call(gate.run, 10_000, deadline, gate.apart, deadline, probe),
+        worker_pid=call(gate.run, 10_000, deadline, gate.apart, deadline, os.getpid))
 
 
 def admin_headers(token: str = TOKEN) -> dict[str, str]:

@@ -6,13 +6,12 @@ from __future__ import annotations
 import logging
 import os
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import torch
-from conftest import build_store, make_settings
+from conftest import build_store, make_settings, where_things_run
 from fastapi.testclient import TestClient
 
 from server.app import create_app
@@ -65,20 +64,11 @@ def test_the_engine_and_the_front_run_on_their_own_cpus(
     settings = make_settings(build_store(tmp_path / "store", domains=()),
                              engine={"front_cpus": 1})
     with TestClient(create_app(settings)) as client:
-        state = client.app.state  # type: ignore[attr-defined]
-        assert client.portal is not None  # the app's event loop, running the lifespan
-        engine = state.engine_thread.call(this_threads_cpus)
-        engine_threads = state.engine_thread.call(torch.get_num_threads)
-        front = client.portal.call(this_threads_cpus)
-        gate = state.translator.preparation
-        deadline = time.monotonic() + 60
-        large = client.portal.call(gate.run, 10_000, deadline, this_threads_cpus)  # a thread
-        worker_pid = client.portal.call(gate.run, 10_000, deadline, gate.apart, deadline,
-                                        os.getpid)
-        worker = client.portal.call(gate.run, 10_000, deadline, gate.apart, deadline,
-                                    this_threads_cpus)
+        found = where_things_run(client, this_threads_cpus)
+        engine_threads = client.app.state.engine_thread.call(  # type: ignore[attr-defined]
+            torch.get_num_threads)
         answer = client.post("/translate", json={"text": "the patient"})
     assert answer.status_code == 200, answer.text
-    assert engine == set(cpus[:-1]) and engine_threads == len(cpus) - 1
-    assert worker_pid != os.getpid()  # the text worker process, not the in-process fallback
-    assert front == large == worker == {cpus[-1]}
+    assert found.engine == set(cpus[:-1]) and engine_threads == len(cpus) - 1
+    assert found.worker_pid != os.getpid()  # the text worker process, not the fallback
+    assert found.front == found.large == found.worker == {cpus[-1]}

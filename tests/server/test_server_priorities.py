@@ -8,13 +8,12 @@ import functools
 import os
 import sys
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
 import pytest
-from conftest import build_store, make_settings
+from conftest import build_store, make_settings, where_things_run
 from fastapi.testclient import TestClient
 from pydantic import ValidationError
 
@@ -77,22 +76,11 @@ def test_the_event_loop_and_its_preparation_threads_run_below_the_engine(
     settings = make_settings(build_store(tmp_path / "store", domains=()),
                              engine={"front_niceness": 4})
     with TestClient(create_app(settings)) as client:
-        state = client.app.state  # type: ignore[attr-defined]
-        assert client.portal is not None  # the app's event loop, running the lifespan
-        engine = state.engine_thread.call(own_niceness)
-        front = client.portal.call(own_niceness)
-        gate = state.translator.preparation
-        deadline = time.monotonic() + 60
-        small = client.portal.call(gate.run, 10, deadline, own_niceness)  # on the loop
-        large = client.portal.call(gate.run, 10_000, deadline, own_niceness)  # a thread
-        # the text worker process, started by the large requests' thread
-        worker_pid = client.portal.call(gate.run, 10_000, deadline, gate.apart, deadline,
-                                        os.getpid)
-        worker = client.portal.call(gate.run, 10_000, deadline, gate.apart, deadline,
-                                    os.getpriority, os.PRIO_PROCESS, 0)
+        found = where_things_run(client, own_niceness)
         assert client.post("/translate", json={"text": "the patient"}).status_code == 200
-    assert worker_pid != os.getpid()  # not the fallback in this process
-    assert front == small == large == worker == min(MAX_NICE, engine + 4)
+    assert found.worker_pid != os.getpid()  # not the fallback in this process
+    assert found.front == found.small == found.large == found.worker == min(
+        MAX_NICE, found.engine + 4)
 
 
 def test_front_niceness_bounds() -> None:
