@@ -1,7 +1,9 @@
 """Recipe of the embedded default model: an English->French backbone trained from scratch
-on every en-fr corpus of the shared data (7 domains + extra genres), joint sentencepiece.
+on every en-fr corpus of the shared data (7 domains + extra genres), joint sentencepiece;
+`--direction fr-en` trains the French->English backbone from the same pairs reversed.
 
     python -m trainer.recipes.default_en_fr --data ../shared/data --run-dir runs/default-en-fr
+    python -m trainer.recipes.default_en_fr --direction fr-en --stage backbone  # reversed
 
 Every stage is resumable: re-running the command continues where it stopped. On a machine
 without the backbone's checkpoint, `--stage restore` rebuilds the run dir from the
@@ -52,10 +54,12 @@ from trainer.loop import (
 from trainer.recipes.default_stages import (
     publish_builtin,
     publish_router,
+    restore_from_snapshot,
     restore_run_dir,
     train_adapter,
     train_router,
 )
+from trainer.recipes.directions import DIRECTIONS, EN_FR, Direction
 from trainer.recipes.snapshot import SNAPSHOT_DIR, save_snapshot
 from trainer.run import train
 from trainer.sampling import CorpusSizes
@@ -94,17 +98,23 @@ SETTINGS = TrainSettings(lr=1e-3, warmup_steps=800, max_tokens=5000, max_epochs=
                          patience=0)
 
 
-def corpora(data_dir: Path, split: str = "train") -> list[Corpus]:
+# The stages that publish need a store holding several backbones; until then the other
+# direction trains its backbone (and snapshots it) only.
+OTHER_DIRECTION_STAGES = ("backbone", "snapshot", "restore")
+
+
+def corpora(data_dir: Path, split: str = "train",
+            direction: Direction = EN_FR) -> list[Corpus]:
     en_fr = data_dir / "en-fr"
-    found = [Corpus(d, en_fr / "domains" / d / f"{split}.en", en_fr / "domains" / d / f"{split}.fr")
-             for d in DOMAINS]
+    found = [direction.corpus(d, en_fr / "domains" / d, split) for d in DOMAINS]
     if split == "train":
         for extra in sorted((en_fr / "extra").iterdir()):
-            found.append(Corpus(extra.name, extra / "train.en", extra / "train.fr"))
+            found.append(direction.corpus(extra.name, extra, "train"))
     return found
 
 
-def prepare(data_dir: Path, run_dir: Path) -> tuple[spm.SentencePieceProcessor, EncodedPairs]:
+def prepare(data_dir: Path, run_dir: Path,
+            direction: Direction = EN_FR) -> tuple[spm.SentencePieceProcessor, EncodedPairs]:
     """Stage 1: joint vocabulary and the encoded training set (cached in run_dir), with
     each corpus's pair count beside it (train.corpora.json, for temperature sampling)."""
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -113,7 +123,7 @@ def prepare(data_dir: Path, run_dir: Path) -> tuple[spm.SentencePieceProcessor, 
     sizes_path = run_dir / "train.corpora.json"
     pairs: list[tuple[str, str]] = []
     if not spm_path.exists() or not encoded_path.exists():
-        for corpus in corpora(data_dir):
+        for corpus in corpora(data_dir, direction=direction):
             part = corpus.read()
             log.info("corpus %s: %d pairs", corpus.name, len(part))
             pairs.extend(part)
@@ -125,7 +135,7 @@ def prepare(data_dir: Path, run_dir: Path) -> tuple[spm.SentencePieceProcessor, 
         save_encoded(encode_pairs(pairs, processor, max_len=MAX_LEN), encoded_path)
     data = load_encoded(encoded_path)
     if not sizes_path.exists():  # a run dir encoded before the sizes were kept
-        encoded_corpus_sizes(corpora(data_dir), processor, max_len=MAX_LEN,
+        encoded_corpus_sizes(corpora(data_dir, direction=direction), processor, max_len=MAX_LEN,
                              encoded=data).save(sizes_path)
     data.corpora = CorpusSizes.load(sizes_path)
     log.info("training set: %d pairs, %d target tokens", len(data),
@@ -170,11 +180,12 @@ def check_architecture(run_dir: Path) -> None:
 
 
 def train_backbone(data_dir: Path, run_dir: Path, settings: TrainSettings, *,
-                   should_stop: ShouldStop | None = None) -> Backbone:
+                   should_stop: ShouldStop | None = None,
+                   direction: Direction = EN_FR) -> Backbone:
     """Raises TrainingInterrupted (checkpoint saved) when `should_stop` asks for it."""
     check_architecture(run_dir)
-    processor, data = prepare(data_dir, run_dir)
-    dev_pairs = [p for c in corpora(data_dir, "dev") for p in c.read()]
+    processor, data = prepare(data_dir, run_dir, direction)
+    dev_pairs = [p for c in corpora(data_dir, "dev", direction) for p in c.read()]
     dev = encode_pairs(dev_pairs, processor, max_len=MAX_LEN)
     (run_dir / BACKBONE_CONFIG_FILE).write_text(json.dumps(BACKBONE.to_dict(), indent=1))
     torch.manual_seed(settings.seed)
@@ -191,7 +202,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
-    parser.add_argument("--run-dir", type=Path, default=Path("runs/default-en-fr"))
+    parser.add_argument("--direction", choices=sorted(DIRECTIONS), default=EN_FR.name,
+                        help="which side of the en-fr pairs is the source")
+    parser.add_argument("--run-dir", type=Path, default=None,
+                        help="default: runs/default-<direction>")
     parser.add_argument("--stage", choices=STAGES + EXTRA_STAGES + ("all",), default="all",
                         help="one stage, or all of them in order (each resumes or skips "
                              "what is already done)")
@@ -205,16 +219,29 @@ def main() -> None:
     parser.add_argument("--domains", nargs="*", default=list(DOMAINS))
     parser.add_argument("--out", type=Path, default=BUILTIN_DIR,
                         help="where the publish stage writes the built-in artifacts")
-    parser.add_argument("--snapshot", type=Path, default=SNAPSHOT_DIR,
+    parser.add_argument("--snapshot", type=Path, default=None,
                         help="the committed backbone snapshot that `--stage snapshot` writes "
-                             "and `--stage restore` reads (trainer/recipes/snapshot.py)")
+                             "and `--stage restore` reads (trainer/recipes/snapshot.py); "
+                             "default: trainer/recipes/snapshot, or snapshot-<direction> for "
+                             "a direction other than en-fr")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
+    direction = DIRECTIONS[args.direction]
+    args.run_dir = args.run_dir or Path(f"runs/default-{direction.name}")
+    args.snapshot = args.snapshot or snapshot_dir(direction)
+    stages: tuple[str, ...] = STAGES if args.stage == "all" else (args.stage,)
+    if direction != EN_FR:
+        stages = tuple(s for s in stages if s in OTHER_DIRECTION_STAGES)
+        if not stages:
+            parser.error(f"--direction {direction.name} trains, snapshots and restores its "
+                         f"backbone only (stages: {', '.join(OTHER_DIRECTION_STAGES)}); "
+                         "its adapters, router and publishing come with the store's support "
+                         "for several backbones")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     torch.set_num_threads(args.threads)
     stop = stop_on_signals()
     try:
-        run_stages(args, STAGES if args.stage == "all" else (args.stage,), stop)
+        run_stages(args, stages, stop, direction)
     except TrainingInterrupted as interrupted:
         log.info("%s; checkpoint saved: the same command resumes it", interrupted)
 
@@ -226,15 +253,25 @@ def _temperature(text: str) -> float:
     return value
 
 
+def snapshot_dir(direction: Direction) -> Path:
+    return SNAPSHOT_DIR if direction == EN_FR else SNAPSHOT_DIR.with_name(
+        f"snapshot-{direction.name}")
+
+
 def run_stages(args: argparse.Namespace, stages: tuple[str, ...],
-               stop: threading.Event) -> None:
+               stop: threading.Event, direction: Direction = EN_FR) -> None:
     if "restore" in stages:
-        restore_run_dir(args.run_dir, args.out, snapshot=args.snapshot)
-        prepare(args.data, args.run_dir)  # the encoded training set (the model card reads it)
+        if direction == EN_FR:
+            restore_run_dir(args.run_dir, args.out, snapshot=args.snapshot)
+        else:
+            restore_from_snapshot(args.run_dir, args.snapshot)
+        # the encoded training set (the model card reads it)
+        prepare(args.data, args.run_dir, direction)
     if "backbone" in stages:
         settings = TrainSettings(**{**SETTINGS.__dict__, "max_minutes": args.max_minutes,
                                     "temperature": args.temperature})
-        train_backbone(args.data, args.run_dir, settings, should_stop=stop.is_set)
+        train_backbone(args.data, args.run_dir, settings, should_stop=stop.is_set,
+                       direction=direction)
     if "snapshot" in stages:
         save_snapshot(args.run_dir, args.snapshot)
     if "adapters" in stages:

@@ -25,7 +25,7 @@ from contract.artifacts import (
 from contract.backbone import BackboneConfig
 from model_store import ArtifactKind, Manifest, Store
 from model_store.hashing import sha256_hex
-from server.engine.artifacts import backbone_files, backbone_parts, module_files
+from server.engine.artifacts import BackboneParts, backbone_files, backbone_parts, module_files
 from server.engine.backbone import Backbone
 from server.engine.tokenizer import Tokenizer
 from trainer.average import checkpoint_step
@@ -38,7 +38,7 @@ from trainer.classifier import (
 )
 from trainer.data import Corpus, encode_pairs
 from trainer.evaluate import evaluate_texts
-from trainer.loop import Checkpoints, ShouldStop, TrainSettings
+from trainer.loop import Checkpoints, Progress, ShouldStop, TrainSettings
 from trainer.modules import train_module
 from trainer.recipes.model_card import write_model_card
 from trainer.recipes.snapshot import load_snapshot, position, remove_if_superseded
@@ -234,6 +234,25 @@ def restore_run_dir(run_dir: Path, builtin: Path, *, snapshot: Path) -> bool:
                               or saved.parts.config != parts.config):
         parts, spm_bytes, progress = saved.parts, saved.spm, saved.progress
         source = f"the snapshot in {snapshot}"
+    _write_run_dir(run_dir, parts, spm_bytes, progress, source)
+    return True
+
+
+def restore_from_snapshot(run_dir: Path, snapshot: Path) -> bool:
+    """`restore_run_dir` for a backbone that is not published yet (another direction's):
+    from its committed snapshot alone. False when there is nothing to do."""
+    if (run_dir / "backbone" / "checkpoint.pt").exists():
+        return False
+    saved = load_snapshot(snapshot)
+    if saved is None:
+        raise FileNotFoundError(f"no snapshot in {snapshot} to restore the run dir from")
+    _write_run_dir(run_dir, saved.parts, saved.spm, saved.progress, f"the snapshot in {snapshot}")
+    return True
+
+
+def _write_run_dir(run_dir: Path, parts: BackboneParts, spm_bytes: bytes, progress: Progress,
+                   source: str) -> None:
+    checkpoint = run_dir / "backbone" / "checkpoint.pt"
     checkpoint.parent.mkdir(parents=True, exist_ok=True)
     (run_dir / BACKBONE_CONFIG_FILE).write_text(json.dumps(parts.config.to_dict(), indent=1))
     (run_dir / "spm.model").write_bytes(spm_bytes)
@@ -241,7 +260,6 @@ def restore_run_dir(run_dir: Path, builtin: Path, *, snapshot: Path) -> bool:
     Checkpoints(checkpoint.parent).write_progress(progress)
     log.info("run dir restored from %s (step %d, epoch %d, batch %d)", source, progress.step,
              progress.epoch, progress.batch_in_epoch)
-    return True
 
 
 def sister_pair_examples(data_dir: Path, domains: tuple[str, ...],

@@ -1,0 +1,30 @@
+"""The directions the default recipe trains: both halves of the en-fr data it reads.
+
+The corpora live under shared/data/en-fr whichever way they are read; a direction only
+says which side of each pair is the source."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from trainer.data import Corpus
+
+
+@dataclass(frozen=True)
+class Direction:
+    source: str  # ISO 639-1
+    target: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.source}-{self.target}"
+
+    def corpus(self, name: str, folder: Path, split: str) -> Corpus:
+        """The pairs of `folder`'s `split` files, source side first."""
+        return Corpus(name, folder / f"{split}.{self.source}", folder / f"{split}.{self.target}")
+
+
+EN_FR = Direction("en", "fr")
+FR_EN = Direction("fr", "en")
+DIRECTIONS = {d.name: d for d in (EN_FR, FR_EN)}
