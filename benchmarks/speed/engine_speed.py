@@ -53,6 +53,7 @@ from typing import Any
 import torch
 
 from benchmarks.common import RESULTS_DIR
+from benchmarks.host import ctranslate2_info, current_host
 from benchmarks.speed import model as speed_model
 from benchmarks.speed.data import training_lines
 from benchmarks.speed.measure import DECODES, Row, measure
@@ -226,6 +227,7 @@ def metadata(config: BenchConfig, *, mode: str, data: str) -> dict[str, Any]:
             "started_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "machine": {"platform": platform.platform(), "processor": platform.processor(),
                         "cpu_count": os.cpu_count(), "python": platform.python_version()},
+            "host": current_host().as_dict(), "ctranslate2": ctranslate2_info(),
             "versions": {"torch": torch.__version__, "ctranslate2": ctranslate2.__version__,
                          "transformers": transformers.__version__},
             "torch_threads": torch.get_num_threads()}

@@ -140,6 +140,9 @@ def markdown(rows: Sequence[Row], checks: Sequence[Check], meta: Mapping[str, An
     systems = list(dict.fromkeys(row.system for row in rows))
     lines = [f"# {meta.get('title', 'Engine speed')} ({meta.get('mode', 'full')} run)", "",
              f"{meta.get('description', '')}".strip(), "",
+             *([f"Host: {meta['host']['label']}; torch CPU kernels "
+                f"{meta['host']['torch_capability']}, quantized engine "
+                f"{meta['host']['quantized_engine']}.", ""] if "host" in meta else []),
              "Target tokens per second (median of interleaved rounds; higher is better).", "",
              "| system | " + " | ".join(decodes) + " |",
              "|---|" + "---:|" * len(decodes)]
