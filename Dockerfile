@@ -54,4 +54,6 @@ EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=120s --retries=3 \
     CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/health/live', timeout=4)"]
 
+# Every interface of the container, for a published port to reach it (outside a container
+# the server listens on 127.0.0.1 unless told otherwise).
 CMD ["python", "-m", "server", "--host", "0.0.0.0", "--port", "8000"]

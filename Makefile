@@ -1,6 +1,7 @@
 # Developer entry points. `make run` serves, `make test` is what CI runs (.ci/run).
 #
 #   make run  [HOST=0.0.0.0] [PORT=8000]   runtime install into .venv, then start the server
+#                                           (on 127.0.0.1, or NMT_HOST, unless HOST is given)
 #   make test                               dev install, ruff, mypy, pytest
 #   make bench-engine [QUICK=1] [DATA=..]   engine speed against peers
 #   make bench-markup / bench-glossary [QUICK=1] [DATA=..]   tags, placeholders, glossary terms
@@ -14,7 +15,9 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
-HOST   ?= 0.0.0.0
+# Empty: the server's own default (127.0.0.1, or NMT_HOST) so a developer's machine does not
+# expose the API (admin included) on every interface; HOST=0.0.0.0 listens on all of them.
+HOST   ?=
 PORT   ?= 8000
 DATA   ?= ../shared/data
 QUICK  ?=
@@ -30,6 +33,8 @@ INSTALL_DEPS  := pyproject.toml $(wildcard contract/__init__.py launch/__init__.
 DEV_STAMP     := $(VENV)/.installed
 RUNTIME_STAMP := $(VENV)/.installed-runtime
 RAY_STAMP     := $(VENV)/.installed-ray
+
+HOST_FLAG := $(if $(HOST),--host $(HOST),)
 
 # --quick is passed to the benchmarks only when QUICK is set to something other than 0.
 QUICK_FLAG := $(if $(filter-out 0,$(QUICK)),--quick,)
@@ -60,10 +65,10 @@ $(RAY_STAMP): $(INSTALL_DEPS) | $(VENV)/bin/python
 	touch $(RAY_STAMP) $(RUNTIME_STAMP)
 
 run: $(RUNTIME_STAMP)
-	$(PY) -m server --host $(HOST) --port $(PORT)
+	$(PY) -m server $(HOST_FLAG) --port $(PORT)
 
 serve-ray: $(RAY_STAMP)
-	$(PY) -m server.ray_serve --replicas $(REPLICAS) --host $(HOST) --port $(PORT)
+	$(PY) -m server.ray_serve --replicas $(REPLICAS) $(HOST_FLAG) --port $(PORT)
 
 lint: $(DEV_STAMP)
 	$(VENV)/bin/ruff check .

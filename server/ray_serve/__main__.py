@@ -70,6 +70,11 @@ def replica_environment(settings: Settings, *, cpus_per_replica: float,
     return env
 
 
+def proxy_address(args: argparse.Namespace, settings: Settings) -> tuple[str, int]:
+    """Where Serve's proxy listens: the flags, else NMT_HOST / NMT_PORT, else 127.0.0.1:8000."""
+    return args.host or settings.host, settings.port if args.port is None else args.port
+
+
 def wait_for_stop_signal() -> None:
     """Block until SIGTERM or SIGINT (Ctrl-C)."""
     stop = threading.Event()
@@ -95,8 +100,7 @@ def serve_until_stopped(args: argparse.Namespace, settings: Settings) -> int:
     started_serve = False
     try:
         started_serve = not _serve_running()
-        host = args.host or settings.host
-        port = settings.port if args.port is None else args.port
+        host, port = proxy_address(args, settings)
         serve.start(http_options={"host": host, "port": port})
         env = replica_environment(settings, cpus_per_replica=args.cpus_per_replica,
                                   environ=os.environ)

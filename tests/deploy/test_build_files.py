@@ -76,9 +76,38 @@ def test_make_run_installs_runtime_only_and_serves() -> None:
     lines = _make_dry_run("-B", "run")
     assert ".venv/bin/pip install -e ." in lines
     assert not any("[dev]" in line for line in lines)
-    assert lines[-1] == ".venv/bin/python -m server --host 0.0.0.0 --port 8000"
-    custom = _make_dry_run("run", "HOST=127.0.0.1", "PORT=9001")
-    assert custom[-1] == ".venv/bin/python -m server --host 127.0.0.1 --port 9001"
+    assert lines[-1].split() == [".venv/bin/python", "-m", "server", "--port", "8000"]
+    custom = _make_dry_run("run", "HOST=0.0.0.0", "PORT=9001")
+    assert custom[-1] == ".venv/bin/python -m server --host 0.0.0.0 --port 9001"
+
+
+def _make_argv(target: str, module: str, *make_args: str) -> list[str]:
+    """The arguments `make TARGET` passes to `python -m MODULE`."""
+    words = _make_dry_run(target, *make_args)[-1].split()
+    return words[words.index(module) + 1:]
+
+
+@pytest.mark.parametrize(("make_args", "host"), [((), "127.0.0.1"), (("HOST=0.0.0.0",), "0.0.0.0")])
+def test_make_run_listens_on_localhost_unless_host_is_given(
+        monkeypatch: pytest.MonkeyPatch, make_args: tuple[str, ...], host: str) -> None:
+    from server.__main__ import overrides, parse_args
+    from server.settings import Settings
+
+    monkeypatch.delenv("NMT_HOST", raising=False)
+    argv = _make_argv("run", "server", *make_args)
+    assert Settings(**overrides(parse_args(argv))).host == host
+
+
+@pytest.mark.parametrize(("make_args", "host"), [((), "127.0.0.1"), (("HOST=0.0.0.0",), "0.0.0.0")])
+def test_make_serve_ray_listens_on_localhost_unless_host_is_given(
+        monkeypatch: pytest.MonkeyPatch, make_args: tuple[str, ...], host: str) -> None:
+    from server.ray_serve.__main__ import parse_args, proxy_address
+    from server.settings import Settings
+
+    monkeypatch.delenv("NMT_HOST", raising=False)
+    monkeypatch.delenv("NMT_PORT", raising=False)
+    args = parse_args(_make_argv("serve-ray", "server.ray_serve", *make_args))
+    assert proxy_address(args, Settings()) == (host, 8000)
 
 
 @pytest.mark.parametrize(

@@ -163,6 +163,8 @@ def test_server_and_trainer_use_one_image_and_one_store() -> None:
 def test_server_port_and_healthcheck() -> None:
     server = _raw()["services"]["server"]
     assert server["ports"] == ["8000:8000"]
+    # outside a container the server listens on 127.0.0.1: the container says 0.0.0.0 itself
+    assert server["command"] == ["python", "-m", "server", "--host", "0.0.0.0", "--port", "8000"]
     assert any("/health/live" in part for part in server["healthcheck"]["test"])
 
 

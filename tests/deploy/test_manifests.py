@@ -102,6 +102,8 @@ def test_server_probes_and_admin_secret() -> None:
     assert server["livenessProbe"]["httpGet"]["path"] == "/health/live"
     (port,) = server["ports"]
     assert port["containerPort"] == 8000
+    # the server's default is 127.0.0.1: the pod listens on every interface explicitly
+    assert server["command"] == ["python", "-m", "server", "--host", "0.0.0.0", "--port", "8000"]
     ref = _env(server)["NMT_ADMIN_TOKEN"]["secretKeyRef"]
     secret = _resources()[("Secret", ref["name"])]
     assert ref["key"] in secret["stringData"]
