@@ -1,0 +1,165 @@
+"""Pack the default recipe's training data for a GPU run (issue #47): token ids of every
+corpus (7 domains + extra genres) through the recipe's joint sentencepiece, with the
+recipe's maximum length and corpus temperature, plus the 7 domains' dev splits.
+
+    python -m trainer.gpu.pack --data ../shared/data --direction en-fr --out .gpu
+
+`--out` (default `.gpu`, ignored by git) is what the device call carries; the command
+prints its size beside the working tree's against the 64 MiB a call may take. The
+domains' train splits are the pack's first corpora: the GPU run trains each adapter on its
+domain's slice. Format: trainer/gpu/packed.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shutil
+import subprocess
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import sentencepiece as spm
+
+from trainer.data import Corpus, EncodedPairs, encode_pairs
+from trainer.gpu.packed import (
+    DEV_FILE,
+    DIRECTIONS,
+    PACK_FILE,
+    SPM_FILE,
+    TRAIN_FILE,
+    PackInfo,
+    TokenPairs,
+    sha256_file,
+    write_pairs,
+)
+from trainer.recipes import default_en_fr as recipe
+
+log = logging.getLogger("trainer.gpu.pack")
+CARRY_LIMIT = 64 * 2**20  # what one device call may carry: working tree + carried paths
+BUILTIN_SPM = recipe.BUILTIN_DIR / "backbones" / "default-en-fr"
+
+
+def read_corpora(found: Sequence[Corpus], direction: str) -> list[list[tuple[str, str]]]:
+    """Each corpus's pairs, source first in `direction` (fr-en: the en-fr pairs reversed)."""
+    out = []
+    for corpus in found:
+        pairs = corpus.read()
+        out.append(pairs if direction == "en-fr" else [(t, s) for s, t in pairs])
+    return out
+
+
+def token_pairs(encoded: EncodedPairs, corpus: np.ndarray | None = None) -> TokenPairs:
+    """The pack's layout: sources without the EOS `encode_pairs` appends."""
+    src = [s[:-1] for s in encoded.source]
+    return TokenPairs(
+        np.concatenate(src).astype(np.uint16) if src else np.zeros(0, np.uint16),
+        np.concatenate(encoded.target).astype(np.uint16) if src else np.zeros(0, np.uint16),
+        np.array([len(s) for s in src], dtype=np.uint8),
+        np.array([len(t) for t in encoded.target], dtype=np.uint8), corpus)
+
+
+def default_spm(run_dir: Path) -> Path:
+    """The recipe's run dir vocabulary, else the published backbone's (the same model)."""
+    if (run_dir / "spm.model").exists():
+        return run_dir / "spm.model"
+    found = sorted(BUILTIN_SPM.glob("v*/source.spm"), key=lambda p: int(p.parent.name[1:]))
+    if not found:
+        raise FileNotFoundError(f"no spm.model in {run_dir} and no built-in backbone under "
+                                f"{BUILTIN_SPM}: give --spm")
+    return found[-1]
+
+
+def pack(data_dir: Path, out: Path, *, direction: str, spm_path: Path,
+         temperature: float, preset: int = 9) -> PackInfo:
+    """Write the pack to `out` (replaced whole, through a staging folder)."""
+    if recipe.MAX_LEN > 255:
+        raise ValueError("the pack stores lengths as uint8")
+    processor = spm.SentencePieceProcessor(model_file=str(spm_path))
+    if processor.get_piece_size() > 2**16:
+        raise ValueError("the pack stores ids as uint16")
+    train_corpora = recipe.corpora(data_dir)
+    names = tuple(c.name for c in train_corpora)
+    sizes: list[int] = []
+    parts: list[EncodedPairs] = []
+    for corpus, pairs in zip(train_corpora, read_corpora(train_corpora, direction), strict=True):
+        encoded = encode_pairs(pairs, processor, max_len=recipe.MAX_LEN)
+        if len(encoded) == 0:
+            raise ValueError(f"corpus {corpus.name}: no pair under {recipe.MAX_LEN} tokens")
+        log.info("%s: %d pairs, %d kept", corpus.name, len(pairs), len(encoded))
+        sizes.append(len(encoded))
+        parts.append(encoded)
+    train = EncodedPairs([s for p in parts for s in p.source],
+                         [t for p in parts for t in p.target])
+    dev_corpora = recipe.corpora(data_dir, "dev")
+    dev_parts = [encode_pairs(pairs, processor, max_len=recipe.MAX_LEN)
+                 for pairs in read_corpora(dev_corpora, direction)]
+    dev = EncodedPairs([s for p in dev_parts for s in p.source],
+                       [t for p in dev_parts for t in p.target])
+    labels = np.concatenate([np.full(len(p), i, np.uint8) for i, p in enumerate(dev_parts)])
+    info = PackInfo(direction=direction, max_len=recipe.MAX_LEN, temperature=temperature,
+                    names=names, pairs=tuple(sizes),
+                    domains=tuple(c.name for c in dev_corpora),
+                    dev_pairs=tuple(len(p) for p in dev_parts),
+                    spm_sha256=sha256_file(spm_path), vocab_size=processor.get_piece_size())
+    staging = out.with_name(out.name + ".tmp")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    shutil.copyfile(spm_path, staging / SPM_FILE)
+    write_pairs(token_pairs(train), staging / TRAIN_FILE, preset=preset)
+    write_pairs(token_pairs(dev, labels), staging / DEV_FILE, preset=preset)
+    (staging / PACK_FILE).write_text(info.to_json())
+    shutil.rmtree(out, ignore_errors=True)
+    staging.rename(out)
+    return info
+
+
+def tree_bytes(repo: Path) -> int:
+    """Bytes of the files a device call sends besides its carry: tracked files and untracked
+    ones git does not ignore."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others",
+                             "--exclude-standard"], cwd=repo, capture_output=True,
+                            check=True).stdout.decode().split("\0")
+    return sum((repo / name).stat().st_size for name in listed
+               if name and (repo / name).is_file())
+
+
+def folder_bytes(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m trainer.gpu.pack", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=Path("../shared/data"))
+    parser.add_argument("--direction", choices=DIRECTIONS, default="en-fr")
+    parser.add_argument("--out", type=Path, default=Path(".gpu"))
+    parser.add_argument("--spm", type=Path, help="joint sentencepiece (default: the recipe "
+                        "run dir's, else the published backbone's)")
+    parser.add_argument("--run-dir", type=Path, default=Path("runs/default-en-fr"))
+    parser.add_argument("--temperature", type=float, default=recipe.SETTINGS.temperature,
+                        help="corpus sampling temperature (default: the recipe's)")
+    parser.add_argument("--preset", type=int, default=9, choices=range(10),
+                        help="xz preset (9: smallest; ~4 min on a loaded 2-core machine)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    started = time.monotonic()
+    info = pack(args.data, args.out, direction=args.direction,
+                spm_path=args.spm or default_spm(args.run_dir), temperature=args.temperature,
+                preset=args.preset)
+    packed = folder_bytes(args.out)
+    repo = Path(__file__).resolve().parents[2]
+    tree = tree_bytes(repo)
+    print(f"packed {sum(info.pairs):,} pairs of {len(info.names)} corpora ({info.direction}, "
+          f"T={info.temperature}) into {args.out}: {packed / 2**20:.1f} MiB in "
+          f"{time.monotonic() - started:.0f} s")
+    verdict = "fits" if tree + packed <= CARRY_LIMIT else "DOES NOT FIT"
+    print(f"a device call carries the working tree ({tree / 2**20:.1f} MiB) + the pack: "
+          f"{(tree + packed) / 2**20:.1f} of {CARRY_LIMIT / 2**20:.0f} MiB: {verdict}")
+    return 0 if tree + packed <= CARRY_LIMIT else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
