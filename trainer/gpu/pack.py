@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import sentencepiece as spm
 
-from trainer.data import Corpus, EncodedPairs, encode_pairs
+from trainer.data import EncodedPairs, encode_pairs
 from trainer.gpu.packed import (
     DEV_FILE,
     DIRECTIONS,
@@ -36,19 +36,13 @@ from trainer.gpu.packed import (
     write_pairs,
 )
 from trainer.recipes import default_en_fr as recipe
+from trainer.recipes.directions import DIRECTIONS as RECIPE_DIRECTIONS
 
 log = logging.getLogger("trainer.gpu.pack")
 CARRY_LIMIT = 64 * 2**20  # what one device call may carry: working tree + carried paths
 BUILTIN_SPM = recipe.BUILTIN_DIR / "backbones" / "default-en-fr"
 
 
-def read_corpora(found: Sequence[Corpus], direction: str) -> list[list[tuple[str, str]]]:
-    """Each corpus's pairs, source first in `direction` (fr-en: the en-fr pairs reversed)."""
-    out = []
-    for corpus in found:
-        pairs = corpus.read()
-        out.append(pairs if direction == "en-fr" else [(t, s) for s, t in pairs])
-    return out
 
 
 def token_pairs(encoded: EncodedPairs, corpus: np.ndarray | None = None) -> TokenPairs:
@@ -62,7 +56,8 @@ def token_pairs(encoded: EncodedPairs, corpus: np.ndarray | None = None) -> Toke
 
 
 def default_spm(run_dir: Path) -> Path:
-    """The recipe's run dir vocabulary, else the published backbone's (the same model)."""
+    """The recipe's run dir vocabulary, else the published en-fr backbone's (the recipe's
+    joint vocabulary: it encodes either direction)."""
     if (run_dir / "spm.model").exists():
         return run_dir / "spm.model"
     found = sorted(BUILTIN_SPM.glob("v*/source.spm"), key=lambda p: int(p.parent.name[1:]))
@@ -80,11 +75,13 @@ def pack(data_dir: Path, out: Path, *, direction: str, spm_path: Path,
     processor = spm.SentencePieceProcessor(model_file=str(spm_path))
     if processor.get_piece_size() > 2**16:
         raise ValueError("the pack stores ids as uint16")
-    train_corpora = recipe.corpora(data_dir)
+    # the recipe's corpora, source side first in `direction` (fr-en: the en-fr pairs reversed)
+    train_corpora = recipe.corpora(data_dir, "train", RECIPE_DIRECTIONS[direction])
     names = tuple(c.name for c in train_corpora)
     sizes: list[int] = []
     parts: list[EncodedPairs] = []
-    for corpus, pairs in zip(train_corpora, read_corpora(train_corpora, direction), strict=True):
+    for corpus in train_corpora:
+        pairs = corpus.read()
         encoded = encode_pairs(pairs, processor, max_len=recipe.MAX_LEN)
         if len(encoded) == 0:
             raise ValueError(f"corpus {corpus.name}: no pair under {recipe.MAX_LEN} tokens")
@@ -93,9 +90,8 @@ def pack(data_dir: Path, out: Path, *, direction: str, spm_path: Path,
         parts.append(encoded)
     train = EncodedPairs([s for p in parts for s in p.source],
                          [t for p in parts for t in p.target])
-    dev_corpora = recipe.corpora(data_dir, "dev")
-    dev_parts = [encode_pairs(pairs, processor, max_len=recipe.MAX_LEN)
-                 for pairs in read_corpora(dev_corpora, direction)]
+    dev_corpora = recipe.corpora(data_dir, "dev", RECIPE_DIRECTIONS[direction])
+    dev_parts = [encode_pairs(c.read(), processor, max_len=recipe.MAX_LEN) for c in dev_corpora]
     dev = EncodedPairs([s for p in dev_parts for s in p.source],
                        [t for p in dev_parts for t in p.target])
     labels = np.concatenate([np.full(len(p), i, np.uint8) for i, p in enumerate(dev_parts)])
@@ -138,7 +134,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path(".gpu"))
     parser.add_argument("--spm", type=Path, help="joint sentencepiece (default: the recipe "
                         "run dir's, else the published backbone's)")
-    parser.add_argument("--run-dir", type=Path, default=Path("runs/default-en-fr"))
+    parser.add_argument("--run-dir", type=Path, help="the recipe's run dir, whose spm.model "
+                        "is the default vocabulary (default: runs/default-<direction>)")
     parser.add_argument("--temperature", type=float, default=recipe.SETTINGS.temperature,
                         help="corpus sampling temperature (default: the recipe's)")
     parser.add_argument("--preset", type=int, default=9, choices=range(10),
@@ -146,18 +143,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     started = time.monotonic()
+    run_dir = args.run_dir or Path(f"runs/default-{args.direction}")
     info = pack(args.data, args.out, direction=args.direction,
-                spm_path=args.spm or default_spm(args.run_dir), temperature=args.temperature,
+                spm_path=args.spm or default_spm(run_dir), temperature=args.temperature,
                 preset=args.preset)
     packed = folder_bytes(args.out)
     repo = Path(__file__).resolve().parents[2]
     tree = tree_bytes(repo)
-    print(f"packed {sum(info.pairs):,} pairs of {len(info.names)} corpora ({info.direction}, "
-          f"T={info.temperature}) into {args.out}: {packed / 2**20:.1f} MiB in "
-          f"{time.monotonic() - started:.0f} s")
+    log.info("packed %s pairs of %d corpora (%s, T=%s) into %s: %.1f MiB in %.0f s",
+             f"{sum(info.pairs):,}", len(info.names), info.direction, info.temperature,
+             args.out, packed / 2**20, time.monotonic() - started)
     verdict = "fits" if tree + packed <= CARRY_LIMIT else "DOES NOT FIT"
-    print(f"a device call carries the working tree ({tree / 2**20:.1f} MiB) + the pack: "
-          f"{(tree + packed) / 2**20:.1f} of {CARRY_LIMIT / 2**20:.0f} MiB: {verdict}")
+    log.info("a device call carries the working tree (%.1f MiB) + the pack: %.1f of %.0f MiB: "
+             "%s", tree / 2**20, (tree + packed) / 2**20, CARRY_LIMIT / 2**20, verdict)
     return 0 if tree + packed <= CARRY_LIMIT else 1
 
 

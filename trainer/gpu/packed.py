@@ -25,6 +25,7 @@ import json
 import lzma
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -118,7 +119,7 @@ def sha256_file(path: Path) -> str:
 def write_pairs(pairs: TokenPairs, path: Path, *, preset: int = 9) -> None:
     """npz bytes, compressed with xz, written atomically."""
     buffer = io.BytesIO()
-    arrays = {"src": pairs.src, "tgt": pairs.tgt, "src_len": pairs.src_len,
+    arrays: dict[str, Any] = {"src": pairs.src, "tgt": pairs.tgt, "src_len": pairs.src_len,
               "tgt_len": pairs.tgt_len}
     if pairs.corpus is not None:
         arrays["corpus"] = pairs.corpus

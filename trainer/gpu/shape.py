@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from trainer.data import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from contract.backbone import BackboneConfig
+from trainer.data import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
 VOCAB_SIZE = 8000  # the recipe's joint sentencepiece: the GPU run keeps its vocabulary
 
@@ -51,3 +51,7 @@ def parameter_count(config: BackboneConfig) -> int:
     decoder = config.decoder_layers * (2 * attention + ffn + 3 * norm)
     final = 2 * norm if config.normalize_before else 0
     return config.src_vocab_size * d + encoder + decoder + final
+
+
+# The shape the GPU run trains by default (benchmarks/results/gpu_backbone_shape.md).
+CHOSEN = "384-6+4"

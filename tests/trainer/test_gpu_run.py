@@ -1,0 +1,159 @@
+"""The GPU run of issue #47, on the CPU: the packer, the device batches, the whole run end
+to end with a tiny shape under a 30-second budget, and what it brings back."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import sentencepiece as spm
+import torch
+
+from server.engine.backbone import Backbone
+from tests.tiny import ENGLISH, FRENCH, spm_bytes
+from trainer.gpu import run as gpu_run
+from trainer.gpu.adapters import ADAPTER, AdapterSettings
+from trainer.gpu.batches import DeviceBatches, Specials
+from trainer.gpu.pack import pack
+from trainer.gpu.packed import read_pack
+from trainer.gpu.shards import SHARD_LIMIT, read_shards, shard_plan, write_shards
+from trainer.recipes import default_en_fr as recipe
+
+EXTRAS = ("news", "software-ui")
+REPO = Path(__file__).resolve().parents[2]
+
+
+def write_lines(path: Path, lines: list[str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def tiny_data(root: Path) -> Path:
+    """The recipe's layout: 7 domains (train, dev) and two extra genres, tiny sentences."""
+    pairs = list(zip(ENGLISH, FRENCH, strict=True))
+    for number, domain in enumerate(recipe.DOMAINS):
+        chosen = pairs[number:] + pairs[:number]
+        folder = root / "en-fr" / "domains" / domain
+        for split, rows in (("train", chosen * 2), ("dev", chosen[:4])):
+            write_lines(folder / f"{split}.en", [s for s, _ in rows])
+            write_lines(folder / f"{split}.fr", [t for _, t in rows])
+    for genre in EXTRAS:
+        write_lines(root / "en-fr" / "extra" / genre / "train.en", ENGLISH * 3)
+        write_lines(root / "en-fr" / "extra" / genre / "train.fr", FRENCH * 3)
+    return root
+
+
+@pytest.fixture
+def packed(tmp_path: Path) -> Path:
+    spm_path = tmp_path / "spm.model"
+    spm_path.write_bytes(spm_bytes())
+    out = tmp_path / "pack"
+    pack(tiny_data(tmp_path / "data"), out, direction="en-fr", spm_path=spm_path,
+         temperature=2.0, preset=1)
+    return out
+
+
+def test_the_pack_holds_every_corpus_in_the_recipes_order(packed: Path, tmp_path: Path) -> None:
+    loaded = read_pack(packed)
+    info = loaded.info
+    assert info.names == (*recipe.DOMAINS, *EXTRAS)
+    assert info.domains == recipe.DOMAINS
+    assert info.pairs == (26,) * 7 + (39, 39)
+    assert info.temperature == 2.0 and info.max_len == recipe.MAX_LEN
+    assert len(loaded.train) == sum(info.pairs) and info.dev_pairs == (4,) * 7
+    assert loaded.dev.corpus is not None and list(np.bincount(loaded.dev.corpus)) == [4] * 7
+    # the first medical pair is ENGLISH[0] -> FRENCH[0], without specials
+    processor = spm.SentencePieceProcessor(model_proto=loaded.spm)
+    assert processor.decode(loaded.train.rows("src")[0].tolist()) == ENGLISH[0]
+    assert processor.decode(loaded.train.rows("tgt")[0].tolist()) == FRENCH[0]
+    reverse = tmp_path / "reverse"
+    pack(tiny_data(tmp_path / "data"), reverse, direction="fr-en", spm_path=packed / "spm.model",
+         temperature=2.0, preset=1)
+    back = read_pack(reverse)
+    assert back.info.direction == "fr-en"
+    assert [r.tolist() for r in back.train.rows("src")] == \
+        [r.tolist() for r in loaded.train.rows("tgt")]
+
+
+def test_an_epoch_draws_every_pair_once_in_batches_under_the_token_budget(
+        packed: Path) -> None:
+    loaded = read_pack(packed)
+    specials = Specials(pad=0, start=2, eos=3)
+    data = DeviceBatches(loaded.train, specials, torch.device("cpu"))
+    batches = data.epoch(max_tokens=200, seed=1, epoch=0)
+    assert sorted(np.concatenate(batches).tolist()) == list(range(len(data)))
+    for rows in batches:
+        batch = data.gather(rows)
+        assert batch.src.shape[0] * (batch.src.shape[1] + batch.tgt_in.shape[1]) <= 2 * 200
+        lengths = (batch.src != 0).sum(1)
+        assert (batch.src[torch.arange(len(rows)), lengths - 1] == 3).all()  # EOS last
+        assert (batch.tgt_in[:, 0] == 2).all()
+        words = (batch.tgt_out[:, :-1] != 0) & (batch.tgt_out[:, :-1] != 3)  # no pad, EOS
+        assert torch.equal(batch.tgt_in[:, 1:][words], batch.tgt_out[:, :-1][words])
+        assert ((batch.tgt_out == 3).sum(1) == 1).all()
+    again = data.epoch(max_tokens=200, seed=1, epoch=0)
+    assert [r.tolist() for r in again] == [r.tolist() for r in batches]  # replayable
+    other = data.epoch(max_tokens=200, seed=1, epoch=1)
+    assert [r.tolist() for r in other] != [r.tolist() for r in batches]
+
+
+def test_shards_stay_under_the_limit_and_read_back(tmp_path: Path) -> None:
+    tensors = {f"t{i}": torch.randn(300, 1000) for i in range(5)}  # 600 kB each as float16
+    limit = 2 * 2**20
+    assert [len(names) for names in shard_plan(tensors, limit)] == [3, 2]
+    paths = write_shards(tensors, tmp_path, "w", limit)
+    assert all(p.stat().st_size <= limit for p in paths)
+    back = read_shards(tmp_path, "w")
+    assert all(torch.equal(back[k], tensors[k].half().float()) for k in tensors)
+    with pytest.raises(ValueError, match="more than a shard"):
+        shard_plan({"big": torch.zeros(2**20)}, limit)
+
+
+def test_the_adapter_settings_are_the_recipes() -> None:
+    settings, theirs = AdapterSettings(), recipe.ADAPTER_SETTINGS
+    assert ADAPTER == recipe.ADAPTER
+    assert (settings.lr, settings.warmup_steps, settings.max_tokens, settings.max_epochs) == \
+        (theirs.lr, theirs.warmup_steps, theirs.max_tokens, theirs.max_epochs)
+
+
+def test_the_run_needs_no_web_stack() -> None:
+    """The device machine's image has torch, numpy, safetensors, sentencepiece; not the
+    server's pins."""
+    blocked = ("pydantic", "fastapi", "fasttext", "sqlalchemy", "psycopg", "ray", "sacrebleu")
+    code = (f"import sys\nfor name in {blocked!r}: sys.modules[name] = None\n"
+            "import trainer.gpu.run  # noqa\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                          text=True, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_whole_run_ends_within_a_30_second_budget_on_the_cpu(packed: Path,
+                                                                 tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert gpu_run.main(["--pack", str(packed), "--out", str(out), "--tiny", "--minutes", "0.5",
+                         "--device", "cpu", "--max-tokens", "400"]) == 0
+    report = json.loads((out / "run.json").read_text())
+    backbone = report["backbone"]
+    assert report["device"].startswith("CPU") and report["shape"] == "tiny"
+    assert backbone["steps"] > 0 and backbone["target_tokens"] > 0
+    curve = backbone["curve"]
+    assert len(curve) >= 2 and curve[-1]["dev_loss"] < curve[0]["dev_loss"]
+    assert backbone["chosen_window"] in (1, 2, 4, 8)
+    assert backbone["dev_loss"] == min(backbone["averaging_dev_loss"].values())
+    assert set(report["adapters"]) == set(recipe.DOMAINS)
+    for summary in report["adapters"].values():
+        assert summary["pairs"] == 26 and summary["dev_loss"] <= summary["backbone_dev_loss"]
+    files = sorted(p.name for p in out.iterdir())
+    assert files == sorted([*report["shards"], "run.json", "run.log"])
+    assert all((out / name).stat().st_size <= SHARD_LIMIT for name in files)
+    assert "adapter law" in (out / "run.log").read_text()
+    # the backbone shards are the averaged model, float16
+    weights = read_shards(out, "backbone")
+    model = Backbone(gpu_run.TINY.__class__.from_dict(report["config"]))
+    model.load_state_dict(weights)
+    adapters = read_shards(out, "adapters")
+    assert {name.split("/")[0] for name in adapters} == set(recipe.DOMAINS)
