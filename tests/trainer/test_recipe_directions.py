@@ -10,7 +10,7 @@ import torch
 
 from tests.tiny import ENGLISH, FRENCH
 from tests.trainer.test_default_recipe import published_builtin
-from trainer.recipes.default_en_fr import DOMAINS, corpora, snapshot_dir
+from trainer.recipes.default_en_fr import DOMAINS, corpora, share_vocabulary, snapshot_dir
 from trainer.recipes.default_stages import (
     load_trained_backbone,
     restore_from_snapshot,
@@ -59,3 +59,16 @@ def test_an_unpublished_direction_restores_from_its_snapshot_alone(tmp_path: Pat
     original, _ = load_trained_backbone(trained)
     for name, tensor in original.state_dict().items():  # float16 in the snapshot
         assert torch.equal(restored.state_dict()[name], tensor.half().float()), name
+
+
+def test_the_other_direction_shares_the_published_joint_vocabulary(tmp_path: Path) -> None:
+    builtin = tmp_path / "builtin"
+    files = published_builtin(builtin)
+    run_dir = tmp_path / "run"
+    share_vocabulary(builtin, run_dir)
+    assert (run_dir / "spm.model").read_bytes() == files["source.spm"]
+    (run_dir / "spm.model").write_bytes(b"trained already")
+    share_vocabulary(builtin, run_dir)  # a run dir's own vocabulary is never replaced
+    assert (run_dir / "spm.model").read_bytes() == b"trained already"
+    share_vocabulary(tmp_path / "no-builtin", tmp_path / "other")  # nothing to share
+    assert not (tmp_path / "other" / "spm.model").exists()

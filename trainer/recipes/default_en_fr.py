@@ -52,6 +52,7 @@ from trainer.loop import (
     translation_loss,
 )
 from trainer.recipes.default_stages import (
+    BACKBONE_NAME,
     publish_builtin,
     publish_router,
     restore_from_snapshot,
@@ -258,6 +259,20 @@ def snapshot_dir(direction: Direction) -> Path:
         f"snapshot-{direction.name}")
 
 
+def share_vocabulary(builtin: Path, run_dir: Path) -> None:
+    """The other direction reuses the published en-fr backbone's joint sentencepiece model:
+    it was trained on both sides of the same pairs, and one vocabulary for both directions
+    spares the backbone stage an hour of sentencepiece training on two cores."""
+    spm_path = run_dir / "spm.model"
+    published = sorted((builtin / "backbones" / BACKBONE_NAME).glob("v*/source.spm"),
+                       key=lambda p: int(p.parent.name[1:]))
+    if spm_path.exists() or not published:
+        return
+    run_dir.mkdir(parents=True, exist_ok=True)
+    spm_path.write_bytes(published[-1].read_bytes())
+    log.info("joint vocabulary: %s", published[-1])
+
+
 def run_stages(args: argparse.Namespace, stages: tuple[str, ...],
                stop: threading.Event, direction: Direction = EN_FR) -> None:
     if "restore" in stages:
@@ -268,6 +283,8 @@ def run_stages(args: argparse.Namespace, stages: tuple[str, ...],
         # the encoded training set (the model card reads it)
         prepare(args.data, args.run_dir, direction)
     if "backbone" in stages:
+        if direction != EN_FR:
+            share_vocabulary(args.out, args.run_dir)
         settings = TrainSettings(**{**SETTINGS.__dict__, "max_minutes": args.max_minutes,
                                     "temperature": args.temperature})
         train_backbone(args.data, args.run_dir, settings, should_stop=stop.is_set,
