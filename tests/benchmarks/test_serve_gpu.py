@@ -45,7 +45,7 @@ def test_a_module_flipped_under_load_is_served_with_no_failed_request(
                            seed=0)
     assert flip is not None
     assert (flip.upload_status, flip.activate_status) == (201, 200)
-    assert flip.requests >= 12 and flip.failed == 0  # whole rounds while it ran
+    assert flip.requests > 0 and flip.failed == 0  # rounds went on until both answered
     with Store.open(tiny_store.root, builtin_dir=None) as store:
         after = store.active_domains()
     assert after[flip.domain] == before[flip.domain] + 1  # the uploaded copy is served
