@@ -105,11 +105,12 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             pin_this_thread(loop_cpus)
 
 
-UPLOAD_PATH = re.compile(r"/admin/domains(/[^/]+/versions)?")
+UPLOAD_PATH = re.compile(
+    r"/admin/domains(/[^/]+/versions)?|/translate/file|/libretranslate/translate_file")
 
 
 def streams_own_upload(method: str, path: str) -> bool:
-    """Module and domain uploads stream their bodies under their own byte limits."""
+    """Module, domain and document uploads stream their bodies under their own limits."""
     return method == "POST" and UPLOAD_PATH.fullmatch(path) is not None
 
 

@@ -36,6 +36,12 @@ class TooLarge(ServingError):
     code = "too_large"
 
 
+class UnsupportedMediaType(ServingError):
+    """A file of a type the server cannot translate; the message lists the supported ones."""
+
+    code = "unsupported_media_type"
+
+
 class UnknownDomain(ServingError):
     """A domain that is not served; the message names the known ones."""
 

@@ -225,6 +225,22 @@ class RoutingSettings(BaseModel):
                           "classifier (routing mode \"mixture\")")
 
 
+class DocumentSettings(BaseModel):
+    """Whole files (`POST /translate/file`, server/documents/)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_bytes: int = Field(20 * 1024 * 1024, ge=1024,
+                           description="size of an uploaded document (413 while it streams)")
+    max_chars: int = Field(2_000_000, ge=1,
+                           description="characters to translate in one document (413 above)")
+    chunk_chars: int = Field(
+        8_000, ge=100, description="characters per batch a document is sent as (each batch "
+                                   "is admitted like a /translate/batch request)")
+    parallel_chunks: int = Field(2, ge=1, le=16,
+                                 description="batches of one document in flight at once")
+
+
 class Settings(ProcessSettings):
     """Everything the server reads at start-up (env prefix NMT_, nested delimiter __)."""
 
@@ -259,6 +275,9 @@ class Settings(ProcessSettings):
     decoding: DecodingSettings = Field(default_factory=DecodingSettings)
     scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
     routing: RoutingSettings = Field(default_factory=RoutingSettings)
+    documents: DocumentSettings = Field(
+        default_factory=DocumentSettings,
+        description="whole files: POST /translate/file (sizes, batches, jobs)")
     access: AccessSettings = Field(
         default_factory=AccessSettings,
         description="API keys and per-key rate limits of the public endpoints (off by default)")

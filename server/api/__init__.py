@@ -6,6 +6,7 @@ from server.api import (
     jobs,
     libretranslate,
     routes_admin,
+    routes_documents,
     routes_glossaries,
     routes_health,
     routes_keys,
@@ -15,8 +16,8 @@ from server.api import (
 # TRAINING SIDECAR: `POST /admin/domains` (add a domain from data) and
 # `GET /admin/jobs[/{id}]` live in `server/api/jobs.py`; the sidecar (`python -m trainer`)
 # runs the jobs.
-PUBLIC_ROUTERS: list[APIRouter] = [routes_translate.router, routes_health.router,
-                                   libretranslate.router]
+PUBLIC_ROUTERS: list[APIRouter] = [routes_translate.router, routes_documents.router,
+                                   routes_health.router, libretranslate.router]
 # Served on the main port, or only on the admin listener when NMT_ADMIN_PORT is set.
 ADMIN_ROUTERS: list[APIRouter] = [routes_admin.router, jobs.router, routes_keys.router,
                                   routes_glossaries.router]

@@ -33,6 +33,7 @@ STATUS: dict[type[Exception], int] = {
     errors.InvalidInput: 422,
     errors.InvalidArtifact: 422,
     errors.TooLarge: 413,
+    errors.UnsupportedMediaType: 415,
     errors.UnknownDomain: 404,
     errors.NotFound: 404,
     errors.Conflict: 409,

@@ -86,6 +86,12 @@ class RoutingPolicy:
             return self._explicit(spec, domains, field)
         return self._mixture(spec, domains, field)
 
+    def from_posteriors(self, posteriors: Mapping[str, float], *,
+                        domains: Mapping[str, int]) -> RoutingDecision:
+        """The automatic decision for posteriors computed elsewhere (a document's,
+        aggregated over its sentences), as `decide` makes it for one text's."""
+        return replace(self._choose(posteriors, domains), posteriors=dict(posteriors))
+
     def _explicit(self, name: str, domains: Mapping[str, int], field: str) -> RoutingDecision:
         if name == GENERIC:
             return GENERIC_DECISION

@@ -39,6 +39,10 @@ EXTRA_DOMAINS = {"subtitles": 4}
 PAIRS = "".join(f"{en}\t{fr}\n" for en, fr in [
     ("Open the file.", "Ouvrez le fichier."), ("Save the file.", "Enregistrez le fichier."),
     ("Click the button.", "Cliquez sur le bouton."), ("Close the window.", "Fermez la fenêtre.")])
+DOCUMENT_FILES = {
+    "leaflet.srt": "1\n00:00:01,000 --> 00:00:02,000\nTake one tablet a day.\n",
+    "messages.po": 'msgid "Open the file"\nmsgstr ""\n',
+}
 
 
 @dataclass(frozen=True)
@@ -98,6 +102,8 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     files.mkdir()
     for name in ("finance.tsv", "finance-dev.tsv", "cooking.train.tsv", "cooking.dev.tsv"):
         (files / name).write_text(PAIRS)
+    for name, text in DOCUMENT_FILES.items():
+        (files / name).write_text(text)
     for domain in ("law", "medical"):
         (files / ("module.tar.gz" if domain == "law" else "medical.tar.gz")).write_bytes(
             module_archive(scratch / f"archive-{domain}", domain, SEEDS[domain],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import PurePath
 
+from server.documents.formats import html, md, po, srt, txt, vtt, xliff
 from server.documents.formats.base import (
     DocumentError,
     FileFormat,
@@ -13,7 +14,8 @@ from server.documents.formats.base import (
 )
 
 # Each format module registers its instance here (kept in this order in error messages).
-FORMATS: tuple[FileFormat, ...] = ()
+FORMATS: tuple[FileFormat, ...] = (txt.FORMAT, md.FORMAT, html.FORMAT, srt.FORMAT, vtt.FORMAT,
+                                   po.FORMAT, xliff.FORMAT)
 
 
 def supported_extensions() -> list[str]:

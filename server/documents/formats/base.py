@@ -61,6 +61,12 @@ class ParsedDocument(Protocol):
         ...
 
 
+def check_count(translations: Sequence[str], segments: Sequence[Segment]) -> None:
+    """A writer's precondition: one translation per segment."""
+    if len(translations) != len(segments):
+        raise ValueError(f"{len(translations)} translations for {len(segments)} segments")
+
+
 class FileFormat(Protocol):
     name: str  # "srt", "docx", ...
     extensions: tuple[str, ...]  # lower case, with the dot: (".po", ".pot")

@@ -1,0 +1,152 @@
+"""Whole documents: `POST /translate/file` answers the translated file in its own format
+(or, for a large one, 202 with a job: server/api/routes_document_jobs.py).
+The work is server/documents/service.py; this module maps HTTP onto it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Annotated, Any
+from urllib.parse import quote
+
+from fastapi import APIRouter, Depends, Request, Response
+
+from server.api.deps import AccessDep, ApiKeyDep, RuntimeDep, SettingsDep, TranslatorDep
+from server.api.document_upload import DocumentUpload, read_document_upload
+from server.api.routes_translate import until_disconnected
+from server.api.schemas import ErrorResponse, Routing
+from server.documents.formats import FORMATS, supported_extensions
+from server.documents.service import DocumentOptions, DocumentService, TranslatedDocument
+from server.errors import InvalidInput, NotReady
+from server.languages import language_pair
+from server.routing.policy import DomainSpec, RoutingDecision
+from server.serving.runtime import Runtime
+
+router = APIRouter(tags=["documents"])
+FIELDS = ("domain", "glossary_id", "source", "target", "overwrite")
+USAGE = ("send multipart/form-data with the file part 'file' (" +
+         ", ".join(supported_extensions()) + ") and optionally the fields domain, "
+         "glossary_id, source, target, overwrite")
+ROUTING_HEADER = "X-NMT-Routing"
+UNDETERMINED = "und"  # ISO 639-2 "undetermined": a backbone that does not name its languages
+FORM_BODY: dict[str, Any] = {"requestBody": {"required": True, "content": {
+    "multipart/form-data": {"schema": {"type": "object", "required": ["file"], "properties": {
+        "file": {"type": "string", "format": "binary",
+                 "description": "the document: " + ", ".join(supported_extensions())},
+        "domain": {"type": "string", "description": "a domain, generic, auto (default: the "
+                   "classifier routes the whole document once), or JSON weights"},
+        "glossary_id": {"type": "string", "description": "a stored glossary"},
+        "source": {"type": "string", "description": "source language code (default: the "
+                                                    "server's)"},
+        "target": {"type": "string", "description": "target language code (default: the "
+                                                    "server's)"},
+        "overwrite": {"type": "boolean", "description": "po/xliff: also retranslate "
+                                                        "entries that have a translation"}}}}}}}
+ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorResponse, "description": description}
+    for status, description in (
+        (404, "unknown domain or glossary"),
+        (413, "the file, or the text in it, is larger than the limits"),
+        (415, "not a supported file type (the message lists them)"),
+        (422, "a file its format refuses (malformed, truncated, undecodable, an XML DTD), "
+              "or a bad field"),
+        (429, "the queue is full, or the API key's allowance is used up"),
+        (503, "not ready"), (504, "the deadline passed"))}
+
+
+def get_documents(request: Request, translator: TranslatorDep,
+                  settings: SettingsDep) -> DocumentService:
+    return DocumentService(translator, settings.documents)
+
+
+DocumentsDep = Annotated[DocumentService, Depends(get_documents)]
+
+
+@router.post("/translate/file", responses={
+    200: {"description": "the translated file, in the format it came in",
+          "content": {fmt.media_type: {} for fmt in FORMATS}}, **ERRORS},
+    openapi_extra=FORM_BODY)
+async def translate_file(request: Request, documents: DocumentsDep, runtime: RuntimeDep,
+                         settings: SettingsDep, access: AccessDep,
+                         api_key: ApiKeyDep) -> Response:
+    """Translate a whole file. Answers the file (`<name>.<target><ext>`, same format,
+    same encoding) with the document's routing decision in the `X-NMT-Routing` header."""
+    upload = await read_document_upload(request, limit=settings.documents.max_bytes,
+                                        fields=FIELDS, usage=USAGE)
+    options = document_options(upload, runtime)
+    document = await asyncio.to_thread(documents.open, upload.filename, upload.data, options)
+    await access.check(api_key, chars=document.chars)
+    result = await until_disconnected(request, documents.translate(document))
+    return file_response(result)
+
+
+def document_options(upload: DocumentUpload, runtime: Runtime) -> DocumentOptions:
+    """The form's fields, checked against what the server serves."""
+    fields = upload.fields
+    if not upload.filename:
+        raise InvalidInput("the file part has no file name; the name's extension says "
+                           f"its format: {USAGE}", field="file")
+    source, target = languages(runtime, fields.get("source"), fields.get("target"))
+    overwrite = fields.get("overwrite", "false").lower()
+    if overwrite not in ("true", "false", "1", "0"):
+        raise InvalidInput(f"overwrite must be true or false, not {overwrite!r}",
+                           field="overwrite")
+    return DocumentOptions(source=source, target=target, domain=domain_spec(fields),
+                           glossary_id=fields.get("glossary_id"),
+                           overwrite_existing=overwrite in ("true", "1"))
+
+
+def languages(runtime: Runtime, source: str | None, target: str | None) -> tuple[str, str]:
+    """The direction of a request: what the server translates (today one backbone, one
+    direction); `auto` is the source language."""
+    backbone = runtime.backbone
+    if backbone is None:
+        raise NotReady("no backbone is loaded; see /health/ready")
+    pair = language_pair(backbone)
+    if pair is None:  # the backbone does not say: the codes are taken as given
+        return source or UNDETERMINED, target or UNDETERMINED
+    if source not in (None, "auto", pair.source):
+        raise InvalidInput(f"{source} is not supported as a source language; "
+                           f"{pair.describe()}", field="source")
+    if target not in (None, pair.target):
+        raise InvalidInput(f"{target} is not supported as a target language; "
+                           f"{pair.describe()}", field="target")
+    return pair.source, pair.target
+
+
+def domain_spec(fields: dict[str, str]) -> DomainSpec:
+    value = fields.get("domain")
+    if value is None or not value.startswith("{"):
+        return value
+    try:
+        weights = json.loads(value)
+    except json.JSONDecodeError:
+        weights = None
+    if not isinstance(weights, dict) or not all(
+            isinstance(w, int | float) and not isinstance(w, bool) for w in weights.values()):
+        raise InvalidInput("domain weights must be a JSON object of numbers, e.g. "
+                           '{"medical": 0.7, "generic": 0.3}', field="domain")
+    return {str(name): float(weight) for name, weight in weights.items()}
+
+
+def routing_of(decision: RoutingDecision, versions: dict[str, int]) -> Routing:
+    single = decision.mode in ("explicit", "classifier", "mixture")
+    return Routing(mode=decision.mode, domain=decision.domain, confidence=decision.confidence,
+                   weights=decision.weights,
+                   module_version=versions.get(decision.domain or "") if single else None,
+                   module_versions=dict(versions) if decision.mode == "ensemble" else None)
+
+
+def content_disposition(filename: str) -> str:
+    """An ASCII `filename` for old clients and the exact name as RFC 5987 `filename*`."""
+    plain = "".join(c if c.isascii() and c.isprintable() and c not in '"\\' else "_"
+                    for c in filename)
+    return f"attachment; filename=\"{plain}\"; filename*=UTF-8''{quote(filename)}"
+
+
+def file_response(result: TranslatedDocument) -> Response:
+    routing = routing_of(result.decision, result.versions)
+    return Response(result.data, media_type=result.media_type, headers={
+        "Content-Disposition": content_disposition(result.filename),
+        ROUTING_HEADER: routing.model_dump_json(),
+        "X-NMT-Segments": str(result.segments)})

@@ -1,0 +1,139 @@
+"""`POST /translate/file` over the tiny model: the same pipeline as /translate/batch
+(one routing decision for the whole file), the file's structure and encoding kept, and
+every refusal a quick 4xx that names the problem, with nothing left behind."""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import make_client
+from fastapi.testclient import TestClient
+from test_libretranslate import build_store
+
+SRT = ("1\r\n00:00:01,000 --> 00:00:02,500\r\nThe patient takes <i>one tablet</i>\r\n"
+       "every day.\r\n\r\n2\r\n00:00:03,000 --> 00:00:04,000\r\nAsk the doctor "
+       "about the dose.\r\n")
+TXT = "The patient takes one tablet a day.\nThe dose is adjusted for children.\n\n" \
+      "Ask the doctor.\n"
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    root = build_store(tmp_path_factory.mktemp("documents") / "store")
+    with make_client(root, documents={"max_bytes": 4096}) as client:
+        yield client
+
+
+def post(client: TestClient, name: str, data: bytes, **fields: str):  # type: ignore[no-untyped-def]
+    return client.post("/translate/file", files={"file": (name, data)}, data=fields)
+
+
+def test_a_subtitle_file_comes_back_translated_with_its_timecodes(client: TestClient) -> None:
+    response = post(client, "leaflet.srt", SRT.encode("cp1252"))
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("application/x-subrip")
+    assert 'filename="leaflet.fr.srt"' in response.headers["content-disposition"]
+    routing = json.loads(response.headers["x-nmt-routing"])
+    assert routing["mode"] in ("classifier", "ensemble", "generic")
+    assert response.headers["x-nmt-segments"] == "2"
+    written = response.content.decode("cp1252")
+    timing = re.compile(r"^.*-->.*$", re.MULTILINE)
+    assert timing.findall(written) == timing.findall(SRT)
+    blocks = written.split("\r\n\r\n")
+    assert [b.split("\r\n")[0] for b in blocks] == ["1", "2"]
+    assert len(blocks[0].split("\r\n")) == 4  # two text lines in, two out
+    assert "patient" not in written
+
+
+def test_the_file_is_the_batch_endpoints_translation_of_its_lines(client: TestClient) -> None:
+    """One routing decision for the whole file; each line translated as /translate/batch
+    translates it with that domain."""
+    response = post(client, "notes.txt", TXT.encode(), domain="medical")
+    assert response.status_code == 200, response.text
+    assert json.loads(response.headers["x-nmt-routing"])["domain"] == "medical"
+    lines = [line for line in TXT.splitlines() if line]
+    batch = client.post("/translate/batch", json={
+        "domain": "medical", "items": [{"text": line} for line in lines]})
+    expected = [r["translation"] for r in batch.json()["results"]]
+    written = response.content.decode().split("\n")
+    assert [w for w in written if w] == expected
+    assert written[2] == "" and len(written) == len(TXT.split("\n"))
+
+
+def test_automatic_routing_is_one_decision_for_the_document(client: TestClient) -> None:
+    medical = "The patient takes one tablet.\nThe dose for children.\nAsk about the medicine.\n"
+    response = post(client, "a.txt", medical.encode())
+    routing = json.loads(response.headers["x-nmt-routing"])
+    assert routing["mode"] == "classifier" and routing["domain"] == "medical"
+    assert routing["module_version"] == 1
+
+
+@pytest.mark.parametrize(("name", "data", "status", "message"), [
+    ("setup.exe", b"MZ", 415, r"'\.exe'.*supported: \.txt, .*\.srt"),
+    ("noext", b"hello", 415, "no extension"),
+    ("a.srt", b"1\n00:00:01,000 --> 00:00:0\nHi\n", 422, "line 2: malformed SubRip timing"),
+    ("a.txt", "Caf\u00e9".encode()[:-1], 422, "truncated"),
+    ("a.xlf", b'<?xml version="1.0"?><!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]>'
+              b"<xliff>&e;</xliff>", 422, "DOCTYPE or entities"),
+    ("a.txt", b"", 422, "empty"),
+    ("big.txt", b"word " * 1000, 413, "at most 4096"),
+])
+def test_bad_files_are_refused_with_the_reason(client: TestClient, name: str, data: bytes,
+                                               status: int, message: str) -> None:
+    response = post(client, name, data)
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert re.search(message, error["message"]), error
+    assert error["field"] == "file"
+
+
+@pytest.mark.parametrize(("fields", "status", "field"), [
+    ({"target": "de"}, 422, "target"),
+    ({"source": "es"}, 422, "source"),
+    ({"domain": "cooking"}, 404, "domain"),
+    ({"domain": "{\"medical\": \"x\"}"}, 422, "domain"),
+    ({"glossary_id": "missing"}, 404, "glossary_id"),
+    ({"colour": "red"}, 422, "colour"),
+    ({"overwrite": "maybe"}, 422, "overwrite"),
+])
+def test_bad_fields_are_named(client: TestClient, fields: dict[str, str], status: int,
+                              field: str) -> None:
+    response = post(client, "a.txt", b"Open the file.\n", **fields)
+    assert response.status_code == status, response.text
+    assert response.json()["error"]["field"] == field
+
+
+def test_the_served_direction_and_weights_are_accepted(client: TestClient) -> None:
+    response = post(client, "a.txt", b"Open the file.\n", source="en", target="fr",
+                    domain='{"it": 0.7, "generic": 0.3}')
+    assert response.status_code == 200, response.text
+    routing = json.loads(response.headers["x-nmt-routing"])
+    assert routing["mode"] == "ensemble" and routing["weights"] == {"it": 0.7, "generic": 0.3}
+
+
+def test_not_multipart_is_refused(client: TestClient) -> None:
+    response = client.post("/translate/file", content=b"hello",
+                           headers={"content-type": "text/plain"})
+    assert response.status_code == 422
+    assert "multipart/form-data" in response.json()["error"]["message"]
+
+
+def test_a_large_upload_leaves_no_temporary_file(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Starlette spools a file part over 1 MiB to disk; refused or not, it is deleted."""
+    root = build_store(tmp_path / "store")
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(spool))
+    with make_client(root, documents={"max_bytes": 3 << 20, "max_chars": 10}) as client:
+        response = post(client, "big.txt", b"word " * (2 << 18))
+        assert response.status_code == 413, response.text
+        assert "NMT_DOCUMENTS__MAX_CHARS" in response.json()["error"]["message"]
+        response = post(client, "big.txt", b"word " * (1 << 20))
+        assert response.status_code == 413
+    assert list(spool.iterdir()) == []
