@@ -20,6 +20,8 @@ from server.api import ADMIN_ROUTERS, PUBLIC_ROUTERS
 from server.api.body_limit import BodyLimitMiddleware
 from server.api.errors import install_error_handlers
 from server.api.middleware import MetricsMiddleware
+from server.documents.jobs import DocumentJobs, job_root
+from server.documents.service import DocumentService
 from server.glossaries import GlossaryBook
 from server.languages import LanguageDetectors
 from server.lifecycle import DrainMiddleware, Lifecycle
@@ -82,6 +84,10 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         glossaries=glossaries)
     if settings.limits.start_preparation_worker:
         app.state.translator.preparation.start_worker()
+    documents = DocumentService(app.state.translator, settings.documents)
+    app.state.document_jobs = DocumentJobs(
+        job_root(settings.store_dir, settings.documents.jobs_dir), documents)
+    await app.state.document_jobs.start()
     app.state.admin = DomainAdmin(store, runtime, drain_timeout_s=settings.drain_timeout_s)
     app.state.watchdog = Watchdog(scheduler, engine_thread, stall_s=settings.liveness_stall_s)
     changes = change_waiter(store.registry.url)
@@ -95,6 +101,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         for task in background:
             task.cancel()
         await asyncio.gather(*background, return_exceptions=True)
+        await app.state.document_jobs.stop()
         await changes.close()
         await scheduler.stop()
         app.state.translator.preparation.close()

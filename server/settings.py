@@ -234,11 +234,23 @@ class DocumentSettings(BaseModel):
                            description="size of an uploaded document (413 while it streams)")
     max_chars: int = Field(2_000_000, ge=1,
                            description="characters to translate in one document (413 above)")
+    sync_chars: int = Field(
+        20_000, ge=0, description="documents with more characters to translate answer 202 "
+                                  "with a job instead of the file")
     chunk_chars: int = Field(
         8_000, ge=100, description="characters per batch a document is sent as (each batch "
                                    "is admitted like a /translate/batch request)")
     parallel_chunks: int = Field(2, ge=1, le=16,
                                  description="batches of one document in flight at once")
+    jobs_dir: str | None = Field(
+        None, description="where document jobs keep their files (default: "
+                          "<store_dir>/document-jobs)")
+    job_ttl_s: float = Field(24 * 3600.0, gt=0,
+                             description="finished jobs and their files are deleted after")
+    running_jobs: int = Field(2, ge=1, le=64, description="document jobs translated at once")
+    job_timeout_s: float = Field(
+        3600.0, gt=0, description="a job still unfinished this long after it was submitted "
+                                  "fails")
 
 
 class Settings(ProcessSettings):

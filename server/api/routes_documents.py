@@ -1,22 +1,32 @@
-"""Whole documents: `POST /translate/file` answers the translated file in its own format
-(or, for a large one, 202 with a job: server/api/routes_document_jobs.py).
-The work is server/documents/service.py; this module maps HTTP onto it."""
+"""Whole documents: `POST /translate/file` answers the translated file in its own format,
+or, for a large one, 202 with a job: `GET /translate/file/jobs/{id}` follows it,
+`GET /translate/file/jobs/{id}/result` fetches the file. The work is
+server/documents/service.py and jobs.py; this module maps HTTP onto them."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-from typing import Annotated, Any
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
 
-from server.api.deps import AccessDep, ApiKeyDep, RuntimeDep, SettingsDep, TranslatorDep
+from server.api.deps import AccessDep, ApiKeyDep, RuntimeDep, SettingsDep
 from server.api.document_upload import DocumentUpload, read_document_upload
 from server.api.routes_translate import until_disconnected
 from server.api.schemas import ErrorResponse, Routing
 from server.documents.formats import FORMATS, supported_extensions
-from server.documents.service import DocumentOptions, DocumentService, TranslatedDocument
+from server.documents.jobs import DocumentJob, DocumentJobs
+from server.documents.service import (
+    DocumentOptions,
+    DocumentService,
+    TranslatedDocument,
+    routing_summary,
+)
 from server.errors import InvalidInput, NotReady
 from server.languages import language_pair
 from server.routing.policy import DomainSpec, RoutingDecision
@@ -28,6 +38,7 @@ USAGE = ("send multipart/form-data with the file part 'file' (" +
          ", ".join(supported_extensions()) + ") and optionally the fields domain, "
          "glossary_id, source, target, overwrite")
 ROUTING_HEADER = "X-NMT-Routing"
+MAX_WAIT_S = 60.0
 UNDETERMINED = "und"  # ISO 639-2 "undetermined": a backbone that does not name its languages
 FORM_BODY: dict[str, Any] = {"requestBody": {"required": True, "content": {
     "multipart/form-data": {"schema": {"type": "object", "required": ["file"], "properties": {
@@ -54,30 +65,108 @@ ERRORS: dict[int | str, dict[str, Any]] = {
         (503, "not ready"), (504, "the deadline passed"))}
 
 
-def get_documents(request: Request, translator: TranslatorDep,
-                  settings: SettingsDep) -> DocumentService:
-    return DocumentService(translator, settings.documents)
+class JobProgress(BaseModel):
+    done: int = Field(description="segments translated")
+    total: int = Field(description="segments in the file")
+    fraction: float = Field(description="done / total (1 for an empty file)")
 
 
+class ErrorDetail(BaseModel):
+    code: str
+    message: str
+
+
+class DocumentJobResponse(BaseModel):
+    id: str
+    state: Literal["queued", "running", "done", "failed"]
+    filename: str = Field(description="the uploaded file's name")
+    output_name: str = Field(description="the translated file's name")
+    characters: int = Field(description="characters to translate")
+    progress: JobProgress
+    routing: Routing | None = Field(description="the document's routing, once done")
+    error: ErrorDetail | None = Field(description="why it failed")
+    result_url: str | None = Field(description="where the file is, once done")
+    created_at: datetime
+    updated_at: datetime
+
+
+async def get_jobs(request: Request) -> DocumentJobs:
+    jobs: DocumentJobs = request.app.state.document_jobs
+    return jobs
+
+
+async def get_documents(jobs: Annotated[DocumentJobs, Depends(get_jobs)]) -> DocumentService:
+    return jobs.service
+
+
+JobsDep = Annotated[DocumentJobs, Depends(get_jobs)]
 DocumentsDep = Annotated[DocumentService, Depends(get_documents)]
+JobId = Annotated[str, Path(max_length=64, description="the job's id")]
 
 
 @router.post("/translate/file", responses={
     200: {"description": "the translated file, in the format it came in",
-          "content": {fmt.media_type: {} for fmt in FORMATS}}, **ERRORS},
-    openapi_extra=FORM_BODY)
-async def translate_file(request: Request, documents: DocumentsDep, runtime: RuntimeDep,
-                         settings: SettingsDep, access: AccessDep,
+          "content": {fmt.media_type: {} for fmt in FORMATS}},
+    202: {"model": DocumentJobResponse, "description": "a large file: a job (Location)"},
+    **ERRORS}, openapi_extra=FORM_BODY)
+async def translate_file(request: Request, documents: DocumentsDep, jobs: JobsDep,
+                         runtime: RuntimeDep, settings: SettingsDep, access: AccessDep,
                          api_key: ApiKeyDep) -> Response:
     """Translate a whole file. Answers the file (`<name>.<target><ext>`, same format,
-    same encoding) with the document's routing decision in the `X-NMT-Routing` header."""
+    same encoding) with the document's routing decision in the `X-NMT-Routing` header;
+    a file with more than `NMT_DOCUMENTS__SYNC_CHARS` characters to translate answers
+    202 with a job instead (follow `Location`)."""
     upload = await read_document_upload(request, limit=settings.documents.max_bytes,
                                         fields=FIELDS, usage=USAGE)
     options = document_options(upload, runtime)
     document = await asyncio.to_thread(documents.open, upload.filename, upload.data, options)
     await access.check(api_key, chars=document.chars)
+    if document.chars > settings.documents.sync_chars:
+        job = await jobs.submit(document, upload.data)
+        return JSONResponse(job_response(job).model_dump(mode="json"), status_code=202,
+                            headers={"Location": job_path(job.id)})
     result = await until_disconnected(request, documents.translate(document))
     return file_response(result)
+
+
+@router.get("/translate/file/jobs/{job_id}", response_model=DocumentJobResponse,
+            responses={404: {"model": ErrorResponse, "description": "unknown job"}})
+async def get_job(job_id: JobId, jobs: JobsDep, wait: Annotated[float, Query(
+        ge=0, le=MAX_WAIT_S, description="wait up to this many seconds for the job to "
+                                         "finish (long polling)")] = 0) -> DocumentJobResponse:
+    """A document job: its state, progress (segments translated of all), routing and,
+    once done, where its file is."""
+    return job_response(await jobs.wait(job_id, wait))
+
+
+@router.get("/translate/file/jobs/{job_id}/result", responses={
+    200: {"description": "the translated file"},
+    404: {"model": ErrorResponse, "description": "unknown job"},
+    409: {"model": ErrorResponse, "description": "the job is not done (or failed)"}})
+async def job_result(job_id: JobId, jobs: JobsDep) -> Response:
+    """The translated file of a finished job."""
+    job, data = await asyncio.to_thread(jobs.result, job_id)
+    return Response(data, media_type=job.media_type, headers={
+        "Content-Disposition": content_disposition(job.output_name),
+        ROUTING_HEADER: json.dumps(job.routing), "X-NMT-Segments": str(job.total)})
+
+
+def job_path(job_id: str) -> str:
+    return f"/translate/file/jobs/{job_id}"
+
+
+def job_response(job: DocumentJob) -> DocumentJobResponse:
+    error = (ErrorDetail(code=job.error_code or "error", message=job.error)
+             if job.error is not None else None)
+    return DocumentJobResponse(
+        id=job.id, state=job.state, filename=job.filename, output_name=job.output_name,
+        characters=job.chars,
+        progress=JobProgress(done=job.done, total=job.total,
+                             fraction=job.done / job.total if job.total else 1.0),
+        routing=Routing(**job.routing) if job.routing is not None else None, error=error,
+        result_url=job_path(job.id) + "/result" if job.state == "done" else None,
+        created_at=datetime.fromtimestamp(job.created_at, UTC),
+        updated_at=datetime.fromtimestamp(job.updated_at, UTC))
 
 
 def document_options(upload: DocumentUpload, runtime: Runtime) -> DocumentOptions:
@@ -130,11 +219,7 @@ def domain_spec(fields: dict[str, str]) -> DomainSpec:
 
 
 def routing_of(decision: RoutingDecision, versions: dict[str, int]) -> Routing:
-    single = decision.mode in ("explicit", "classifier", "mixture")
-    return Routing(mode=decision.mode, domain=decision.domain, confidence=decision.confidence,
-                   weights=decision.weights,
-                   module_version=versions.get(decision.domain or "") if single else None,
-                   module_versions=dict(versions) if decision.mode == "ensemble" else None)
+    return Routing(**routing_summary(decision, versions))
 
 
 def content_disposition(filename: str) -> str:

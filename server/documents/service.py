@@ -266,6 +266,15 @@ class DocumentService:
         return chunks
 
 
+def routing_summary(decision: RoutingDecision, versions: dict[str, int]) -> dict[str, Any]:
+    """The decision as the API's `routing` object shows it."""
+    single = decision.mode in ("explicit", "classifier", "mixture")
+    return {"mode": decision.mode, "domain": decision.domain,
+            "confidence": decision.confidence, "weights": decision.weights,
+            "module_version": versions.get(decision.domain or "") if single else None,
+            "module_versions": dict(versions) if decision.mode == "ensemble" else None}
+
+
 def decision_spec(decision: RoutingDecision) -> DomainSpec:
     """What each batch item names so that it is translated as the document was routed."""
     if decision.mode == "ensemble":

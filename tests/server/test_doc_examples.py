@@ -42,6 +42,9 @@ PAIRS = "".join(f"{en}\t{fr}\n" for en, fr in [
 DOCUMENT_FILES = {
     "leaflet.srt": "1\n00:00:01,000 --> 00:00:02,000\nTake one tablet a day.\n",
     "messages.po": 'msgid "Open the file"\nmsgstr ""\n',
+    # over NMT_DOCUMENTS__SYNC_CHARS (set to 2,000 below): a job
+    "manual.md": "# Manual\n\n" + "Open the file. Click the button. Close the window. "
+                 "Save the changes before you leave the page.\n\n" * 25,
 }
 
 
@@ -116,6 +119,7 @@ def base(workdir: Path) -> Iterator[str]:
     """A fresh server per document: the examples change what is served."""
     settings = make_settings(workdir / "store", routing={"mixture": "mixed"},
                              limits={"min_domain_pairs": 1},
+                             documents={"sync_chars": 2000},
                              decoding={"max_length": 256})  # the server's default limit
     store = workdir / "store"
     copy = workdir / f"store-{len(list(workdir.glob('store-*')))}"
@@ -148,7 +152,7 @@ def test_every_curl_example_answers_2xx(document: str, base: str, workdir: Path)
         assert answers, f"{command.where}: curl did not run"
         for status, body in answers:
             assert 200 <= status < 300, f"{command.where}: {status} {body[:500]!r}"
-            if status == 202:  # a queued training job
+            if status == 202:  # a queued training job, or a document job
                 job_id = json.loads(body)["id"]
 
 

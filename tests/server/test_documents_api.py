@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import re
+import socket
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -137,3 +139,71 @@ def test_a_large_upload_leaves_no_temporary_file(tmp_path: Path,
         response = post(client, "big.txt", b"word " * (1 << 20))
         assert response.status_code == 413
     assert list(spool.iterdir()) == []
+
+
+def test_a_large_file_becomes_a_job_with_progress_and_a_result(tmp_path: Path) -> None:
+    root = build_store(tmp_path / "store")
+    lines = "".join(f"The patient takes tablet number {i}.\n" for i in range(60))
+    with make_client(root, documents={"sync_chars": 100, "chunk_chars": 300}) as client:
+        response = post(client, "long.txt", lines.encode())
+        assert response.status_code == 202, response.text
+        job = response.json()
+        assert job["state"] in ("queued", "running")
+        assert job["progress"]["total"] == 60 and job["result_url"] is None
+        assert response.headers["location"] == f"/translate/file/jobs/{job['id']}"
+        done = client.get(response.headers["location"], params={"wait": 30}).json()
+        assert done["state"] == "done", done
+        assert done["progress"] == {"done": 60, "total": 60, "fraction": 1.0}
+        assert done["routing"]["mode"] == "classifier"
+        result = client.get(done["result_url"])
+        assert result.status_code == 200
+        assert 'filename="long.fr.txt"' in result.headers["content-disposition"]
+        written = result.content.decode().split("\n")
+        assert len(written) == 61 and "patient" not in result.text
+        # the same text through the synchronous path gives the same file
+        with make_client(root) as direct:
+            same = post(direct, "long.txt", lines.encode(), domain=done["routing"]["domain"])
+        assert same.content == result.content
+
+
+def test_unknown_and_unfinished_jobs(client: TestClient) -> None:
+    assert client.get("/translate/file/jobs/" + "0" * 32).status_code == 404
+    assert client.get("/translate/file/jobs/..%2F..%2Fetc").status_code == 404
+    response = client.get("/translate/file/jobs/" + "0" * 32 + "/result")
+    assert response.status_code == 404 and response.json()["error"]["field"] == "job_id"
+
+
+def _job_file(root: Path, job_id: str) -> Path:
+    return root / "document-jobs" / job_id / "job.json"
+
+
+def test_jobs_survive_a_restart_or_fail_cleanly(tmp_path: Path) -> None:
+    root = build_store(tmp_path / "store")
+    lines = "".join(f"Click the button number {i}.\n" for i in range(40)).encode()
+    settings = {"documents": {"sync_chars": 10, "chunk_chars": 200, "running_jobs": 1}}
+    with make_client(root, **settings) as client:
+        ids = [post(client, f"doc{n}.txt", lines).json()["id"] for n in range(3)]
+    # the app stopped: what was running went back to the queue, nothing was lost
+    states = [json.loads(_job_file(root, i).read_text())["state"] for i in ids]
+    assert set(states) <= {"queued", "done"}
+    # a crash: the second job's owner died while running it (a pid that ran and ended)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    host = socket.gethostname()
+    for job_id, attempts in ((ids[1], 1), (ids[2], 3)):
+        state = json.loads(_job_file(root, job_id).read_text())
+        state.update(state="running", owner=f"{host}:{dead.pid}", attempts=attempts, done=5)
+        _job_file(root, job_id).write_text(json.dumps(state))
+    with make_client(root, **settings) as client:
+        first = client.get(f"/translate/file/jobs/{ids[0]}", params={"wait": 30}).json()
+        second = client.get(f"/translate/file/jobs/{ids[1]}", params={"wait": 30}).json()
+        third = client.get(f"/translate/file/jobs/{ids[2]}").json()
+        assert first["state"] == second["state"] == "done"
+        assert client.get(second["result_url"]).status_code == 200
+        assert third["state"] == "failed"
+        assert third["error"] == {"code": "interrupted", "message":
+                                  "the server stopped 3 times while translating it"}
+        refused = client.get(f"/translate/file/jobs/{ids[2]}/result")
+        assert refused.status_code == 409 and "failed" in refused.json()["error"]["message"]
+    leftovers = [p.name for p in (root / "document-jobs").rglob("*.tmp")]
+    assert leftovers == []

@@ -23,9 +23,9 @@ from server.metrics import Metrics
 log = logging.getLogger(__name__)
 
 # Native status -> LibreTranslate status: whatever the native API calls a bad request
-# (422 invalid, 404 unknown domain, 413 too large) LibreTranslate calls 400.
+# (422 invalid, 404 unknown domain, 413 too large, 415 a file type) LibreTranslate calls 400.
 # A missing API key: LibreTranslate asks for one with 400.
-STATUS = {422: 400, 404: 400, 413: 400, 401: 400}
+STATUS = {422: 400, 404: 400, 413: 400, 415: 400, 401: 400}
 
 
 # As LibreTranslate: any web page or browser add-on may call the API (no cookies are read).

@@ -22,6 +22,7 @@ from server.api.libretranslate.requests import (
     translate_params,
 )
 from server.api.routes_translate import to_response, until_disconnected
+from server.documents.formats import supported_extensions
 from server.languages import (
     Detection,
     LanguageDetectors,
@@ -199,8 +200,8 @@ async def frontend_settings(runtime: RuntimeDep, settings: SettingsDep,
         "apiKeys": access.enabled,
         "keyRequired": access.enabled,
         "suggestions": False,
-        "filesTranslation": False,
-        "supportedFilesFormat": [],
+        "filesTranslation": True,
+        "supportedFilesFormat": supported_extensions(),
         "language": {"source": {"code": "auto", "name": "Auto Detect"},
                      "target": {"code": pair.target, "name": language_name(pair.target)}},
     })
