@@ -5,6 +5,7 @@
 #   make test                               dev install, ruff, mypy, pytest
 #   make bench-engine [QUICK=1] [DATA=..]   engine speed against peers
 #   make bench-markup / bench-glossary [QUICK=1] [DATA=..]   tags, placeholders, glossary terms
+#   make bench-documents [DOCS=folder] [QUICK=1] [DATA=..]  whole files vs /translate/batch
 #   make serve-ray [REPLICAS=2] [PORT=8000] N replicas behind Ray Serve's proxy (local cluster,
 #                                           or the one at RAY_ADDRESS); Ctrl-C stops it all
 #
@@ -39,7 +40,7 @@ HOST_FLAG := $(if $(HOST),--host $(HOST),)
 # --quick is passed to the benchmarks only when QUICK is set to something other than 0.
 QUICK_FLAG := $(if $(filter-out 0,$(QUICK)),--quick,)
 
-.PHONY: venv venv-runtime run serve-ray bench-ray test lint bench-engine bench-serve bench-adversarial bench-markup bench-glossary eval eval-router train-default learning-curve bench-backbone screenshots clean distclean
+.PHONY: venv venv-runtime run serve-ray bench-ray test lint bench-engine bench-serve bench-adversarial bench-markup bench-glossary bench-documents eval eval-router train-default learning-curve bench-backbone screenshots clean distclean
 
 venv: $(DEV_STAMP)
 
@@ -96,6 +97,9 @@ bench-markup: $(DEV_STAMP)
 
 bench-glossary: $(DEV_STAMP)
 	$(PY) -m benchmarks.quality.glossary --data $(DATA) $(QUICK_FLAG)
+
+bench-documents: $(DEV_STAMP)
+	$(PY) -m benchmarks.documents.run --data $(DATA) $(QUICK_FLAG) $(if $(DOCS),--path $(DOCS))
 
 eval: $(DEV_STAMP)
 	$(PY) -m benchmarks.quality.evaluate --data $(DATA) $(QUICK_FLAG)

@@ -173,8 +173,8 @@ class DocumentJobs:
 
     # -- life cycle ------------------------------------------------------------------
     async def start(self) -> None:
-        """Resume the unfinished jobs nobody runs; sweep expired ones (and keep doing so)."""
-        await asyncio.to_thread(self.root.mkdir, parents=True, exist_ok=True)
+        """Resume the unfinished jobs nobody runs; sweep expired ones (and keep doing so).
+        The directory is made by the first job."""
         await self.sweep()
         self.sweeper = asyncio.create_task(self._keep_sweeping(), name="nmt-document-jobs")
 

@@ -1,0 +1,60 @@
+"""The independent "% translated" pass: units found without the format readers, their
+language told by py3langid, and the structure compared."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.documents.coverage import language_of, measure
+
+SRT_EN = ("1\n00:00:01,000 --> 00:00:02,000\nThe weather is very nice today.\n\n"
+          "2\n00:00:03,000 --> 00:00:04,000\nI would like a cup of coffee, please.\n")
+SRT_FR = ("1\n00:00:01,000 --> 00:00:02,000\nIl fait très beau aujourd'hui.\n\n"
+          "2\n00:00:03,000 --> 00:00:04,000\nI would like a cup of coffee, please.\n")
+
+
+def test_language_of_a_unit() -> None:
+    assert language_of("Je voudrais une tasse de café.", source="en", target="fr") == "fr"
+    assert language_of("I would like a cup of coffee.", source="en", target="fr") == "en"
+    assert language_of("%s: 42 {count}", source="en", target="fr") is None
+
+
+def test_half_translated_subtitles() -> None:
+    found = measure("a.srt", SRT_EN.encode(), SRT_FR.encode(), source="en", target="fr")
+    assert (found.units_in, found.units_out) == (2, 2)
+    assert found.translated == pytest.approx(0.5)
+    assert found.structure_kept
+
+
+def test_a_changed_timecode_is_a_broken_structure() -> None:
+    broken = SRT_FR.replace("00:00:03,000", "00:00:03,500")
+    found = measure("a.srt", SRT_EN.encode(), broken.encode(), source="en", target="fr")
+    assert not found.structure_kept
+    assert found.problems == ["the untranslated structure changed"]
+
+
+@pytest.mark.parametrize(("name", "before", "after", "translated", "kept"), [
+    ("a.txt", "Good morning to you all.\n\nSee you soon.\n",
+     "Bonjour à vous tous.\n\nÀ bientôt, mes amis.\n", 1.0, True),
+    ("a.txt", "One line.\nTwo lines.\n", "Une seule ligne.\n", 1.0, False),
+    ("a.po", 'msgid "Open the file"\nmsgstr ""\n\nmsgid "Save the file"\nmsgstr ""\n',
+     'msgid "Open the file"\nmsgstr "Ouvrir le fichier"\n\nmsgid "Save the file"\n'
+     'msgstr ""\n', 0.5, True),
+    ("a.md", "# Title here\n\nThe patient takes the tablet.\n\n```\ncode stays\n```\n",
+     "# Le titre ici\n\nLe patient prend le comprimé.\n\n```\ncode stays\n```\n", 1.0, True),
+    ("a.md", "Text here.\n\n```\ncode stays\n```\n",
+     "Le texte ici.\n\n```\ncode changed\n```\n", 1.0, False),
+    ("a.html", "<p>The patient takes <b>the tablet</b>.</p><script>var x;</script>",
+     "<p>Le patient prend <b>le comprimé</b>.</p><script>var x;</script>", 1.0, True),
+    ("a.xlf", '<xliff xmlns="urn:oasis:names:tc:xliff:document:1.2"><file><body>'
+              '<trans-unit id="1"><source>Open the file</source></trans-unit></body></file>'
+              "</xliff>",
+     '<xliff xmlns="urn:oasis:names:tc:xliff:document:1.2"><file><body>'
+     '<trans-unit id="1"><source>Open the file</source><target>Ouvrez le fichier maintenant'
+     "</target></trans-unit></body></file></xliff>", 1.0, True),
+])
+def test_each_format(name: str, before: str, after: str, translated: float,
+                     kept: bool) -> None:
+    found = measure(name, before.encode(), after.encode(), source="en", target="fr")
+    assert found.translated == pytest.approx(translated)
+    assert found.structure_kept is kept, found.problems
