@@ -12,10 +12,11 @@ from server.documents.formats.base import (
     Segment,
     UnsupportedFormat,
 )
+from server.documents.formats.office import OFFICE_FORMATS
 
 # Each format module registers its instance here (kept in this order in error messages).
 FORMATS: tuple[FileFormat, ...] = (txt.FORMAT, md.FORMAT, html.FORMAT, srt.FORMAT, vtt.FORMAT,
-                                   po.FORMAT, xliff.FORMAT)
+                                   po.FORMAT, xliff.FORMAT, *OFFICE_FORMATS)
 
 
 def supported_extensions() -> list[str]:
