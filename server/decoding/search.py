@@ -46,7 +46,7 @@ class Hypothesis:
 
 
 @dataclass
-class _Sentence:
+class BeamSentence:
     """Bookkeeping of one source sentence during beam search."""
 
     max_length: int
@@ -99,8 +99,9 @@ def greedy_search(stepper: Stepper, max_lengths: list[int],
     return results
 
 
-def _select(values: list[float], parents: list[int], tokens: list[int], history: list[list[int]],
-            sentence: _Sentence, step: int, options: SearchOptions) -> list[tuple[float, int, int]]:
+def select_beams(values: list[float], parents: list[int], tokens: list[int],
+                 history: list[list[int]], sentence: BeamSentence, step: int,
+                 options: SearchOptions) -> list[tuple[float, int, int]]:
     """One sentence's step: finish EOS candidates ranked within the beam, keep the best
     `beam_size` other candidates as the next beams (score, parent beam, token)."""
     beams: list[tuple[float, int, int]] = []
@@ -141,7 +142,7 @@ def beam_search(stepper: Stepper, max_lengths: list[int],
     sentence; a reorder that keeps every row where it is is not sent to the model.
     """
     size = options.beam_size
-    sentences = [_Sentence(max_length) for max_length in max_lengths]
+    sentences = [BeamSentence(max_length) for max_length in max_lengths]
     live = list(range(len(sentences)))
     histories: list[list[list[int]]] = [[[]] for _ in live]  # one beam until the first step
     tokens = torch.full((len(live),), options.start_id, dtype=torch.long)
@@ -166,7 +167,8 @@ def beam_search(stepper: Stepper, max_lengths: list[int],
             sentence = sentences[live[position]]
             parents = [index // vocab for index in flat]
             chosen = [index % vocab for index in flat]
-            beams = _select(values, parents, chosen, histories[position], sentence, step, options)
+            beams = select_beams(values, parents, chosen, histories[position], sentence, step,
+                                 options)
             if sentence.done:
                 continue
             next_live.append(live[position])

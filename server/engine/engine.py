@@ -162,15 +162,7 @@ class Engine:
         """n-best hypotheses per job, in input order."""
         if not jobs:
             return []
-        limit = self.config.max_positions
-        too_long = [len(j.source_ids) for j in jobs if len(j.source_ids) > limit]
-        if too_long:
-            raise ValueError(f"source of {max(too_long)} tokens exceeds the backbone's "
-                             f"{self.config.max_positions} positions")
-        over = [j.max_length for j in jobs if j.max_length > self.config.max_positions]
-        if over:
-            raise ValueError(f"max_length {max(over)} exceeds the backbone's "
-                             f"{self.config.max_positions} positions")
+        check_lengths(jobs, self.config)
         module_ids = [m.module_id for job in jobs for m in job.members if m.module_id]
         lease = self.modules.acquire(module_ids)
         try:
@@ -193,7 +185,7 @@ class Engine:
                 rows.append(MemberRow(ranks[member.module_id], key, sentence, number,
                                       math.log(member.weight / total)))
         rows.sort(key=lambda r: (r.rank, r.sentence, r.member))
-        source = _pad([jobs[order[r.sentence]].source_ids for r in rows], self.config.pad_id)
+        source = pad_rows([jobs[order[r.sentence]].source_ids for r in rows], self.config.pad_id)
         stepper = MemberStepper(self.model, self.project, None, rows, device=self.device)
         hooks = stepper.hooks if stepper.hooks.runs else None
         memory, mask = self.model.encode(source.to(self.device), hooks)
@@ -205,7 +197,7 @@ class Engine:
                                   keys=[row.key for row in rows], beam=options.beam_size,
                                   capacity=max(max_lengths),
                                   capture=self.device.type == "cuda")
-        results = search(chosen, max_lengths, _with_ids(options, self.config))
+        results = search(chosen, max_lengths, with_ids(options, self.config))
         ordered: list[list[Hypothesis]] = [[] for _ in jobs]
         for sentence, job_index in enumerate(order):
             ordered[job_index] = results[sentence]
@@ -227,7 +219,7 @@ class Engine:
             if not sources:
                 return SourceProportions(domains, [])
             hooks = MixtureHooks(family, ref.bank.view(ref.slot))
-            self.model.encode(_pad(sources, self.config.pad_id).to(self.device), hooks)
+            self.model.encode(pad_rows(sources, self.config.pad_id).to(self.device), hooks)
             means = encoder_layer_means(hooks.take(), self.config.encoder_layers)
         finally:
             self.modules.release(lease)
@@ -245,6 +237,18 @@ class Engine:
         return [self.target_tokenizer.decode(r[0].tokens) for r in results]
 
 
+def check_lengths(jobs: Sequence[SentenceJob], config: BackboneConfig) -> None:
+    """Sources and target budgets must fit the backbone's position table."""
+    too_long = [len(j.source_ids) for j in jobs if len(j.source_ids) > config.max_positions]
+    if too_long:
+        raise ValueError(f"source of {max(too_long)} tokens exceeds the backbone's "
+                         f"{config.max_positions} positions")
+    over = [j.max_length for j in jobs if j.max_length > config.max_positions]
+    if over:
+        raise ValueError(f"max_length {max(over)} exceeds the backbone's "
+                         f"{config.max_positions} positions")
+
+
 def _key_ranks(lease: Lease) -> dict[str | None, int]:
     """A sort rank per module id: rows of one (bank, slot) become contiguous."""
     ranks: dict[str | None, int] = {None: -1}
@@ -254,13 +258,13 @@ def _key_ranks(lease: Lease) -> dict[str | None, int]:
     return ranks
 
 
-def _with_ids(options: SearchOptions, config: BackboneConfig) -> SearchOptions:
+def with_ids(options: SearchOptions, config: BackboneConfig) -> SearchOptions:
     return SearchOptions(beam_size=options.beam_size, n_best=options.n_best,
                          length_penalty=options.length_penalty, min_length=options.min_length,
                          start_id=config.decoder_start_id, eos_id=config.eos_id)
 
 
-def _pad(sequences: Sequence[Sequence[int]], pad_id: int) -> Tensor:
+def pad_rows(sequences: Sequence[Sequence[int]], pad_id: int) -> Tensor:
     out = torch.full((len(sequences), max(len(s) for s in sequences)), pad_id, dtype=torch.long)
     for row, sequence in enumerate(sequences):
         out[row, : len(sequence)] = torch.tensor(sequence, dtype=torch.long)

@@ -69,10 +69,11 @@ class Positions(nn.Module):
         return source[offset: offset + length]  # [length, d_model]
 
     def at(self, position: Tensor) -> Tensor:
-        """The encodings of `position` (a one-element tensor on the table's device): [1,
-        d_model]. No bound check (it would read the value back); callers keep it in range."""
+        """The encodings of `position` (a tensor on the table's device: one element, or
+        [rows, 1], each row at its own position): [*position.shape, d_model]. No bound
+        check (it would read the value back); callers keep it in range."""
         source = cast(Tensor, self.weight if self.learned else self.table)
-        return source.index_select(0, position)
+        return source.index_select(0, position.flatten()).view(*position.shape, -1)
 
 
 INCREMENTAL_QUERIES = 16  # up to this many query positions, `attention_step` is used

@@ -31,6 +31,19 @@ class MemberRow:
     log_weight: float
 
 
+def mix_members(log_probs: Tensor, hyp_index: Tensor, log_weights: Tensor,
+                n_hyps: int) -> Tensor:
+    """Per hypothesis: logsumexp over its member rows (`hyp_index`: each row's hypothesis)
+    of (log w + log p); [n_hyps, vocab]."""
+    weighted = log_probs + log_weights[:, None]
+    peak = torch.full((n_hyps, weighted.shape[1]), -float("inf"), device=weighted.device)
+    peak.scatter_reduce_(0, hyp_index[:, None].expand_as(weighted), weighted, "amax")
+    peak = torch.where(torch.isfinite(peak), peak, torch.zeros_like(peak))
+    total = torch.zeros_like(peak).index_add_(
+        0, hyp_index, (weighted - peak.index_select(0, hyp_index)).exp())
+    return peak + total.log()
+
+
 class MemberStepper:
     """`Stepper` over a batch whose sentences may each mix several modules."""
 
@@ -73,14 +86,7 @@ class MemberStepper:
         return self._mix(log_probs, tokens.shape[0])
 
     def _mix(self, log_probs: Tensor, n_hyps: int) -> Tensor:
-        """Per hypothesis: logsumexp over its member rows of (log w + log p)."""
-        weighted = log_probs + self.log_weights[:, None]
-        peak = torch.full((n_hyps, weighted.shape[1]), -float("inf"), device=weighted.device)
-        peak.scatter_reduce_(0, self.hyp_index[:, None].expand_as(weighted), weighted, "amax")
-        peak = torch.where(torch.isfinite(peak), peak, torch.zeros_like(peak))
-        total = torch.zeros_like(peak).index_add_(
-            0, self.hyp_index, (weighted - peak.index_select(0, self.hyp_index)).exp())
-        return peak + total.log()
+        return mix_members(log_probs, self.hyp_index, self.log_weights, n_hyps)
 
     def reorder(self, index: Tensor) -> None:
         if self.single:

@@ -1,0 +1,197 @@
+"""Decoder state of a batch whose rows join and leave at every decoding step (continuous
+batching, server/engine/live.py).
+
+Layout: rows of different ages and sources share fixed-capacity buffers.
+
+- A *group* is the `group` rows (the beams) of one sentence x ensemble member; they share
+  one source, so cross-attention keys/values are stored once per group:
+  `cross` [2 * layers, group capacity, heads, source capacity, head_dim], each group's
+  source left-aligned and its padding masked by an additive bias (0 / -inf) per group.
+- Self-attention keys/values: `self_kv` [position capacity, 2 * layers, row capacity,
+  heads, head_dim]; row r's target position p is at [p, :, r], so every row starts at
+  position 0 whenever it joined. A step writes each row at its own age (one `index_put_`
+  per layer and plane) and attends over positions 0..oldest, the positions a row has not
+  reached masked by a per-row bias. Buffers are zeros at allocation and only ever hold
+  finite values, so a masked position never leaks a NaN (0 * NaN).
+- Rows in use are always [0, rows): a leaving group's place is taken by the last group
+  (swap-remove), so a leave copies at most as many rows as leave, and a join writes at the
+  tail without moving anybody. Capacities grow by chunks (a copy, rare); steady decoding
+  allocates nothing but the step's activations.
+
+Cost per step beyond a static batch's: every row attends over the oldest row's positions
+and the longest source among the live groups (masked), instead of its batch's own.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from server.engine.backbone import DecoderState, LayerCache, SelfAttentionCache
+
+ROW_CHUNK = 32
+POSITION_CHUNK = 16
+SOURCE_CHUNK = 16
+
+
+def _rounded(needed: int, chunk: int) -> int:
+    return -(-needed // chunk) * chunk
+
+
+class _AgedCache(SelfAttentionCache):
+    """One step's view of the live self-attention buffer: each row writes at its own age."""
+
+    def __init__(self, rows: LiveRows) -> None:
+        super().__init__(rows.layers)
+        self.rows = rows
+
+    def append(self, layer: int, position: int, k: Tensor,
+               v: Tensor) -> tuple[Tensor, Tensor]:
+        live = self.rows
+        used, span = live.count, live.span
+        ages, index = live.ages[:used], live.row_index[:used]
+        live.self_kv[:, 2 * layer].index_put_((ages, index), k[:, :, 0])
+        live.self_kv[:, 2 * layer + 1].index_put_((ages, index), v[:, :, 0])
+        return (live.self_kv[:span, 2 * layer, :used].permute(1, 2, 0, 3),
+                live.self_kv[:span, 2 * layer + 1, :used].permute(1, 2, 0, 3))
+
+
+class LiveRows:
+    """The live rows' buffers; group g holds rows [g * group, (g + 1) * group)."""
+
+    def __init__(self, *, layers: int, heads: int, head_dim: int, group: int,
+                 device: torch.device, dtype: torch.dtype) -> None:
+        self.layers, self.heads, self.head_dim = layers, heads, head_dim
+        self.group = group
+        self.device, self.dtype = device, dtype
+        self.groups = 0
+        self.source_lengths: list[int] = []  # per group
+        self.group_ages: list[int] = []  # per group: positions its rows have decoded
+        self.self_kv = self._zeros(POSITION_CHUNK, 2 * layers, ROW_CHUNK, heads, head_dim)
+        self.cross = self._zeros(2 * layers, ROW_CHUNK // group + 1, heads, SOURCE_CHUNK,
+                                 head_dim)
+        self.cross_bias = self._zeros(ROW_CHUNK // group + 1, 1, 1, SOURCE_CHUNK)
+        self.ages = torch.zeros(self.self_kv.shape[2], dtype=torch.long, device=device)
+        self.row_index = torch.arange(self.self_kv.shape[2], device=device)
+        self.positions = torch.arange(self.self_kv.shape[0], device=device)
+
+    def _zeros(self, *shape: int) -> Tensor:
+        return torch.zeros(shape, dtype=self.dtype, device=self.device)
+
+    @property
+    def count(self) -> int:
+        """Rows in use."""
+        return self.groups * self.group
+
+    @property
+    def span(self) -> int:
+        """Positions a step attends over: the oldest row's, this step's included."""
+        return max(self.group_ages, default=0) + 1
+
+    def add(self, cross: list[tuple[Tensor, Tensor]], mask: Tensor) -> list[int]:
+        """New groups from their encoder pass: per decoder layer keys and values [groups,
+        heads, src_len, head_dim], `mask` [groups, 1, 1, src_len] (True = a real token).
+        Their rows start at position 0; returns the new groups' numbers."""
+        added, length = mask.shape[0], mask.shape[-1]
+        self._reserve(self.groups + added, length)
+        start, end = self.groups, self.groups + added
+        for layer, (k, v) in enumerate(cross):
+            self.cross[2 * layer, start:end, :, :length] = k
+            self.cross[2 * layer + 1, start:end, :, :length] = v
+        bias = self.cross_bias[start:end]
+        bias.fill_(-float("inf"))
+        bias[..., :length].masked_fill_(mask, 0.0)
+        self.ages[start * self.group: end * self.group] = 0
+        self.source_lengths += mask[:, 0, 0].sum(-1).tolist()
+        self.group_ages += [0] * added
+        self.groups = end
+        return list(range(start, end))
+
+    def _reserve(self, groups: int, source: int) -> None:
+        if groups * self.group > self.self_kv.shape[2]:
+            rows = _rounded(groups * self.group, ROW_CHUNK)
+            grown = self._zeros(self.self_kv.shape[0], 2 * self.layers, rows, self.heads,
+                                self.head_dim)
+            grown[:, :, : self.count] = self.self_kv[:, :, : self.count]
+            self.self_kv = grown
+            ages = torch.zeros(rows, dtype=torch.long, device=self.device)
+            ages[: self.count] = self.ages[: self.count]
+            self.ages, self.row_index = ages, torch.arange(rows, device=self.device)
+        capacity, sources = self.cross.shape[1], self.cross.shape[3]
+        if groups > capacity or source > sources:
+            capacity = max(capacity, _rounded(groups, ROW_CHUNK // self.group + 1))
+            sources = max(sources, _rounded(source, SOURCE_CHUNK))
+            cross = self._zeros(2 * self.layers, capacity, self.heads, sources, self.head_dim)
+            old = self.cross.shape[3]
+            cross[:, : self.groups, :, :old] = self.cross[:, : self.groups]
+            bias = self._zeros(capacity, 1, 1, sources).fill_(-float("inf"))
+            bias[: self.groups, ..., :old] = self.cross_bias[: self.groups]
+            self.cross, self.cross_bias = cross, bias
+
+    def _reserve_positions(self, needed: int) -> None:
+        if needed <= self.self_kv.shape[0]:
+            return
+        positions = _rounded(needed, POSITION_CHUNK)
+        grown = self._zeros(positions, *self.self_kv.shape[1:])
+        grown[: self.self_kv.shape[0]] = self.self_kv
+        self.self_kv = grown
+        self.positions = torch.arange(positions, device=self.device)
+
+    def remove(self, groups: list[int]) -> dict[int, int]:
+        """Drop these groups; the last groups move into their places. Returns where each
+        moved group went (old number -> new number)."""
+        leaving = set(groups)
+        remaining = self.groups - len(leaving)
+        holes = sorted(g for g in leaving if g < remaining)
+        movers = [g for g in range(remaining, self.groups) if g not in leaving]
+        moved = dict(zip(movers, holes, strict=True))
+        if moved:
+            source = torch.tensor(movers, device=self.device)
+            target = torch.tensor(holes, device=self.device)
+            self.cross.index_copy_(1, target, self.cross.index_select(1, source))
+            self.cross_bias.index_copy_(0, target, self.cross_bias.index_select(0, source))
+            offsets = torch.arange(self.group, device=self.device)
+            rows_from = (source[:, None] * self.group + offsets).flatten()
+            rows_to = (target[:, None] * self.group + offsets).flatten()
+            filled = self.span
+            block = self.self_kv[:filled]
+            block.index_copy_(2, rows_to, block.index_select(2, rows_from))
+            self.ages.index_copy_(0, rows_to, self.ages.index_select(0, rows_from))
+            for old, new in moved.items():
+                self.source_lengths[new] = self.source_lengths[old]
+                self.group_ages[new] = self.group_ages[old]
+        del self.source_lengths[remaining:]
+        del self.group_ages[remaining:]
+        self.groups = remaining
+        return moved
+
+    def copy_rows(self, targets: list[int], sources: list[int]) -> None:
+        """Rows `targets` take the histories of rows `sources` (beams that split from one
+        parent; every source is a row nobody overwrites)."""
+        if not targets:
+            return
+        block = self.self_kv[: self.span]
+        block.index_copy_(2, torch.tensor(targets, device=self.device),
+                          block.index_select(2, torch.tensor(sources, device=self.device)))
+
+    def state(self) -> DecoderState:
+        """The decoder state of one step over every live row."""
+        self._reserve_positions(self.span)
+        used, span = self.count, self.span
+        source = max(self.source_lengths, default=1)
+        layers = [LayerCache(cross_k=self.cross[2 * layer, : self.groups, :, :source],
+                             cross_v=self.cross[2 * layer + 1, : self.groups, :, :source])
+                  for layer in range(self.layers)]
+        ages = self.ages[:used]
+        self_bias = self._zeros(used, 1, 1, span).masked_fill_(
+            (self.positions[:span][None, :] > ages[:, None])[:, None, None, :], -float("inf"))
+        bias = self.cross_bias[: self.groups, ..., :source]
+        # `memory_mask` is only read by reorders, which live rows never ask of the state.
+        return DecoderState(memory_mask=bias, layers=layers,
+                            self_cache=_AgedCache(self), group_size=self.group,
+                            memory_bias=bias, position=ages[:, None], self_bias=self_bias)
+
+    def advance(self) -> None:
+        """Every live row has decoded one more position."""
+        self.ages[: self.count] += 1
+        self.group_ages = [age + 1 for age in self.group_ages]
