@@ -22,6 +22,7 @@ from server.api.errors import install_error_handlers
 from server.api.middleware import MetricsMiddleware
 from server.documents.jobs import DocumentJobs, job_root
 from server.documents.service import DocumentService
+from server.engine.live_batches import LiveBatches
 from server.glossaries import GlossaryBook
 from server.languages import LanguageDetectors
 from server.lifecycle import DrainMiddleware, Lifecycle
@@ -30,6 +31,7 @@ from server.placement import pin_this_thread, plan_placement, this_threads_cpus
 from server.priorities import lower_own_priority
 from server.replica import ReplicaHeaderMiddleware
 from server.routing.policy import RoutingPolicy
+from server.scheduling.continuous import ContinuousScheduler
 from server.scheduling.scheduler import EngineThread, Scheduler
 from server.serving.admin import DomainAdmin
 from server.serving.runtime import Runtime
@@ -66,9 +68,15 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     store = await asyncio.to_thread(settings.open_store)
     runtime = Runtime(store, settings, metrics=metrics, engine_thread=engine_thread)
     await runtime.refresh()
-    scheduler = Scheduler(runtime.run_batch, engine_thread, settings.scheduler,
-                          max_modules=settings.engine.slots_per_bank, metrics=metrics,
-                          residency=runtime)
+    scheduler: Scheduler
+    if settings.scheduler.continuous:
+        scheduler = ContinuousScheduler(
+            LiveBatches(runtime.current_engine), engine_thread, settings.scheduler,
+            max_modules=settings.engine.slots_per_bank, metrics=metrics, residency=runtime)
+    else:
+        scheduler = Scheduler(runtime.run_batch, engine_thread, settings.scheduler,
+                              max_modules=settings.engine.slots_per_bank, metrics=metrics,
+                              residency=runtime)
     scheduler.start()
     policy = RoutingPolicy(settings.routing, max_members=settings.engine.slots_per_bank)
     app.state.store = store

@@ -49,6 +49,20 @@ class Metrics:
         self.engine_busy = Counter("nmt_engine_busy_seconds",
                                    "seconds the engine thread spent decoding batches",
                                    registry=r)
+        # continuous batching (server/scheduling/continuous.py)
+        self.live_rows = Histogram("nmt_engine_live_rows", "rows per live decoding step",
+                                   buckets=SENTENCE_BUCKETS, registry=r)
+        self.live_step_seconds = Histogram("nmt_engine_live_step_seconds",
+                                           "time of one live decoding step (joins included)",
+                                           registry=r)
+        self.live_joins = Counter("nmt_engine_live_joins_total",
+                                  "sentences that joined a live batch", registry=r)
+        self.live_leaves = Counter("nmt_engine_live_leaves_total",
+                                   "sentences that finished in a live batch", registry=r)
+        self.live_first_step_seconds = Histogram(
+            "nmt_engine_live_first_step_seconds",
+            "a sentence's wait from its queueing to the end of its first decoding step",
+            registry=r)
         self.target_tokens = Counter("nmt_engine_target_tokens_total",
                                      "target tokens produced (best hypotheses)", registry=r)
         self.routing_decisions = Counter("nmt_routing_decisions_total",

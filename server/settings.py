@@ -177,6 +177,10 @@ class SchedulerSettings(BaseModel):
     request_timeout_s: float = Field(
         30.0, gt=0, description="deadline of one request, queueing included (504 after)")
     retry_after_s: int = Field(1, ge=0, description="Retry-After of a 429 answer, seconds")
+    continuous: bool = Field(
+        False, description="continuous batching: sentences join and leave the running batch "
+                           "at every decoding step (server/scheduling/continuous.py) instead "
+                           "of batches that run until their longest sentence ends")
 
 
 class AccessSettings(BaseModel):

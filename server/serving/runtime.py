@@ -215,6 +215,10 @@ class Runtime:
         loaded = self.store.load("classifier", name, version)
         return load_classifier(loaded.files, loaded.manifest.config, version=version)
 
+    def current_engine(self) -> Engine:
+        """The engine serving now (continuous batching's live rows join it; engine thread)."""
+        return self._engine()
+
     def _engine(self) -> Engine:
         if self.engine is None:
             raise NotReady("no backbone is loaded: " + self.state.failures.get("backbone", ""))

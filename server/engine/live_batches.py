@@ -1,0 +1,93 @@
+"""The live batches of a serving process: one `LiveDecoder` per set of search options of
+whichever engine serves now (a backbone swap lets the old engine's rows finish while new
+sentences join the new engine). Runs on the engine thread only.
+
+One call, `advance`, is what the scheduler hands the engine thread per step: sentences
+join, cancelled ones leave, and every live batch decodes one position.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from server.decoding.search import Hypothesis, SearchOptions
+from server.engine.engine import Engine, SentenceJob
+from server.engine.live import LiveDecoder
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class StepReport:
+    """What one `advance` did."""
+
+    joined: list[list[int] | Exception] = field(default_factory=list)  # per join group
+    finished: list[tuple[int, list[Hypothesis]]] = field(default_factory=list)
+    failed: list[tuple[int, Exception]] = field(default_factory=list)  # an engine failure
+    rows: int = 0  # rows decoded by this step
+    seconds: float = 0.0  # its compute time on the engine thread
+    first_steps: list[int] = field(default_factory=list)  # tickets that took their 1st step
+
+
+class LiveBatches:
+    def __init__(self, engine_of: Callable[[], Engine]) -> None:
+        self.engine_of = engine_of
+        self.decoders: dict[tuple[int, SearchOptions], LiveDecoder] = {}
+        self.owner: dict[int, tuple[tuple[int, SearchOptions], int]] = {}  # ticket ->
+        self._tickets = itertools.count()
+
+    def advance(self, joins: Sequence[tuple[Sequence[SentenceJob], SearchOptions]],
+                cancels: Sequence[int]) -> StepReport:
+        started = time.perf_counter()
+        report = StepReport()
+        for ticket in cancels:
+            where = self.owner.pop(ticket, None)
+            if where is not None and where[0] in self.decoders:
+                self.decoders[where[0]].cancel(where[1])
+        for jobs, options in joins:
+            report.joined.append(self._join(jobs, options))
+        for key, decoder in list(self.decoders.items()):
+            before = {t: e.search.step for t, e in decoder.entries.items()}
+            report.rows += decoder.row_count
+            try:
+                finished = decoder.step()
+            except Exception as error:  # an engine failure fails this batch's sentences
+                log.exception("live batch of %d sentences failed", decoder.live)
+                del self.decoders[key]
+                report.failed += [(t, error) for t, (k, _) in list(self.owner.items())
+                                  if k == key]
+                continue
+            local = {local: ticket for ticket, (k, local) in self.owner.items() if k == key}
+            report.first_steps += [local[t] for t, step in before.items()
+                                   if step == 0 and t in local]
+            for local_ticket, hypotheses in finished:
+                ticket = local[local_ticket]
+                del self.owner[ticket]
+                report.finished.append((ticket, hypotheses))
+            if decoder.live == 0 and key[0] != id(self.engine_of()):
+                del self.decoders[key]  # a replaced engine's last rows have left
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _join(self, jobs: Sequence[SentenceJob], options: SearchOptions) -> list[int] | Exception:
+        try:
+            engine = self.engine_of()
+            key = (id(engine), options)
+            decoder = self.decoders.get(key)
+            if decoder is None:
+                decoder = self.decoders[key] = LiveDecoder(engine, options)
+            local = decoder.join(jobs)
+        except Exception as error:  # these sentences fail; the live rows go on
+            return error
+        tickets = [next(self._tickets) for _ in local]
+        for ticket, mine in zip(tickets, local, strict=True):
+            self.owner[ticket] = (key, mine)
+        return tickets
+
+    def stats(self) -> list[tuple[SearchOptions, int, int]]:
+        """(options, live sentences, rows) of every live batch."""
+        return [(options, d.live, d.row_count) for (_, options), d in self.decoders.items()]

@@ -1,0 +1,136 @@
+"""Continuous batching in the scheduler (server/scheduling/continuous.py) over a real tiny
+engine: a short request joins a running batch and is answered long before the long
+sentences beside it end, with the hypotheses a static batch gives; a cancelled or expired
+sentence leaves at the next step; admission, the queue bound and the engine's errors
+behave as in static batching."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import pytest
+
+from server.decoding.search import Hypothesis, SearchOptions
+from server.engine.artifacts import build_engine
+from server.engine.engine import Engine, EngineOptions, Member, SentenceJob
+from server.engine.live_batches import LiveBatches
+from server.errors import DeadlineExceeded
+from server.metrics import Metrics
+from server.scheduling.continuous import ContinuousScheduler
+from server.scheduling.scheduler import EngineThread
+from server.settings import SchedulerSettings
+from tests.tiny import tiny_backbone_files
+
+T = TypeVar("T")
+BEAM = SearchOptions(beam_size=2)
+LONG = [SentenceJob([5, 6, 7, 8, 9, 10, 3], (Member(None),), 60) for _ in range(3)]
+SHORT = SentenceJob([11, 12, 3], (Member(None),), 2)
+
+
+@pytest.fixture(scope="module")
+def engine() -> Engine:
+    return build_engine(tiny_backbone_files(), EngineOptions())
+
+
+def run(engine: Engine, body: Callable[[ContinuousScheduler], Awaitable[T]],
+        **settings: object) -> T:
+    async def main() -> T:
+        values = {"max_wait_ms": 1.0, "max_batch_tokens": 256, "continuous": True,
+                  **settings}
+        scheduler = ContinuousScheduler(
+            LiveBatches(lambda: engine), EngineThread(),
+            SchedulerSettings.model_validate(values), max_modules=4, metrics=Metrics())
+        scheduler.start()
+        try:
+            return await body(scheduler)
+        finally:
+            await scheduler.stop()
+            scheduler.engine_thread.shutdown()
+
+    return asyncio.run(main())
+
+
+async def until_live(scheduler: ContinuousScheduler, count: int = 1) -> None:
+    while len(scheduler._tickets) < count:  # noqa: SLF001 - the live rows, read by the test
+        await asyncio.sleep(0.001)
+
+
+def later(seconds: float = 60.0) -> float:
+    return time.monotonic() + seconds
+
+
+def test_a_short_request_joins_a_running_batch_and_leaves_first(engine: Engine) -> None:
+    static_long = engine.translate(LONG, BEAM)
+    static_short = engine.translate([SHORT], BEAM)[0]
+
+    async def body(scheduler: ContinuousScheduler) -> None:
+        long_futures = scheduler.submit(LONG, BEAM, deadline=later())
+        await until_live(scheduler)
+        (short,) = scheduler.submit([SHORT], BEAM, deadline=later())
+        got = await short
+        assert not any(f.done() for f in long_futures)  # answered while they decode
+        assert [h.tokens for h in got] == [h.tokens for h in static_short]
+        results = await asyncio.gather(*long_futures)
+        for mine, static in zip(results, static_long, strict=True):
+            assert [h.tokens for h in mine] == [h.tokens for h in static]
+        assert scheduler.live.stats() == [(BEAM, 0, 0)]
+        metrics = scheduler.metrics
+        assert metrics is not None
+        assert metrics.live_joins._value.get() == 4  # noqa: SLF001
+        assert metrics.live_leaves._value.get() == 4  # noqa: SLF001
+
+    run(engine, body)
+
+
+def test_cancelled_and_expired_sentences_leave_at_the_next_step(engine: Engine) -> None:
+    async def body(scheduler: ContinuousScheduler) -> None:
+        longer = SentenceJob(LONG[0].source_ids, (Member(None),), 120)
+        kept, cancelled = scheduler.submit([LONG[0], longer], BEAM, deadline=later())
+        (expiring,) = scheduler.submit([longer], BEAM, deadline=later())
+        await until_live(scheduler, 3)
+        cancelled.cancel()
+        for item in scheduler._tickets.values():  # noqa: SLF001
+            if item.future is expiring:
+                item.deadline = time.monotonic()  # its deadline passes while it decodes
+        with pytest.raises(DeadlineExceeded, match="while it was being translated"):
+            await expiring
+        await kept
+        # the longer sentences' rows did not stay behind the shorter one
+        assert scheduler.live.stats() == [(BEAM, 0, 0)]
+        assert not engine.modules.in_use
+
+    run(engine, body)
+
+
+def test_a_sentence_the_engine_refuses_fails_alone(engine: Engine) -> None:
+    too_long = SentenceJob([5, 3], (Member(None),), engine.config.max_positions + 5)
+
+    async def body(scheduler: ContinuousScheduler) -> list[Hypothesis]:
+        (good,) = scheduler.submit(LONG[:1], BEAM, deadline=later())
+        await until_live(scheduler)
+        (bad,) = scheduler.submit([too_long], SearchOptions(), deadline=later())
+        with pytest.raises(ValueError, match="exceeds the backbone's"):
+            await bad
+        return await good
+
+    assert run(engine, body)[0].tokens == engine.translate(LONG[:1], BEAM)[0][0].tokens
+
+
+def test_the_budget_holds_but_a_new_request_always_gets_a_sentence_in(
+        engine: Engine) -> None:
+    """Live rows fill the budget: the same request's next sentences wait for it, another
+    request's first sentence joins at once."""
+    async def body(scheduler: ContinuousScheduler) -> None:
+        bulk = scheduler.submit(LONG * 4, BEAM, deadline=later())  # 12 x 14 tokens
+        await until_live(scheduler)
+        live = list(scheduler._tickets.values())  # noqa: SLF001
+        assert sum(item.cost for item in live) <= 3 * 14  # the budget below
+        (short,) = scheduler.submit([SHORT], BEAM, deadline=later())
+        await short
+        assert sum(f.done() for f in bulk) < len(bulk)
+        await asyncio.gather(*bulk)
+
+    run(engine, body, max_batch_tokens=3 * 14, max_request_batch_tokens=3 * 14)
