@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TypeVar
 
 import pytest
@@ -22,6 +23,7 @@ from server.metrics import Metrics
 from server.scheduling.continuous import ContinuousScheduler
 from server.scheduling.scheduler import EngineThread
 from server.settings import SchedulerSettings
+from tests.server.conftest import build_store, make_client
 from tests.tiny import tiny_backbone_files
 
 T = TypeVar("T")
@@ -134,3 +136,23 @@ def test_the_budget_holds_but_a_new_request_always_gets_a_sentence_in(
         await asyncio.gather(*bulk)
 
     run(engine, body, max_batch_tokens=3 * 14, max_request_batch_tokens=3 * 14)
+
+
+def test_the_app_answers_as_with_static_batches(store_root: Path) -> None:
+    """Through HTTP with `NMT_SCHEDULER__CONTINUOUS`: a batch of domains and ensembles
+    (the fallback) gets the translations static batching gives, and the live metrics
+    count its sentences."""
+    build_store(store_root)
+    body = {"items": [{"text": text, "domain": domain} for text, domain in
+                      [("the patient", "auto"), ("a contract was signed today", "generic"),
+                       ("hello", "auto"), ("the court and the doctor", "generic")]],
+            "options": {"beam_size": 2}}
+    answers = []
+    for continuous in (False, True):
+        with make_client(store_root, scheduler={"continuous": continuous}) as client:
+            answer = client.post("/translate/batch", json=body)
+            assert answer.status_code == 200, answer.text
+            answers.append([r["translation"] for r in answer.json()["results"]])
+            metrics = client.get("/metrics").text
+    assert answers[1] == answers[0]
+    assert "nmt_engine_live_leaves_total 4.0" in metrics
