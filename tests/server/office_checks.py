@@ -16,6 +16,7 @@ from fastapi.testclient import TestClient
 from lxml import etree
 
 from server.documents.formats.base import Segment
+from server.languages import LanguageDetector
 
 # Parts no reader of the document sees as text: package metadata (author, generator),
 # settings, and the prompts of slide layouts and masters ("Click to edit Master title"; an
@@ -98,3 +99,13 @@ def translate(client: TestClient, segments: Sequence[Segment]) -> list[str]:
         assert response.status_code == 200, response.text
         out += [result["translation"] for result in response.json()["results"]]
     return out
+
+
+def target_share(output: bytes, target: str, languages: list[str]) -> tuple[float, list[str]]:
+    """Of the output's text nodes with 3+ words, the share that language ID (py3langid
+    over `languages`) puts in `target`; and the nodes it does not."""
+    detector = LanguageDetector(languages)
+    nodes = wordy(text_nodes(output))
+    assert nodes, "the output holds no text node of 3+ words"
+    others = [node for node in nodes if detector.rank(node)[0].language != target]
+    return 1 - len(others) / len(nodes), others
