@@ -11,6 +11,8 @@ shape such files have in the wild (English sources, in order, never shuffled):
     leaflet.txt    medical test set as plain text paragraphs
     manual.md      software-docs paragraphs as Markdown (headings, lists, code, links)
     news.html      news test set as an HTML page (links, emphasis, a script, a table)
+
+and the office documents of office_corpus.py (docx, pptx, xlsx, odt, odp, ods).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import html
 import random
 from collections.abc import Callable
 from pathlib import Path
+
+from benchmarks.documents import office_corpus
 
 SEED = 7
 
@@ -162,6 +166,7 @@ SOURCES: dict[str, tuple[str, Callable[[list[str]], bytes]]] = {
     "leaflet.txt": ("domains/medical/test.en", txt),
     "manual.md": ("extra/software-docs/train.en", markdown),
     "news.html": ("extra/news/test.en", page),
+    **office_corpus.SOURCES,
 }
 
 

@@ -27,6 +27,8 @@ from lxml import html as lxml_html
 from markdown_it import MarkdownIt
 from py3langid.langid import MODEL_FILE, LanguageIdentifier
 
+from benchmarks.documents import office_coverage
+
 _TIMING = re.compile(r"-->")
 _INDEX = re.compile(r"^\s*\d+\s*$")
 _TAG = re.compile(r"<[^>]*>|\{\\[^}]*\}")
@@ -35,6 +37,7 @@ _LETTERS = re.compile(r"[^\W\d_]{2,}")
 _URL = re.compile(r"https?://\S+|\S+@\S+")
 _SKIPPED_HTML = {"script", "style", "code", "pre", "kbd", "samp", "var", "textarea"}
 _VTT_BLOCKS = ("WEBVTT", "NOTE", "STYLE", "REGION")
+OFFICE = (".docx", ".pptx", ".xlsx", ".odt", ".odp", ".ods")  # zips: office_coverage.py
 
 
 @dataclass(frozen=True)
@@ -150,12 +153,15 @@ def _md_units(data: bytes) -> list[str]:
 UNITS: dict[str, Callable[[bytes], list[str]]] = {
     ".txt": _lines, ".srt": _cue_lines, ".vtt": _cue_lines, ".po": _po_units,
     ".pot": _po_units, ".xlf": _xliff_units, ".xliff": _xliff_units, ".html": _html_units,
-    ".htm": _html_units, ".md": _md_units, ".markdown": _md_units}
+    ".htm": _html_units, ".md": _md_units, ".markdown": _md_units,
+    **dict.fromkeys(OFFICE, office_coverage.units)}
 
 
 # -- structure, per format ---------------------------------------------------------------
 def _skeleton(kind: str, data: bytes) -> list[str]:
     """What must be equal before and after."""
+    if kind in OFFICE:
+        return office_coverage.skeleton(data)
     text = _text(data)
     if kind == ".txt":
         return ["" if not line.strip() else "x" for line in text.splitlines()]
