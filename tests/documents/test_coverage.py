@@ -3,6 +3,9 @@ language told by py3langid, and the structure compared."""
 
 from __future__ import annotations
 
+import io
+
+import docx
 import pytest
 
 from benchmarks.documents.coverage import language_of, measure
@@ -58,3 +61,26 @@ def test_each_format(name: str, before: str, after: str, translated: float,
     found = measure(name, before.encode(), after.encode(), source="en", target="fr")
     assert found.translated == pytest.approx(translated)
     assert found.structure_kept is kept, found.problems
+
+
+def _word(paragraphs: list[str], *, table: bool = True) -> bytes:
+    document = docx.Document()
+    for text in paragraphs:
+        document.add_paragraph(text)
+    if table:
+        document.add_table(rows=1, cols=1).cell(0, 0).text = paragraphs[0]
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def test_office_units_are_paragraphs_and_blocks_are_the_structure() -> None:
+    before = _word(["The weather is very nice today.", "I would like a cup of coffee."])
+    half = _word(["Il fait très beau aujourd'hui.", "I would like a cup of coffee."])
+    found = measure("a.docx", before, half, source="en", target="fr")
+    assert (found.units_in, found.units_out) == (3, 3)
+    assert found.translated == pytest.approx(2 / 3)  # the cell holds the first sentence
+    assert found.structure_kept
+    no_table = _word(["Il fait très beau aujourd'hui.", "Je voudrais un café."], table=False)
+    broken = measure("a.docx", before, no_table, source="en", target="fr")
+    assert not broken.structure_kept

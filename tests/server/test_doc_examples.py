@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 from conftest import SEEDS, TOKEN, make_settings, module_archive, publish_module
+from office_files import word_by_python_docx
 from test_libretranslate import build_store
 from test_server_mixture import publish_mixture
 from uvicorn_live import serving
@@ -45,6 +46,7 @@ DOCUMENT_FILES = {
     # over NMT_DOCUMENTS__SYNC_CHARS (set to 2,000 below): a job
     "manual.md": "# Manual\n\n" + "Open the file. Click the button. Close the window. "
                  "Save the changes before you leave the page.\n\n" * 25,
+    "leaflet.docx": word_by_python_docx(),
 }
 
 
@@ -106,7 +108,7 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in ("finance.tsv", "finance-dev.tsv", "cooking.train.tsv", "cooking.dev.tsv"):
         (files / name).write_text(PAIRS)
     for name, text in DOCUMENT_FILES.items():
-        (files / name).write_text(text)
+        (files / name).write_bytes(text if isinstance(text, bytes) else text.encode())
     for domain in ("law", "medical"):
         (files / ("module.tar.gz" if domain == "law" else "medical.tar.gz")).write_bytes(
             module_archive(scratch / f"archive-{domain}", domain, SEEDS[domain],
