@@ -20,6 +20,7 @@ from server.api import ADMIN_ROUTERS, PUBLIC_ROUTERS
 from server.api.body_limit import BodyLimitMiddleware
 from server.api.errors import install_error_handlers
 from server.api.middleware import MetricsMiddleware
+from server.api.openapi_security import document_api_keys
 from server.documents.jobs import DocumentJobs, job_root
 from server.documents.service import DocumentService
 from server.engine.live_batches import LiveBatches
@@ -148,6 +149,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for router in PUBLIC_ROUTERS if separate_admin else [*PUBLIC_ROUTERS, *ADMIN_ROUTERS]:
         app.include_router(router)
     install_web(app)
+    document_api_keys(app, required=settings.access.api_keys)
     return app
 
 

@@ -72,6 +72,7 @@ async def put_glossary(name: str, request: Request, response: Response, book: Gl
     data = await _read_body(request, limit=limit)
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type in TABLE_TYPES:
+        _refuse_json_table(data, content_type)
         entries = parse_table(data, delimiter=TABLE_TYPES[content_type], field="entries")
     elif content_type == "application/json":
         upload = _json_upload(data)
@@ -92,6 +93,18 @@ async def put_glossary(name: str, request: Request, response: Response, book: Gl
 async def delete_glossary(name: str, book: GlossaryDep) -> GlossaryDeleted:
     await asyncio.to_thread(book.delete, name)
     return GlossaryDeleted(name=name, deleted=True)
+
+
+def _refuse_json_table(data: bytes, content_type: str) -> None:
+    """A JSON document sent as a table (`[null, null]`, `{"a": 1, "b": 2}`) would split into
+    odd terms at its commas: no glossary row is also a JSON value, so refuse it."""
+    try:
+        json.loads(data)
+    except (ValueError, UnicodeDecodeError):  # not JSON: a table, as it says
+        return
+    raise InvalidInput(f"the body is JSON, not {content_type}: send rows of source,target "
+                       "(tab-separated for TSV), or JSON {\"entries\": {...}} as "
+                       "application/json", field="body")
 
 
 def _json_upload(data: bytes) -> GlossaryUpload:

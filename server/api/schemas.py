@@ -40,7 +40,8 @@ GLOSSARY_ID_DESCRIPTION = "a stored glossary (PUT /admin/glossaries/{name}) to e
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: a JSON true is not the integer 1 nor "1" an integer, as the schema says
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 def _valid_unicode(text: str) -> str:

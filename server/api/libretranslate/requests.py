@@ -70,7 +70,7 @@ def translate_params(values: dict[str, Any]) -> TranslateParams:
     target = _required_text(values, "target")
     return TranslateParams(texts, batch, source, target, _format(values.get("format")),
                            _alternatives(values.get("alternatives")),
-                           _domain(values.get("domain")), _optional_text(values, "api_key"))
+                           _domain(values.get("domain")), optional_text(values, "api_key"))
 
 
 def detect_texts(values: dict[str, Any]) -> list[str]:
@@ -101,7 +101,7 @@ def _required_text(values: dict[str, Any], name: str) -> str:
     return value
 
 
-def _optional_text(values: dict[str, Any], name: str) -> str | None:
+def optional_text(values: dict[str, Any], name: str) -> str | None:
     value = values.get(name)
     if value is not None and not isinstance(value, str):
         raise bad_request(f"Invalid request: {name} must be a string")
@@ -132,7 +132,7 @@ def _domain(value: Any) -> DomainField:
     if value == "":
         return None
     try:
-        return _DOMAIN.validate_python(value)
+        return _DOMAIN.validate_python(value, strict=True)  # weights: numbers, not booleans
     except ValidationError:
         raise bad_request('Invalid request: domain must be a domain name, "auto", "generic" '
                           'or weights like {"medical": 0.7, "law": 0.3}') from None

@@ -18,6 +18,7 @@ from server.api.libretranslate.errors import LibreTranslateError, LibreTranslate
 from server.api.libretranslate.requests import (
     TranslateParams,
     detect_texts,
+    optional_text,
     read_values,
     translate_params,
 )
@@ -51,7 +52,9 @@ TRANSLATE_FIELDS: dict[str, Any] = {
     "source": {"type": "string", "example": "en", "description": 'a language code or "auto"'},
     "target": {"type": "string", "example": "fr"},
     "format": {"type": "string", "enum": ["text", "html"], "default": "text"},
-    "alternatives": {"type": "integer", "default": 0, "minimum": 0},
+    "alternatives": {"type": "integer", "default": 0,
+                     "description": "other translations to return; a negative number counts "
+                                    "as 0 (as LibreTranslate reads it)"},
     "api_key": {"type": "string", "description": "an API key (with NMT_ACCESS__API_KEYS; "
                                                  "or the X-API-Key header)"},
     "domain": {"description": "extra: a domain, generic, auto, or {domain: weight}"}}
@@ -181,8 +184,7 @@ async def detect(request: Request, runtime: RuntimeDep, detectors: DetectorsDep,
     (`confidence` 0..100)."""
     values = await read_values(request)
     texts = detect_texts(values)
-    key = values.get("api_key")
-    await access.check(key if isinstance(key, str) and key else header_key,
+    await access.check(optional_text(values, "api_key") or header_key,
                        chars=sum(map(len, texts)), field="api_key")
     detector = detectors.get(served_pair(runtime).codes)
     ranked = await asyncio.to_thread(detector.rank, "\n".join(texts))
