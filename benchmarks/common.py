@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.provenance import stamped
+
 REPO = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO / "benchmarks" / "results"  # <name>.json + <name>.md per benchmark
 DEFAULT_DATA = Path("../shared/data")  # the corpora (`--data`); never read by tests
@@ -35,5 +37,5 @@ def write_report(name: str, description: str, rows: Sequence[dict[str, Any]], ta
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{name}.json").write_text(json.dumps(
         {"description": description, "rows": list(rows)}, indent=2) + "\n")
-    (folder / f"{name}.md").write_text(table)
+    (folder / f"{name}.md").write_text(stamped(table))
     print(table)

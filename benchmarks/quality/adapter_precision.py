@@ -36,6 +36,7 @@ import torch
 from torch import Tensor
 
 from benchmarks.common import RESULTS_DIR
+from benchmarks.provenance import stamped
 from benchmarks.quality.data import domain_set
 from benchmarks.quality.decode import Decoder, DecodeSettings
 from model_store import BUILTIN_DIR, Store
@@ -173,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "adapter_precision.json").write_text(json.dumps(result, indent=1) + "\n")
     text = markdown(result, command)
-    (args.out / "adapter_precision.md").write_text(text)
+    (args.out / "adapter_precision.md").write_text(stamped(text))
     print(text)
     return 0
 

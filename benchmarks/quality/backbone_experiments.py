@@ -29,6 +29,7 @@ from typing import Any
 import torch
 
 from benchmarks.common import DEFAULT_DATA, RESULTS_DIR
+from benchmarks.provenance import stamped
 from benchmarks.quality.checkpoint_scores import RunFiles, score_model, score_sets, summary
 from benchmarks.quality.data import domain_names
 from contract.backbone import BackboneConfig
@@ -133,7 +134,7 @@ def write_report(work: Path, arms: list[str], out: Path) -> None:
                         "run side by side on a 2-core machine shared with other developers "
                         "and the main backbone run", "arms": results}
     (out.with_suffix(".json")).write_text(json.dumps(payload, indent=1))
-    out.with_suffix(".md").write_text(_markdown(results))
+    out.with_suffix(".md").write_text(stamped(_markdown(results)))
 
 
 def _markdown(results: list[dict[str, Any]]) -> str:

@@ -49,6 +49,7 @@ from typing import Any, TypeVar
 import torch
 
 from benchmarks.common import DEFAULT_DATA, RESULTS_DIR
+from benchmarks.provenance import stamped
 from benchmarks.quality.calibration import calibration_report
 from benchmarks.quality.data import domain_names, domain_set, genre_names, genre_set
 from benchmarks.quality.decode import Decoder, DecodeSettings
@@ -270,7 +271,7 @@ def write_results(result: dict[str, Any], out: Path, *, quick: bool) -> tuple[Pa
     json_path, md_path = out / f"{stem}.json", out / f"{stem}.md"
     json_path.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n",
                          encoding="utf-8")
-    md_path.write_text(render(result), encoding="utf-8")
+    md_path.write_text(stamped(render(result)), encoding="utf-8")
     return json_path, md_path
 
 

@@ -27,6 +27,7 @@ from typing import Any
 import torch
 
 from benchmarks.common import DEFAULT_DATA, RESULTS_DIR
+from benchmarks.provenance import stamped
 from benchmarks.quality.checkpoint_scores import (
     RunFiles,
     checkpoint_weights,
@@ -129,7 +130,7 @@ def _write(out: Path, points: list[dict[str, Any]], averages: list[dict[str, Any
                         f"BLEU: greedy, first {args.bleu_sentences} sentences.",
                "points": points, "averages": averages}
     out.with_suffix(".json").write_text(json.dumps(results, indent=1))
-    out.with_suffix(".md").write_text(markdown(results))
+    out.with_suffix(".md").write_text(stamped(markdown(results)))
     return results
 
 

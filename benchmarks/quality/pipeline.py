@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks.provenance import stamped
 from model_store import BUILTIN_DIR, Store
 from server.decoding.search import SearchOptions
 from server.engine.artifacts import build_engine, module_params
@@ -100,7 +101,7 @@ def environment(note: str) -> dict[str, Any]:
 def write_results(out: Path, name: str, results: dict[str, Any], markdown: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{name}.json").write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n")
-    (out / f"{name}.md").write_text(markdown)
+    (out / f"{name}.md").write_text(stamped(markdown))
 
 
 def common_arguments(parser: argparse.ArgumentParser) -> None:

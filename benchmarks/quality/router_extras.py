@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from benchmarks.common import DEFAULT_DATA, RESULTS_DIR
+from benchmarks.provenance import stamped
 from benchmarks.quality.router import TARGET_DOMAINS
 from trainer.classifier import ClassifierSettings, accuracy, train_classifier
 from trainer.recipes.default_en_fr import DOMAINS
@@ -145,7 +146,7 @@ def main() -> None:
             rows.append(row)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "router_extras.json").write_text(json.dumps(rows, indent=1) + "\n")
-    (args.out / "router_extras.md").write_text(markdown(rows, args.held_out))
+    (args.out / "router_extras.md").write_text(stamped(markdown(rows, args.held_out)))
 
 
 if __name__ == "__main__":

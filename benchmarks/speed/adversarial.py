@@ -46,6 +46,7 @@ from typing import Any
 
 import httpx
 
+from benchmarks.provenance import stamped
 from benchmarks.speed.adversaries import ADVERSARIES, Adversary, Outcome, bulk_batch
 from benchmarks.speed.data import read_test_sets
 from benchmarks.speed.server import live_server
@@ -278,7 +279,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = report(phases, tiny=args.tiny, data=data)
     out.mkdir(parents=True, exist_ok=True)
     (out / "adversarial.json").write_text(json.dumps(results, indent=1) + "\n")
-    (out / "adversarial.md").write_text(markdown(results))
+    (out / "adversarial.md").write_text(stamped(markdown(results)))
     print(markdown(results))
     return 0
 

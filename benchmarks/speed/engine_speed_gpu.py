@@ -47,6 +47,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from benchmarks.common import RESULTS_DIR
+from benchmarks.provenance import stamped
 from benchmarks.speed import model as speed_model
 from benchmarks.speed.engine_speed import FULL, TINY, BenchConfig, workload
 from benchmarks.speed.measure import DECODES, Row, measure
@@ -305,7 +306,7 @@ def write_gpu_profile(runners: dict[str, Runner], path: Path, *, header: str) ->
                          averages.table(sort_by="self_cpu_time_total", row_limit=15),
                          function_table(runner, beam_size), ""]
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(sections))
+    path.write_text(stamped("\n".join(sections)))
     return path
 
 

@@ -18,6 +18,10 @@ CHECKS="$OUT/checks.txt"
 export PYTHONPATH=/tmp/site:$PWD
 
 {
+  # the header every results file carries (docs/BENCHMARKS.md)
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+  echo "Made by \`benchmarks/speed/gpu_device_run.sh\` on one $gpu GPU, $(date -u +%F)."
+  echo
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv
   python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name())"
   tar xJf .whl/ct2.tar.xz -C /tmp/site && echo "ctranslate2 unpacked"

@@ -42,6 +42,7 @@ import httpx
 import torch
 
 from benchmarks.common import DEFAULT_DATA, REPO, RESULTS_DIR
+from benchmarks.provenance import stamped
 from benchmarks.speed.server import live_server
 from model_store import BUILTIN_DIR, Store
 from server.engine.artifacts import backbone_parts, module_files
@@ -311,7 +312,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     result = run(args)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "hot_add.json").write_text(json.dumps(result, indent=1) + "\n")
-    (args.out / "hot_add.md").write_text(markdown(result))
+    (args.out / "hot_add.md").write_text(stamped(markdown(result)))
     print(markdown(result))
     return 0
 

@@ -36,6 +36,7 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from benchmarks.provenance import stamped
 from benchmarks.speed.loadgen import LevelRun, LoadRequest
 from server.text import sentences, split_text
 
@@ -359,5 +360,5 @@ def write_results(levels: Sequence[LevelStats], offline: OfflineStats | None,
     paths = [out_dir / f"{stem}.json", out_dir / f"{stem}.meta.json", out_dir / f"{stem}.md"]
     paths[0].write_text(json.dumps(data, indent=1) + "\n")
     paths[1].write_text(json.dumps(dict(meta), indent=1, sort_keys=True) + "\n")
-    paths[2].write_text(markdown(levels, offline, best, meta, pairs))
+    paths[2].write_text(stamped(markdown(levels, offline, best, meta, pairs)))
     return paths

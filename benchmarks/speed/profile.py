@@ -12,6 +12,7 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+from benchmarks.provenance import stamped
 from benchmarks.speed.systems import Runner
 
 TOP_OPS = 25
@@ -54,5 +55,5 @@ def write_profile(runners: Mapping[str, Runner], path: Path, *,
                          f"{title}: Python functions by cumulative, then own time ===",
                          function_table(runner, beam_size), ""]
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(sections))
+    path.write_text(stamped("\n".join(sections)))
     return path

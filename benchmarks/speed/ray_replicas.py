@@ -38,6 +38,7 @@ import ray
 from ray import serve
 
 from benchmarks.common import RESULTS_DIR
+from benchmarks.provenance import stamped
 from benchmarks.speed.loadgen import LevelRun, LoadRequest, build_requests, run_level, warm_up
 from benchmarks.speed.loadstats import LevelStats, TokenCounter, summarise
 from benchmarks.speed.model import quiet_libraries
@@ -241,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                "runs": [{"system": m.system, "round": m.round, "replicas_seen": m.replicas_seen,
                          **asdict(m.stats)} for m in results]}
     (out / "ray_replicas.json").write_text(json.dumps(payload, indent=2) + "\n")
-    (out / "ray_replicas.md").write_text(markdown(results, totals, meta))
+    (out / "ray_replicas.md").write_text(stamped(markdown(results, totals, meta)))
     print(markdown(results, totals, meta))
     return 0
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks.provenance import stamped
 from benchmarks.speed.measure import Row
 
 
@@ -178,5 +179,5 @@ def write_results(rows: Sequence[Row], meta: Mapping[str, Any], out_dir: Path, *
     paths[0].write_text(json.dumps([row.to_dict() for row in rows], indent=1) + "\n")
     full_meta = {**meta, "targets": [check.to_dict() for check in checks]}
     paths[1].write_text(json.dumps(full_meta, indent=1, sort_keys=True) + "\n")
-    paths[2].write_text(markdown(rows, checks, meta))
+    paths[2].write_text(stamped(markdown(rows, checks, meta)))
     return paths

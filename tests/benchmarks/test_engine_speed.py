@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from benchmarks.provenance import MADE_BY
 from benchmarks.speed.engine_speed import (
     FAMILY_SYSTEMS,
     SYSTEMS,
@@ -284,4 +285,7 @@ def test_write_results_files(tmp_path: Path) -> None:
     meta = json.loads(paths[1].read_text())
     assert meta["machine"] == {"cpu_count": 2} and len(meta["targets"]) == len(
         [t for t in TARGETS if t.decode in (None, "greedy")])
-    assert paths[2].read_text().startswith("# Engine speed (tiny run)")
+    report = paths[2].read_text().splitlines()
+    assert report[0] == "# Engine speed (tiny run)"
+    made = MADE_BY.match(report[2])  # how it was made, under the title
+    assert made is not None and "CPUs" in made["host"]  # the host's CPU, named
