@@ -26,6 +26,7 @@ from pathlib import Path
 import torch
 
 from benchmarks.common import RESULTS_DIR
+from benchmarks.provenance import stamped
 from benchmarks.speed.measure import DECODES, Row, measure
 from benchmarks.speed.systems import Runner, Workload, engine_runner
 from contract.backbone import BackboneConfig
@@ -130,7 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     stem.with_suffix(".json").write_text(json.dumps(
         {"meta": meta, "rows": [r.to_dict() for r in rows]}, indent=1))
     text = markdown(rows, meta)
-    stem.with_suffix(".md").write_text(text)
+    stem.with_suffix(".md").write_text(stamped(text))
     print(text)
     return 0
 

@@ -42,6 +42,7 @@ import httpx
 import torch
 
 from benchmarks.common import RESULTS_DIR
+from benchmarks.provenance import stamped
 from benchmarks.speed import serve_load
 from benchmarks.speed.loadgen import Outcome, build_requests, run_level, served_domains, warm_up
 from benchmarks.speed.loadstats import markdown as load_markdown
@@ -267,7 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
              "finished_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")}
     text = report(result, ceiling, flip, meta)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "serve_gpu.md").write_text(f"# The server on {meta['device']}\n\n" + text)
+    (out / "serve_gpu.md").write_text(stamped(f"# The server on {meta['device']}\n\n" + text))
     write_results(result.levels, result.offline, meta, out / "tmp-serve-gpu",
                              pairs=result.pairs, stem="serve_gpu")
     summary: dict[str, Any] = {"meta": meta, "ceiling": None if ceiling is None else
