@@ -28,6 +28,7 @@ class GlossaryRecord:
     default_for: str | None  # the domain that uses it when a request names no glossary
     created_at: datetime
     updated_at: datetime
+    backbone: str = ""  # the direction whose domain `default_for` names
 
 
 class GlossaryRows:
@@ -37,14 +38,20 @@ class GlossaryRows:
     @abstractmethod
     def _write(self) -> AbstractContextManager[Connection]: ...
 
+    @abstractmethod
+    def scope(self, kind: str, backbone: str | None) -> str: ...
+
     def put_glossary(self, name: str, entries: Sequence[tuple[str, str]], *,
-                     default_for: str | None) -> tuple[GlossaryRecord, bool]:
+                     default_for: str | None,
+                     backbone: str | None = None) -> tuple[GlossaryRecord, bool]:
         """Create or replace; True when it was created. ConflictError when another
-        glossary is the default of `default_for`."""
+        glossary is the default of `default_for` (a domain of `backbone`, default: the
+        default backbone)."""
         now = datetime.now(UTC)
         values: dict[str, Any] = {
             "entries_json": json.dumps([list(e) for e in entries], ensure_ascii=False),
-            "default_for": default_for, "updated_at": now}
+            "default_for": default_for, "updated_at": now,
+            "backbone": self.scope("module", backbone)}
         try:
             return self._put(name, values, default_for=default_for, now=now)
         except IntegrityError as exc:  # a concurrent writer took the name or the domain
@@ -55,6 +62,7 @@ class GlossaryRows:
         with self._write() as conn:
             if default_for is not None:
                 holder = conn.execute(select(glossaries.c.name).where(
+                    glossaries.c.backbone == values["backbone"],
                     glossaries.c.default_for == default_for)).scalar()
                 if holder is not None and holder != name:
                     raise ConflictError(f"glossary {holder!r} is already the default of "
@@ -72,10 +80,13 @@ class GlossaryRows:
                                ).mappings().first()
         return None if row is None else _glossary(row)
 
-    def glossary_defaults(self) -> dict[str, GlossaryRecord]:
-        """Every domain's default glossary, by domain (one read for all of them)."""
+    def glossary_defaults(self, *, backbone: str | None = None) -> dict[str, GlossaryRecord]:
+        """Every domain's default glossary of `backbone` (default: the default backbone),
+        by domain (one read for all of them)."""
+        scope = self.scope("module", backbone)
         with self._read() as conn:
-            rows = conn.execute(select(glossaries).where(glossaries.c.default_for.is_not(None))
+            rows = conn.execute(select(glossaries).where(
+                glossaries.c.backbone == scope, glossaries.c.default_for.is_not(None))
                                 ).mappings()
             return {str(row["default_for"]): _glossary(row) for row in rows}
 
@@ -93,4 +104,4 @@ class GlossaryRows:
 def _glossary(row: Any) -> GlossaryRecord:
     entries = [(str(s), str(t)) for s, t in json.loads(row["entries_json"])]
     return GlossaryRecord(str(row["name"]), entries, row["default_for"], row["created_at"],
-                          row["updated_at"])
+                          row["updated_at"], str(row["backbone"]))

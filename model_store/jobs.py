@@ -32,6 +32,7 @@ class Job:
     heartbeat_at: datetime | None
     attempts: int
     result: dict[str, Any] | None
+    backbone: str = ""  # the backbone the domain's module is trained against
 
 
 _NOT_NULL = frozenset({"state", "progress", "scores", "config", "data_location", "attempts"})
@@ -85,4 +86,5 @@ def job_from_row(row: RowMapping) -> Job:
         heartbeat_at=row["heartbeat_at"],
         attempts=row["attempts"],
         result=None if row["result_json"] is None else json.loads(row["result_json"]),
+        backbone=row["backbone"],
     )

@@ -57,6 +57,7 @@ class ArtifactRecord:
     fingerprint: str
     manifest: Manifest
     created_at: datetime
+    backbone: str = ""  # the backbone a module or classifier belongs to ("" for backbones)
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,7 @@ class Event:
     version: int | None
     action: str
     at: datetime
+    backbone: str = ""
 
 
 def _now() -> datetime:
@@ -113,9 +115,14 @@ class Registry(GlossaryRows):
 
     # -- artifacts ---------------------------------------------------------------
 
-    def add_artifact(self, manifest: Manifest, *, location: str) -> None:
-        """Insert the row that makes an artifact visible; ConflictError if the version is taken."""
+    def add_artifact(self, manifest: Manifest, *, location: str,
+                     backbone: str | None = None) -> None:
+        """Insert the row that makes an artifact visible; ConflictError if the version is
+        taken. A module or classifier belongs to `backbone` (default: the backbone whose
+        fingerprint its manifest carries, else the default backbone)."""
+        owner = self.owner_of(manifest, backbone)
         row = {
+            "backbone": owner,
             "kind": manifest.kind,
             "name": manifest.name,
             "version": manifest.version,
@@ -127,79 +134,140 @@ class Registry(GlossaryRows):
         try:
             with self._write(serial=True) as conn:
                 conn.execute(insert(artifacts).values(row))
-                self._event(
-                    conn, manifest.kind, manifest.name, version=manifest.version, action="publish"
-                )
+                self._event(conn, manifest.kind, manifest.name, version=manifest.version,
+                            action="publish", backbone=owner)
         except IntegrityError as exc:
             raise ConflictError(f"{manifest.label} is already registered") from exc
 
-    def get_artifact(self, kind: ArtifactKind, name: str, version: int) -> ArtifactRecord | None:
+    def get_artifact(self, kind: ArtifactKind, name: str, version: int, *,
+                     backbone: str | None = None) -> ArtifactRecord | None:
         query = select(artifacts).where(
+            artifacts.c.backbone == self.scope(kind, backbone),
             artifacts.c.kind == kind, artifacts.c.name == name, artifacts.c.version == version
         )
         with self._read() as conn:
             row = conn.execute(query).mappings().first()
         return None if row is None else _record(row)
 
-    def list_artifacts(self, kind: ArtifactKind | None = None) -> list[ArtifactRecord]:
-        query = select(artifacts).order_by(artifacts.c.kind, artifacts.c.name, artifacts.c.version)
+    def list_artifacts(self, kind: ArtifactKind | None = None, *,
+                       backbone: str | None = None) -> list[ArtifactRecord]:
+        """Rows of `kind` (None: every kind) of `backbone` (None: of every backbone)."""
+        query = select(artifacts).order_by(artifacts.c.backbone, artifacts.c.kind,
+                                           artifacts.c.name, artifacts.c.version)
         if kind is not None:
             query = query.where(artifacts.c.kind == kind)
+        if backbone is not None:
+            query = query.where(artifacts.c.backbone == backbone)
         with self._read() as conn:
             return [_record(row) for row in conn.execute(query).mappings()]
 
-    def next_version(self, kind: ArtifactKind, name: str) -> int:
+    def next_version(self, kind: ArtifactKind, name: str, *,
+                     backbone: str | None = None) -> int:
         """1 + the highest registered version (a hint: the insert's unique key decides)."""
         query = select(func.max(artifacts.c.version)).where(
+            artifacts.c.backbone == self.scope(kind, backbone),
             artifacts.c.kind == kind, artifacts.c.name == name
         )
         with self._read() as conn:
             highest = conn.execute(query).scalar()
         return 1 if highest is None else int(highest) + 1
 
-    def list_versions(self, kind: ArtifactKind, name: str) -> list[int]:
+    def list_versions(self, kind: ArtifactKind, name: str, *,
+                      backbone: str | None = None) -> list[int]:
+        scope = self.scope(kind, backbone)
         with self._read() as conn:
-            return self._versions(conn, kind, name)
+            return self._versions(conn, kind, name, scope)
 
-    def list_names(self, kind: ArtifactKind) -> list[str]:
+    def list_names(self, kind: ArtifactKind, *, backbone: str | None = None) -> list[str]:
+        scope = self.scope(kind, backbone)
         with self._read() as conn:
-            return self._names(conn, kind)
+            return self._names(conn, kind, scope)
+
+    # -- backbones: which one a row belongs to --------------------------------------
+
+    def default_backbone(self) -> str:
+        """The backbone that rows written without a backbone belong to: the oldest
+        registered one ("" while there is none), so a store with one backbone behaves as
+        before directions existed."""
+        query = (select(artifacts.c.name).where(artifacts.c.kind == "backbone")
+                 .order_by(artifacts.c.created_at, artifacts.c.name).limit(1))
+        with self._read() as conn:
+            name = conn.execute(query).scalar()
+        return "" if name is None else str(name)
+
+    def scope(self, kind: str, backbone: str | None) -> str:
+        """The `backbone` column of `kind`'s rows: "" for backbones; for modules and
+        classifiers the given backbone, or the default one."""
+        if kind == "backbone":
+            return ""
+        return self.default_backbone() if backbone is None else backbone
+
+    def owner_of(self, manifest: Manifest, backbone: str | None = None) -> str:
+        return self.owner(manifest.kind, manifest.backbone_fingerprint, backbone)
+
+    def owner(self, kind: str, fingerprint: str | None, backbone: str | None = None) -> str:
+        """The backbone a new artifact belongs to: the given one; else the backbone whose
+        fingerprint it carries (the one it was built for); else the default."""
+        if kind == "backbone":
+            return ""
+        if backbone is not None:
+            return backbone
+        query = (select(artifacts.c.name)
+                 .where(artifacts.c.kind == "backbone",
+                        artifacts.c.fingerprint == fingerprint)
+                 .order_by(artifacts.c.created_at, artifacts.c.name).limit(1))
+        with self._read() as conn:
+            owner = conn.execute(query).scalar()
+        return self.default_backbone() if owner is None else str(owner)
 
     # -- active versions -----------------------------------------------------------
 
-    def get_active(self, kind: ArtifactKind, name: str) -> int | None:
-        query = select(active.c.version).where(active.c.kind == kind, active.c.name == name)
+    def get_active(self, kind: ArtifactKind, name: str, *,
+                   backbone: str | None = None) -> int | None:
+        query = select(active.c.version).where(active.c.backbone == self.scope(kind, backbone),
+                                               active.c.kind == kind, active.c.name == name)
         with self._read() as conn:
             version = conn.execute(query).scalar()
         return None if version is None else int(version)
 
-    def active_versions(self, kind: ArtifactKind) -> dict[str, int]:
-        query = select(active.c.name, active.c.version).where(active.c.kind == kind)
+    def active_versions(self, kind: ArtifactKind, *,
+                        backbone: str | None = None) -> dict[str, int]:
+        query = select(active.c.name, active.c.version).where(
+            active.c.backbone == self.scope(kind, backbone), active.c.kind == kind)
         with self._read() as conn:
             return {str(n): int(v) for n, v in conn.execute(query)}
 
-    def set_active(self, kind: ArtifactKind, name: str, version: int) -> None:
+    def set_active(self, kind: ArtifactKind, name: str, version: int, *,
+                   backbone: str | None = None) -> None:
         """Make `version` the active one (activation and rollback alike); records an event."""
+        scope = self.scope(kind, backbone)
         with self._write(serial=True) as conn:
-            versions = self._versions(conn, kind, name)
+            versions = self._versions(conn, kind, name, scope)
             if not versions:
-                raise NotFoundError(kind, name, self._names(conn, kind))
+                raise NotFoundError(kind, name, self._names(conn, kind, scope))
             if version not in versions:
                 raise NotFoundError(f"{kind} {name!r} version", version, versions)
-            where = (active.c.kind == kind, active.c.name == name)
-            values = {"version": version, "updated_at": _now()}
-            if conn.execute(update(active).where(*where).values(values)).rowcount == 0:
-                conn.execute(insert(active).values(kind=kind, name=name, **values))
-            self._event(conn, kind, name, version=version, action="activate")
+            self._activate(conn, kind, name, version, scope)
 
-    def clear_active(self, kind: ArtifactKind, name: str) -> None:
+    def _activate(self, conn: Connection, kind: str, name: str, version: int,
+                  scope: str) -> None:
+        where = (active.c.backbone == scope, active.c.kind == kind, active.c.name == name)
+        values = {"version": version, "updated_at": _now()}
+        if conn.execute(update(active).where(*where).values(values)).rowcount == 0:
+            conn.execute(insert(active).values(backbone=scope, kind=kind, name=name, **values))
+        self._event(conn, kind, name, version=version, action="activate", backbone=scope)
+
+    def clear_active(self, kind: ArtifactKind, name: str, *,
+                     backbone: str | None = None) -> None:
         """Deactivate `name` (a deleted domain); its artifacts stay for a later rollback."""
+        scope = self.scope(kind, backbone)
         with self._write(serial=True) as conn:
-            where = (active.c.kind == kind, active.c.name == name)
+            where = (active.c.backbone == scope, active.c.kind == kind, active.c.name == name)
             if conn.execute(sql_delete(active).where(*where)).rowcount == 0:
-                known = conn.execute(select(active.c.name).where(active.c.kind == kind))
+                known = conn.execute(select(active.c.name).where(
+                    active.c.backbone == scope, active.c.kind == kind))
                 raise NotFoundError(f"active {kind}", name, sorted(known.scalars()))
-            self._event(conn, kind, name, version=None, action="deactivate")
+            self._event(conn, kind, name, version=None, action="deactivate", backbone=scope)
 
     # -- events -----------------------------------------------------------------------
 
@@ -216,12 +284,14 @@ class Registry(GlossaryRows):
 
     # -- jobs ---------------------------------------------------------------------------
 
-    def create_job(self, domain: str, *, config: dict[str, Any], data_location: str) -> Job:
+    def create_job(self, domain: str, *, config: dict[str, Any], data_location: str,
+                   backbone: str | None = None) -> Job:
         now = _now()
         job_id = str(uuid.uuid4())
         row = {
             "id": job_id,
             "domain": domain,
+            "backbone": self.scope("module", backbone),
             "state": "queued",
             "progress": 0.0,
             "scores_json": "{}",
@@ -299,43 +369,50 @@ class Registry(GlossaryRows):
 
     def set_active_many(
         self, versions: Sequence[tuple[ArtifactKind, str, int]], *,
-        expect: Mapping[tuple[ArtifactKind, str], int | None] | None = None
+        expect: Mapping[tuple[ArtifactKind, str], int | None] | None = None,
+        backbone: str | None = None,
     ) -> None:
-        """Activate several versions in ONE transaction (a domain's module and the router
-        that knows it): pollers see all or none. `expect`: `(kind, name)` -> the active
-        version the caller's work is based on; ConflictError if one changed meanwhile."""
+        """Activate several versions of one backbone's artifacts in ONE transaction (a
+        domain's module and the router that knows it): pollers see all or none. `expect`:
+        `(kind, name)` -> the active version the caller's work is based on; ConflictError
+        if one changed meanwhile."""
+        scope = self.scope("module", backbone)
         with self._write(serial=True) as conn:
             for (kind, name), seen in sorted((expect or {}).items()):
                 now = conn.execute(select(active.c.version).where(
+                    active.c.backbone == self.scope(kind, scope),
                     active.c.kind == kind, active.c.name == name)).scalar()
                 if now != seen:
                     raise ConflictError(f"active {kind} {name!r} is version {now}, not {seen}")
             for kind, name, version in versions:
-                if version not in (known := self._versions(conn, kind, name)):
+                own = self.scope(kind, scope)
+                if version not in (known := self._versions(conn, kind, name, own)):
                     raise NotFoundError(f"{kind} {name!r} version", version, known)
-                where = (active.c.kind == kind, active.c.name == name)
-                values = {"version": version, "updated_at": _now()}
-                if conn.execute(update(active).where(*where).values(values)).rowcount == 0:
-                    conn.execute(insert(active).values(kind=kind, name=name, **values))
-                self._event(conn, kind, name, version=version, action="activate")
+                self._activate(conn, kind, name, version, own)
 
     def create_domain_job(
-        self, domain: str, *, config: dict[str, Any], data_location: str, job_id: str
+        self, domain: str, *, config: dict[str, Any], data_location: str, job_id: str,
+        backbone: str | None = None,
     ) -> Job:
-        """A queued job for `domain`, unless the domain is active or has an unfinished job
-        (ConflictError): the check and the insert share one write transaction."""
+        """A queued job for `domain` of `backbone`, unless the domain is active there or
+        has an unfinished job there (ConflictError): the check and the insert share one
+        write transaction."""
         now = _now()
+        scope = self.scope("module", backbone)
         with self._write(serial=True) as conn:
             served = conn.execute(select(active.c.version).where(
-                active.c.kind == "module", active.c.name == domain)).scalar()
+                active.c.backbone == scope, active.c.kind == "module",
+                active.c.name == domain)).scalar()
             if served is not None:
                 raise ConflictError(f"domain {domain!r} exists (module v{served} is active)")
             busy = conn.execute(select(jobs.c.id, jobs.c.state).where(
-                jobs.c.domain == domain, jobs.c.state.in_(UNFINISHED_STATES))).first()
+                jobs.c.backbone == scope, jobs.c.domain == domain,
+                jobs.c.state.in_(UNFINISHED_STATES))).first()
             if busy is not None:
                 raise ConflictError(f"domain {domain!r} has a {busy.state} job ({busy.id})")
             conn.execute(insert(jobs).values(
-                id=job_id, domain=domain, state="queued", progress=0.0, scores_json="{}",
+                id=job_id, domain=domain, backbone=scope, state="queued", progress=0.0,
+                scores_json="{}",
                 config_json=canonical_json(config), data_location=data_location,
                 created_at=now, updated_at=now, attempts=0))
         return self.get_job(job_id)
@@ -404,26 +481,30 @@ class Registry(GlossaryRows):
         return self.get_api_key(key_id)
 
     @staticmethod
-    def _event(conn: Connection, kind: str, name: str, *, version: int | None, action: str) -> None:
+    def _event(conn: Connection, kind: str, name: str, *, version: int | None, action: str,
+               backbone: str = "") -> None:
         """Record a change (callers hold a serial write transaction); PostgreSQL also
         announces it to listeners, delivered when the transaction commits."""
-        values = {"kind": kind, "name": name, "version": version, "action": action, "at": _now()}
+        values = {"kind": kind, "name": name, "version": version, "action": action,
+                  "at": _now(), "backbone": backbone}
         event_id = conn.execute(insert(events).values(values).returning(events.c.id)).scalar()
         if conn.dialect.name == "postgresql":
             conn.execute(select(func.pg_notify(CHANNEL, str(event_id))))
 
     @staticmethod
-    def _versions(conn: Connection, kind: str, name: str) -> list[int]:
+    def _versions(conn: Connection, kind: str, name: str, scope: str) -> list[int]:
         query = (
             select(artifacts.c.version)
-            .where(artifacts.c.kind == kind, artifacts.c.name == name)
+            .where(artifacts.c.backbone == scope, artifacts.c.kind == kind,
+                   artifacts.c.name == name)
             .order_by(artifacts.c.version)
         )
         return [int(v) for v in conn.execute(query).scalars()]
 
     @staticmethod
-    def _names(conn: Connection, kind: str) -> list[str]:
-        query = select(artifacts.c.name).where(artifacts.c.kind == kind).distinct()
+    def _names(conn: Connection, kind: str, scope: str) -> list[str]:
+        query = select(artifacts.c.name).where(artifacts.c.backbone == scope,
+                                               artifacts.c.kind == kind).distinct()
         return sorted(str(n) for n in conn.execute(query).scalars())
 
 
@@ -436,4 +517,5 @@ def _record(row: Any) -> ArtifactRecord:
         fingerprint=row["fingerprint"],
         manifest=Manifest.model_validate_json(row["manifest_json"]),
         created_at=row["created_at"],
+        backbone=row["backbone"],
     )

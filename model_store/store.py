@@ -68,6 +68,9 @@ log = logging.getLogger(__name__)
 BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
 BUILTIN_SCHEME = "builtin:"
 STAGING = ".staging"
+# Modules and classifiers of a backbone other than the default one live below
+# `directions/<backbone>/` (docs/DIRECTIONS.md); the default backbone's keep the flat layout.
+DIRECTIONS = "directions"
 DEFAULT_SWEEP_AGE = timedelta(minutes=60)
 MAX_PUBLISH_ATTEMPTS = 100
 
@@ -131,22 +134,25 @@ class Store:
         scores: Mapping[str, Any] | None = None,
         backbone_fingerprint: str | None = None,
         hook: PublishHook | None = None,
+        backbone: str | None = None,
     ) -> Manifest:
         """Publish `files` as the next version of `kind`/`name` and return its manifest.
 
         A backbone's fingerprint is computed (a given one must match); modules and
-        classifiers must pass the fingerprint of the backbone they were built for.
+        classifiers must pass the fingerprint of the backbone they were built for, and
+        belong to `backbone` (default: the one with that fingerprint, else the default).
         The new version is not activated.
         """
         _check_request(kind, name, files)
         blobs = {p: src.read_bytes() if isinstance(src, Path) else src for p, src in files.items()}
         staging = f"{STAGING}/{uuid.uuid4().hex}"
+        scope = self.registry.owner(kind, backbone_fingerprint, backbone)
         try:
             manifest = build_manifest(
                 kind,
                 name,
                 blobs,
-                version=self.registry.next_version(kind, name),
+                version=self.registry.next_version(kind, name, backbone=scope),
                 config=config,
                 provenance=provenance or {},
                 scores=scores or {},
@@ -155,7 +161,7 @@ class Store:
             self._stage(manifest, blobs, staging)
             if hook is not None:
                 hook("staged", staging)
-            return self._flip(manifest, staging, hook)
+            return self._flip(manifest, staging, hook, scope)
         finally:
             # No-op after a successful rename; a hard crash leaves it for sweep().
             self.storage.remove_tree(staging)
@@ -167,15 +173,18 @@ class Store:
         expect = ArtifactId(manifest.kind, manifest.name, manifest.version)
         verify_artifact(self.storage, staging, expect=expect, label=f"{manifest.label} (staged)")
 
-    def _flip(self, manifest: Manifest, staging: str, hook: PublishHook | None) -> Manifest:
+    def _flip(self, manifest: Manifest, staging: str, hook: PublishHook | None,
+              scope: str) -> Manifest:
         version = manifest.version
+        prefix = self.directory_of(scope)
         for _attempt in range(MAX_PUBLISH_ATTEMPTS):
             # A version directory without a row (a crashed publisher) also pushes us on.
-            version = max(version, self.registry.next_version(manifest.kind, manifest.name))
+            version = max(version, self.registry.next_version(manifest.kind, manifest.name,
+                                                              backbone=scope))
             if version != manifest.version:
                 manifest = manifest.model_copy(update={"version": version})
                 self.storage.write_bytes(f"{staging}/{MANIFEST_FILE}", manifest.to_json())
-            key = artifact_key(manifest.kind, manifest.name, version)
+            key = prefix + artifact_key(manifest.kind, manifest.name, version)
             try:
                 self.storage.publish_dir(staging, key)
             except FileExistsError:
@@ -184,7 +193,7 @@ class Store:
             if hook is not None:
                 hook("renamed", key)
             try:
-                self.registry.add_artifact(manifest, location=key)
+                self.registry.add_artifact(manifest, location=key, backbone=scope)
             except ConflictError:
                 self.storage.publish_dir(key, staging)
                 version += 1
@@ -195,6 +204,13 @@ class Store:
             f"after {MAX_PUBLISH_ATTEMPTS} attempts"
         )
 
+    def directory_of(self, scope: str) -> str:
+        """Where a backbone's modules and classifiers are stored: the flat layout for the
+        default backbone's (and backbones themselves), `directions/<backbone>/` otherwise."""
+        if scope in ("", self.registry.default_backbone()):
+            return ""
+        return f"{DIRECTIONS}/{scope}/"
+
     def import_artifact_dir(
         self,
         path: Path,
@@ -202,6 +218,7 @@ class Store:
         *,
         expected_fingerprint: str | None = None,
         label: str | None = None,
+        backbone: str | None = None,
     ) -> Manifest:
         """Verify a prebuilt artifact directory (e.g. an unpacked upload) and publish it as
         the next version of its name; the version in its manifest is ignored. Errors name
@@ -222,6 +239,7 @@ class Store:
             provenance=manifest.provenance,
             scores=manifest.scores,
             backbone_fingerprint=manifest.backbone_fingerprint,
+            backbone=backbone,
         )
 
     # -- loading -----------------------------------------------------------------------
@@ -233,9 +251,11 @@ class Store:
         version: int | None = None,
         *,
         expected_fingerprint: str | None = None,
+        backbone: str | None = None,
     ) -> LoadedArtifact:
-        """Load and verify one version (default: the active one) into memory."""
-        record = self.record(kind, name, version)
+        """Load and verify one version (default: the active one) of `backbone`'s artifact
+        (default: the default backbone's) into memory."""
+        record = self.record(kind, name, version, backbone=backbone)
         storage, key = self._resolve(record.location)
         expect = ArtifactId(kind, name, record.version)
         loaded = verify_artifact(
@@ -262,23 +282,25 @@ class Store:
                 raise ConflictError(f"several backbones; name one of: {', '.join(names)}")
         return self.load("backbone", name)
 
-    def record(self, kind: ArtifactKind, name: str, version: int | None = None) -> ArtifactRecord:
+    def record(self, kind: ArtifactKind, name: str, version: int | None = None, *,
+               backbone: str | None = None) -> ArtifactRecord:
         """The registry row of a version (default: the active one), or NotFoundError."""
+        scope = self.registry.scope(kind, backbone)
         if version is None:
-            version = self.registry.get_active(kind, name)
+            version = self.registry.get_active(kind, name, backbone=scope)
             if version is None:
-                self._raise_unknown(kind, name)
-                versions = self.registry.list_versions(kind, name)
+                self._raise_unknown(kind, name, scope)
+                versions = self.registry.list_versions(kind, name, backbone=scope)
                 raise NotFoundError(f"active version of {kind}", name, versions)
-        record = self.registry.get_artifact(kind, name, version)
+        record = self.registry.get_artifact(kind, name, version, backbone=scope)
         if record is None:
-            self._raise_unknown(kind, name)
-            versions = self.registry.list_versions(kind, name)
+            self._raise_unknown(kind, name, scope)
+            versions = self.registry.list_versions(kind, name, backbone=scope)
             raise NotFoundError(f"{kind} {name!r} version", version, versions)
         return record
 
-    def _raise_unknown(self, kind: ArtifactKind, name: str) -> None:
-        names = self.registry.list_names(kind)
+    def _raise_unknown(self, kind: ArtifactKind, name: str, scope: str) -> None:
+        names = self.registry.list_names(kind, backbone=scope)
         if name not in names:
             raise NotFoundError(kind, name, names)
 
@@ -293,17 +315,22 @@ class Store:
 
     # -- activation ------------------------------------------------------------------------
 
-    def activate(self, kind: ArtifactKind, name: str, version: int) -> None:
+    def activate(self, kind: ArtifactKind, name: str, version: int, *,
+                 backbone: str | None = None) -> None:
         """Activate (or roll back to) a registered version."""
-        self.registry.set_active(kind, name, version)
+        self.registry.set_active(kind, name, version, backbone=backbone)
 
-    def active_domains(self) -> dict[str, int]:
-        """Domain name -> active module version."""
-        return self.registry.active_versions("module")
+    def active_domains(self, backbone: str | None = None) -> dict[str, int]:
+        """Domain name -> active module version, of `backbone` (default: the default)."""
+        return self.registry.active_versions("module", backbone=backbone)
 
-    def delete_domain(self, name: str) -> None:
+    def delete_domain(self, name: str, *, backbone: str | None = None) -> None:
         """Stop serving a domain; its module versions stay for a later rollback."""
-        self.registry.clear_active("module", name)
+        self.registry.clear_active("module", name, backbone=backbone)
+
+    def active_backbones(self) -> dict[str, int]:
+        """Backbone name -> active version: the directions a server serves."""
+        return self.registry.active_versions("backbone")
 
     # -- layering and maintenance --------------------------------------------------------
 
@@ -312,35 +339,50 @@ class Store:
         where the rules above say so; returns the newly registered ones."""
         if self._builtin is None:
             return []
-        added: list[Manifest] = []
-        known_before = {(r.kind, r.name) for r in self.registry.list_artifacts()}
-        for ident in _artifact_ids(self._builtin):
-            location = BUILTIN_SCHEME + ident.label
-            record = self.registry.get_artifact(*ident)
+        added: list[tuple[str, Manifest]] = []
+        known_before = {(r.backbone, r.kind, r.name) for r in self.registry.list_artifacts()}
+        for prefix, ident in _layered_ids(self._builtin):
+            label = prefix + ident.label
+            location = BUILTIN_SCHEME + label
+            scope = self._builtin_scope(prefix, ident, label)
+            record = self.registry.get_artifact(*ident, backbone=scope)
             if record is None:
-                loaded = verify_artifact(self._builtin, ident.label, expect=ident)
+                loaded = verify_artifact(self._builtin, label, expect=ident)
                 try:
-                    self.registry.add_artifact(loaded.manifest, location=location)
-                    added.append(loaded.manifest)
-                except ConflictError:
-                    record = self.registry.get_artifact(*ident)  # a concurrent open won
+                    self.registry.add_artifact(loaded.manifest, location=location,
+                                               backbone=scope)
+                    added.append((scope, loaded.manifest))
+                except ConflictError:  # a concurrent open won
+                    record = self.registry.get_artifact(*ident, backbone=scope)
             if record is not None and record.location != location:
                 log.warning("built-in %s is not registered: the store published version %d "
-                            "of %r itself (%s)", ident.label, ident.version, ident.name,
+                            "of %r itself (%s)", label, ident.version, ident.name,
                             record.location)
-        newest = {(m.kind, m.name): m.version for m in sorted(added, key=lambda m: m.version)}
-        for (kind, name), version in sorted(newest.items()):
-            if self._follows_builtin(kind, name, version, new=(kind, name) not in known_before):
-                self.registry.set_active(kind, name, version)
-        return added
+        newest = {(scope, m.kind, m.name): m.version
+                  for scope, m in sorted(added, key=lambda sm: sm[1].version)}
+        for (scope, kind, name), version in sorted(newest.items()):
+            new = (scope, kind, name) not in known_before
+            if self._follows_builtin(kind, name, version, new=new, scope=scope):
+                self.registry.set_active(kind, name, version, backbone=scope)
+        return [m for _scope, m in added]
+
+    def _builtin_scope(self, prefix: str, ident: ArtifactId, label: str) -> str:
+        """The backbone a built-in artifact belongs to: its `directions/<backbone>/`
+        directory's, or (flat layout) the one whose fingerprint its manifest carries."""
+        if prefix:
+            return prefix.split("/")[1]
+        assert self._builtin is not None
+        manifest = Manifest.model_validate_json(
+            self._builtin.read_bytes(f"{label}/{MANIFEST_FILE}"))
+        return self.registry.owner(ident.kind, manifest.backbone_fingerprint)
 
     def _follows_builtin(self, kind: ArtifactKind, name: str, version: int, *,
-                         new: bool) -> bool:
+                         new: bool, scope: str) -> bool:
         """Whether a newly registered built-in version should become the active one."""
-        active = self.registry.get_active(kind, name)
+        active = self.registry.get_active(kind, name, backbone=scope)
         if active is None:
             return new  # a built-in domain deleted by an operator stays deleted
-        record = self.registry.get_artifact(kind, name, active)
+        record = self.registry.get_artifact(kind, name, active, backbone=scope)
         return (active < version and record is not None
                 and record.location.startswith(BUILTIN_SCHEME))
 
@@ -350,9 +392,9 @@ class Store:
         cutoff = time.time() - older_than.total_seconds()
         candidates = [f"{STAGING}/{entry}" for entry in self.storage.list(STAGING)]
         registered = {r.location for r in self.registry.list_artifacts()}
-        candidates += [
-            ident.label for ident in _artifact_ids(self.storage) if ident.label not in registered
-        ]
+        candidates += [label for label in (prefix + ident.label
+                                           for prefix, ident in _layered_ids(self.storage))
+                       if label not in registered]
         removed: list[str] = []
         for key in candidates:
             try:
@@ -365,15 +407,25 @@ class Store:
         return removed
 
 
-def _artifact_ids(storage: Storage) -> list[ArtifactId]:
-    """Every `<kind>s/<name>/v<version>` directory in `storage`."""
+def _layered_ids(storage: Storage) -> list[tuple[str, ArtifactId]]:
+    """Every artifact directory in `storage` as (prefix, id): the flat layout's with prefix
+    "", then every `directions/<backbone>/` one's."""
+    found = [("", ident) for ident in _artifact_ids(storage)]
+    for backbone in storage.list(DIRECTIONS):
+        prefix = f"{DIRECTIONS}/{backbone}/"
+        found += [(prefix, ident) for ident in _artifact_ids(storage, prefix)]
+    return found
+
+
+def _artifact_ids(storage: Storage, prefix: str = "") -> list[ArtifactId]:
+    """Every `<kind>s/<name>/v<version>` directory in `storage` (below `prefix`)."""
     found: list[ArtifactId] = []
-    for kind_dir in storage.list(""):
+    for kind_dir in storage.list(prefix.rstrip("/")):
         kind = kind_of_dir(kind_dir)
         if kind is None:
             continue
-        for name in storage.list(kind_dir):
-            for entry in storage.list(f"{kind_dir}/{name}"):
+        for name in storage.list(prefix + kind_dir):
+            for entry in storage.list(f"{prefix}{kind_dir}/{name}"):
                 version = parse_version_dir(entry)
                 if version is not None:
                     found.append(ArtifactId(kind, name, version))

@@ -16,6 +16,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    UniqueConstraint,
 )
 from sqlalchemy.types import TypeDecorator
 
@@ -41,11 +42,14 @@ class UTCDateTime(TypeDecorator[datetime]):
 
 metadata = MetaData()
 
+# Modules and classifiers belong to one backbone (a direction, docs/DIRECTIONS.md): their
+# rows carry its name in `backbone`; a backbone's own rows have "" there. Revision 0004.
 # An artifact is visible exactly when its row exists; the composite key arbitrates
-# concurrent publishers of the same (kind, name).
+# concurrent publishers of the same (backbone, kind, name).
 artifacts = Table(
     "artifacts",
     metadata,
+    Column("backbone", String(64), primary_key=True, server_default=""),
     Column("kind", String(16), primary_key=True),
     Column("name", String(64), primary_key=True),
     Column("version", Integer, primary_key=True, autoincrement=False),
@@ -58,6 +62,7 @@ artifacts = Table(
 active = Table(
     "active",
     metadata,
+    Column("backbone", String(64), primary_key=True, server_default=""),
     Column("kind", String(16), primary_key=True),
     Column("name", String(64), primary_key=True),
     Column("version", Integer, nullable=False),
@@ -69,6 +74,7 @@ jobs = Table(
     metadata,
     Column("id", String(36), primary_key=True),
     Column("domain", String(64), nullable=False),
+    Column("backbone", String(64), nullable=False, server_default=""),
     Column("state", String(16), nullable=False),
     Column("progress", Float, nullable=False, default=0.0),
     Column("loss", Float, nullable=True),
@@ -96,6 +102,7 @@ events = Table(
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("kind", String(16), nullable=False),
     Column("name", String(64), nullable=False),
+    Column("backbone", String(64), nullable=False, server_default=""),
     Column("version", Integer, nullable=True),
     Column("action", String(16), nullable=False),
     Column("at", UTCDateTime, nullable=False),
@@ -118,13 +125,16 @@ api_keys = Table(
 )
 
 # Named glossaries (source -> target terms) that requests use by `glossary_id`;
-# `default_for` names at most one domain whose requests use it when they name none.
+# `default_for` names at most one domain of its backbone whose requests use it when they
+# name none.
 glossaries = Table(
     "glossaries",
     metadata,
     Column("name", String(64), primary_key=True),
     Column("entries_json", Text, nullable=False),
-    Column("default_for", String(64), nullable=True, unique=True),
+    Column("backbone", String(64), nullable=False, server_default=""),
+    Column("default_for", String(64), nullable=True),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
+    UniqueConstraint("backbone", "default_for", name="uq_glossaries_backbone_default_for"),
 )

@@ -83,7 +83,8 @@ def run_domain_job(ctx: JobContext) -> dict[str, Any]:
         "steps": trained.steps, "stop_reason": trained.stop_reason,
         "train_seconds": trained.train_seconds, "pairs": trained.pairs}}
     ctx.report({"scores": scores, "progress": 0.92})
-    module = _job_artifact(ctx.store, "module", job.domain, job.id) or publish_module(
+    module = _job_artifact(ctx.store, "module", job.domain, job.id,
+                           backbone.manifest.name) or publish_module(
         ctx.store, job, trained, gate=gate, backbone=backbone, half=ctx.settings.half)
     if not gate.passed:
         raise JobFailed(f"{gate.refusal()}; {module.label} was published inactive for "
@@ -104,6 +105,7 @@ def publish_module(store: Store, job: Job, trained: TrainedModule, *, gate: Gate
     return store.publish(
         "module", job.domain, module_files(trained.params, half=half),
         config=trained.config, backbone_fingerprint=backbone.manifest.backbone_fingerprint,
+        backbone=backbone.manifest.name,
         provenance={"job": job.id, "recipe": "trainer sidecar", "data": data,
                     "pairs": trained.pairs, "steps": trained.steps,
                     "stop_reason": trained.stop_reason, "train_seconds": trained.train_seconds,
@@ -131,7 +133,8 @@ def _publish(ctx: JobContext, module: Manifest, *, backbone: JobBackbone,
             versions.append(("classifier", name, router.version))
             expect[("classifier", name)] = expected
         try:
-            store.registry.set_active_many(versions, expect=expect)
+            store.registry.set_active_many(versions, expect=expect,
+                                           backbone=backbone.manifest.name)
         except ConflictError as error:
             log.warning("router changed meanwhile (%s); updating it again", error)
             continue
@@ -147,22 +150,26 @@ def _router_for_job(ctx: JobContext, backbone: JobBackbone, data: tuple[list[Pai
     """(classifier to activate, the active version it must replace, note). Reuses this
     job's classifier when an earlier attempt published it on top of the current one."""
     store, job, settings = ctx.store, ctx.job, ctx.settings.router
-    current = store.registry.get_active("classifier", settings.name)
-    mine = _job_artifact(store, "classifier", settings.name, job.id)
+    owner = backbone.manifest.name
+    current = store.registry.get_active("classifier", settings.name, backbone=owner)
+    mine = _job_artifact(store, "classifier", settings.name, job.id, owner)
     if mine is not None and current in (mine.version, mine.provenance.get("based_on")):
         return mine, current, None
-    update: RouterUpdate | str = router_update(store, job.domain, data, settings=settings)
+    update: RouterUpdate | str = router_update(store, job.domain, data, settings=settings,
+                                               backbone=owner)
     if isinstance(update, str):
         log.warning("%s", update)
         return None, None, update
     manifest = publish_router(store, update, name=settings.name, job_id=job.id,
                               domain=job.domain,
-                              fingerprint=backbone.manifest.backbone_fingerprint)
+                              fingerprint=backbone.manifest.backbone_fingerprint,
+                              backbone=owner)
     return manifest, update.base_version, None
 
 
-def _job_artifact(store: Store, kind: ArtifactKind, name: str, job_id: str) -> Manifest | None:
-    """The newest version of `kind`/`name` that this job published, if any."""
-    found = [r.manifest for r in store.registry.list_artifacts(kind)
+def _job_artifact(store: Store, kind: ArtifactKind, name: str, job_id: str,
+                  backbone: str) -> Manifest | None:
+    """The newest version of `kind`/`name` of `backbone` that this job published, if any."""
+    found = [r.manifest for r in store.registry.list_artifacts(kind, backbone=backbone)
              if r.name == name and r.manifest.provenance.get("job") == job_id]
     return max(found, key=lambda m: m.version, default=None)

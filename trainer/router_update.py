@@ -44,13 +44,14 @@ class RouterUpdate:
 
 
 def router_update(store: Store, domain: str, data: tuple[Sequence[Pair], Sequence[Pair]], *,
-                  settings: RouterSettings) -> RouterUpdate | str:
-    """A retrained classifier that knows `domain`, or a note saying why there is none."""
-    base = store.registry.get_active("classifier", settings.name)
+                  settings: RouterSettings, backbone: str | None = None) -> RouterUpdate | str:
+    """A retrained classifier of `backbone` (default: the default backbone) that knows
+    `domain`, or a note saying why there is none."""
+    base = store.registry.get_active("classifier", settings.name, backbone=backbone)
     if base is None:
         return (f"no active classifier {settings.name!r}: the router was not updated; "
                 f"requests reach {domain!r} by name only")
-    loaded = store.load("classifier", settings.name, base)
+    loaded = store.load("classifier", settings.name, base, backbone=backbone)
     if CLASSIFIER_EXAMPLES_FILE not in loaded.files:
         return (f"the active classifier {loaded.manifest.label} carries no "
                 f"{CLASSIFIER_EXAMPLES_FILE}: "
@@ -70,12 +71,12 @@ def router_update(store: Store, domain: str, data: tuple[Sequence[Pair], Sequenc
 
 
 def publish_router(store: Store, update: RouterUpdate, *, name: str, job_id: str,
-                   domain: str, fingerprint: str) -> Manifest:
+                   domain: str, fingerprint: str, backbone: str | None = None) -> Manifest:
     """Publish the retrained classifier (inactive; the caller flips it with the module)."""
     return store.publish(
         "classifier", name, update.files,
         config={"labels": update.labels, "temperature": update.temperature},
-        backbone_fingerprint=fingerprint,
+        backbone_fingerprint=fingerprint, backbone=backbone,
         provenance={"job": job_id, "based_on": update.base_version, "added_domain": domain,
                     "examples": update.examples, "recipe": "trainer sidecar"},
         scores={"dev_accuracy": {domain: round(update.dev_accuracy, 4)}})

@@ -78,7 +78,7 @@ def submit_domain(store: Store, upload: DomainUpload, *, backbone: Manifest,
     """Validate `upload`, write its data and create its queued job (see the module doc)."""
     check_domain_name(upload.name)
     config = parse_job_config(upload.config, backbone_config)
-    _check_free(store, upload.name)
+    _check_free(store, upload.name, backbone.name)
     options = TrainingOptions.model_validate(config["training"])
     train, dev, summary = _data(upload, options, min_pairs=min_pairs)
     config |= {"data": summary, "backbone": {
@@ -89,7 +89,8 @@ def submit_domain(store: Store, upload: DomainUpload, *, backbone: Manifest,
         store.storage.write_bytes(job_key(job_id, TRAIN_FILE), pairs_to_bytes(train))
         store.storage.write_bytes(job_key(job_id, DEV_FILE), pairs_to_bytes(dev))
         return store.registry.create_domain_job(
-            upload.name, config=config, data_location=job_key(job_id), job_id=job_id)
+            upload.name, config=config, data_location=job_key(job_id), job_id=job_id,
+            backbone=backbone.name)
     except ConflictError as error:
         store.storage.remove_tree(job_key(job_id))
         raise Conflict(str(error), field="name") from None
@@ -98,15 +99,16 @@ def submit_domain(store: Store, upload: DomainUpload, *, backbone: Manifest,
         raise
 
 
-def _check_free(store: Store, domain: str) -> None:
+def _check_free(store: Store, domain: str, backbone: str) -> None:
     """Early 409 (the registry re-checks atomically when it inserts the job)."""
-    version = store.registry.get_active("module", domain)
+    version = store.registry.get_active("module", domain, backbone=backbone)
     if version is not None:
         raise Conflict(f"domain {domain!r} already exists (module v{version} is active); "
                        f"upload a version with POST /admin/domains/{domain}/versions or "
                        f"DELETE /admin/domains/{domain} first", field="name")
     for job in store.registry.list_jobs():
-        if job.domain == domain and job.state in ("queued", "running", "evaluating"):
+        if (job.domain == domain and job.backbone == backbone
+                and job.state in ("queued", "running", "evaluating")):
             raise Conflict(f"domain {domain!r} already has a {job.state} training job "
                            f"({job.id})", field="name")
 
