@@ -141,8 +141,9 @@ class Registry(GlossaryRows):
 
     def get_artifact(self, kind: ArtifactKind, name: str, version: int, *,
                      backbone: str | None = None) -> ArtifactRecord | None:
+        scope = self.name_scope(kind, name, backbone, version=version)
         query = select(artifacts).where(
-            artifacts.c.backbone == self.scope(kind, backbone),
+            artifacts.c.backbone == scope,
             artifacts.c.kind == kind, artifacts.c.name == name, artifacts.c.version == version
         )
         with self._read() as conn:
@@ -165,7 +166,7 @@ class Registry(GlossaryRows):
                      backbone: str | None = None) -> int:
         """1 + the highest registered version (a hint: the insert's unique key decides)."""
         query = select(func.max(artifacts.c.version)).where(
-            artifacts.c.backbone == self.scope(kind, backbone),
+            artifacts.c.backbone == self.name_scope(kind, name, backbone),
             artifacts.c.kind == kind, artifacts.c.name == name
         )
         with self._read() as conn:
@@ -174,7 +175,7 @@ class Registry(GlossaryRows):
 
     def list_versions(self, kind: ArtifactKind, name: str, *,
                       backbone: str | None = None) -> list[int]:
-        scope = self.scope(kind, backbone)
+        scope = self.name_scope(kind, name, backbone)
         with self._read() as conn:
             return self._versions(conn, kind, name, scope)
 
@@ -202,6 +203,30 @@ class Registry(GlossaryRows):
             return ""
         return self.default_backbone() if backbone is None else backbone
 
+    def name_scope(self, kind: str, name: str, backbone: str | None, *,
+                   version: int | None = None, active_only: bool = False) -> str:
+        """The `backbone` column for a call about one name that names no backbone, as
+        calls did before directions existed (tools, recipes, tests: the server, the
+        sidecar and the admin API always name it): for a given `version`, the backbone
+        that published that version of `name` last; otherwise the backbone where `name`
+        was activated last, else the one that published it last; else the default
+        backbone."""
+        if kind == "backbone" or backbone is not None:
+            return self.scope(kind, backbone)
+        with self._read() as conn:
+            owner = None if version is not None else conn.execute(
+                select(active.c.backbone)
+                .where(active.c.kind == kind, active.c.name == name)
+                .order_by(active.c.updated_at.desc()).limit(1)).scalar()
+            if owner is None and not active_only:
+                query = select(artifacts.c.backbone).where(artifacts.c.kind == kind,
+                                                           artifacts.c.name == name)
+                if version is not None:
+                    query = query.where(artifacts.c.version == version)
+                owner = conn.execute(query.order_by(artifacts.c.created_at.desc())
+                                     .limit(1)).scalar()
+        return self.default_backbone() if owner is None else str(owner)
+
     def owner_of(self, manifest: Manifest, backbone: str | None = None) -> str:
         return self.owner(manifest.kind, manifest.backbone_fingerprint, backbone)
 
@@ -224,7 +249,8 @@ class Registry(GlossaryRows):
 
     def get_active(self, kind: ArtifactKind, name: str, *,
                    backbone: str | None = None) -> int | None:
-        query = select(active.c.version).where(active.c.backbone == self.scope(kind, backbone),
+        scope = self.name_scope(kind, name, backbone)
+        query = select(active.c.version).where(active.c.backbone == scope,
                                                active.c.kind == kind, active.c.name == name)
         with self._read() as conn:
             version = conn.execute(query).scalar()
@@ -240,7 +266,7 @@ class Registry(GlossaryRows):
     def set_active(self, kind: ArtifactKind, name: str, version: int, *,
                    backbone: str | None = None) -> None:
         """Make `version` the active one (activation and rollback alike); records an event."""
-        scope = self.scope(kind, backbone)
+        scope = self.name_scope(kind, name, backbone, version=version)
         with self._write(serial=True) as conn:
             versions = self._versions(conn, kind, name, scope)
             if not versions:
@@ -260,7 +286,7 @@ class Registry(GlossaryRows):
     def clear_active(self, kind: ArtifactKind, name: str, *,
                      backbone: str | None = None) -> None:
         """Deactivate `name` (a deleted domain); its artifacts stay for a later rollback."""
-        scope = self.scope(kind, backbone)
+        scope = self.name_scope(kind, name, backbone, active_only=True)
         with self._write(serial=True) as conn:
             where = (active.c.backbone == scope, active.c.kind == kind, active.c.name == name)
             if conn.execute(sql_delete(active).where(*where)).rowcount == 0:

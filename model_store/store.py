@@ -285,7 +285,7 @@ class Store:
     def record(self, kind: ArtifactKind, name: str, version: int | None = None, *,
                backbone: str | None = None) -> ArtifactRecord:
         """The registry row of a version (default: the active one), or NotFoundError."""
-        scope = self.registry.scope(kind, backbone)
+        scope = self.registry.name_scope(kind, name, backbone, version=version)
         if version is None:
             version = self.registry.get_active(kind, name, backbone=scope)
             if version is None:

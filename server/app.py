@@ -23,20 +23,14 @@ from server.api.middleware import MetricsMiddleware
 from server.api.openapi_security import document_api_keys
 from server.documents.jobs import DocumentJobs, job_root
 from server.documents.service import DocumentService
-from server.engine.live_batches import LiveBatches
-from server.glossaries import GlossaryBook
 from server.languages import LanguageDetectors
 from server.lifecycle import DrainMiddleware, Lifecycle
 from server.metrics import Metrics
 from server.placement import pin_this_thread, plan_placement, this_threads_cpus
 from server.priorities import lower_own_priority
 from server.replica import ReplicaHeaderMiddleware
-from server.routing.policy import RoutingPolicy
-from server.scheduling.continuous import ContinuousScheduler
-from server.scheduling.scheduler import EngineThread, Scheduler
-from server.serving.admin import DomainAdmin
-from server.serving.runtime import Runtime
-from server.serving.translation import Translator
+from server.scheduling.scheduler import EngineThread
+from server.serving.directions import Directions, open_direction, served_backbones
 from server.serving.watch import watch_registry
 from server.settings import Settings
 from server.watchdog import Watchdog
@@ -67,43 +61,42 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     if placement is not None:
         pin_this_thread(placement.front)
     store = await asyncio.to_thread(settings.open_store)
-    runtime = Runtime(store, settings, metrics=metrics, engine_thread=engine_thread)
-    await runtime.refresh()
-    scheduler: Scheduler
-    if settings.scheduler.continuous:
-        scheduler = ContinuousScheduler(
-            LiveBatches(runtime.current_engine), engine_thread, settings.scheduler,
-            max_modules=settings.engine.slots_per_bank, metrics=metrics, residency=runtime)
-    else:
-        scheduler = Scheduler(runtime.run_batch, engine_thread, settings.scheduler,
-                              max_modules=settings.engine.slots_per_bank, metrics=metrics,
-                              residency=runtime)
-    scheduler.start()
-    policy = RoutingPolicy(settings.routing, max_members=settings.engine.slots_per_bank)
+    backbones = await asyncio.to_thread(served_backbones, store, settings.backbone,
+                                        every=settings.all_backbones)
+    # the default direction first: the one requests without languages use, as before
+    # directions existed; its objects are also app.state's runtime, translator, ...
+    default = await open_direction(store, settings, backbone=backbones[0], metrics=metrics,
+                                   engine_thread=engine_thread)
+    opened = [default]
+    for name in backbones[1:]:
+        opened.append(await open_direction(
+            store, settings, backbone=name, metrics=metrics, engine_thread=engine_thread,
+            preparation=default.translator.preparation))
+    app.state.directions = Directions(opened, app.state.language_detectors)
     app.state.store = store
     app.state.access = AccessGuard(store.registry, settings.access, metrics=metrics)
-    app.state.runtime = runtime
-    app.state.scheduler = scheduler
+    app.state.runtime = default.runtime
+    app.state.scheduler = default.scheduler
     app.state.engine_thread = engine_thread
-    glossaries = GlossaryBook(store.registry, settings.limits)
-    app.state.glossaries = glossaries
-    app.state.translator = Translator(
-        runtime, scheduler, policy, limits=settings.limits, decoding=settings.decoding,
-        timeout_s=settings.scheduler.request_timeout_s, metrics=metrics,
-        glossaries=glossaries)
+    app.state.glossaries = default.glossaries
+    app.state.translator = default.translator
     if settings.limits.start_preparation_worker:
         app.state.translator.preparation.start_worker()
     documents = DocumentService(app.state.translator, settings.documents)
     app.state.document_jobs = DocumentJobs(
         job_root(settings.store_dir, settings.documents.jobs_dir), documents)
     await app.state.document_jobs.start()
-    app.state.admin = DomainAdmin(store, runtime, drain_timeout_s=settings.drain_timeout_s)
-    app.state.watchdog = Watchdog(scheduler, engine_thread, stall_s=settings.liveness_stall_s)
-    changes = change_waiter(store.registry.url)
+    app.state.admin = default.admin
+    app.state.watchdog = Watchdog(default.scheduler, engine_thread,
+                                  stall_s=settings.liveness_stall_s)
+    waiters = [change_waiter(store.registry.url) for _ in opened]
     background = [
-        asyncio.create_task(watch_registry(runtime, settings.poll_interval_s, changes=changes),
-                            name="nmt-registry-poller"),
-        asyncio.create_task(glossaries.keep_defaults_fresh(), name="nmt-glossary-defaults")]
+        asyncio.create_task(watch_registry(d.runtime, settings.poll_interval_s, changes=w),
+                            name=f"nmt-registry-poller-{i}")
+        for i, (d, w) in enumerate(zip(opened, waiters, strict=True))]
+    background += [asyncio.create_task(d.glossaries.keep_defaults_fresh(),
+                                       name=f"nmt-glossary-defaults-{i}")
+                   for i, d in enumerate(opened)]
     try:
         yield
     finally:
@@ -111,8 +104,10 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             task.cancel()
         await asyncio.gather(*background, return_exceptions=True)
         await app.state.document_jobs.stop()
-        await changes.close()
-        await scheduler.stop()
+        for waiter in waiters:
+            await waiter.close()
+        for direction in opened:
+            await direction.scheduler.stop()
         app.state.translator.preparation.close()
         await asyncio.to_thread(engine_thread.shutdown)
         store.close()

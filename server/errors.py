@@ -48,6 +48,13 @@ class UnknownDomain(ServingError):
     code = "unknown_domain"
 
 
+class UnsupportedLanguage(ServingError):
+    """A source or target language (given or detected) that no served backbone
+    translates; the message names it and the served directions."""
+
+    code = "unsupported_language"
+
+
 class NotFound(ServingError):
     """A named thing (domain version, job) does not exist."""
 

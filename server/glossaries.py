@@ -40,9 +40,11 @@ class GlossaryChoice:
 
 
 class GlossaryBook:
-    def __init__(self, registry: Registry, limits: LimitSettings) -> None:
+    def __init__(self, registry: Registry, limits: LimitSettings, *,
+                 backbone: str | None = None) -> None:
         self.registry = registry
         self.limits = limits
+        self.backbone = backbone  # whose domains' defaults (None: the default backbone's)
         self._compiled: dict[str, tuple[object, Glossary]] = {}
         self._defaults: dict[str, Glossary] = {}  # by domain
         self.reload_defaults()
@@ -71,7 +73,8 @@ class GlossaryBook:
     def reload_defaults(self) -> None:
         """Reread every domain's default glossary (one registry read) and swap them in."""
         self._defaults = {domain: self._compile(record)
-                          for domain, record in self.registry.glossary_defaults().items()}
+                          for domain, record in self.registry.glossary_defaults(
+                              backbone=self.backbone).items()}
 
     async def keep_defaults_fresh(self, interval_s: float = DEFAULTS_REFRESH_S) -> None:
         """`reload_defaults` on a worker thread every `interval_s`, until cancelled; a
@@ -97,7 +100,8 @@ class GlossaryBook:
         check_name(name)
         self.validate(entries, field=field)
         try:
-            return self.registry.put_glossary(name, entries, default_for=default_for)
+            return self.registry.put_glossary(name, entries, default_for=default_for,
+                                              backbone=self.backbone)
         except ConflictError as error:
             raise Conflict(str(error), field="default_for") from None
         finally:

@@ -68,7 +68,8 @@ class Detection:
 
 
 class LanguageDetector:
-    """py3langid restricted to `languages`; the model (~0.5 s to read) loads on first use.
+    """py3langid restricted to `languages` (empty: every language it knows); the model
+    (~0.5 s to read) loads on first use.
     One identifier per instance (py3langid's module-level one is global state)."""
 
     def __init__(self, languages: list[str]) -> None:
@@ -90,7 +91,9 @@ class LanguageDetector:
             if not self._loaded:
                 identifier = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
                 known = [c for c in self.languages if c in set(identifier.labels)]
-                if known:
+                if not self.languages:  # every language the model knows
+                    self._identifier = identifier
+                elif known:
                     identifier.set_languages(known)
                     self._identifier = identifier
                 self._loaded = True

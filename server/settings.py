@@ -265,7 +265,11 @@ class Settings(ProcessSettings):
     host: str = Field("127.0.0.1", description="address to listen on")
     port: int = Field(8000, ge=0, le=65535, description="port to listen on")
     backbone: str | None = Field(
-        None, description="backbone name to serve (default: the store's only/active one)")
+        None, description="backbone name to serve (default: the store's only/active one); "
+                          "with several: the default direction (docs/DIRECTIONS.md)")
+    all_backbones: bool = Field(
+        True, description="also serve every other active backbone as a direction of its "
+                          "own (requests pick it with source/target); false: only `backbone`")
     admin_token: SecretStr | None = Field(
         None, description="bearer token of /admin (environment only; unset = admin disabled)")
     poll_interval_s: float = Field(

@@ -10,6 +10,7 @@ from server.api import (
     routes_glossaries,
     routes_health,
     routes_keys,
+    routes_languages,
     routes_translate,
 )
 
@@ -17,7 +18,8 @@ from server.api import (
 # `GET /admin/jobs[/{id}]` live in `server/api/jobs.py`; the sidecar (`python -m trainer`)
 # runs the jobs.
 PUBLIC_ROUTERS: list[APIRouter] = [routes_translate.router, routes_documents.router,
-                                   routes_health.router, libretranslate.router]
+                                   routes_health.router, routes_languages.router,
+                                   libretranslate.router]
 # Served on the main port, or only on the admin listener when NMT_ADMIN_PORT is set.
 ADMIN_ROUTERS: list[APIRouter] = [routes_admin.router, jobs.router, routes_keys.router,
                                   routes_glossaries.router]

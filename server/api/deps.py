@@ -19,6 +19,7 @@ from server.errors import Forbidden, Unauthorized
 from server.glossaries import GlossaryBook
 from server.metrics import Metrics
 from server.serving.admin import DomainAdmin
+from server.serving.directions import Directions
 from server.serving.runtime import Runtime
 from server.serving.translation import Translator
 from server.settings import Settings
@@ -48,6 +49,12 @@ async def get_translator(request: Request) -> Translator:
     return translator
 
 
+async def get_directions(request: Request) -> Directions | None:
+    """Every served direction (None in an app whose lifespan has not run)."""
+    directions: Directions | None = getattr(request.app.state, "directions", None)
+    return directions
+
+
 async def get_admin(request: Request) -> DomainAdmin:
     admin: DomainAdmin = request.app.state.admin
     return admin
@@ -67,6 +74,7 @@ ApiKeyDep = Annotated[str | None, Depends(api_key_header)]
 MetricsDep = Annotated[Metrics, Depends(get_metrics)]
 RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
 TranslatorDep = Annotated[Translator, Depends(get_translator)]
+DirectionsDep = Annotated[Directions | None, Depends(get_directions)]
 AdminDep = Annotated[DomainAdmin, Depends(get_admin)]
 GlossaryDep = Annotated[GlossaryBook, Depends(get_glossaries)]
 

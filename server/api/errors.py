@@ -35,6 +35,7 @@ STATUS: dict[type[Exception], int] = {
     errors.TooLarge: 413,
     errors.UnsupportedMediaType: 415,
     errors.UnknownDomain: 404,
+    errors.UnsupportedLanguage: 400,
     errors.NotFound: 404,
     errors.Conflict: 409,
     errors.Busy: 429,

@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 from fastapi import APIRouter, Request
 
-from server.api.deps import AccessDep, ApiKeyDep, RuntimeDep, TranslatorDep
+from server.api.deps import AccessDep, ApiKeyDep, DirectionsDep, RuntimeDep, TranslatorDep
 from server.api.errors import ClientGone
 from server.api.schemas import (
     Alternative,
@@ -16,6 +16,7 @@ from server.api.schemas import (
     BatchRequest,
     BatchResponse,
     DecodingOptions,
+    Detected,
     DomainInfo,
     DomainsResponse,
     ErrorResponse,
@@ -28,9 +29,11 @@ from server.api.schemas import (
     TranslateRequest,
     TranslateResponse,
 )
+from server.errors import NotReady
 from server.glossaries import GlossaryChoice
+from server.languages import Detection
 from server.routing.policy import RoutingDecision
-from server.serving.translation import DecodingRequest, Item, ItemResult
+from server.serving.translation import DecodingRequest, Item, ItemResult, Translator
 
 T = TypeVar("T")
 router = APIRouter(tags=["translation"])
@@ -48,9 +51,15 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 
 @router.post("/translate", response_model=TranslateResponse, responses=ERRORS)
 async def translate(body: TranslateRequest, request: Request, translator: TranslatorDep,
-                    access: AccessDep, api_key: ApiKeyDep) -> TranslateResponse:
-    """Translate one text; `routing` says which domain module(s) did it and why."""
+                    access: AccessDep, api_key: ApiKeyDep,
+                    directions: DirectionsDep) -> TranslateResponse:
+    """Translate one text; `routing` says which domain module(s) did it and why;
+    `source`/`target` pick the direction (backbone)."""
     await access.check(api_key, chars=len(body.text))
+    if body.source is not None or body.target is not None:  # before detection reads it
+        translator.check_limits([Item(body.text, None)])
+    translator, detected = await direction_of(directions, translator, body.source,
+                                              body.target, [body.text])
     item = Item(body.text, body.domain, format=body.format, glossary=glossary_choice(body))
     results = await until_disconnected(
         request, translator.translate([item], decoding_request(body.options),
@@ -60,14 +69,21 @@ async def translate(body: TranslateRequest, request: Request, translator: Transl
     if body.explain:
         response.explanation = explanation(results[0].decision,
                                            threshold=translator.policy.settings.threshold)
+    response.detected = shown(detected)
     return response
 
 
 @router.post("/translate/batch", response_model=BatchResponse, responses=ERRORS)
 async def translate_batch(body: BatchRequest, request: Request, translator: TranslatorDep,
-                          access: AccessDep, api_key: ApiKeyDep) -> BatchResponse:
-    """Translate many texts (domains may differ); results come in the items' order."""
+                          access: AccessDep, api_key: ApiKeyDep,
+                          directions: DirectionsDep) -> BatchResponse:
+    """Translate many texts (domains may differ) in one direction; results come in the
+    items' order."""
     await access.check(api_key, chars=sum(len(item.text) for item in body.items))
+    if body.source is not None or body.target is not None:
+        translator.check_limits([Item(item.text, None) for item in body.items])
+    translator, detected = await direction_of(directions, translator, body.source,
+                                              body.target, [item.text for item in body.items])
     items = [Item(item.text, item.domain if "domain" in item.model_fields_set else body.domain,
                   text_field=f"items[{index}].text",
                   domain_field=(f"items[{index}].domain" if "domain" in item.model_fields_set
@@ -79,7 +95,29 @@ async def translate_batch(body: BatchRequest, request: Request, translator: Tran
              for index, item in enumerate(body.items)]
     results = await until_disconnected(
         request, translator.translate(items, decoding_request(body.options)))
-    return BatchResponse(results=[to_response(result) for result in results])
+    return BatchResponse(results=[to_response(result) for result in results],
+                         detected=shown(detected))
+
+
+async def direction_of(directions: DirectionsDep, translator: Translator, source: str | None,
+                       target: str | None, texts: list[str]
+                       ) -> tuple[Translator, Detection | None]:
+    """The translator of the request's direction: `translator` (the default direction's,
+    the dependency) when the request names no language."""
+    if source is None and target is None:
+        return translator, None
+    if directions is None:
+        raise NotReady("the server is starting: no direction is served yet")
+    choice = await directions.choose(source, target, texts)
+    if choice.direction is directions.default:
+        return translator, choice.detected
+    return choice.direction.translator, choice.detected
+
+
+def shown(detected: Detection | None) -> Detected | None:
+    if detected is None:
+        return None
+    return Detected(language=detected.language, confidence=round(detected.confidence, 4))
 
 
 @router.get("/domains", response_model=DomainsResponse)

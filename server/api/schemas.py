@@ -76,6 +76,21 @@ class TextOptions(Strict):
         return self
 
 
+# Directions (docs/DIRECTIONS.md): ISO 639-1 codes; "auto" detects the source language.
+SourceField = Annotated[str | None, Field(
+    pattern=r"^([a-z]{2}|auto)$",
+    description='source language (ISO 639-1) or "auto" (detected); with target, picks the '
+                "direction (backbone); absent with target absent: the server's default "
+                "direction")]
+TargetField = Annotated[str | None, Field(
+    pattern=r"^[a-z]{2}$", description="target language (ISO 639-1); see source")]
+
+
+class Detected(BaseModel):
+    language: str = Field(description="the detected source language (ISO 639-1)")
+    confidence: float = Field(description="the detector's probability of it, 0..1")
+
+
 class TranslateRequest(TextOptions):
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
         {"text": "The patient takes one tablet a day.", "domain": "medical"},
@@ -85,6 +100,8 @@ class TranslateRequest(TextOptions):
     text: TextField = Field(description="the text to translate (sentences and paragraphs "
                                         "kept; NMT_LIMITS__MAX_TEXT_CHARS)")
     domain: DomainField = Field(None, description=DOMAIN_DESCRIPTION)
+    source: SourceField = None
+    target: TargetField = None
     options: DecodingOptions = Field(default_factory=DecodingOptions)
     return_proportions: bool = Field(
         False, description="debug: also return the word-level domain proportions of every "
@@ -111,6 +128,8 @@ class BatchRequest(TextOptions):
                                    description="texts, answered in this order "
                                                "(NMT_LIMITS__MAX_BATCH_ITEMS)")
     domain: DomainField = Field(None, description="default domain of items without one")
+    source: SourceField = None
+    target: TargetField = None
     options: DecodingOptions = Field(default_factory=DecodingOptions)
 
 
@@ -170,10 +189,16 @@ class TranslateResponse(BaseModel):
     explanation: Explanation | None = Field(
         None, exclude_if=lambda value: value is None,
         description="why the text was routed as it was (only with explain; absent otherwise)")
+    detected: Detected | None = Field(
+        None, exclude_if=lambda value: value is None,
+        description='the detected source language (only with source "auto")')
 
 
 class BatchResponse(BaseModel):
     results: list[TranslateResponse]
+    detected: Detected | None = Field(
+        None, exclude_if=lambda value: value is None,
+        description='the source language of all items together (only with source "auto")')
 
 
 class BackboneInfo(BaseModel):

@@ -12,6 +12,7 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
@@ -59,10 +60,10 @@ class DomainAdmin:
         return await asyncio.to_thread(self._list)
 
     def _list(self) -> list[DomainVersions]:
-        registry = self.store.registry
-        active = registry.active_versions("module")
+        registry, scope = self.store.registry, self.runtime.scope
+        active = registry.active_versions("module", backbone=scope)
         by_name: dict[str, list[VersionInfo]] = {}
-        for record in registry.list_artifacts("module"):
+        for record in registry.list_artifacts("module", backbone=registry.scope("module", scope)):
             manifest = record.manifest
             by_name.setdefault(record.name, []).append(VersionInfo(
                 record.version, record.created_at, str(manifest.config.get("family", "")),
@@ -104,15 +105,19 @@ class DomainAdmin:
                 raise InvalidArtifact(f"upload is invalid: {len(problems)} problem(s): "
                                       + "; ".join(problems), field="body")
             return self.store.import_artifact_dir(root, "module", label="upload",
-                                                  expected_fingerprint=fingerprint)
+                                                  expected_fingerprint=fingerprint,
+                                                  backbone=backbone.name)
 
     async def activate(self, name: str, version: int) -> DomainEntry:
         """Serve `version` of `name` (roll forward or back): verify and load it first, then
         flip the registry, then apply."""
         check_domain_name(name)
-        await asyncio.to_thread(self.store.record, "module", name, version)  # NotFound
+        scope = self.runtime.scope
+        await asyncio.to_thread(partial(self.store.record, "module", name, version,
+                                        backbone=scope))  # NotFound
         await self.runtime.preload(name, version)
-        await asyncio.to_thread(self.store.activate, "module", name, version)
+        await asyncio.to_thread(partial(self.store.activate, "module", name, version,
+                                        backbone=scope))
         await self.runtime.refresh()
         entry = self.runtime.state.domains.get(name)
         if entry is None or entry.version != version:
@@ -125,12 +130,14 @@ class DomainAdmin:
         """Stop serving `name`: deactivate it, then wait for in-flight requests that use
         any of its versions. The artifacts stay for a later rollback."""
         check_domain_name(name)
-        version = await asyncio.to_thread(self.store.registry.get_active, "module", name)
+        scope = self.runtime.scope
+        version = await asyncio.to_thread(
+            partial(self.store.registry.get_active, "module", name, backbone=scope))
         if version is None:
-            active = await asyncio.to_thread(self.store.active_domains)
+            active = await asyncio.to_thread(self.store.active_domains, scope)
             raise NotFound(f"domain {name!r} is not active; active: "
                            f"{', '.join(sorted(active)) or 'none'}", field="name")
-        await asyncio.to_thread(self.store.delete_domain, name)
+        await asyncio.to_thread(partial(self.store.delete_domain, name, backbone=scope))
         await self.runtime.refresh()
         drained = await self.runtime.drain(name, timeout=self.drain_timeout_s)
         return Deleted(name, version, drained)

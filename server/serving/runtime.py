@@ -33,6 +33,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from model_store import LoadedArtifact, Manifest, Store, StoreError
@@ -56,8 +57,10 @@ log = logging.getLogger(__name__)
 
 class Runtime:
     def __init__(self, store: Store, settings: Settings, *, metrics: Metrics,
-                 engine_thread: EngineThread) -> None:
+                 engine_thread: EngineThread, backbone: str | None = None) -> None:
         self.store = store
+        # the backbone (direction) to serve: its modules and router are this backbone's
+        self.requested = backbone if backbone is not None else settings.backbone
         self.settings = settings
         self.metrics = metrics
         self.engine_thread = engine_thread
@@ -86,7 +89,7 @@ class Runtime:
                 self._publish(ServingState(failures=failures))
                 self.seen_event = event_id
                 return
-            desired = await asyncio.to_thread(self.store.active_domains)
+            desired = await asyncio.to_thread(self.store.active_domains, self.scope)
             wanted: set[tuple[str, int]] = set(desired.items())
             domains: dict[str, DomainEntry] = {}
             for name, version in sorted(desired.items()):
@@ -108,7 +111,7 @@ class Runtime:
             failures["backbone"] = waiting.problem
             return
         try:
-            loaded = await asyncio.to_thread(self.store.load_backbone, self.settings.backbone)
+            loaded = await asyncio.to_thread(self.store.load_backbone, self.requested)
             self.engine = await self.engine_thread.run(self._build_engine, loaded.files)
             self.backbone = loaded.manifest
             self._failed.clear(BACKBONE_KEY)
@@ -173,7 +176,8 @@ class Runtime:
     def _load_artifact(self, name: str, version: int) -> LoadedArtifact:
         """A module version read and verified against the serving backbone."""
         fingerprint = self.backbone.backbone_fingerprint if self.backbone else None
-        return self.store.load("module", name, version, expected_fingerprint=fingerprint)
+        return self.store.load("module", name, version, expected_fingerprint=fingerprint,
+                               backbone=self.scope)
 
     def _load_module(self, name: str, version: int) -> tuple[dict[str, Any], Params]:
         loaded = self._load_artifact(name, version)
@@ -189,7 +193,8 @@ class Runtime:
     async def _classifier(self, failures: dict[str, str],
                           wanted: set[tuple[str, int]]) -> Classifier | None:
         name = self.settings.routing.classifier
-        version = await asyncio.to_thread(self.store.registry.get_active, "classifier", name)
+        version = await asyncio.to_thread(
+            partial(self.store.registry.get_active, "classifier", name, backbone=self.scope))
         current = self.state.classifier
         if version is None:
             return None
@@ -212,12 +217,18 @@ class Runtime:
         return current
 
     def _load_classifier(self, name: str, version: int) -> Classifier:
-        loaded = self.store.load("classifier", name, version)
+        loaded = self.store.load("classifier", name, version, backbone=self.scope)
         return load_classifier(loaded.files, loaded.manifest.config, version=version)
 
     def current_engine(self) -> Engine:
         """The engine serving now (continuous batching's live rows join it; engine thread)."""
         return self._engine()
+
+    @property
+    def scope(self) -> str | None:
+        """The backbone whose modules and router this runtime serves (the registry's
+        `backbone` column); None before a backbone is loaded."""
+        return self.backbone.name if self.backbone is not None else self.requested
 
     def _engine(self) -> Engine:
         if self.engine is None:

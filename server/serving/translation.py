@@ -113,7 +113,8 @@ class Translator:
     def __init__(self, runtime: Runtime, scheduler: Scheduler, policy: RoutingPolicy, *,
                  limits: LimitSettings, decoding: DecodingSettings, timeout_s: float,
                  metrics: Metrics, glossaries: GlossaryBook,
-                 terms: TermMode = "inline") -> None:
+                 terms: TermMode = "inline", preparation: PreparationGate | None = None
+                 ) -> None:
         self.runtime = runtime
         self.scheduler = scheduler
         self.policy = policy
@@ -123,8 +124,9 @@ class Translator:
         self.metrics = metrics
         self.glossaries = glossaries
         self.terms = terms
-        self.preparation = PreparationGate(max_chars=limits.max_preparing_chars,
-                                           retry_after_s=scheduler.settings.retry_after_s)
+        # one gate (and text worker process) for all directions: passed in by the others
+        self.preparation = preparation or PreparationGate(
+            max_chars=limits.max_preparing_chars, retry_after_s=scheduler.settings.retry_after_s)
 
     async def translate(self, items: Sequence[Item], request: DecodingRequest, *,
                         proportions: bool = False, explain: bool = False) -> list[ItemResult]:

@@ -13,7 +13,14 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response
 
-from server.api.deps import AccessDep, ApiKeyDep, RuntimeDep, SettingsDep, TranslatorDep
+from server.api.deps import (
+    AccessDep,
+    ApiKeyDep,
+    DirectionsDep,
+    RuntimeDep,
+    SettingsDep,
+    TranslatorDep,
+)
 from server.api.libretranslate.errors import LibreTranslateError, LibreTranslateRoute, bad_request
 from server.api.libretranslate.requests import (
     TranslateParams,
@@ -31,8 +38,9 @@ from server.languages import (
     language_name,
     language_pair,
 )
+from server.serving.directions import Directions
 from server.serving.runtime import Runtime
-from server.serving.translation import DecodingRequest, Item, ItemResult
+from server.serving.translation import DecodingRequest, Item, ItemResult, Translator
 
 router = APIRouter(prefix="/libretranslate", tags=["libretranslate"],
                    route_class=LibreTranslateRoute)
@@ -93,7 +101,7 @@ def served_pair(runtime: Runtime) -> LanguagePair:
              openapi_extra=body_schema(TRANSLATE_FIELDS, ["q", "source", "target"]))
 async def translate(request: Request, runtime: RuntimeDep, translator: TranslatorDep,
                     settings: SettingsDep, detectors: DetectorsDep, access: AccessDep,
-                    header_key: ApiKeyDep) -> JSONResponse:
+                    header_key: ApiKeyDep, directions: DirectionsDep) -> JSONResponse:
     """Translate `q` (a string or a list) from `source` (a code or `auto`) to `target`.
     JSON or form body: `q`, `source`, `target`, `format` (`text`/`html`), `alternatives`,
     `api_key`; extra: `domain` (as on `/translate`). Answers `translatedText`,
@@ -109,10 +117,13 @@ async def translate(request: Request, runtime: RuntimeDep, translator: Translato
     items = [Item(text, params.domain, text_field=f"q[{i}]" if params.batch else "q",
                   format=params.format) for i, text in enumerate(params.texts)]
     translator.check_limits(items)  # before detection reads the texts
-    detected = await _detected_source(params, pair, detectors)
-    if params.target != pair.target:
-        raise bad_request(f"{params.target} is not supported as a target language; "
-                          f"{pair.describe()}")
+    if directions is not None and len(directions.served()) > 1:
+        translator, detected = await _direction(params, directions, translator)
+    else:
+        detected = await _detected_source(params, pair, detectors)
+        if params.target != pair.target:
+            raise bad_request(f"{params.target} is not supported as a target language; "
+                              f"{pair.describe()}")
     # LibreTranslate gives no alternatives for html
     alternatives = params.alternatives if params.format == "text" else 0
     work = translator.translate(items, DecodingRequest(n_best=alternatives + 1))
@@ -141,6 +152,33 @@ async def _detected_source(params: TranslateParams, pair: LanguagePair,
     return ranked[0]
 
 
+async def _direction(params: TranslateParams, directions: Directions,
+                     translator: Translator) -> tuple[Translator, Detection | None]:
+    """Several directions: the one from `source` (or the detected language) into
+    `target`; `translator` (the default direction's) when it is the default."""
+    served = directions.served()
+    detected = None
+    source = params.source
+    if source == "auto":
+        detected = await directions.detect_source("\n".join(params.texts))
+        if detected is None:  # nothing to detect: the default direction's source
+            default_pair = directions.default.pair
+            source = default_pair.source if default_pair else ""
+            detected = Detection(source, 0.0)
+        else:
+            source = detected.language
+    shown = f"{source} (detected)" if params.source == "auto" else source
+    routes = f"this server translates {directions.describe()}"
+    if source not in {pair.source for pair, _ in served}:
+        raise bad_request(f"{shown} is not supported as a source language; {routes}")
+    chosen = next((d for pair, d in served
+                   if (pair.source, pair.target) == (source, params.target)), None)
+    if chosen is None:
+        raise bad_request(f"{params.target} is not supported as a target language from "
+                          f"{source}; {routes}")
+    return (translator if chosen is directions.default else chosen.translator), detected
+
+
 def _answer(params: TranslateParams, results: list[ItemResult],
             detected: Detection | None) -> dict[str, Any]:
     texts = [result.translation for result in results]
@@ -167,26 +205,34 @@ def _detection(found: Detection) -> dict[str, Any]:
 
 
 @router.get("/languages", responses=ERRORS)
-async def languages(runtime: RuntimeDep) -> JSONResponse:
-    """Every language with the codes it translates into (`targets`)."""
-    pair = served_pair(runtime)
+async def languages(runtime: RuntimeDep, directions: DirectionsDep) -> JSONResponse:
+    """Every language with the codes it translates into (`targets`): exactly the served
+    directions."""
+    pairs = [served_pair(runtime)]
+    if directions is not None:
+        pairs += [pair for pair, _ in directions.served() if pair not in pairs]
+    codes = list(dict.fromkeys(code for pair in pairs for code in pair.codes))
     listed = [{"code": code, "name": language_name(code),
-               "targets": [pair.target] if code == pair.source else []}
-              for code in pair.codes]
+               "targets": list(dict.fromkeys(p.target for p in pairs if p.source == code))}
+              for code in codes]
     return JSONResponse(listed)
 
 
 @router.post("/detect", responses=ERRORS, openapi_extra=body_schema(
     {"q": TRANSLATE_FIELDS["q"], "api_key": TRANSLATE_FIELDS["api_key"]}, ["q"]))
 async def detect(request: Request, runtime: RuntimeDep, detectors: DetectorsDep,
-                 access: AccessDep, header_key: ApiKeyDep) -> JSONResponse:
+                 access: AccessDep, header_key: ApiKeyDep,
+                 directions: DirectionsDep) -> JSONResponse:
     """The language of `q` among the server's languages, most probable first
     (`confidence` 0..100)."""
     values = await read_values(request)
     texts = detect_texts(values)
     await access.check(optional_text(values, "api_key") or header_key,
                        chars=sum(map(len, texts)), field="api_key")
-    detector = detectors.get(served_pair(runtime).codes)
+    codes = served_pair(runtime).codes
+    if directions is not None and len(directions.served()) > 1:
+        codes = sorted({c for pair, _ in directions.served() for c in pair.codes} | set(codes))
+    detector = detectors.get(codes)
     ranked = await asyncio.to_thread(detector.rank, "\n".join(texts))
     return JSONResponse([_detection(found) for found in ranked])
 

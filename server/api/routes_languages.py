@@ -1,0 +1,50 @@
+"""`GET /languages`: the directions this server serves, each with its domains."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from pydantic import BaseModel, Field
+
+from server.api.deps import DirectionsDep
+from server.errors import NotReady
+from server.languages import language_name
+
+router = APIRouter(tags=["translation"])
+
+
+class DirectionInfo(BaseModel):
+    source: str | None = Field(description="ISO 639-1; null when the backbone does not "
+                                           "say (reachable only as the default direction)")
+    target: str | None
+    source_name: str | None
+    target_name: str | None
+    backbone: str
+    version: int
+    default: bool = Field(description="requests without source and target use it")
+    domains: list[str] = Field(description="its served domains (`generic`, the plain "
+                                           "backbone, always serves)")
+
+
+class LanguagesResponse(BaseModel):
+    directions: list[DirectionInfo]
+
+
+@router.get("/languages", response_model=LanguagesResponse)
+async def languages(directions: DirectionsDep) -> LanguagesResponse:
+    """Exactly the directions served (backbones loaded), the default first."""
+    if directions is None:
+        raise NotReady("the server is starting: no direction is served yet")
+    listed = []
+    for direction in directions.all:
+        backbone = direction.runtime.backbone
+        if backbone is None or not direction.serving:
+            continue
+        pair = direction.pair
+        listed.append(DirectionInfo(
+            source=pair.source if pair else None, target=pair.target if pair else None,
+            source_name=language_name(pair.source) if pair else None,
+            target_name=language_name(pair.target) if pair else None,
+            backbone=backbone.name, version=backbone.version,
+            default=direction is directions.default,
+            domains=sorted(direction.runtime.state.domains)))
+    return LanguagesResponse(directions=listed)
