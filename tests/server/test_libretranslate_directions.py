@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import urllib.error
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
