@@ -11,15 +11,15 @@ from __future__ import annotations
 import hmac
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Query, Request
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from server.access import AccessGuard
-from server.errors import Forbidden, Unauthorized
+from server.errors import Forbidden, NotFound, Unauthorized
 from server.glossaries import GlossaryBook
 from server.metrics import Metrics
 from server.serving.admin import DomainAdmin
-from server.serving.directions import Directions
+from server.serving.directions import Direction, Directions
 from server.serving.runtime import Runtime
 from server.serving.translation import Translator
 from server.settings import Settings
@@ -55,12 +55,37 @@ async def get_directions(request: Request) -> Directions | None:
     return directions
 
 
-async def get_admin(request: Request) -> DomainAdmin:
+BackboneQuery = Annotated[str | None, Query(
+    max_length=64, description="the direction (backbone name, as GET /languages lists it) "
+                               "to administer; default: the default direction")]
+
+
+async def get_direction(request: Request, backbone: BackboneQuery = None) -> Direction | None:
+    """The direction an admin call names with `?backbone=`; None: the default one."""
+    if backbone is None:
+        return None
+    directions: Directions | None = getattr(request.app.state, "directions", None)
+    found = directions.by_name(backbone) if directions is not None else None
+    if found is None:
+        served = ", ".join(d.name for d in directions.all) if directions else "none"
+        raise NotFound(f"backbone {backbone!r} is not served; served: {served}",
+                       field="backbone")
+    return found
+
+
+AdminDirectionDep = Annotated[Direction | None, Depends(get_direction)]
+
+
+async def get_admin(request: Request, direction: AdminDirectionDep) -> DomainAdmin:
+    if direction is not None:
+        return direction.admin
     admin: DomainAdmin = request.app.state.admin
     return admin
 
 
-async def get_glossaries(request: Request) -> GlossaryBook:
+async def get_glossaries(request: Request, direction: AdminDirectionDep) -> GlossaryBook:
+    if direction is not None:
+        return direction.glossaries
     glossaries: GlossaryBook = request.app.state.glossaries
     return glossaries
 async def get_access(request: Request) -> AccessGuard:

@@ -150,3 +150,30 @@ def test_an_admin_write_to_one_direction_leaves_the_other_bit_identical(
     with Store.open(store, builtin_dir=None) as opened:
         assert opened.active_domains(EN_FR) == {"medical": 2}
         assert opened.active_domains(FR_EN) == {"medical": 1}
+
+
+def test_admin_calls_name_their_direction_with_backbone(tmp_path: Path) -> None:
+    store = build_two_directions(tmp_path / "store")
+    probe = {"text": ENGLISH, "domain": "medical", "options": {"n_best": 2, "beam_size": 2}}
+    with Store.open(store, builtin_dir=None) as opened:
+        fingerprint = opened.record("backbone", FR_EN).fingerprint
+    archive = module_archive(tmp_path / "scratch", "medical", 11, fingerprint=fingerprint)
+    with make_client(store, backbone=EN_FR) as client:
+        before = translate(client, **probe)
+        upload = client.post(f"/admin/domains/medical/versions?activate=true&backbone={FR_EN}",
+                             headers=admin_headers(), content=archive)
+        wrong = client.post("/admin/domains/medical/versions?backbone=tiny-de-en",
+                            headers=admin_headers(), content=archive)
+        listed = client.get(f"/admin/domains?backbone={FR_EN}", headers=admin_headers())
+        after = translate(client, **probe)
+        french = translate(client, text=FRENCH, domain="medical", source="fr")
+
+    assert upload.status_code == 201, upload.text
+    assert upload.json()["version"] == 2
+    assert wrong.status_code == 404
+    assert wrong.json()["error"]["message"] == (
+        "backbone 'tiny-de-en' is not served; served: tiny-en-fr, tiny-fr-en")
+    assert [(d["name"], d["active_version"]) for d in listed.json()["domains"]] == [
+        ("medical", 2)]
+    assert after == before  # en->fr: bit-identical
+    assert french["routing"]["module_version"] == 2
