@@ -3,6 +3,7 @@
 
 import { call } from "./api.js";
 import { $, h, showError } from "./dom.js";
+import { LanguagesControl } from "./languages.js";
 import { summary } from "./routing.js";
 
 const MIXTURE = "__mixture__";
@@ -34,6 +35,14 @@ export class TranslateView {
     this.nBest = $("#n-best");
     this.button = $("#translate-button");
     this.error = $("#translate-error");
+    // another direction lists its own domains (GET /domains is the default direction's)
+    this.direction = null;
+    this.defaultDomains = [];
+    this.languages = new LanguagesControl((direction) => {
+      this.direction = direction;
+      this.showDomains();
+    });
+    this.languages.load();
     this.form.addEventListener("submit", (event) => {
       event.preventDefault();
       this.translate();
@@ -56,10 +65,18 @@ export class TranslateView {
   }
 
   setDomains(domains) {
+    this.defaultDomains = domains;
+    this.showDomains();
+  }
+
+  showDomains() {
+    const other = this.direction && !this.direction.default;
+    const domains = other ? this.direction.domains.map((name) => ({ name })) : this.defaultDomains;
     const chosen = this.domain.value || "auto";
     const options = [
       h("option", { value: "auto", text: "Automatic" }),
-      ...domains.map((d) => h("option", { value: d.name, text: `${d.name} (v${d.version})` })),
+      ...domains.map((d) => h("option", { value: d.name,
+        text: d.version === undefined ? d.name : `${d.name} (v${d.version})` })),
       h("option", { value: "generic", text: "Generic (plain backbone)" }),
       h("option", { value: MIXTURE, text: "Custom mixture…" }),
     ];
@@ -92,7 +109,7 @@ export class TranslateView {
 
   request() {
     const fields = this.app.fields;
-    const body = { text: this.text.value };
+    const body = { text: this.text.value, ...this.languages.values() };
     const domain = this.domainValue();
     if (domain !== undefined) body.domain = domain;
     const options = {};
@@ -134,6 +151,7 @@ export class TranslateView {
 
   show(result) {
     $("#translation").textContent = result.translation;
+    this.languages.showDetected(result.detected);
     const routing = $("#routing-summary");
     routing.hidden = false;
     routing.replaceChildren(
