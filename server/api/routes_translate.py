@@ -7,6 +7,8 @@ from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 
 from server.api.deps import AccessDep, ApiKeyDep, DirectionsDep, RuntimeDep, TranslatorDep
 from server.api.errors import ClientGone
@@ -17,6 +19,8 @@ from server.api.schemas import (
     BatchResponse,
     DecodingOptions,
     Detected,
+    DetectedBatchResponse,
+    DetectedTranslateResponse,
     DomainInfo,
     DomainsResponse,
     ErrorResponse,
@@ -52,7 +56,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 @router.post("/translate", response_model=TranslateResponse, responses=ERRORS)
 async def translate(body: TranslateRequest, request: Request, translator: TranslatorDep,
                     access: AccessDep, api_key: ApiKeyDep,
-                    directions: DirectionsDep) -> TranslateResponse:
+                    directions: DirectionsDep) -> TranslateResponse | JSONResponse:
     """Translate one text; `routing` says which domain module(s) did it and why;
     `source`/`target` pick the direction (backbone)."""
     await access.check(api_key, chars=len(body.text))
@@ -69,14 +73,15 @@ async def translate(body: TranslateRequest, request: Request, translator: Transl
     if body.explain:
         response.explanation = explanation(results[0].decision,
                                            threshold=translator.policy.settings.threshold)
-    response.detected = shown(detected)
+    if detected is not None:
+        return with_detection(DetectedTranslateResponse, response, detected)
     return response
 
 
 @router.post("/translate/batch", response_model=BatchResponse, responses=ERRORS)
 async def translate_batch(body: BatchRequest, request: Request, translator: TranslatorDep,
                           access: AccessDep, api_key: ApiKeyDep,
-                          directions: DirectionsDep) -> BatchResponse:
+                          directions: DirectionsDep) -> BatchResponse | JSONResponse:
     """Translate many texts (domains may differ) in one direction; results come in the
     items' order."""
     await access.check(api_key, chars=sum(len(item.text) for item in body.items))
@@ -95,8 +100,10 @@ async def translate_batch(body: BatchRequest, request: Request, translator: Tran
              for index, item in enumerate(body.items)]
     results = await until_disconnected(
         request, translator.translate(items, decoding_request(body.options)))
-    return BatchResponse(results=[to_response(result) for result in results],
-                         detected=shown(detected))
+    response = BatchResponse(results=[to_response(result) for result in results])
+    if detected is not None:
+        return with_detection(DetectedBatchResponse, response, detected)
+    return response
 
 
 async def direction_of(directions: DirectionsDep, translator: Translator, source: str | None,
@@ -114,10 +121,13 @@ async def direction_of(directions: DirectionsDep, translator: Translator, source
     return choice.direction.translator, choice.detected
 
 
-def shown(detected: Detection | None) -> Detected | None:
-    if detected is None:
-        return None
-    return Detected(language=detected.language, confidence=round(detected.confidence, 4))
+def with_detection(kind: type[BaseModel], response: BaseModel,
+                   detected: Detection) -> JSONResponse:
+    """The answer plus `detected` (sent as is: the route's response model has no such
+    field, so that answers to requests without source "auto" keep exactly theirs)."""
+    shown = Detected(language=detected.language, confidence=round(detected.confidence, 4))
+    answer = kind.model_validate({**response.model_dump(), "detected": shown.model_dump()})
+    return JSONResponse(answer.model_dump(mode="json"))
 
 
 @router.get("/domains", response_model=DomainsResponse)

@@ -189,16 +189,20 @@ class TranslateResponse(BaseModel):
     explanation: Explanation | None = Field(
         None, exclude_if=lambda value: value is None,
         description="why the text was routed as it was (only with explain; absent otherwise)")
-    detected: Detected | None = Field(
-        None, exclude_if=lambda value: value is None,
-        description='the detected source language (only with source "auto")')
 
 
 class BatchResponse(BaseModel):
     results: list[TranslateResponse]
-    detected: Detected | None = Field(
-        None, exclude_if=lambda value: value is None,
-        description='the source language of all items together (only with source "auto")')
+
+
+# With source "auto" the answers also say what was detected (their own classes, so that
+# every other answer keeps exactly its fields).
+class DetectedTranslateResponse(TranslateResponse):
+    detected: Detected = Field(description='the detected source language (source "auto")')
+
+
+class DetectedBatchResponse(BatchResponse):
+    detected: Detected = Field(description="the source language of all items together")
 
 
 class BackboneInfo(BaseModel):
