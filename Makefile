@@ -40,7 +40,7 @@ HOST_FLAG := $(if $(HOST),--host $(HOST),)
 # --quick is passed to the benchmarks only when QUICK is set to something other than 0.
 QUICK_FLAG := $(if $(filter-out 0,$(QUICK)),--quick,)
 
-.PHONY: venv venv-runtime run serve-ray bench-ray test lint bench-engine bench-serve bench-adversarial bench-markup bench-glossary bench-documents eval eval-router train-default learning-curve bench-backbone screenshots clean distclean
+.PHONY: venv venv-runtime run serve-ray bench-ray test lint bench-engine bench-serve bench-adversarial bench-mixed-lengths bench-markup bench-glossary bench-documents eval eval-router train-default learning-curve bench-backbone screenshots clean distclean
 
 venv: $(DEV_STAMP)
 
@@ -84,13 +84,16 @@ bench-engine: $(DEV_STAMP)
 	$(PY) -m benchmarks.speed.engine_speed --data $(DATA) $(QUICK_FLAG)
 
 bench-serve: $(DEV_STAMP)
-	$(PY) -m benchmarks.speed.serve_load --data $(DATA) $(QUICK_FLAG) $(if $(FRONT_CPUS),--front-cpus $(FRONT_CPUS))
+	$(PY) -m benchmarks.speed.serve_load --data $(DATA) $(QUICK_FLAG) $(if $(FRONT_CPUS),--front-cpus $(FRONT_CPUS)) $(if $(CONTINUOUS),--continuous)
 
 bench-ray: $(DEV_STAMP)
 	$(PY) -m benchmarks.speed.ray_replicas --data $(DATA) $(QUICK_FLAG)
 
 bench-adversarial: $(DEV_STAMP)
-	$(PY) -m benchmarks.speed.adversarial --data $(DATA) $(QUICK_FLAG)
+	$(PY) -m benchmarks.speed.adversarial --data $(DATA) $(QUICK_FLAG) $(if $(CONTINUOUS),--continuous)
+
+bench-mixed-lengths: $(DEV_STAMP)
+	$(PY) -m benchmarks.speed.mixed_lengths --data $(DATA) $(QUICK_FLAG)
 
 bench-markup: $(DEV_STAMP)
 	$(PY) -m benchmarks.quality.markup --data $(DATA) $(QUICK_FLAG)

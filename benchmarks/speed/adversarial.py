@@ -214,6 +214,8 @@ def markdown(results: dict[str, Any]) -> str:
     quiet = phases["quiet"]["polite"]["p50_ms"]
     lines = ["# Polite latency beside adversarial clients", "",
              f"{results['meta']['note']}", "",
+             f"Machine load at the end of the run (1/5/15-min load average): "
+             f"{results['meta'].get('load_average', 'not recorded')}.", "",
              "| phase | polite p50 ms | p95 ms | max ms | x quiet p50 | polite errors |",
              "|---|---:|---:|---:|---:|---:|"]
     for name, phase in phases.items():
@@ -263,6 +265,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=60, help="polite requests per phase")
     parser.add_argument("--no-bulk", action="store_true", help="skip the bulk phase")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--continuous", action="store_true",
+                        help="the server with continuous batching (NMT_SCHEDULER__CONTINUOUS); "
+                             "writes adversarial-continuous.*")
     args = parser.parse_args(argv)
     count = 10 if args.quick else args.requests
     data = args.data if args.data.is_dir() else None
@@ -273,18 +278,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         spec: StoreSpec = (seed_tiny_store(root / "store") if args.tiny
                            else seed_default_store(root / "store"))
         bulk_body = None if args.no_bulk else bulk_batch(polite_texts(data, 400))
-        with live_server(spec.environment(), root / "server.log") as base_url:
+        environment = spec.environment()
+        if args.continuous:
+            environment["NMT_SCHEDULER__CONTINUOUS"] = "true"
+        with live_server(environment, root / "server.log") as base_url:
             phases = asyncio.run(measure(base_url, texts, bulk_body=bulk_body, warm=3,
                                          rounds=2 if args.quick else 4))
-    results = report(phases, tiny=args.tiny, data=data)
+    results = report(phases, tiny=args.tiny, data=data, continuous=args.continuous)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "adversarial.json").write_text(json.dumps(results, indent=1) + "\n")
-    (out / "adversarial.md").write_text(stamped(markdown(results)))
+    name = "adversarial-continuous" if args.continuous else "adversarial"
+    (out / f"{name}.json").write_text(json.dumps(results, indent=1) + "\n")
+    (out / f"{name}.md").write_text(stamped(markdown(results)))
     print(markdown(results))
     return 0
 
 
-def report(phases: dict[str, Phase], *, tiny: bool, data: Path | None) -> dict[str, Any]:
+def report(phases: dict[str, Phase], *, tiny: bool, data: Path | None,
+           continuous: bool = False) -> dict[str, Any]:
     summaries = {name: summary(phase) for name, phase in phases.items()}
     ratio = summaries["mix"]["polite"]["p50_ms"] / summaries["quiet"]["polite"]["p50_ms"]
     answers_met = all(answered_in_time(entry)
@@ -293,8 +303,10 @@ def report(phases: dict[str, Phase], *, tiny: bool, data: Path | None) -> dict[s
             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
             "model": "tiny toy model" if tiny else "built-in default model",
             "texts": str(data) if data is not None else "synthetic",
-            "note": ("Measured side by side in one run, one server with default settings, "
-                     "the adversaries in a process of their own; absolute times vary "
+            "load_average": " ".join(f"{x:.1f}" for x in os.getloadavg()),
+            "note": ("Measured side by side in one run, one server with default settings"
+                     + (" and continuous batching" if continuous else "")
+                     + ", the adversaries in a process of their own; absolute times vary "
                      "with the phases of the shared 2-core host: read the ratios.")}
     return {"meta": meta, "phases": summaries,
             "targets": {"ratio": ratio, "ratio_met": ratio <= TARGET_RATIO,

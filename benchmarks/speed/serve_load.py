@@ -131,10 +131,13 @@ class ServeConfig:
     length_ratio: float = DecodingSettings().length_ratio
     max_length: int = DecodingSettings().max_length
     engine: EngineSettings = field(default_factory=EngineSettings)
+    continuous: bool = False  # NMT_SCHEDULER__CONTINUOUS
 
     def environment(self) -> dict[str, str]:
         placed = ({"NMT_ENGINE__FRONT_CPUS": str(self.engine.front_cpus)}
                   if self.engine.front_cpus else {})
+        if self.continuous:
+            placed["NMT_SCHEDULER__CONTINUOUS"] = "true"
         return placed | {"NMT_DECODING__BEAM_SIZE": str(self.beam_size),
                 "NMT_DECODING__MAX_BEAM_SIZE": str(max(self.beam_size,
                                                        DecodingSettings().max_beam_size)),
@@ -338,6 +341,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--front-cpus", type=int, default=0,
                         help="serve with NMT_ENGINE__FRONT_CPUS=N (server/placement.py)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--continuous", action="store_true",
+                        help="serve with continuous batching (writes serve_load-continuous.*)")
     parser.add_argument("--out", type=Path,
                         help="results directory (default: results/; --tiny: results/tmp/)")
     return parser.parse_args(argv)
@@ -361,9 +366,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     mode, plan = choose_plan(args)
     config = ServeConfig(beam_size=args.beam_size,
-                         engine=EngineSettings(front_cpus=args.front_cpus))
+                         engine=EngineSettings(front_cpus=args.front_cpus),
+                         continuous=args.continuous)
     out = args.out or (RESULTS / "tmp" if args.tiny else RESULTS)
     stem = f"serve_load-front-cpus-{args.front_cpus}" if args.front_cpus else "serve_load"
+    stem += "-continuous" if args.continuous else ""
     quiet_libraries()
     sets = text_sets(args.data, per_set=plan.texts_per_set)
     described = (f"{args.data} en-fr test sets" if read_test_sets(args.data, per_set=1)
