@@ -40,6 +40,7 @@ from typing import Any
 import aiohttp
 
 from benchmarks.common import RESULTS_DIR
+from benchmarks.provenance import stamped
 from benchmarks.speed.data import read_test_sets, training_lines
 from benchmarks.speed.loadstats import percentile
 from benchmarks.speed.model import quiet_libraries, synthetic_lines
@@ -203,7 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                    / max(static["short_p95_ms"] or 0.0, 1e-9)}}
     out.mkdir(parents=True, exist_ok=True)
     (out / "mixed_lengths.json").write_text(json.dumps(results, indent=1) + "\n")
-    (out / "mixed_lengths.md").write_text(markdown(results))
+    (out / "mixed_lengths.md").write_text(stamped(markdown(results)))
     print(markdown(results))
     return 0
 
