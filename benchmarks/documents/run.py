@@ -188,7 +188,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         log = REPO / "runs" / "bench-documents" / "server.log"
         # the toy model writes nonsense up to its length limit: keep its sentences short
         quick = {"NMT_DECODING__MAX_LENGTH": "12", "NMT_DECODING__BEAM_SIZE": "1"}
-        environment = spec.environment() | (quick if args.tiny else {})
+        # a busy host must not turn the comparison into timeouts: both paths get the time
+        patient = {"NMT_SCHEDULER__REQUEST_TIMEOUT_S": "600"}
+        environment = spec.environment() | patient | (quick if args.tiny else {})
         with live_server(environment, log) as base, \
                 httpx.Client(base_url=base, timeout=TIMEOUT_S) as client:
             rows = [run_file(client, path, rounds=rounds, settings=settings)

@@ -51,7 +51,8 @@ def store_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def base(store_root: Path) -> Iterator[str]:
-    with live_server(server_settings(store_root)) as url:
+    # files over 300 characters become jobs (the Documents view follows them)
+    with live_server(server_settings(store_root, documents={"sync_chars": 300})) as url:
         yield url
 
 
@@ -339,3 +340,33 @@ def test_a_word_level_mixture_shows_its_proportions_as_a_heatmap(
         cell = rows.nth(1).locator("td").first  # second domain, first piece, layer 2
         expect(cell).to_have_text(str(round(first["layers"][1][0][1] * 100)))
         context.close()
+
+
+SRT = "1\n00:00:01,000 --> 00:00:02,000\nClick the button.\n"
+
+
+def test_drop_a_file_follow_it_and_download_it(page: Page, base: str, tmp_path: Path) -> None:
+    small = tmp_path / "ui.srt"
+    small.write_text(SRT)
+    large = tmp_path / "manual.txt"
+    large.write_text("".join(f"Click the button and open file {i}.\n" for i in range(20)))
+    page.goto("/#documents")
+    expect(page.get_by_role("heading", name="Documents")).to_be_visible()
+    expect(page.locator("#document-domain option[value='it']")).to_have_count(1)
+    page.locator("#document-file").set_input_files([str(small), str(large)])
+    # the tiny backbone names no languages: "und" (undetermined) stands for the target
+    for source, name in ((small, "ui.und.srt"), (large, "manual.und.txt")):
+        link = page.get_by_role("link", name=f"Download {name}")
+        expect(link).to_be_visible()
+        with page.expect_download() as download:
+            link.click()
+        got = Path(download.value.path()).read_bytes()
+        expected = api(base, "POST", "/translate/file", files={
+            "file": (source.name, source.read_bytes())})
+        if expected.status_code == 202:
+            job = api(base, "GET", expected.headers["location"], params={"wait": 30}).json()
+            expected = api(base, "GET", job["result_url"])
+        assert got == expected.content
+    expect(page.locator("#documents li")).to_have_count(2)
+    expect(page.locator("#documents")).to_contain_text("routed once for the whole file")
+    expect(page.locator("#documents progress").first).to_have_attribute("value", "1")

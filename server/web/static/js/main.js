@@ -1,14 +1,15 @@
-// The page: three views over the public API (Translate, Why, Operate), chosen by the URL
+// The page: four views over the public API (Translate, Why, Documents, Operate), chosen by the URL
 // hash so that every view has an address and the browser's back button works.
 
 import { call, translateFields } from "./api.js";
+import { DocumentsView } from "./documents.js";
 import { $ } from "./dom.js";
 import { MetricsPanel } from "./metrics.js";
 import { OperateView } from "./operate.js";
 import { TranslateView } from "./translate.js";
 import { WhyView } from "./why.js";
 
-const VIEWS = ["translate", "why", "operate"];
+const VIEWS = ["translate", "why", "documents", "operate"];
 
 class App {
   constructor() {
@@ -17,6 +18,7 @@ class App {
     this.translateView = new TranslateView(this);
     this.whyView = new WhyView(this);
     this.operateView = new OperateView(this);
+    this.documentsView = new DocumentsView(this);
     this.metrics = new MetricsPanel();
     this.current = null;
     window.addEventListener("hashchange", () => this.route(true));
@@ -73,6 +75,7 @@ class App {
       this.operateView.onShow();
     }
     if (view === "translate") this.refreshDomains();
+    if (view === "documents") this.documentsView.onShow();
     if (moveFocus) {
       const target = view === "translate" ? $("#source-text") : $(`#${view}-title`);
       target.focus();
