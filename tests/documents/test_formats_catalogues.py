@@ -134,6 +134,13 @@ def test_xliff12_fills_targets_with_inline_codes_and_marks_them() -> None:
     assert root.find(".//x:trans-unit[@id='done']/x:target", ns).text == "Termin\u00e9"
     assert root.find(".//x:trans-unit[@id='logo']/x:target", ns) is None
     assert out.startswith(b'<?xml version="1.0" encoding="UTF-8"?>\n<xliff ')
+    assert out.endswith(b"</xliff>\n")
+    # everything outside the new target is the source's text
+    before, _, after = out.decode().partition("      <target state")
+    assert XLIFF12.decode().startswith(before.replace(' target-language="fr"', "").replace(
+        'xmlns="urn:oasis:names:tc:xliff:document:1.2" version="1.2"',
+        'version="1.2" xmlns="urn:oasis:names:tc:xliff:document:1.2"'))
+    assert XLIFF12.decode().endswith(after[after.index("</target>") + len("</target>"):])
 
 
 def test_xliff20_fills_segments_and_sets_their_state() -> None:

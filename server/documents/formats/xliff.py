@@ -9,6 +9,10 @@ elements stand in as `<span data-x="k">` (paired: `<g>`, `<mrk>`, `<pc>`, `<sub>
 `<target>` is rebuilt from the translated fragment with copies of those elements (ids,
 attributes and the native code inside them unchanged).
 
+The file is written back by lxml: every element, attribute, comment and whitespace run
+stays, the XML declaration and the trailing whitespace as written; lxml may put a
+namespace declaration first among an element's attributes (the same XML, other bytes).
+
 Marks: XLIFF 1.2 `state="needs-review-translation"` with
 `state-qualifier="mt-suggestion"` on the target (the 1.2 values for a machine suggestion
 awaiting review); XLIFF 2.0 `state="translated"` on the segment (2.0 has no machine
@@ -55,6 +59,7 @@ class XliffDocument:
     units: list[Unit]
     segments: list[Segment]
     declaration: bytes  # the source's XML declaration, as written (b"" if none)
+    trailer: bytes  # the whitespace after the root element (lxml drops it)
 
     def write(self, translations: Sequence[str]) -> bytes:
         check_count(translations, self.segments)
@@ -63,7 +68,7 @@ class XliffDocument:
         encoding = self.tree.docinfo.encoding or "UTF-8"
         if encoding.upper() in ("UTF-8", "US-ASCII", "ASCII"):
             body: bytes = etree.tostring(self.tree, encoding="UTF-8", xml_declaration=False)
-            return self.declaration + body
+            return self.declaration + body + self.trailer
         data: bytes = etree.tostring(self.tree, encoding=encoding,
                                      xml_declaration=bool(self.declaration))
         return data
@@ -195,7 +200,8 @@ class Xliff:
             segments.append(Segment(fragment, "html"))
             kept.append(Unit(source, target, inline))
         found = _DECLARATION.match(data)
-        return XliffDocument(tree, kept, segments, found.group(0) if found else b"")
+        trailer = data[len(data.rstrip()):]
+        return XliffDocument(tree, kept, segments, found.group(0) if found else b"", trailer)
 
 
 def _units12(root: Element, options: ReadOptions) -> list[tuple[Element, Element]]:
