@@ -128,6 +128,8 @@ def test_the_keyboard_alone_translates(page: Page, base: str) -> None:
     page.goto("/")
     page.keyboard.press("Tab")  # the skip link comes first
     expect(page.get_by_role("link", name="Skip to content")).to_be_focused()
+    # the page sends nothing until it has read the API's schema (the button says when)
+    expect(page.get_by_role("button", name="Translate")).to_be_enabled()
     page.get_by_label("Source text").focus()
     page.keyboard.type("the council adopted the regulation")
     page.keyboard.press("Control+Enter")
