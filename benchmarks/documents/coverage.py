@@ -174,7 +174,7 @@ def _skeleton(kind: str, data: bytes) -> list[str]:
                 for e in polib.pofile(text)]
     if kind in (".xlf", ".xliff"):
         root = etree.fromstring(data, etree.XMLParser(resolve_entities=False))
-        return [f"{e.tag}{sorted(e.attrib.items())}" if not e.tag.endswith("}source")
+        return [f"{e.tag}{sorted(_kept_attributes(e))}" if not e.tag.endswith("}source")
                 else etree.tostring(e, encoding="unicode", with_tail=False)
                 for e in root.iter() if isinstance(e.tag, str) and
                 not e.tag.endswith("}target") and "}target" not in
@@ -185,6 +185,14 @@ def _skeleton(kind: str, data: bytes) -> list[str]:
     tokens = MarkdownIt("commonmark").enable("table").parse(text)
     return [f"{t.type}:{t.content if t.type in ('fence', 'code_block', 'html_block') else ''}"
             for t in tokens if t.type != "inline"]
+
+
+# what a translation sets by design: the target language and the machine-translation marks
+_MARKS = frozenset({"target-language", "trgLang", "state", "state-qualifier"})
+
+
+def _kept_attributes(element: etree._Element) -> list[tuple[str, str]]:
+    return [(k, v) for k, v in element.attrib.items() if k not in _MARKS]
 
 
 def _compare(kind: str, before: bytes, after: bytes, units_in: int,

@@ -84,3 +84,17 @@ def test_office_units_are_paragraphs_and_blocks_are_the_structure() -> None:
     no_table = _word(["Il fait très beau aujourd'hui.", "Je voudrais un café."], table=False)
     broken = measure("a.docx", before, no_table, source="en", target="fr")
     assert not broken.structure_kept
+
+
+def test_the_translation_marks_of_xliff_are_not_structure() -> None:
+    before = ('<xliff xmlns="urn:oasis:names:tc:xliff:document:2.0" srcLang="en"><file id="f">'
+              '<unit id="1"><segment><source>Open the file</source></segment></unit></file>'
+              "</xliff>")
+    after = before.replace('srcLang="en"', 'srcLang="en" trgLang="fr"').replace(
+        "<segment>", '<segment state="translated">').replace(
+        "</source>", "</source><target>Ouvrez le fichier maintenant</target>")
+    found = measure("a.xliff", before.encode(), after.encode(), source="en", target="fr")
+    assert found.structure_kept, found.problems
+    changed = after.replace('id="1"', 'id="2"')
+    assert not measure("a.xliff", before.encode(), changed.encode(), source="en",
+                       target="fr").structure_kept
