@@ -31,6 +31,7 @@ from sqlalchemy.exc import IntegrityError
 from contract.manifest import ArtifactKind, Manifest
 
 from .api_keys import ApiKeyRecord, api_key_from_row
+from .correction_rows import CorrectionRows
 from .database import WRITE_OPTION, make_engine
 from .errors import ConflictError, NotFoundError
 from .glossary_rows import GlossaryRows
@@ -75,7 +76,7 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-class Registry(GlossaryRows):
+class Registry(GlossaryRows, CorrectionRows):
     """Artifacts, active versions, jobs and events in one SQL database."""
 
     def __init__(self, url: str) -> None:

@@ -138,3 +138,34 @@ glossaries = Table(
     Column("updated_at", UTCDateTime, nullable=False),
     UniqueConstraint("backbone", "default_for", name="uq_glossaries_backbone_default_for"),
 )
+
+# Post-edits of machine output (server/corrections): the source, what the server answered
+# (when the client says), the corrected target, the domain it is for and the direction
+# (and backbone) it was made with. `status`: "accepted" (sent with an API key), "pending"
+# (anonymous: trains nothing until an admin approves it), "approved", "rejected".
+# `fingerprint` (sha256 of direction, source and correction) refuses duplicates;
+# `used_in` is the module version of the domain whose refresh trained on it.
+CORRECTION_STATES = ("accepted", "pending", "approved", "rejected")
+corrections = Table(
+    "corrections",
+    metadata,
+    Column("id", String(36), primary_key=True),
+    Column("source", Text, nullable=False),
+    Column("machine", Text, nullable=True),
+    Column("corrected", Text, nullable=False),
+    Column("domain", String(64), nullable=True),
+    Column("routed", String(64), nullable=True),
+    Column("direction", String(16), nullable=False),
+    Column("backbone", String(64), nullable=False),
+    Column("key_id", String(36), nullable=True),
+    Column("key_name", String(64), nullable=True),
+    Column("status", String(16), nullable=False),
+    Column("fingerprint", String(64), nullable=False, unique=True),
+    Column("used_in", Integer, nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("reviewed_at", UTCDateTime, nullable=True),
+    CheckConstraint("status IN (" + ", ".join(f"'{s}'" for s in CORRECTION_STATES) + ")",
+                    name="ck_corrections_status"),
+)
+Index("ix_corrections_domain_status", corrections.c.domain, corrections.c.status)
+Index("ix_corrections_key", corrections.c.key_id)

@@ -21,6 +21,7 @@ from server.api.body_limit import BodyLimitMiddleware
 from server.api.errors import install_error_handlers
 from server.api.middleware import MetricsMiddleware
 from server.api.openapi_security import document_api_keys
+from server.corrections.desk import CorrectionDesk
 from server.documents.jobs import DocumentJobs, job_root
 from server.documents.service import DocumentService
 from server.languages import LanguageDetectors
@@ -86,6 +87,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.document_jobs = DocumentJobs(
         job_root(settings.store_dir, settings.documents.jobs_dir), documents)
     await app.state.document_jobs.start()
+    app.state.corrections = CorrectionDesk(
+        store.registry, default.runtime, default.translator.policy,
+        app.state.language_detectors, settings.corrections)
     app.state.admin = default.admin
     app.state.watchdog = Watchdog(default.scheduler, engine_thread,
                                   stall_s=settings.liveness_stall_s)

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from launch.settings import ProcessSettings
+from server.corrections.settings import CorrectionSettings
 
 # Hard bounds of the request schemas (server/api/schemas.py): the limits below may be set
 # lower, never higher, so the OpenAPI schema states exactly what validation accepts.
@@ -301,6 +302,9 @@ class Settings(ProcessSettings):
     access: AccessSettings = Field(
         default_factory=AccessSettings,
         description="API keys and per-key rate limits of the public endpoints (off by default)")
+    corrections: CorrectionSettings = Field(
+        default_factory=CorrectionSettings,
+        description="post-edits (POST /corrections, /libretranslate/suggest)")
 
     @model_validator(mode="after")
     def _ensemble_fits_slots(self) -> Settings:

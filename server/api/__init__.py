@@ -6,6 +6,8 @@ from server.api import (
     jobs,
     libretranslate,
     routes_admin,
+    routes_admin_corrections,
+    routes_corrections,
     routes_documents,
     routes_glossaries,
     routes_health,
@@ -13,16 +15,18 @@ from server.api import (
     routes_languages,
     routes_translate,
 )
+from server.api.libretranslate import suggest
 
 # TRAINING SIDECAR: `POST /admin/domains` (add a domain from data) and
 # `GET /admin/jobs[/{id}]` live in `server/api/jobs.py`; the sidecar (`python -m trainer`)
 # runs the jobs.
 PUBLIC_ROUTERS: list[APIRouter] = [routes_translate.router, routes_documents.router,
                                    routes_health.router, routes_languages.router,
-                                   libretranslate.router]
+                                   libretranslate.router, suggest.router,
+                                   routes_corrections.router]
 # Served on the main port, or only on the admin listener when NMT_ADMIN_PORT is set.
 ADMIN_ROUTERS: list[APIRouter] = [routes_admin.router, jobs.router, routes_keys.router,
-                                  routes_glossaries.router]
+                                  routes_glossaries.router, routes_admin_corrections.router]
 ROUTERS: list[APIRouter] = [*PUBLIC_ROUTERS, *ADMIN_ROUTERS]
 
 __all__ = ["ADMIN_ROUTERS", "PUBLIC_ROUTERS", "ROUTERS"]

@@ -169,7 +169,7 @@ def test_detect_languages_settings_and_health(lt: LibreTranslate) -> None:
     settings = lt.frontend_settings()
     assert settings.char_limit == MAX_TEXT_CHARS
     assert (settings.api_keys, settings.key_required, settings.suggestions) == (
-        False, False, False)
+        False, False, True)
     assert settings.language.source.code == "auto"
     assert (settings.language.target.code, settings.language.target.name) == ("fr", "French")
     assert lt.health() is True

@@ -1,0 +1,145 @@
+"""Admin endpoints of corrections (bearer token `NMT_ADMIN_TOKEN`): list, export (JSON
+lines), delete a key's or a domain's corrections at once (privacy requests), approve or
+reject anonymous ones in bulk, and counts per domain (the web page's Operate view)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Depends, Query
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, Field
+
+from model_store.correction_rows import CorrectionFilter, CorrectionRecord, CorrectionStatus
+from server.api.deps import require_admin
+from server.api.routes_corrections import DeskDep
+from server.api.schemas import DomainName, ErrorResponse, Strict
+from server.errors import InvalidInput
+
+router = APIRouter(prefix="/admin/corrections", tags=["admin", "corrections"],
+                   dependencies=[Depends(require_admin)],
+                   responses={401: {"model": ErrorResponse, "description": "no bearer token"},
+                              403: {"model": ErrorResponse,
+                                    "description": "wrong token, or admin disabled"}})
+MAX_LISTED = 1000
+MAX_IDS = 10_000
+Domain = Annotated[str | None, Query(max_length=64, description="the domain's corrections")]
+KeyId = Annotated[str | None, Query(max_length=36, description="an API key's id (GET "
+                                                               "/admin/keys)")]
+Status = Annotated[CorrectionStatus | None, Query(description="accepted, pending, approved "
+                                                              "or rejected")]
+
+
+class CorrectionInfo(BaseModel):
+    id: str
+    source: str
+    machine: str | None
+    corrected: str
+    domain: str | None
+    routed: str | None
+    direction: str
+    backbone: str
+    key_id: str | None
+    key_name: str | None
+    status: CorrectionStatus
+    used_in: int | None = Field(description="the module version a refresh trained with it")
+    created_at: str
+    reviewed_at: str | None
+
+
+class CorrectionList(BaseModel):
+    corrections: list[CorrectionInfo]
+
+
+class DomainCounts(BaseModel):
+    accepted: int = 0
+    pending: int = 0
+    approved: int = 0
+    rejected: int = 0
+    new: int = Field(0, description="trainable (accepted or approved), not used by a "
+                                    "refresh yet")
+
+
+class CorrectionSummary(BaseModel):
+    domains: dict[str, DomainCounts] = Field(description='domain ("" = none known) -> counts')
+
+
+class Deleted(BaseModel):
+    deleted: int
+
+
+class ReviewRequest(Strict):
+    action: Literal["approve", "reject"]
+    ids: list[Annotated[str, Field(max_length=36)]] | None = Field(
+        None, max_length=MAX_IDS, description="these pending corrections")
+    domain: DomainName | None = Field(None, description="or every pending one of a domain")
+    all: bool = Field(False, description="or every pending one")
+
+
+class Reviewed(BaseModel):
+    changed: int
+
+
+def _info(record: CorrectionRecord) -> CorrectionInfo:
+    return CorrectionInfo.model_validate(record.as_dict())
+
+
+@router.get("", response_model=CorrectionList)
+async def list_corrections(
+        desk: DeskDep, domain: Domain = None, key_id: KeyId = None, status: Status = None,
+        limit: Annotated[int, Query(ge=1, le=MAX_LISTED)] = 100,
+        offset: Annotated[int, Query(ge=0)] = 0) -> CorrectionList:
+    """Corrections, oldest first."""
+    which = CorrectionFilter(domain=domain, key_id=key_id, status=status)
+    records = await asyncio.to_thread(desk.registry.list_corrections, which, limit=limit,
+                                      offset=offset)
+    return CorrectionList(corrections=[_info(r) for r in records])
+
+
+@router.get("/export", response_class=StreamingResponse,
+            responses={200: {"content": {"application/x-ndjson": {}}}})
+async def export_corrections(desk: DeskDep, domain: Domain = None, key_id: KeyId = None,
+                             status: Status = None) -> StreamingResponse:
+    """Every matching correction, one JSON object a line."""
+    which = CorrectionFilter(domain=domain, key_id=key_id, status=status)
+    records = await asyncio.to_thread(desk.registry.list_corrections, which)
+
+    def lines() -> Iterator[str]:
+        for record in records:
+            yield json.dumps(record.as_dict(), ensure_ascii=False) + "\n"
+
+    return StreamingResponse(lines(), media_type="application/x-ndjson", headers={
+        "Content-Disposition": 'attachment; filename="corrections.jsonl"'})
+
+
+@router.get("/summary", response_model=CorrectionSummary)
+async def summary(desk: DeskDep) -> CorrectionSummary:
+    counts = await asyncio.to_thread(desk.registry.count_corrections)
+    return CorrectionSummary(domains={d: DomainCounts(**c) for d, c in sorted(counts.items())})
+
+
+@router.delete("", response_model=Deleted, responses={422: {"model": ErrorResponse}})
+async def delete_corrections(desk: DeskDep, domain: Domain = None,
+                             key_id: KeyId = None) -> Deleted:
+    """Delete every correction of a key (`key_id`) or of a domain (`domain`), or of both."""
+    if domain is None and key_id is None:
+        raise InvalidInput("say whose corrections to delete: key_id and/or domain",
+                           field="key_id")
+    which = CorrectionFilter(domain=domain, key_id=key_id)
+    return Deleted(deleted=await asyncio.to_thread(desk.registry.delete_corrections, which))
+
+
+@router.post("/review", response_model=Reviewed, responses={422: {"model": ErrorResponse}})
+async def review(body: ReviewRequest, desk: DeskDep) -> Reviewed:
+    """Approve (they may train from now on) or reject pending (anonymous) corrections."""
+    chosen = sum((body.ids is not None, body.domain is not None, body.all))
+    if chosen != 1:
+        raise InvalidInput("name the pending corrections with exactly one of ids, domain "
+                           "or all: true", field="ids")
+    which = CorrectionFilter(ids=body.ids, domain=body.domain)
+    changed = await asyncio.to_thread(desk.registry.review_corrections, which,
+                                      approve=body.action == "approve")
+    return Reviewed(changed=changed)

@@ -1,0 +1,118 @@
+"""`CorrectionDesk.receive`: check a post-edit and store it in the registry.
+
+Every front door (the native `POST /corrections`, LibreTranslate's `/suggest`) admits the
+caller's API key first (`AccessGuard.check`, so corrections count against the key's
+rate limits like requests), then hands the correction here. The domain it is for is the
+one the corrector names; else the one the original answer was routed to; else the one
+the router picks for the source now (a text the router is unsure of gets none, and such a
+correction waits, stored, for an admin to see it). A correction sent with a key is
+"accepted"; one without (keys off) is "pending" and trains nothing until approved.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from dataclasses import dataclass
+
+from model_store import ConflictError, Registry
+from model_store.correction_rows import CorrectionRecord, NewCorrection
+from server.access import KeyIdentity
+from server.corrections.plausibility import implausible, normalised
+from server.corrections.settings import CorrectionSettings
+from server.errors import Forbidden, InvalidInput, NotReady, UnknownDomain
+from server.languages import LanguageDetectors, LanguagePair, language_pair
+from server.routing.policy import GENERIC, RoutingPolicy
+from server.serving.runtime import Runtime
+
+MAX_DIRECTION = 16
+
+
+@dataclass(frozen=True)
+class Submission:
+    source: str
+    corrected: str
+    machine: str | None = None
+    domain: str | None = None  # the corrector's choice
+    routed: str | None = None  # the original answer's routing (a domain, "ensemble", ...)
+    direction: str | None = None  # "en-fr"; None: the served direction
+
+
+def fingerprint(direction: str, source: str, corrected: str) -> str:
+    joined = "\0".join((direction, normalised(source), normalised(corrected)))
+    return hashlib.sha256(joined.encode("utf-8")).hexdigest()
+
+
+class CorrectionDesk:
+    def __init__(self, registry: Registry, runtime: Runtime, policy: RoutingPolicy,
+                 detectors: LanguageDetectors, settings: CorrectionSettings) -> None:
+        self.registry = registry
+        self.runtime = runtime
+        self.policy = policy
+        self.detectors = detectors
+        self.settings = settings
+
+    def check_enabled(self) -> None:
+        if not self.settings.enabled:
+            raise Forbidden("corrections are disabled on this server "
+                            "(NMT_CORRECTIONS__ENABLED=false)")
+
+    async def receive(self, submission: Submission, key: KeyIdentity | None
+                      ) -> CorrectionRecord:
+        """The stored correction; InvalidInput (422) saying why one is refused."""
+        self.check_enabled()
+        pair, backbone = self._served()
+        direction = f"{pair.source}-{pair.target}"
+        if submission.direction not in (None, direction):
+            raise InvalidInput(f"direction {submission.direction[:MAX_DIRECTION]!r} is not "
+                               f"served; {pair.describe()} ({direction})", field="direction")
+        domain = self._domain(submission)
+        detector = self.detectors.get(pair.codes)
+        reason = await asyncio.to_thread(
+            implausible, submission.source, submission.machine, submission.corrected,
+            pair=pair, detector=detector, settings=self.settings)
+        if reason is not None:
+            raise InvalidInput(f"implausible correction: {reason}", field="corrected")
+        new = NewCorrection(
+            source=submission.source, machine=submission.machine,
+            corrected=submission.corrected, domain=domain, routed=submission.routed,
+            direction=direction, backbone=backbone, key_id=key.id if key else None,
+            key_name=key.name if key else None,
+            fingerprint=fingerprint(direction, submission.source, submission.corrected))
+        try:
+            return await asyncio.to_thread(self._store, new)
+        except ConflictError:
+            raise InvalidInput("duplicate correction: the same correction of this source "
+                               "was received already", field="corrected") from None
+
+    def _store(self, new: NewCorrection) -> CorrectionRecord:
+        if self.registry.has_correction(new.fingerprint):
+            raise ConflictError("duplicate")
+        return self.registry.add_correction(new)
+
+    def _served(self) -> tuple[LanguagePair, str]:
+        backbone = self.runtime.backbone
+        if backbone is None:
+            raise NotReady("no backbone is loaded; see /health/ready")
+        pair = language_pair(backbone)
+        if pair is None:
+            raise NotReady(f"backbone {backbone.name!r} does not say which languages it "
+                           "translates, so a correction cannot be checked")
+        return pair, backbone.name
+
+    def _domain(self, submission: Submission) -> str | None:
+        state = self.runtime.state
+        served = state.versions()
+        if submission.domain is not None:
+            if submission.domain not in served:
+                raise UnknownDomain(f"unknown domain {submission.domain[:64]!r}; corrections "
+                                    f"are for a served domain: {', '.join(sorted(served))}",
+                                    field="domain")
+            return submission.domain
+        if submission.routed in served:
+            return submission.routed
+        decision = self.policy.decide(None, submission.source, domains=served,
+                                      classifier=state.classifier, field="domain")
+        if decision.mode == "classifier" and decision.domain not in (None, GENERIC):
+            return decision.domain
+        return None
