@@ -9,10 +9,10 @@ from datetime import datetime
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Request, status
-from pydantic import BaseModel, Field, StringConstraints
+from pydantic import BaseModel, Field, StringConstraints, field_validator
 
 from server.api.deps import AccessDep, ApiKeyDep
-from server.api.schemas import DomainName, ErrorResponse, Strict, TextField
+from server.api.schemas import DomainName, ErrorResponse, Strict, TextField, valid_unicode
 from server.corrections.desk import CorrectionDesk, Submission
 
 router = APIRouter(tags=["corrections"])
@@ -46,6 +46,8 @@ class CorrectionRequest(Strict):
         None, description="the original answer's `routing` (mode and domain)")
     direction: Direction | None = Field(
         None, description='the translation direction, "en-fr" (default: the served one)')
+
+    _check_text = field_validator("source", "corrected", "machine")(valid_unicode)
 
 
 class CorrectionReceived(BaseModel):

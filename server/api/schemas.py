@@ -44,9 +44,10 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
-def _valid_unicode(text: str) -> str:
+def valid_unicode(text: str | None) -> str | None:
     try:
-        text.encode("utf-8")
+        if text is not None:
+            text.encode("utf-8")
     except UnicodeEncodeError:
         raise ValueError("text is not valid Unicode (lone surrogate)") from None
     return text
@@ -112,7 +113,7 @@ class TranslateRequest(TextOptions):
                            "label, the routing threshold) and, when a word-level mixture "
                            "translated the text, its `proportions`; never refused")
 
-    _check_text = field_validator("text")(_valid_unicode)
+    _check_text = field_validator("text")(valid_unicode)
 
 
 class BatchItem(TextOptions):
@@ -120,7 +121,7 @@ class BatchItem(TextOptions):
     domain: DomainField = Field(None, description=DOMAIN_DESCRIPTION + " Default: the "
                                                   "request's domain.")
 
-    _check_text = field_validator("text")(_valid_unicode)
+    _check_text = field_validator("text")(valid_unicode)
 
 
 class BatchRequest(TextOptions):

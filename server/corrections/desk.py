@@ -62,15 +62,15 @@ class CorrectionDesk:
         """The stored correction; InvalidInput (422) saying why one is refused."""
         self.check_enabled()
         pair, backbone = self._served()
-        direction = f"{pair.source}-{pair.target}"
-        if submission.direction not in (None, direction):
+        direction = f"{pair.source}-{pair.target}" if pair else (submission.direction or "")
+        if pair is not None and submission.direction not in (None, direction):
             raise InvalidInput(f"direction {submission.direction[:MAX_DIRECTION]!r} is not "
                                f"served; {pair.describe()} ({direction})", field="direction")
         domain = self._domain(submission)
-        detector = self.detectors.get(pair.codes)
         reason = await asyncio.to_thread(
             implausible, submission.source, submission.machine, submission.corrected,
-            pair=pair, detector=detector, settings=self.settings)
+            pair=pair, detector=self.detectors.get(pair.codes) if pair else None,
+            settings=self.settings)
         if reason is not None:
             raise InvalidInput(f"implausible correction: {reason}", field="corrected")
         new = NewCorrection(
@@ -90,15 +90,13 @@ class CorrectionDesk:
             raise ConflictError("duplicate")
         return self.registry.add_correction(new)
 
-    def _served(self) -> tuple[LanguagePair, str]:
+    def _served(self) -> tuple[LanguagePair | None, str]:
+        """The served language pair (None: the backbone does not say it, and the target's
+        language is not checked) and the backbone's name."""
         backbone = self.runtime.backbone
         if backbone is None:
             raise NotReady("no backbone is loaded; see /health/ready")
-        pair = language_pair(backbone)
-        if pair is None:
-            raise NotReady(f"backbone {backbone.name!r} does not say which languages it "
-                           "translates, so a correction cannot be checked")
-        return pair, backbone.name
+        return language_pair(backbone), backbone.name
 
     def _domain(self, submission: Submission) -> str | None:
         state = self.runtime.state

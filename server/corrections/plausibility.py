@@ -21,9 +21,11 @@ def normalised(text: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
 
 
-def implausible(source: str, machine: str | None, corrected: str, *, pair: LanguagePair,
-                detector: LanguageDetector, settings: CorrectionSettings) -> str | None:
-    """Why the correction is refused, or None when it is plausible."""
+def implausible(source: str, machine: str | None, corrected: str, *,
+                pair: LanguagePair | None, detector: LanguageDetector | None,
+                settings: CorrectionSettings) -> str | None:
+    """Why the correction is refused, or None when it is plausible (without a language
+    pair, a backbone that does not declare one, the language is not checked)."""
     target = normalised(corrected)
     if not target:
         return "the corrected translation is empty"
@@ -40,7 +42,9 @@ def implausible(source: str, machine: str | None, corrected: str, *, pair: Langu
         return (f"the corrected translation is {ratio:.2f} times as long as the source; a "
                 f"translation is {settings.min_length_ratio}-{settings.max_length_ratio} "
                 "times as long")
-    if len(corrected.strip()) >= settings.language_min_chars and pair.source != pair.target:
+    if pair is None or detector is None or pair.source == pair.target:
+        return None
+    if len(corrected.strip()) >= settings.language_min_chars:
         ranked = detector.rank(corrected)
         if ranked and ranked[0].language != pair.target:
             return (f"the corrected translation reads as {ranked[0].language} "

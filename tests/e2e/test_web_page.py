@@ -372,3 +372,30 @@ def test_drop_a_file_follow_it_and_download_it(page: Page, base: str, tmp_path: 
     expect(page.locator("#documents li")).to_have_count(2)
     expect(page.locator("#documents")).to_contain_text("routed once for the whole file")
     expect(page.locator("#documents progress").first).to_have_attribute("value", "1")
+
+
+def test_improve_a_translation_and_see_it_counted_in_operate(page: Page, base: str) -> None:
+    """The box under a result sends the edited translation as a correction (anonymous
+    here: pending approval); the Operate view counts it under its domain."""
+    page.goto("/")
+    translate_on_page(page, IT_TEXT)
+    expect(page.locator("#translation")).not_to_be_empty()
+    page.get_by_text("Improve this translation").click()
+    page.get_by_label("Your corrected translation").fill(
+        "cliquez sur le bouton et ouvrez le fichier dans la fenêtre")
+    page.get_by_role("button", name="Send correction").click()
+    expect(page.locator("#improve-status")).to_have_text(
+        "Thank you: stored for it, waiting for an administrator's approval.")
+    page.get_by_role("button", name="Send correction").click()  # the same one again
+    expect(page.locator("#improve-error")).to_contain_text("422 invalid_request (corrected): "
+                                                           "duplicate correction")
+    [row] = api(base, "GET", "/admin/corrections", headers=admin_headers()).json()["corrections"]
+    assert (row["source"], row["domain"], row["status"]) == (IT_TEXT, "it", "pending")
+    assert row["routed"] == "it"
+
+    page.goto("/#operate")
+    sign_in(page, TOKEN)
+    row_on_page = page.locator("#corrections-body tr").filter(
+        has=page.get_by_role("rowheader", name="it", exact=True))
+    expect(row_on_page.locator("td")).to_have_text(["0", "1", "0", "0", "0"])
+    api(base, "DELETE", "/admin/corrections", params={"domain": "it"}, headers=admin_headers())

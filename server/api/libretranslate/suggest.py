@@ -39,6 +39,11 @@ def _text(values: dict[str, object], name: str) -> str:
         raise missing(name)
     if not isinstance(value, str):
         raise bad_request(f"Invalid request: {name} must be a string")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise bad_request(f"Invalid request: {name} is not valid Unicode (lone surrogate)"
+                          ) from None
     return value
 
 

@@ -3,6 +3,7 @@
 // progress bar of its training job.
 
 import { adminToken, call } from "./api.js";
+import { refreshCorrections } from "./corrections.js";
 import { $, h, showError } from "./dom.js";
 
 const FINISHED = new Set(["published", "failed"]);
@@ -140,6 +141,7 @@ export class OperateView {
       const [admin, served] = await Promise.all([
         call("admin/domains", { admin: true }), call("domains")]);
       this.renderDomains(admin.domains, served.domains);
+      await refreshCorrections();
     }, { clear: false });
     await this.refreshJobs();
     await this.app.refreshDomains();

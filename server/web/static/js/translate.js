@@ -4,6 +4,7 @@
 import { call } from "./api.js";
 import { $, h, showError } from "./dom.js";
 import { LanguagesControl } from "./languages.js";
+import { ImproveBox } from "./improve.js";
 import { summary } from "./routing.js";
 
 const MIXTURE = "__mixture__";
@@ -43,6 +44,7 @@ export class TranslateView {
       this.showDomains();
     });
     this.languages.load();
+    this.improve = new ImproveBox();
     this.form.addEventListener("submit", (event) => {
       event.preventDefault();
       this.translate();
@@ -140,6 +142,7 @@ export class TranslateView {
     try {
       const result = await call("translate", { method: "POST", json: body });
       this.show(result);
+      this.improve.offer(body, result);
       this.app.explain(body, result);
     } catch (error) {
       showError(this.error, error);
