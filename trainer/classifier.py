@@ -102,7 +102,7 @@ class Accuracy:
     confusion: dict[str, dict[str, int]]  # true label -> predicted label -> count
 
 
-def _load(model_bytes: bytes) -> fasttext.FastText._FastText:
+def load_model(model_bytes: bytes) -> fasttext.FastText._FastText:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / CLASSIFIER_MODEL_FILE
         path.write_bytes(model_bytes)
@@ -110,7 +110,7 @@ def _load(model_bytes: bytes) -> fasttext.FastText._FastText:
 
 
 def accuracy(model_bytes: bytes, examples: Sequence[Example]) -> Accuracy:
-    model = _load(model_bytes)
+    model = load_model(model_bytes)
     confusion: dict[str, Counter[str]] = {}
     for label, text in examples:
         predicted = model.predict(classifier_text(text), k=1)[0][0].removeprefix(LABEL_PREFIX)
@@ -146,7 +146,7 @@ def fit_temperature(model_bytes: bytes, examples: Sequence[Example]) -> Calibrat
     """The temperature that minimises the negative log-likelihood of held-out `examples`
     (those whose label the model knows). The NLL is convex in 1/T, so a fine grid finds
     its minimum; with no usable example the temperature stays 1."""
-    model = _load(model_bytes)
+    model = load_model(model_bytes)
     known = {label.removeprefix(LABEL_PREFIX) for label in model.get_labels()}
     usable = [(label, text) for label, text in examples if label in known]
     if not usable:

@@ -3,7 +3,9 @@
 The active classifier artifact carries the examples it was trained on
 (`examples.tsv.gz`: label TAB source text). The new classifier is trained on those
 examples (minus any old ones of the same label) plus source sentences of the new domain,
-and published as the next version of the same classifier name with
+given their fair share (trainer/router_balance.py: the stored examples that look like the
+new domain move to it, and its class is repeated to the other classes' size), and
+published as the next version of the same classifier name with
 `config = {"labels": [...], "temperature": T}` (as trainer/recipes/default_stages.py
 publishes the default router). The temperature is the base classifier's: the job has dev
 text of the new domain only, and a temperature fitted on one class would only sharpen
@@ -28,6 +30,7 @@ from trainer.classifier import (
     examples_to_bytes,
     train_classifier,
 )
+from trainer.router_balance import updated_examples
 from trainer.settings import RouterSettings
 
 log = logging.getLogger(__name__)
@@ -58,10 +61,13 @@ def router_update(store: Store, domain: str, data: tuple[Sequence[Pair], Sequenc
                 f"the router was not updated; requests reach {domain!r} by name only")
     train_pairs, dev_pairs = data
     stored = examples_from_bytes(loaded.files[CLASSIFIER_EXAMPLES_FILE])
-    old = [(label, text) for label, text in stored if label != domain]
-    new = [(domain, source) for source, _ in train_pairs[: settings.max_examples_per_domain]]
-    examples = old + new
-    log.info("router: retraining on %d examples (%d of %r)", len(examples), len(new), domain)
+    examples = updated_examples(stored, domain, [source for source, _ in train_pairs],
+                                max_lines=settings.max_examples_per_domain,
+                                balance=settings.balance,
+                                claim=settings.classifier_settings()
+                                if settings.claim_overlap else None)
+    log.info("router: retraining on %d examples (%d of %r)", len(examples),
+             sum(label == domain for label, _ in examples), domain)
     model = train_classifier(examples, settings.classifier_settings())
     dev_accuracy = accuracy(model, [(domain, source) for source, _ in dev_pairs]).overall
     files = {CLASSIFIER_MODEL_FILE: model, CLASSIFIER_EXAMPLES_FILE: examples_to_bytes(examples)}

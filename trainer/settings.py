@@ -17,6 +17,7 @@ from pydantic_settings import SettingsConfigDict
 
 from launch.settings import ProcessSettings
 from trainer.classifier import ClassifierSettings
+from trainer.router_balance import Balance
 
 
 def default_worker_name() -> str:
@@ -37,7 +38,16 @@ class RouterSettings(BaseModel):
     name: str = Field("router", description="classifier artifact name (the server's "
                                             "NMT_ROUTING__CLASSIFIER)")
     max_examples_per_domain: int = Field(
-        5000, ge=1, description="source sentences of the new domain added to the examples")
+        5000, ge=1, description="distinct source sentences of the new domain added to the "
+                                "examples")
+    balance: Balance = Field(
+        "median", description="repeat the new domain's lines until its class is as large as "
+                              "the median (or largest) other domain class; none: as many as "
+                              "it has (benchmarks/results/router_new_domain.md)")
+    claim_overlap: bool = Field(
+        True, description="move the stored examples that look like the new domain's text "
+                          "(another class learned text of its kind) to the new domain "
+                          "(trainer/router_overlap.py)")
     epoch: int = Field(_FASTTEXT.epoch, ge=1)
     lr: float = Field(_FASTTEXT.lr, gt=0)
     dim: int = Field(_FASTTEXT.dim, ge=2)

@@ -46,7 +46,7 @@ def client(tmp_path: Path) -> Iterator[TestClient]:
         yield client
 
 
-def correct(client: TestClient | httpx.Client, **fields: Any) -> httpx.Response:
+def correct(client: TestClient, **fields: Any) -> Any:
     body = {"source": SOURCE, "corrected": FIXED, "machine": MACHINE, "domain": "medical"}
     return client.post("/corrections", json={**body, **fields})
 
@@ -63,14 +63,14 @@ def test_the_aio_client_suggests_and_the_suggestion_is_stored(tmp_path: Path) ->
     suggestion is a pending correction of the domain the router picks for its source, and
     the page settings say suggestions are on."""
     app = create_app(make_settings(build_store(tmp_path / "store")))
-    with serving(app) as base, LibreTranslate(base + "/libretranslate") as lt:
+    with serving(app) as base, LibreTranslate(base + "/libretranslate", timeout=120) as lt:
         assert lt.frontend_settings().suggestions is True
         assert lt.suggest(SOURCE, FIXED, "en", "fr") is True
         with pytest.raises(BadRequestError, match="copy of the source"):
             lt.suggest(SOURCE, SOURCE, "en", "fr")
         with pytest.raises(BadRequestError, match="not supported"):
             lt.suggest(SOURCE, FIXED, "en", "de")
-        with httpx.Client(base_url=base) as http:
+        with httpx.Client(base_url=base, timeout=120) as http:
             rows = http.get("/admin/corrections", headers=admin_headers()).json()
     [row] = rows["corrections"]
     assert (row["source"], row["corrected"], row["machine"]) == (SOURCE, FIXED, None)
@@ -215,7 +215,7 @@ def test_the_libretranslate_suggest_errors_keep_its_shape(client: TestClient) ->
 def test_the_aio_client_error_type_for_a_refused_key(tmp_path: Path) -> None:
     settings = make_settings(build_store(tmp_path / "store"), access={"api_keys": True})
     app = create_app(settings)
-    with serving(app) as base, LibreTranslate(base + "/libretranslate",
+    with serving(app) as base, LibreTranslate(base + "/libretranslate", timeout=120,
                                               api_key="nmt_unknown") as lt:
         with pytest.raises(LibreTranslateError):
             lt.suggest(SOURCE, FIXED, "en", "fr")

@@ -1,0 +1,66 @@
+"""A new domain's share of the router's examples: its class repeated up to the others'
+size, and the stored examples that look like it moved to it (real fastText models)."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+from trainer.classifier import ClassifierSettings, Example
+from trainer.router_balance import reference_size, updated_examples
+from trainer.router_overlap import claimed
+
+ABSTRACTS = ["protein", "cells", "mice", "expression", "gene", "receptor", "cohort", "assay",
+             "tumour", "plasma", "induced", "significantly"]
+LEAFLETS = ["tablet", "dose", "patient", "leaflet", "doctor", "pharmacist", "take", "daily",
+            "side", "effects", "pregnant", "capsule"]
+LAWS = ["council", "regulation", "member", "states", "directive", "commission", "article",
+        "annex", "adopted", "provisions", "treaty", "shall"]
+FAST = ClassifierSettings(epoch=5, quantize=False)
+
+
+def sentences(words: list[str], count: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    return [" ".join(rng.choice(words) for _ in range(8)) + f" {seed}x{i}"
+            for i in range(count)]
+
+
+def test_the_new_class_is_repeated_to_the_median_domain_class() -> None:
+    stored: list[Example] = [("law", f"l{i}") for i in range(10)] + [
+        ("it", f"i{i}") for i in range(6)] + [("medical", f"m{i}") for i in range(4)] + [
+        ("generic", f"g{i}") for i in range(50)]  # generic is no domain: not counted
+    assert reference_size(stored, "median") == 6
+    assert reference_size(stored, "largest") == 10
+    assert reference_size(stored, "none") == 0
+    examples = updated_examples(stored, "bio", ["a", "b", "a", " ", "c", "d"], max_lines=3,
+                                balance="median")
+    bio = [text for label, text in examples if label == "bio"]
+    assert bio == ["a", "b", "c", "a", "b", "c"]  # distinct, capped, then repeated in order
+    assert examples[: len(stored)] == stored
+    as_is = updated_examples(stored, "bio", ["a", "b"], max_lines=3, balance="none")
+    assert Counter(label for label, _ in as_is)["bio"] == 2
+
+
+def test_a_refreshed_domain_replaces_its_old_examples() -> None:
+    stored: list[Example] = [("law", "x"), ("bio", "old"), ("bio", "older")]
+    examples = updated_examples(stored, "bio", ["new"], max_lines=10, balance="largest")
+    assert examples == [("law", "x"), ("bio", "new")]
+
+
+def test_stored_examples_of_the_new_domains_kind_are_claimed() -> None:
+    """Medical holds some abstracts: a biomedical domain claims (most of) them, and no
+    leaflet or law line."""
+    abstracts_in_medical = sentences(ABSTRACTS, 40, seed=1)
+    others: list[Example] = [("medical", s) for s in sentences(LEAFLETS, 300, seed=2)]
+    others += [("medical", s) for s in abstracts_in_medical]
+    others += [("law", s) for s in sentences(LAWS, 300, seed=3)]
+    new_lines = sentences(ABSTRACTS, 200, seed=4)
+    found = claimed(others, new_lines, settings=FAST)
+    texts = {others[i][1] for i in found}
+    assert len(texts & set(abstracts_in_medical)) >= 30
+    assert len(texts - set(abstracts_in_medical)) <= 3
+    examples = updated_examples(others, "biomedical", new_lines, max_lines=5000,
+                                balance="none", claim=FAST)
+    moved = [text for label, text in examples if label == "biomedical"]
+    assert set(moved) == set(new_lines) | texts
+    assert not {text for label, text in examples if label == "medical"} & texts

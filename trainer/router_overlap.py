@@ -1,0 +1,42 @@
+"""Which of the router's stored examples does a new domain's text claim?
+
+A shipped class may hold text of the new domain's own kind: the default router's medical
+class learned from 2,000 biomedical abstracts (trainer/recipes/default_stages.py
+`DOMAIN_EXTRAS`), so a biomedical domain added from Medline abstracts lost its own unseen
+lines to medical (41% top-1 however its class was weighted;
+benchmarks/results/router_new_domain.md). Such examples are moved to the new domain.
+
+Which ones: a binary fastText model (the new domain's lines against the other examples)
+is trained on half of the other examples and scores the other half, and the other way
+round (cross-fitting: no example is scored by a model that saw it). An example it gives
+the new domain with probability >= `threshold` is claimed. With 3,000 new lines against
+~65,000 others the model is cautious: text unlike the new domain's is never claimed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from server.routing.classifier import raw_posteriors
+from trainer.classifier import ClassifierSettings, Example, load_model, train_classifier
+
+NEW, OTHER = "new", "other"
+FOLDS = 2
+
+
+def claimed(others: Sequence[Example], new_lines: Sequence[str], *,
+            settings: ClassifierSettings, threshold: float = 0.5) -> set[int]:
+    """Indices of `others` that look like `new_lines` (see the module docstring)."""
+    if not others or not new_lines:
+        return set()
+    binary = replace(settings, quantize=False)
+    found: set[int] = set()
+    for fold in range(FOLDS):
+        train = [(NEW, line) for line in new_lines] + [
+            (OTHER, text) for i, (_, text) in enumerate(others) if i % FOLDS != fold]
+        model = load_model(train_classifier(train, binary))
+        for i in range(fold, len(others), FOLDS):
+            if raw_posteriors(model, others[i][1]).get(NEW, 0.0) >= threshold:
+                found.add(i)
+    return found
