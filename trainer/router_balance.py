@@ -14,6 +14,10 @@ router_new_domain.md, `python -m benchmarks.quality.router_new_domain`):
   little (33.0%: the neighbour's examples, not the class's size, took the lines); with
   the first step 61.8%, every shipped domain's text at 74.5% top-1 (74.3% retrained
   without either step, 75.0% the shipped router).
+
+A domain of package descriptions (software prose, the it class's neighbour) went from
+77.6% to 86.4% of its lines, all shipped domains 75.1%, but it's own text from 96.6% to
+90.6%: the claim also takes it-class lines that read like package descriptions.
 """
 
 from __future__ import annotations
