@@ -16,8 +16,9 @@ router_new_domain.md, `python -m benchmarks.quality.router_new_domain`):
   without either step, 75.0% the shipped router).
 
 A domain of package descriptions (software prose, the it class's neighbour) went from
-77.6% to 86.4% of its lines, all shipped domains 75.1%, but it's own text from 96.6% to
-90.6%: the claim also takes it-class lines that read like package descriptions.
+77.6% to 86.4% of its lines, all shipped domains 75.1%, but the it domain's own text
+from 96.6% to 90.6%: the claim also takes it-class lines that read like package
+descriptions.
 """
 
 from __future__ import annotations
