@@ -11,10 +11,15 @@ is trained on half of the other examples and scores the other half, and the othe
 round (cross-fitting: no example is scored by a model that saw it). An example it gives
 the new domain with probability >= `threshold` is claimed. With 3,000 new lines against
 ~65,000 others the model is cautious: text unlike the new domain's is never claimed.
+
+A class the new domain would take most of is left whole: it is a domain of the same text
+(two domains added from the same corpus), and moving its examples would drop it from the
+router. At most `MAX_CLAIMED_SHARE` of any class moves.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -23,6 +28,7 @@ from trainer.classifier import ClassifierSettings, Example, load_model, train_cl
 
 NEW, OTHER = "new", "other"
 FOLDS = 2
+MAX_CLAIMED_SHARE = 0.5
 
 
 def claimed(others: Sequence[Example], new_lines: Sequence[str], *,
@@ -39,4 +45,13 @@ def claimed(others: Sequence[Example], new_lines: Sequence[str], *,
         for i in range(fold, len(others), FOLDS):
             if raw_posteriors(model, others[i][1]).get(NEW, 0.0) >= threshold:
                 found.add(i)
-    return found
+    return _without_whole_classes(others, found)
+
+
+def _without_whole_classes(others: Sequence[Example], found: set[int]) -> set[int]:
+    """`found` less the examples of classes it would take more than MAX_CLAIMED_SHARE of."""
+    sizes = Counter(label for label, _ in others)
+    taken = Counter(others[i][0] for i in found)
+    kept = {label for label, count in taken.items()
+            if count > MAX_CLAIMED_SHARE * sizes[label]}
+    return {i for i in found if others[i][0] not in kept}

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import DEFAULT_DATA, RESULTS_DIR
+from benchmarks.provenance import stamped
 from contract.artifacts import CLASSIFIER_EXAMPLES_FILE, CLASSIFIER_MODEL_FILE
 from server.routing.classifier import config_temperature, load_classifier
 from server.settings import RoutingSettings
@@ -170,7 +171,7 @@ def main() -> None:
                 rows.append(row)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "router_new_domain.json").write_text(json.dumps(rows, indent=1) + "\n")
-    (args.out / "router_new_domain.md").write_text(markdown(rows, args.held_out))
+    (args.out / "router_new_domain.md").write_text(stamped(markdown(rows, args.held_out)))
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ router = APIRouter(prefix="/admin/corrections", tags=["admin", "corrections"],
                               403: {"model": ErrorResponse,
                                     "description": "wrong token, or admin disabled"}})
 MAX_LISTED = 1000
+MAX_OFFSET = 2**63 - 1  # SQL OFFSET is a signed 64-bit integer (SQLite and PostgreSQL)
 MAX_IDS = 10_000
 Domain = Annotated[str | None, Query(max_length=64, description="the domain's corrections")]
 KeyId = Annotated[str | None, Query(max_length=36, description="an API key's id (GET "
@@ -91,7 +92,7 @@ def _info(record: CorrectionRecord) -> CorrectionInfo:
 async def list_corrections(
         desk: DeskDep, domain: Domain = None, key_id: KeyId = None, status: Status = None,
         limit: Annotated[int, Query(ge=1, le=MAX_LISTED)] = 100,
-        offset: Annotated[int, Query(ge=0)] = 0) -> CorrectionList:
+        offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0) -> CorrectionList:
     """Corrections, oldest first."""
     which = CorrectionFilter(domain=domain, key_id=key_id, status=status)
     records = await asyncio.to_thread(desk.registry.list_corrections, which, limit=limit,

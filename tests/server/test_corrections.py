@@ -196,6 +196,9 @@ def test_admin_reviews_exports_counts_and_deletes(client: TestClient) -> None:
     gone = client.delete("/admin/corrections", params={"domain": "medical"}, headers=headers)
     assert gone.json() == {"deleted": 2}
     assert [r["domain"] for r in listed(client)] == ["law"]
+    assert listed(client, offset=str(2**63 - 1)) == []  # the largest offset SQL takes
+    too_far = client.get("/admin/corrections", params={"offset": 2**63}, headers=headers)
+    assert too_far.status_code == 422 and "offset" in too_far.text
     assert client.get("/admin/corrections").status_code == 401
 
 

@@ -64,3 +64,15 @@ def test_stored_examples_of_the_new_domains_kind_are_claimed() -> None:
     moved = [text for label, text in examples if label == "biomedical"]
     assert set(moved) == set(new_lines) | texts
     assert not {text for label, text in examples if label == "medical"} & texts
+
+
+def test_a_domain_of_the_same_text_as_a_class_leaves_that_class_whole() -> None:
+    """Two domains added from one corpus: the second claims no example of the first, or the
+    first would vanish from the router."""
+    religion = sentences(ABSTRACTS, 200, seed=5)
+    others: list[Example] = [("religion", s) for s in religion]
+    others += [("law", s) for s in sentences(LAWS, 300, seed=3)]
+    assert claimed(others, sentences(ABSTRACTS, 200, seed=6), settings=FAST) == set()
+    examples = updated_examples(others, "scripture", sentences(ABSTRACTS, 200, seed=6),
+                                max_lines=5000, balance="median", claim=FAST)
+    assert [text for label, text in examples if label == "religion"] == religion
