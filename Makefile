@@ -5,7 +5,7 @@
 #   make test                               dev install, ruff, mypy, pytest
 #   make bench-engine [QUICK=1] [DATA=..]   engine speed against peers
 #   make bench-markup / bench-glossary [QUICK=1] [DATA=..]   tags, placeholders, glossary terms
-#   make bench-documents [DOCS=folder] [QUICK=1] [DATA=..]  whole files vs /translate/batch
+#   make bench-documents [DOCS=folder] [FORMATS=docx,..] [QUICK=1]  whole files vs /translate/batch
 #   make serve-ray [REPLICAS=2] [PORT=8000] N replicas behind Ray Serve's proxy (local cluster,
 #                                           or the one at RAY_ADDRESS); Ctrl-C stops it all
 #
@@ -102,7 +102,7 @@ bench-glossary: $(DEV_STAMP)
 	$(PY) -m benchmarks.quality.glossary --data $(DATA) $(QUICK_FLAG)
 
 bench-documents: $(DEV_STAMP)
-	$(PY) -m benchmarks.documents.run --data $(DATA) $(QUICK_FLAG) $(if $(DOCS),--path $(DOCS))
+	$(PY) -m benchmarks.documents.run --data $(DATA) $(QUICK_FLAG) $(if $(DOCS),--path $(DOCS)) $(if $(FORMATS),--formats $(FORMATS))
 
 eval: $(DEV_STAMP)
 	$(PY) -m benchmarks.quality.evaluate --data $(DATA) $(QUICK_FLAG)

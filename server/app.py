@@ -83,7 +83,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.translator = default.translator
     if settings.limits.start_preparation_worker:
         app.state.translator.preparation.start_worker()
-    documents = DocumentService(app.state.translator, settings.documents)
+    documents = DocumentService(app.state.translator, settings.documents,
+                                app.state.directions)
     app.state.document_jobs = DocumentJobs(
         job_root(settings.store_dir, settings.documents.jobs_dir), documents)
     await app.state.document_jobs.start()

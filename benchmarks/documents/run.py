@@ -47,6 +47,9 @@ from server.settings import DocumentSettings
 
 BATCH_ITEMS = 64
 TIMEOUT_S = 1800.0
+# A translation page as the trade counts it: 1,800 characters with spaces (the German
+# "Normseite", also the unit of translation agencies' quotes).
+PAGE_CHARS = 1800
 
 
 def translate_file(client: httpx.Client, path: Path) -> tuple[bytes, dict[str, Any], float]:
@@ -130,9 +133,11 @@ def run_file(client: httpx.Client, path: Path, *, rounds: int,
                 batch_times.append(translate_batches(client, segments, domain, settings))
     found = measure(path.name, data, output, source=source, target=target)
     file_s, batch_s = statistics.median(file_times), statistics.median(batch_times)
+    characters = sum(len(s.text) for s in segments)
     return {"file": path.name, "format": formats.by_filename(path.name).name,
-            "bytes": len(data), "segments": len(segments), "characters":
-            sum(len(s.text) for s in segments), "units_in": found.units_in,
+            "bytes": len(data), "segments": len(segments), "characters": characters,
+            "pages_per_s": round(characters / PAGE_CHARS / file_s, 3) if file_s else None,
+            "units_in": found.units_in,
             "units_out": found.units_out, "translated": round(found.translated, 4),
             "structure_kept": found.structure_kept, "problems": found.problems,
             "routing": routing, "file_s": round(file_s, 3), "batch_s": round(batch_s, 3),
@@ -143,21 +148,25 @@ def run_file(client: httpx.Client, path: Path, *, rounds: int,
 
 def table(rows: Sequence[dict[str, Any]]) -> str:
     lines = ["| file | format | segments | units in / out | translated | structure kept | "
-             "file s | batch s | overhead |", "|---|---|---:|---:|---:|---|---:|---:|---:|"]
+             "file s | batch s | overhead | pages/s |",
+             "|---|---|---:|---:|---:|---|---:|---:|---:|---:|"]
     for row in rows:
         overhead = f"{row['overhead'] * 100:+.1f} %" if row["overhead"] is not None else "-"
         kept = "yes" if row["structure_kept"] else "no: " + "; ".join(row["problems"])
         lines.append(f"| {row['file']} | {row['format']} | {row['segments']} | "
                      f"{row['units_in']} / {row['units_out']} | "
                      f"{row['translated'] * 100:.1f} % | {kept} | {row['file_s']:.2f} | "
-                     f"{row['batch_s']:.2f} | {overhead} |")
+                     f"{row['batch_s']:.2f} | {overhead} | {row['pages_per_s']:.2f} |")
     total_file = sum(r["file_s"] for r in rows)
     total_batch = sum(r["batch_s"] for r in rows)
     if total_batch:
+        pages = sum(r["characters"] for r in rows) / PAGE_CHARS
         lines.append(f"| all | | {sum(r['segments'] for r in rows)} | | | | "
                      f"{total_file:.2f} | {total_batch:.2f} | "
-                     f"{(total_file / total_batch - 1) * 100:+.1f} % |")
-    return "\n".join(lines) + "\n"
+                     f"{(total_file / total_batch - 1) * 100:+.1f} % | "
+                     f"{pages / total_file:.2f} |")
+    return (f"Pages: {PAGE_CHARS:,} characters of text to translate.\n\n"
+            + "\n".join(lines) + "\n")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -170,6 +179,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="source lines per built document")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--quick", action="store_true", help="40 lines, 1 round")
+    parser.add_argument("--formats", help="only these formats, comma-separated (e.g. "
+                                          "docx,pptx,xlsx,odt,odp,ods)")
     parser.add_argument("--tiny", action="store_true", help="a toy model (tests)")
     parser.add_argument("--out", type=Path, help="results directory (default: results/)")
     args = parser.parse_args(argv)
@@ -182,6 +193,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             paths = corpus.build(args.data, root / "corpus", lines=lines)
         supported = set(formats.supported_extensions())
         paths = [p for p in paths if p.suffix.lower() in supported]
+        if args.formats:
+            wanted = {name.strip() for name in args.formats.split(",")}
+            paths = [p for p in paths if formats.by_filename(p.name).name in wanted]
         spec = seed_tiny_store(root / "store") if args.tiny else \
             seed_default_store(root / "store")
         settings = DocumentSettings()

@@ -15,22 +15,21 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from server.api.deps import AccessDep, ApiKeyDep, RuntimeDep, SettingsDep
+from server.api.deps import AccessDep, ApiKeyDep, SettingsDep
 from server.api.document_upload import DocumentUpload, read_document_upload
 from server.api.routes_translate import until_disconnected
 from server.api.schemas import ErrorResponse, Routing
+from server.documents.direction import DocumentRequest, detection_summary, open_directed
 from server.documents.formats import FORMATS, supported_extensions
 from server.documents.jobs import DocumentJob, DocumentJobs
 from server.documents.service import (
-    DocumentOptions,
     DocumentService,
     TranslatedDocument,
     routing_summary,
 )
-from server.errors import InvalidInput, NotReady
-from server.languages import language_pair
+from server.errors import InvalidInput
+from server.languages import Detection
 from server.routing.policy import DomainSpec, RoutingDecision
-from server.serving.runtime import Runtime
 
 router = APIRouter(tags=["documents"])
 FIELDS = ("domain", "glossary_id", "source", "target", "overwrite")
@@ -38,8 +37,8 @@ USAGE = ("send multipart/form-data with the file part 'file' (" +
          ", ".join(supported_extensions()) + ") and optionally the fields domain, "
          "glossary_id, source, target, overwrite")
 ROUTING_HEADER = "X-NMT-Routing"
+DETECTED_HEADER = "X-NMT-Detected"  # source=auto: {"language", "confidence"}
 MAX_WAIT_S = 60.0
-UNDETERMINED = "und"  # ISO 639-2 "undetermined": a backbone that does not name its languages
 FORM_BODY: dict[str, Any] = {"requestBody": {"required": True, "content": {
     "multipart/form-data": {"schema": {"type": "object", "required": ["file"], "properties": {
         "file": {"type": "string", "format": "binary",
@@ -47,15 +46,17 @@ FORM_BODY: dict[str, Any] = {"requestBody": {"required": True, "content": {
         "domain": {"type": "string", "description": "a domain, generic, auto (default: the "
                    "classifier routes the whole document once), or JSON weights"},
         "glossary_id": {"type": "string", "description": "a stored glossary"},
-        "source": {"type": "string", "description": "source language code (default: the "
-                                                    "server's)"},
+        "source": {"type": "string", "description": "source language code, or auto (the "
+                   "document's language is detected); with target it picks the direction "
+                   "(default: the default direction's)"},
         "target": {"type": "string", "description": "target language code (default: the "
-                                                    "server's)"},
+                                                    "default direction's)"},
         "overwrite": {"type": "boolean", "description": "po/xliff: also retranslate "
                                                         "entries that have a translation"}}}}}}}
 ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorResponse, "description": description}
     for status, description in (
+        (400, "a language no served direction translates (given or detected)"),
         (404, "unknown domain or glossary"),
         (413, "the file, or the text in it, is larger than the limits"),
         (415, "not a supported file type (the message lists them)"),
@@ -76,6 +77,11 @@ class ErrorDetail(BaseModel):
     message: str
 
 
+class DetectedLanguage(BaseModel):
+    language: str
+    confidence: float = Field(description="0..1")
+
+
 class DocumentJobResponse(BaseModel):
     id: str
     state: Literal["queued", "running", "done", "failed"]
@@ -84,6 +90,8 @@ class DocumentJobResponse(BaseModel):
     characters: int = Field(description="characters to translate")
     progress: JobProgress
     routing: Routing | None = Field(description="the document's routing, once done")
+    detected: DetectedLanguage | None = Field(
+        default=None, description="source=auto: the document's detected language")
     error: ErrorDetail | None = Field(description="why it failed")
     result_url: str | None = Field(description="where the file is, once done")
     created_at: datetime
@@ -110,23 +118,25 @@ JobId = Annotated[str, Path(max_length=64, description="the job's id")]
     202: {"model": DocumentJobResponse, "description": "a large file: a job (Location)"},
     **ERRORS}, openapi_extra=FORM_BODY)
 async def translate_file(request: Request, documents: DocumentsDep, jobs: JobsDep,
-                         runtime: RuntimeDep, settings: SettingsDep, access: AccessDep,
+                         settings: SettingsDep, access: AccessDep,
                          api_key: ApiKeyDep) -> Response:
     """Translate a whole file. Answers the file (`<name>.<target><ext>`, same format,
     same encoding) with the document's routing decision in the `X-NMT-Routing` header;
     a file with more than `NMT_DOCUMENTS__SYNC_CHARS` characters to translate answers
-    202 with a job instead (follow `Location`)."""
+    202 with a job instead (follow `Location`). `source`/`target` pick the direction
+    (backbone); `source=auto` detects the document's language (`X-NMT-Detected`)."""
     upload = await read_document_upload(request, limit=settings.documents.max_bytes,
                                         fields=FIELDS, usage=USAGE)
-    options = document_options(upload, runtime)
-    document = await asyncio.to_thread(documents.open, upload.filename, upload.data, options)
+    directed = await open_directed(documents, upload.filename, upload.data,
+                                   document_request(upload))
+    document = directed.document
     await access.check(api_key, chars=document.chars)
     if document.chars > settings.documents.sync_chars:
-        job = await jobs.submit(document, upload.data)
+        job = await jobs.submit(document, upload.data, detected=directed.detected)
         return JSONResponse(job_response(job).model_dump(mode="json"), status_code=202,
                             headers={"Location": job_path(job.id)})
     result = await until_disconnected(request, documents.translate(document))
-    return file_response(result)
+    return file_response(result, directed.detected)
 
 
 @router.get("/translate/file/jobs/{job_id}", response_model=DocumentJobResponse,
@@ -146,9 +156,11 @@ async def get_job(job_id: JobId, jobs: JobsDep, wait: Annotated[float, Query(
 async def job_result(job_id: JobId, jobs: JobsDep) -> Response:
     """The translated file of a finished job."""
     job, data = await asyncio.to_thread(jobs.result, job_id)
+    detected = {DETECTED_HEADER: json.dumps(job.detected)} if job.detected else {}
     return Response(data, media_type=job.media_type, headers={
         "Content-Disposition": content_disposition(job.output_name),
-        ROUTING_HEADER: json.dumps(job.routing), "X-NMT-Segments": str(job.total)})
+        ROUTING_HEADER: json.dumps(job.routing), "X-NMT-Segments": str(job.total),
+        **detected})
 
 
 def job_path(job_id: str) -> str:
@@ -164,43 +176,31 @@ def job_response(job: DocumentJob) -> DocumentJobResponse:
         progress=JobProgress(done=job.done, total=job.total,
                              fraction=job.done / job.total if job.total else 1.0),
         routing=Routing(**job.routing) if job.routing is not None else None, error=error,
+        detected=DetectedLanguage(**job.detected) if job.detected else None,
         result_url=job_path(job.id) + "/result" if job.state == "done" else None,
         created_at=datetime.fromtimestamp(job.created_at, UTC),
         updated_at=datetime.fromtimestamp(job.updated_at, UTC))
 
 
-def document_options(upload: DocumentUpload, runtime: Runtime) -> DocumentOptions:
-    """The form's fields, checked against what the server serves."""
+def document_request(upload: DocumentUpload) -> DocumentRequest:
+    """The form's fields, checked (the languages are checked with the directions)."""
     fields = upload.fields
     if not upload.filename:
         raise InvalidInput("the file part has no file name; the name's extension says "
                            f"its format: {USAGE}", field="file")
-    source, target = languages(runtime, fields.get("source"), fields.get("target"))
     overwrite = fields.get("overwrite", "false").lower()
     if overwrite not in ("true", "false", "1", "0"):
         raise InvalidInput(f"overwrite must be true or false, not {overwrite!r}",
                            field="overwrite")
-    return DocumentOptions(source=source, target=target, domain=domain_spec(fields),
-                           glossary_id=fields.get("glossary_id"),
+    return DocumentRequest(source=fields.get("source"), target=fields.get("target"),
+                           domain=domain_spec(fields), glossary_id=fields.get("glossary_id"),
                            overwrite_existing=overwrite in ("true", "1"))
 
 
-def languages(runtime: Runtime, source: str | None, target: str | None) -> tuple[str, str]:
-    """The direction of a request: what the server translates (today one backbone, one
-    direction); `auto` is the source language."""
-    backbone = runtime.backbone
-    if backbone is None:
-        raise NotReady("no backbone is loaded; see /health/ready")
-    pair = language_pair(backbone)
-    if pair is None:  # the backbone does not say: the codes are taken as given
-        return source or UNDETERMINED, target or UNDETERMINED
-    if source not in (None, "auto", pair.source):
-        raise InvalidInput(f"{source} is not supported as a source language; "
-                           f"{pair.describe()}", field="source")
-    if target not in (None, pair.target):
-        raise InvalidInput(f"{target} is not supported as a target language; "
-                           f"{pair.describe()}", field="target")
-    return pair.source, pair.target
+def detected_header(detected: Detection | None) -> dict[str, str]:
+    if detected is None:
+        return {}
+    return {DETECTED_HEADER: json.dumps(detection_summary(detected))}
 
 
 def domain_spec(fields: dict[str, str]) -> DomainSpec:
@@ -229,9 +229,9 @@ def content_disposition(filename: str) -> str:
     return f"attachment; filename=\"{plain}\"; filename*=UTF-8''{quote(filename)}"
 
 
-def file_response(result: TranslatedDocument) -> Response:
+def file_response(result: TranslatedDocument, detected: Detection | None = None) -> Response:
     routing = routing_of(result.decision, result.versions)
     return Response(result.data, media_type=result.media_type, headers={
         "Content-Disposition": content_disposition(result.filename),
         ROUTING_HEADER: routing.model_dump_json(),
-        "X-NMT-Segments": str(result.segments)})
+        "X-NMT-Segments": str(result.segments), **detected_header(detected)})

@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from server.documents.direction import detection_summary
 from server.documents.service import (
     DocumentOptions,
     DocumentService,
@@ -40,6 +41,7 @@ from server.documents.service import (
     routing_summary,
 )
 from server.errors import Conflict, NotFound, ServingError
+from server.languages import Detection
 from server.replica import replica_name
 
 log = logging.getLogger(__name__)
@@ -63,6 +65,7 @@ class DocumentJob:
     total: int = 0  # segments in the file
     chars: int = 0  # characters to translate
     routing: dict[str, Any] | None = None
+    detected: dict[str, Any] | None = None  # source=auto: {"language", "confidence"}
     versions: dict[str, int] = field(default_factory=dict)
     error: str | None = None
     error_code: str | None = None
@@ -128,14 +131,17 @@ class DocumentJobs:
         self.me = replica_name()
 
     # -- the public side ----------------------------------------------------------------
-    async def submit(self, document: OpenedDocument, data: bytes) -> DocumentJob:
+    async def submit(self, document: OpenedDocument, data: bytes, *,
+                     detected: Detection | None = None) -> DocumentJob:
         job_id = uuid.uuid4().hex
         now = time.time()
+        shown = None if detected is None else detection_summary(detected)
         job = DocumentJob(id=job_id, filename=document.filename,
                           output_name=document.output_name,
                           media_type=document.format.media_type,
                           options=asdict(document.options), total=len(document.segments),
-                          chars=document.chars, created_at=now, updated_at=now)
+                          chars=document.chars, detected=shown, created_at=now,
+                          updated_at=now)
         files = JobFiles(self.root, job_id)
         await asyncio.to_thread(self._create, files, job, data)
         self._start(job_id)

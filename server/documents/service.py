@@ -43,10 +43,12 @@ from server.errors import (
     InvalidInput,
     NotReady,
     TooLarge,
+    UnsupportedLanguage,
     UnsupportedMediaType,
 )
 from server.glossaries import GlossaryChoice
 from server.routing.policy import AUTO, DomainSpec, RoutingDecision
+from server.serving.directions import Directions
 from server.serving.translation import DecodingRequest, Item, ItemResult, Translator
 from server.settings import DocumentSettings
 from server.text import split_text
@@ -65,6 +67,7 @@ class DocumentOptions:
     domain: DomainSpec = None
     glossary_id: str | None = None
     overwrite_existing: bool = False
+    backbone: str | None = None  # the direction that translates it; None: the default one
 
 
 @dataclass(frozen=True)
@@ -149,19 +152,34 @@ def open_document(filename: str, data: bytes, options: DocumentOptions, *,
 
 
 class DocumentService:
-    def __init__(self, translator: Translator, settings: DocumentSettings) -> None:
-        self.translator = translator
+    def __init__(self, translator: Translator, settings: DocumentSettings,
+                 directions: Directions | None = None) -> None:
+        self.translator = translator  # the default direction's
         self.settings = settings
+        self.directions = directions
 
     def open(self, filename: str, data: bytes, options: DocumentOptions) -> OpenedDocument:
         return open_document(filename, data, options, settings=self.settings)
 
+    def translator_for(self, document: OpenedDocument) -> Translator:
+        """The translator of the document's direction (server/documents/direction.py)."""
+        backbone = document.options.backbone
+        if backbone is None:
+            return self.translator
+        direction = self.directions.by_name(backbone) if self.directions else None
+        if direction is None or not direction.serving:
+            served = self.directions.describe() if self.directions else "none"
+            raise UnsupportedLanguage(f"the backbone {backbone!r} that was to translate "
+                                      f"this document is not served now; served "
+                                      f"directions: {served}", field="target")
+        return direction.translator
+
     # -- 2. one routing decision ------------------------------------------------------
     def route(self, document: OpenedDocument) -> RoutingDecision:
         """The document's routing (CPU work: call it off the event loop)."""
-        runtime = self.translator.runtime
-        state = runtime.state
-        policy = self.translator.policy
+        translator = self.translator_for(document)
+        state = translator.runtime.state
+        policy = translator.policy
         spec = document.options.domain
         mixture = policy.settings.mixture
         automatic = spec is None or spec == AUTO
@@ -190,10 +208,11 @@ class DocumentService:
                         patient: bool = False) -> TranslatedDocument:
         """`patient` (jobs): a batch refused for a full queue waits its Retry-After and
         one that timed out is tried again, instead of failing the document."""
+        translator = self.translator_for(document)
         decision = await asyncio.to_thread(self.route, document)
         spec = decision_spec(decision)
-        pieces = self._pieces(document.segments)
-        chunks = self._chunks(pieces)
+        pieces = self._pieces(translator, document.segments)
+        chunks = self._chunks(translator, pieces)
         outcome = _Outcome()
         done = 0
         total = len(document.segments)
@@ -207,7 +226,7 @@ class DocumentService:
             async with gate:
                 items = [Item(pieces[i].text, spec, text_field="file", domain_field="domain",
                               format=pieces[i].fmt, glossary=glossary) for i in chunk]
-                results = await self._translate(items, patient=patient)
+                results = await self._translate(translator, items, patient=patient)
             for index, result in zip(chunk, results, strict=True):
                 outcome.texts.setdefault(pieces[index].segment, []).append(result.translation)
                 outcome.versions.update(result.versions)
@@ -221,11 +240,13 @@ class DocumentService:
         return TranslatedDocument(document.output_name, document.format.media_type, data,
                                   decision, outcome.versions, total)
 
-    async def _translate(self, items: list[Item], *, patient: bool) -> list[ItemResult]:
+    @staticmethod
+    async def _translate(translator: Translator, items: list[Item], *,
+                         patient: bool) -> list[ItemResult]:
         attempts = 0
         while True:
             try:
-                return await self.translator.translate(items, DecodingRequest())
+                return await translator.translate(items, DecodingRequest())
             except Busy as busy:
                 if not patient:
                     raise
@@ -236,8 +257,8 @@ class DocumentService:
                     raise
                 await asyncio.sleep(attempts)
 
-    def _pieces(self, segments: Sequence[Segment]) -> list[_Piece]:
-        limit = min(self.translator.limits.max_text_chars, self.settings.chunk_chars)
+    def _pieces(self, translator: Translator, segments: Sequence[Segment]) -> list[_Piece]:
+        limit = min(translator.limits.max_text_chars, self.settings.chunk_chars)
         pieces: list[_Piece] = []
         for index, segment in enumerate(segments):
             if len(segment.text) <= limit:
@@ -251,8 +272,8 @@ class DocumentService:
                                                                               limit)]
         return pieces
 
-    def _chunks(self, pieces: Sequence[_Piece]) -> list[list[int]]:
-        limits = self.translator.limits
+    def _chunks(self, translator: Translator, pieces: Sequence[_Piece]) -> list[list[int]]:
+        limits = translator.limits
         budget = min(self.settings.chunk_chars, limits.max_request_chars)
         chunks: list[list[int]] = []
         size = 0

@@ -95,8 +95,8 @@ def test_bad_files_are_refused_with_the_reason(client: TestClient, name: str, da
 
 
 @pytest.mark.parametrize(("fields", "status", "field"), [
-    ({"target": "de"}, 422, "target"),
-    ({"source": "es"}, 422, "source"),
+    ({"target": "de"}, 400, "target"),
+    ({"source": "es"}, 400, "source"),
     ({"domain": "cooking"}, 404, "domain"),
     ({"domain": "{\"medical\": \"x\"}"}, 422, "domain"),
     ({"glossary_id": "missing"}, 404, "glossary_id"),

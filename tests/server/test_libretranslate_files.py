@@ -67,7 +67,8 @@ def test_the_async_client_and_the_same_file_as_the_native_endpoint(base: str) ->
 @pytest.mark.parametrize(("name", "data", "target", "message"), [
     ("setup.exe", b"MZ", "fr", r"Invalid request: .*supported: \.txt"),
     ("a.srt", b"1\n00:00:01,000 --> x\nHi\n", "fr", "malformed SubRip timing"),
-    ("a.txt", b"Hello.\n", "de", "de is not supported as a target language"),
+    ("a.txt", b"Hello.\n", "de", "no served backbone translates from en into de; served "
+     "directions: en->fr"),
 ])
 def test_refusals_are_400_with_a_message(base: str, tmp_path: Path, name: str, data: bytes,
                                          target: str, message: str) -> None:

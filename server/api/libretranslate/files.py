@@ -21,8 +21,8 @@ from server.api.libretranslate.errors import LibreTranslateError, LibreTranslate
 from server.api.libretranslate.routes import ERRORS, body_schema, served_pair
 from server.api.routes_documents import JobsDep, content_disposition, domain_spec
 from server.api.routes_translate import until_disconnected
+from server.documents.direction import DocumentRequest, open_directed
 from server.documents.formats import supported_extensions
-from server.documents.service import DocumentOptions
 
 router = APIRouter(route_class=LibreTranslateRoute)
 FIELDS = ("source", "target", "api_key", "domain")
@@ -57,20 +57,14 @@ async def translate_file(request: Request, jobs: JobsDep, runtime: RuntimeDep,
             raise bad_request(f"Invalid request: missing {name} parameter")
     if not upload.filename:
         raise bad_request("Invalid request: the file part has no file name")
-    pair = served_pair(runtime)
-    if fields["source"] not in ("auto", pair.source):
-        raise bad_request(f"{fields['source']} is not supported as a source language; "
-                          f"{pair.describe()}")
-    if fields["target"] != pair.target:
-        raise bad_request(f"{fields['target']} is not supported as a target language; "
-                          f"{pair.describe()}")
-    options = DocumentOptions(source=pair.source, target=pair.target,
-                              domain=domain_spec(fields))
-    service = jobs.service
-    document = await asyncio.to_thread(service.open, upload.filename, upload.data, options)
+    served_pair(runtime)  # LibreTranslate needs a loaded backbone that names its languages
+    # the direction from source (or the file's detected language) into target
+    directed = await open_directed(jobs.service, upload.filename, upload.data, DocumentRequest(
+        source=fields["source"], target=fields["target"], domain=domain_spec(fields)))
+    document = directed.document
     await access.check(fields.get("api_key") or header_key, chars=document.chars,
                        field="api_key")
-    job = await jobs.submit(document, upload.data)
+    job = await jobs.submit(document, upload.data, detected=directed.detected)
     job = await until_disconnected(request, jobs.wait(job.id,
                                                       settings.documents.job_timeout_s))
     if job.state != "done":
