@@ -182,8 +182,10 @@ def _skeleton(kind: str, data: bytes) -> list[str]:
     if kind in (".html", ".htm"):
         return [element.tag for element in lxml_html.document_fromstring(data).iter()
                 if isinstance(element.tag, str)]
+    # Markdown: every block on the same source lines (`map`), so lines are kept too
     tokens = MarkdownIt("commonmark").enable("table").parse(text)
-    return [f"{t.type}:{t.content if t.type in ('fence', 'code_block', 'html_block') else ''}"
+    return [f"{t.type}:{t.map}:"
+            f"{t.content if t.type in ('fence', 'code_block', 'html_block') else ''}"
             for t in tokens if t.type != "inline"]
 
 

@@ -47,6 +47,8 @@ def test_a_changed_timecode_is_a_broken_structure() -> None:
      "# Le titre ici\n\nLe patient prend le comprimé.\n\n```\ncode stays\n```\n", 1.0, True),
     ("a.md", "Text here.\n\n```\ncode stays\n```\n",
      "Le texte ici.\n\n```\ncode changed\n```\n", 1.0, False),
+    ("a.md", "The patient takes\nthe tablet daily.\n\nAsk the doctor.\n",
+     "Le patient prend le comprimé chaque jour.\n\nDemandez au médecin.\n", 1.0, False),
     ("a.html", "<p>The patient takes <b>the tablet</b>.</p><script>var x;</script>",
      "<p>Le patient prend <b>le comprimé</b>.</p><script>var x;</script>", 1.0, True),
     ("a.xlf", '<xliff xmlns="urn:oasis:names:tc:xliff:document:1.2"><file><body>'

@@ -106,7 +106,7 @@ def test_markdown_keeps_code_links_and_block_syntax() -> None:
     segments, out = round_trip("guide.md", text.encode())
     written = out.decode()
     assert written.startswith("---\ntitle: Leaflet\n---\n# TAKE *ONE* TABLET\n\n")
-    assert 'READ THE [LEAFLET](https://x.org/a "Notice") AND RUN `nmt --help` EVERY DAY.' \
+    assert 'READ THE [LEAFLET](https://x.org/a "Notice") AND RUN `nmt --help`\nEVERY DAY.' \
         in written
     assert "> QUOTED ADVICE\n" in written
     assert "1. FIRST STEP\n2. SECOND ![logo](logo.png) STEP\n" in written
@@ -119,6 +119,62 @@ def test_markdown_keeps_code_links_and_block_syntax() -> None:
 def test_markdown_escapes_what_the_translation_would_turn_into_markup() -> None:
     _, out = round_trip("a.md", b"Plain words\n", lambda s: "# 2 * 3 [x]")
     assert out == b"\\# 2 \\* 3 \\[x\\]\n"
+
+
+MANUAL = ("Install the package with `pip install nmt` and start the server\n"
+          "on port 8000; it answers within a second.\n\n"
+          "> The server keeps its models in memory\n"
+          "> and reloads them when they change.\n\n"
+          "- Every request is checked before it\n"
+          "  is translated, and refused with a reason.\n\n"
+          "Line one of an address  \nline two of it\\\nthe last line\n"
+          "   indented more than its paragraph\n")
+
+
+def lines_of(text: str) -> list[str]:
+    return text.split("\n")
+
+
+def test_markdown_keeps_a_paragraphs_lines_and_their_prefixes() -> None:
+    """A paragraph wrapped over n lines comes back on n lines, each with the source
+    line's quote marker, indentation and hard break marker, translated as one text."""
+    segments, out = round_trip("manual.md", MANUAL.encode())
+    written, source = lines_of(out.decode()), lines_of(MANUAL)
+
+    assert len(segments) == 4  # one per paragraph, list item and quote: not one per line
+    assert len(written) == len(source)
+    assert written == [line.upper().replace("`PIP INSTALL NMT`", "`pip install nmt`")
+                       for line in source]
+
+
+def test_markdown_lays_a_longer_translation_on_the_same_lines() -> None:
+    def longer(segment: Segment) -> str:  # every word twice, tags and code as they were
+        return _TEXT_OUTSIDE_TAGS.sub(
+            lambda m: m.group(1) or re.sub(r"(\S+)", r"\1 \1", m.group(2)), segment.text)
+
+    _, out = round_trip("manual.md", MANUAL.encode(), longer)
+    written, source = lines_of(out.decode()), lines_of(MANUAL)
+
+    assert len(written) == len(source)
+    for mine, theirs in zip(written, source, strict=True):
+        prefix = re.match(r"[> ]*", theirs)
+        assert prefix is not None and mine.startswith(prefix.group(0)), (mine, theirs)
+        assert bool(mine.strip()) == bool(theirs.strip())
+    assert written[9].endswith("  ") and written[10].endswith("\\")  # the hard breaks
+    assert "`pip install nmt`" in out.decode()  # never cut inside inline code
+    assert written[0].startswith("Install Install")
+
+
+def test_markdown_line_starts_that_would_open_a_block_are_escaped() -> None:
+    _, out = round_trip("a.md", b"one two\nthree four\nfive\n",
+                        lambda s: "- 1. #")  # a word per line
+    assert out.decode().split("\n")[:3] == ["\\-", "1\\.", "\\#"]
+    assert out.count(b"\n") == 3
+
+
+def test_markdown_keeps_crlf_between_a_paragraphs_lines() -> None:
+    _, out = round_trip("a.md", b"Open the\r\nfile now.\r\n")
+    assert out == b"OPEN THE\r\nFILE NOW.\r\n"
 
 
 def test_html_is_cut_between_blocks_and_written_back_whole() -> None:

@@ -9,7 +9,8 @@ run becomes an HTML fragment for the markup pipeline: emphasis as `<em>`/`<stron
 links as `<a>` around their words, inline code as `<code>` (kept untranslated), images,
 autolinks and hard breaks as kept void elements. The translated fragment is written back
 as Markdown with the source's own delimiters (`*` or `_`, the link's target and title).
-A paragraph's soft line breaks become spaces: its translation is one line.
+A run of several source lines is translated as one text and laid out on as many lines,
+its hard breaks kept (md_lines.py).
 """
 
 from __future__ import annotations
@@ -25,12 +26,12 @@ from markdown_it.token import Token
 
 from server.documents.formats.base import ReadOptions, Segment, check_count
 from server.documents.formats.encoding import TextEncoding, decode
+from server.documents.formats.md_lines import LineLayout, Piece, lay_out, one_line
 from server.documents.formats.txt import split_lines
 
 _FRONT_MATTER = re.compile(r"\A(---|\+\+\+)[ \t]*\r?\n.*?^\1[ \t]*(\r?\n|\Z)",
                            re.DOTALL | re.MULTILINE)
 _SPECIAL = re.compile(r"([\\`*\[\]])")
-_BLOCK_START = re.compile(r"^([#>+=-]|\d+[.)])")
 _PARSER = MarkdownIt("commonmark").enable("table")
 
 
@@ -41,6 +42,8 @@ class Run:
     kept: list[str] = field(default_factory=list)  # raw Markdown of a void stand-in
     links: list[str] = field(default_factory=list)  # "](target "title")" of a link
     delimiters: list[str] = field(default_factory=list)  # emphasis markup by index
+    hard_breaks: set[int] = field(default_factory=set)  # `kept` indexes: hard breaks
+    layout: LineLayout | None = None  # its source lines (None: written on one line)
 
 
 @dataclass
@@ -94,6 +97,8 @@ def to_fragment(children: list[Token], run: Run) -> str:
         elif kind == "html_inline":
             out.append(token.content)
         else:  # image, hard break: kept as written
+            if kind == "hardbreak":
+                run.hard_breaks.add(len(run.kept))
             out.append(f'<img data-md="{len(run.kept)}">')
             run.kept.append(_raw(token))
     return "".join(out)
@@ -104,20 +109,21 @@ def _raw(token: Token) -> str:
         title = token.attrGet("title")
         shown = f' "{title}"' if title else ""
         return f"![{token.content}]({token.attrGet('src')}{shown})"
-    return "<br>"  # a hard break: the translation is one line
+    return "<br>"  # a hard break (written as a line break where lines are kept)
 
 
 class _Markdown(HTMLParser):
     def __init__(self, run: Run) -> None:
         super().__init__(convert_charrefs=True)
         self.run = run
-        self.out: list[str] = []
+        self.out: list[Piece] = []
         self.open_links: list[str] = []
         self.open_emphasis: list[str] = []
         self.code = 0
 
     def handle_data(self, data: str) -> None:
-        self.out.append(data if self.code else _SPECIAL.sub(r"\\\1", data))
+        self.out.append((data, "kept") if self.code else
+                        (_SPECIAL.sub(r"\\\1", data), "text"))
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         index = _index(attrs)
@@ -125,33 +131,36 @@ class _Markdown(HTMLParser):
             self.code += 1
         elif tag in ("em", "strong") and index is not None and \
                 index < len(self.run.delimiters):
-            self.out.append(self.run.delimiters[index])
+            self.out.append((self.run.delimiters[index], "kept"))
             self.open_emphasis.append(self.run.delimiters[index])
         elif tag == "a" and index is not None and index < len(self.run.links):
-            self.out.append("[")
+            self.out.append(("[", "kept"))
             self.open_links.append(self.run.links[index])
+        elif tag == "img" and index in self.run.hard_breaks:
+            self.out.append(("", "hard"))
         elif tag == "img" and index is not None and index < len(self.run.kept):
-            self.out.append(self.run.kept[index])
+            self.out.append((self.run.kept[index], "kept"))
         else:
-            self.out.append(self.get_starttag_text() or "")
+            self.out.append((self.get_starttag_text() or "", "kept"))
 
     def handle_endtag(self, tag: str) -> None:
         if tag == "code":
             self.code = max(0, self.code - 1)
         elif tag in ("em", "strong") and self.open_emphasis:
-            self.out.append(self.open_emphasis.pop())
+            self.out.append((self.open_emphasis.pop(), "kept"))
         elif tag == "a" and self.open_links:
-            self.out.append(self.open_links.pop())
+            self.out.append((self.open_links.pop(), "kept"))
         else:
-            self.out.append(f"</{tag}>")
+            self.out.append((f"</{tag}>", "kept"))
 
 
 def to_markdown(fragment: str, run: Run) -> str:
     writer = _Markdown(run)
     writer.feed(fragment)
     writer.close()
-    text = " ".join("".join(writer.out).split("\n"))
-    return "\\" + text if _BLOCK_START.match(text) else text
+    if run.layout is None:
+        return one_line(writer.out)
+    return lay_out(writer.out, run.layout)
 
 
 def _index(attrs: list[tuple[str, str | None]]) -> int | None:
@@ -187,10 +196,14 @@ class Markdown:
             span = _span(token, lines, starts, cursor)
             if span is None:  # not found verbatim (never seen): leave the run as it is
                 continue
-            start, end = span
+            start, end = span[0][0], span[-1][1]
             run = Run()
             pieces[-1] += body[cursor:start]
             segments.append(Segment(to_fragment(token.children or [], run), "html"))
+            run.layout = LineLayout.of(
+                [body[a:b] for a, b in span],
+                [body[span[k][1]:span[k + 1][0]] for k in range(len(span) - 1)],
+                hard_breaks=len(run.hard_breaks))
             runs.append(run)
             pieces.append("")
             cursor = end
@@ -199,13 +212,13 @@ class Markdown:
 
 
 def _span(token: Token, lines: list[str], starts: list[int],
-          cursor: int) -> tuple[int, int] | None:
-    """Where the run's source text starts and ends in the body, at or after `cursor`."""
+          cursor: int) -> list[tuple[int, int]] | None:
+    """Where each of the run's source lines starts and ends in the body, the first at or
+    after `cursor`."""
     assert token.map is not None
     first_line = token.map[0]
-    parts = token.content.split("\n")
-    start = end = None
-    for number, part in enumerate(parts):
+    found_parts: list[tuple[int, int]] = []
+    for number, part in enumerate(token.content.split("\n")):
         index = first_line + number
         if index >= len(lines):
             return None
@@ -213,12 +226,10 @@ def _span(token: Token, lines: list[str], starts: list[int],
         found = lines[index].find(part, floor)
         if found < 0:
             return None
-        if number == 0:
-            start = starts[index] + found
-        end = starts[index] + found + len(part)
-    if start is None or end is None or start < cursor:
+        found_parts.append((starts[index] + found, starts[index] + found + len(part)))
+    if not found_parts or found_parts[0][0] < cursor:
         return None
-    return start, end
+    return found_parts
 
 
 FORMAT = Markdown()
