@@ -29,6 +29,7 @@ from contract.tensors import tensors_from_bytes, tensors_to_bytes
 from server.engine.engine import Engine, EngineOptions
 from server.engine.families import Params
 from server.engine.residency import Loader, Observer
+from server.engine.row_int8 import dequantize_rows, quantize_rows
 from server.engine.tokenizer import Tokenizer
 
 
@@ -50,7 +51,7 @@ def backbone_parts(files: Mapping[str, bytes]) -> BackboneParts:
     if missing:
         raise ValueError(f"backbone artifact lacks {missing}; it needs {list(BACKBONE_FILES)}")
     config = BackboneConfig.from_dict(json.loads(files[BACKBONE_CONFIG_FILE]))
-    tensors = {k: v.float() for k, v in tensors_from_bytes(files[BACKBONE_WEIGHTS_FILE]).items()}
+    tensors = dequantize_rows(tensors_from_bytes(files[BACKBONE_WEIGHTS_FILE]))
     source = Tokenizer(files[SOURCE_SPM_FILE], vocab=_vocab(files, SOURCE_VOCAB_FILE),
                        eos_id=config.eos_id, unk_id=config.unk_id, pad_id=config.pad_id,
                        add_eos=config.source_eos)
@@ -75,11 +76,15 @@ def module_params(files: Mapping[str, bytes]) -> Params:
 
 def backbone_files(config: BackboneConfig, tensors: Mapping[str, Tensor], *,
                    source_spm: bytes, target_spm: bytes, source_vocab: list[str] | None = None,
-                   target_vocab: list[str] | None = None, half: bool = False) -> dict[str, bytes]:
-    """The files of a backbone artifact (the inverse of `backbone_parts`)."""
+                   target_vocab: list[str] | None = None, half: bool = False,
+                   int8_rows: bool = False) -> dict[str, bytes]:
+    """The files of a backbone artifact (the inverse of `backbone_parts`). `int8_rows`
+    stores the matrices as int8 with per-row scales (server/engine/row_int8.py)."""
+    weights = (tensors_to_bytes(quantize_rows(tensors)) if int8_rows
+               else tensors_to_bytes(tensors, half=half))
     files: dict[str, bytes] = {
         BACKBONE_CONFIG_FILE: json.dumps(config.to_dict(), indent=1, sort_keys=True).encode(),
-        BACKBONE_WEIGHTS_FILE: tensors_to_bytes(tensors, half=half),
+        BACKBONE_WEIGHTS_FILE: weights,
         SOURCE_SPM_FILE: source_spm, TARGET_SPM_FILE: target_spm}
     for name, vocab in ((SOURCE_VOCAB_FILE, source_vocab), (TARGET_VOCAB_FILE, target_vocab)):
         if vocab is not None:

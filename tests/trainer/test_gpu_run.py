@@ -13,15 +13,25 @@ import pytest
 import sentencepiece as spm
 import torch
 
+from model_store import Store
+from server.engine.artifacts import build_engine
 from server.engine.backbone import Backbone
 from tests.tiny import ENGLISH, FRENCH, spm_bytes
+from tests.trainer.test_default_recipe import published_builtin, write_router
 from trainer.gpu import run as gpu_run
 from trainer.gpu.adapters import ADAPTER, AdapterSettings
 from trainer.gpu.batches import DeviceBatches, Specials
 from trainer.gpu.pack import pack
 from trainer.gpu.packed import read_pack
+from trainer.gpu.restore import restore
 from trainer.gpu.shards import SHARD_LIMIT, read_shards, shard_plan, write_shards
 from trainer.recipes import default_en_fr as recipe
+from trainer.recipes.default_stages import (
+    BACKBONE_NAME,
+    ROUTER_NAME,
+    publish_builtin,
+    publish_router,
+)
 
 EXTRAS = ("news", "software-ui")
 REPO = Path(__file__).resolve().parents[2]
@@ -47,13 +57,23 @@ def tiny_data(root: Path) -> Path:
     return root
 
 
-@pytest.fixture
-def packed(tmp_path: Path) -> Path:
-    spm_path = tmp_path / "spm.model"
+@pytest.fixture(scope="module")
+def packed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("pack")
+    spm_path = root / "spm.model"
     spm_path.write_bytes(spm_bytes())
-    out = tmp_path / "pack"
-    pack(tiny_data(tmp_path / "data"), out, direction="en-fr", spm_path=spm_path,
+    out = root / "pack"
+    pack(tiny_data(root / "data"), out, direction="en-fr", spm_path=spm_path,
          temperature=2.0, preset=1)
+    return out
+
+
+@pytest.fixture(scope="module")
+def tiny_run(packed: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The whole run on the CPU: tiny shape, 30-second budget."""
+    out = tmp_path_factory.mktemp("run") / "out"
+    assert gpu_run.main(["--pack", str(packed), "--out", str(out), "--tiny", "--minutes", "0.5",
+                         "--device", "cpu", "--max-tokens", "400"]) == 0
     return out
 
 
@@ -131,11 +151,8 @@ def test_the_run_needs_no_web_stack() -> None:
     assert done.returncode == 0, done.stderr
 
 
-def test_the_whole_run_ends_within_a_30_second_budget_on_the_cpu(packed: Path,
-                                                                 tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    assert gpu_run.main(["--pack", str(packed), "--out", str(out), "--tiny", "--minutes", "0.5",
-                         "--device", "cpu", "--max-tokens", "400"]) == 0
+def test_the_whole_run_ends_within_a_30_second_budget_on_the_cpu(tiny_run: Path) -> None:
+    out = tiny_run
     report = json.loads((out / "run.json").read_text())
     backbone = report["backbone"]
     assert report["device"].startswith("CPU") and report["shape"] == "tiny"
@@ -157,3 +174,40 @@ def test_the_whole_run_ends_within_a_30_second_budget_on_the_cpu(packed: Path,
     model.load_state_dict(weights)
     adapters = read_shards(out, "adapters")
     assert {name.split("/")[0] for name in adapters} == set(recipe.DOMAINS)
+
+
+def test_restore_publishes_the_run_as_the_next_built_in_version_keeping_the_router(
+        tiny_run: Path, packed: Path, tmp_path: Path) -> None:
+    builtin = tmp_path / "builtin"
+    published_builtin(builtin)
+    router_run = tmp_path / "router-run"
+    write_router(router_run, temperature=2.0)
+    publish_router(router_run, builtin)
+    router_bytes = (router_run / "classifier" / "classifier.bin").read_bytes()
+    data = tiny_data(tmp_path / "data")
+    run_dir = tmp_path / "run"
+    report = restore(tiny_run, packed, data, run_dir, builtin=builtin)
+    assert report["storage"] in ("int8-rows", "float16")
+    check = report["storage_check"]
+    assert (report["storage"] == "int8-rows") == (
+        check["float32_dev_bleu"] - check["int8_rows_dev_bleu"] <= 0.1)
+    results = {p.parent.name: json.loads(p.read_text())
+               for p in (run_dir / "adapters").glob("*/result.json")}
+    assert set(results) == set(recipe.DOMAINS)
+    assert all(r["pairs"] == 26 and "bleu" in r["dev"] for r in results.values())
+    publish_builtin(data, run_dir, builtin, snapshot=tmp_path / "snapshot")
+    with Store.open(tmp_path / "serving", builtin_dir=builtin) as store:
+        backbone = store.load_backbone(BACKBONE_NAME)
+        assert backbone.manifest.version == 2
+        assert backbone.manifest.provenance["steps"] == report["backbone"]["steps"]
+        router = store.load("classifier", ROUTER_NAME)
+        assert router.files["classifier.bin"] == router_bytes  # the same router, republished
+        assert router.manifest.backbone_fingerprint == backbone.manifest.backbone_fingerprint
+        assert router.manifest.config["temperature"] == 2.0
+        assert store.active_domains() == {d: 1 for d in recipe.DOMAINS}
+        engine = build_engine(backbone.files)
+    assert engine.config.d_model == gpu_run.TINY.d_model
+    assert len(engine.translate_texts([ENGLISH[0]])) == 1
+    card = (builtin / "MODEL_CARD.md").read_text()
+    assert f"minutes on one {report['device']}" in card
+    assert f"{report['backbone']['target_tokens'] / 1e6:.1f}M target tokens seen" in card

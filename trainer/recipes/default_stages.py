@@ -313,10 +313,18 @@ def publish_builtin(data_dir: Path, run_dir: Path, out: Path, *, snapshot: Path)
 
 
 def _published_files(run_dir: Path, model: Backbone) -> dict[str, bytes]:
-    """The backbone's artifact files as publish writes them (float16 weights)."""
+    """The backbone's artifact files as publish writes them: float16 weights, or int8 with
+    per-row scales where a GPU run's restore chose them (trainer/gpu/restore.py)."""
     spm_bytes = (run_dir / "spm.model").read_bytes()
+    int8_rows = (gpu_run(run_dir) or {}).get("storage") == "int8-rows"
     return backbone_files(model.config, model.state_dict(), source_spm=spm_bytes,
-                          target_spm=spm_bytes, half=True)
+                          target_spm=spm_bytes, half=True, int8_rows=int8_rows)
+
+
+def gpu_run(run_dir: Path) -> dict[str, Any] | None:
+    """The log of the GPU run a run dir was restored from (trainer/gpu/restore.py), if any."""
+    path = run_dir / "gpu_run.json"
+    return json.loads(path.read_text()) if path.exists() else None
 
 
 def _write_card(run_dir: Path, out: Path, model: Backbone, progress: dict[str, Any]) -> None:
@@ -325,7 +333,7 @@ def _write_card(run_dir: Path, out: Path, model: Backbone, progress: dict[str, A
                      adapter_parameters=_adapter_size(run_dir), progress=progress,
                      generic_lines=GENERIC_TRAIN, domain_extras=DOMAIN_EXTRAS,
                      sister_pairs={pair: SISTER_DOMAINS for pair in SISTER_PAIRS},
-                     averaged_steps=averaged_steps(run_dir))
+                     averaged_steps=averaged_steps(run_dir), gpu_run=gpu_run(run_dir))
 
 
 def publish_router(run_dir: Path, out: Path) -> None:

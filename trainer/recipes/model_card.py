@@ -38,11 +38,14 @@ def write_model_card(out: Path, run_dir: Path, *, config: BackboneConfig, parame
                      adapter_parameters: int, progress: dict[str, Any], generic_lines: int,
                      domain_extras: Mapping[str, tuple[str, int]] | None = None,
                      sister_pairs: Mapping[str, Sequence[str]] | None = None,
-                     averaged_steps: Sequence[int] = ()) -> None:
+                     averaged_steps: Sequence[int] = (),
+                     gpu_run: Mapping[str, Any] | None = None) -> None:
     """`generic_lines`: the router's generic class's training lines; `domain_extras`: extra
     router lines per domain class (domain -> (genre, lines)); `sister_pairs`: language pairs
     whose English domain train splits some classes also learn from (pair -> domains);
-    `averaged_steps`: the checkpoints whose mean the published backbone is, if it is one."""
+    `averaged_steps`: the checkpoints whose mean the published backbone is, if it is one;
+    `gpu_run`: the log of the GPU run the backbone and adapters come from
+    (trainer/gpu/run.py), if they do."""
     accuracy_path = run_dir / "classifier" / "accuracy.json"
     accuracy = json.loads(accuracy_path.read_text()) if accuracy_path.exists() else None
     router = (f"dev accuracy {accuracy['dev_accuracy']:.3f}; per domain: " + ", ".join(
@@ -74,7 +77,7 @@ def write_model_card(out: Path, run_dir: Path, *, config: BackboneConfig, parame
         f"{'pre-norm' if config.normalize_before else 'post-norm'}, "
         f"sinusoidal positions, joint sentencepiece vocabulary of {config.tgt_vocab_size} "
         f"(unigram, byte fallback), all embeddings shared: {parameters / 1e6:.2f}M parameters "
-        "(stored as float16).",
+        f"({_storage(gpu_run)}).",
         f"- domain modules: residual adapters (Bapna & Firat 2019; Pham et al. 2020) after "
         f"every layer, {adapter_parameters / 1e3:.0f}k parameters each "
         f"({100 * adapter_parameters / parameters:.1f}% of the backbone).",
@@ -84,13 +87,8 @@ def write_model_card(out: Path, run_dir: Path, *, config: BackboneConfig, parame
         f"news: {generic_lines:,} lines drawn across their train splits)" + extras + "; a "
         "confident prediction of a domain sends the text to its adapter, anything else to "
         "the plain backbone (the server's default routing; `benchmarks/results/router.md`).", "",
-        "## Training budget (2-core CPUs: bfloat16 autocast where the CPU has it natively, "
-        "float32 elsewhere)", "",
-        f"- backbone: {progress['step']} steps, {progress['target_tokens'] / 1e6:.1f}M target "
-        f"tokens (about {progress['target_tokens'] / epoch_tokens:.2f} passes over "
-        f"{len(lengths) / 1e3:.0f}k pairs), "
-        f"{hours:.2f} h of training time, summed over every resumed or warm-started part "
-        "(throughput by CPU: README, \"Retrain the embedded default\")." + averaged,
+        *(_gpu_budget(gpu_run, progress, epoch_tokens, len(lengths), averaged) if gpu_run
+          else _cpu_budget(progress, epoch_tokens, len(lengths), averaged)),
         "- adapters (per domain, backbone frozen; each stops at its wall-clock budget or "
         "when dev BLEU stops improving, and keeps its best dev checkpoint):", "",
         *_adapter_rows(run_dir), "",
@@ -105,7 +103,7 @@ def write_model_card(out: Path, run_dir: Path, *, config: BackboneConfig, parame
         "descriptions, fiction, bible, medical terms, finance, lexicon). Dev and test splits "
         "were never trained on.", "", LICENCES, "",
         "## Limitations", "",
-        f"A small model trained for {hours:.1f} h on a 2-core CPU, far from production "
+        f"A small model trained for {_trained_for(gpu_run, hours)}, far from production "
         "quality (dev BLEU per domain in the adapters table above). The evaluation also measures "
         "how much the backbone uses its input: the "
         "section \"Backbone: reliance on the source\" of "
@@ -116,3 +114,48 @@ def write_model_card(out: Path, run_dir: Path, *, config: BackboneConfig, parame
     ]
     out.mkdir(parents=True, exist_ok=True)
     (out / "MODEL_CARD.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _storage(gpu_run: Mapping[str, Any] | None) -> str:
+    if gpu_run and gpu_run.get("storage") == "int8-rows":
+        check = gpu_run["storage_check"]
+        return ("stored as int8 with one scale per row, dequantized at load: mean dev BLEU "
+                f"{check['int8_rows_dev_bleu']:.2f} against {check['float32_dev_bleu']:.2f} in "
+                "float32")
+    return "stored as float16"
+
+
+def _trained_for(gpu_run: Mapping[str, Any] | None, hours: float) -> str:
+    if gpu_run:
+        return f"{gpu_run['backbone']['seconds'] / 60:.1f} minutes on one {gpu_run['device']}"
+    return f"{hours:.1f} h on a 2-core CPU"
+
+
+def _cpu_budget(progress: Mapping[str, Any], epoch_tokens: int, pairs: int,
+                averaged: str) -> list[str]:
+    return [
+        "## Training budget (2-core CPUs: bfloat16 autocast where the CPU has it natively, "
+        "float32 elsewhere)", "",
+        f"- backbone: {progress['step']} steps, {progress['target_tokens'] / 1e6:.1f}M target "
+        f"tokens (about {progress['target_tokens'] / epoch_tokens:.2f} passes over "
+        f"{pairs / 1e3:.0f}k pairs), "
+        f"{progress['elapsed_s'] / 3600:.2f} h of training time, summed over every resumed or "
+        "warm-started part (throughput by CPU: README, \"Retrain the embedded default\")."
+        + averaged]
+
+
+def _gpu_budget(gpu_run: Mapping[str, Any], progress: Mapping[str, Any], epoch_tokens: int,
+                pairs: int, averaged: str) -> list[str]:
+    backbone = gpu_run["backbone"]
+    settings = backbone.get("settings", {})
+    return [
+        f"## Training budget (one {gpu_run['device']}, {gpu_run['minutes']} minutes for the "
+        "whole run: backbone, averaging and the 7 adapters; `trainer/gpu/run.py`, its log "
+        "in `benchmarks/results/gpu_run.json`)", "",
+        f"- backbone: {progress['step']} steps, {progress['target_tokens'] / 1e6:.1f}M target "
+        f"tokens seen (about {progress['target_tokens'] / epoch_tokens:.2f} passes over "
+        f"{pairs / 1e3:.0f}k pairs), {backbone['seconds'] / 60:.1f} minutes at "
+        f"{backbone['target_tokens_per_s']:,} target tokens/s, bfloat16 autocast, batches of "
+        f"{settings.get('max_tokens', '?')} padded tokens; averaging window "
+        f"{backbone['chosen_window']} of the last snapshots chosen on dev loss "
+        f"({backbone['averaging_dev_loss']})." + averaged]

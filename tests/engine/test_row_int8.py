@@ -1,0 +1,50 @@
+"""int8 backbone weights at rest with per-row scales (server/engine/row_int8.py)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from server.engine.artifacts import backbone_files, backbone_parts, build_engine
+from server.engine.row_int8 import SCALE_SUFFIX, dequantize_rows, quantize_rows
+from tests.tiny import random_backbone, spm_bytes, tiny_config
+
+
+def test_each_weight_is_within_half_a_step_of_its_row() -> None:
+    generator = torch.Generator().manual_seed(0)
+    weight = torch.randn(64, 128, generator=generator) * torch.linspace(0.01, 3, 64)[:, None]
+    weight[5] = 0.0  # a zero row keeps a usable scale
+    stored = quantize_rows({"w": weight, "b": torch.randn(128), "step": torch.tensor(3)})
+    assert stored["w"].dtype == torch.int8 and stored["b"].dtype == torch.float16
+    assert stored["step"].dtype == torch.int64
+    back = dequantize_rows(stored)
+    step = weight.abs().amax(dim=1, keepdim=True) / 127
+    assert ((back["w"] - weight).abs() <= step / 2 + 1e-6).all()
+    assert torch.equal(back["w"][5], torch.zeros(128))
+    assert back["b"].dtype == torch.float32 and SCALE_SUFFIX not in "".join(back)
+
+
+def test_mismatched_scales_are_refused() -> None:
+    stored = quantize_rows({"w": torch.randn(64, 128)})
+    stored["w" + SCALE_SUFFIX] = torch.ones(3)
+    with pytest.raises(ValueError, match="row scales"):
+        dequantize_rows(stored)
+
+
+def test_an_int8_backbone_artifact_is_smaller_and_translates_like_float32() -> None:
+    config = tiny_config(d_model=64, d_ff=128)
+    model = random_backbone(config, std=0.05)
+    tensors = model.state_dict()
+    spm = spm_bytes()
+    half = backbone_files(config, tensors, source_spm=spm, target_spm=spm, half=True)
+    int8 = backbone_files(config, tensors, source_spm=spm, target_spm=spm, int8_rows=True)
+    assert len(int8["model.safetensors"]) < 0.75 * len(half["model.safetensors"])
+    parts = backbone_parts(int8)
+    for name, tensor in tensors.items():
+        assert parts.tensors[name].dtype == torch.float32
+        assert torch.allclose(parts.tensors[name], tensor.float(), atol=0.02 * float(
+            tensor.abs().max()) + 1e-3)
+    exact = build_engine(backbone_files(config, tensors, source_spm=spm, target_spm=spm))
+    compact = build_engine(int8)
+    text = ["the patient takes one tablet a day"]
+    assert compact.translate_texts(text) == exact.translate_texts(text)
