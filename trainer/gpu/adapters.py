@@ -80,7 +80,7 @@ def train_adapter(model: Backbone, train: DeviceBatches, dev: DeviceBatches, *,
     while epoch < settings.max_epochs and stop_reason == "max_epochs":
         for rows in train.epoch(max_tokens=settings.max_tokens, seed=settings.seed,
                                 epoch=epoch):
-            if clock.now() >= end_s:
+            if clock.now() >= end_s and steps > 0:  # one step at least: the path runs
                 stop_reason = "time budget"
                 break
             steps += 1

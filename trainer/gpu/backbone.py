@@ -104,7 +104,7 @@ def train_backbone(model: Backbone, train: DeviceBatches, dev: DeviceBatches, *,
                               sizes=sizes, temperature=temperature)
         for number, rows in enumerate(batches):
             now = clock.now()
-            if now >= end_s:
+            if now >= end_s and result.steps > 0:  # one step at least: the path runs
                 result.epochs = epoch + number / len(batches)
                 done = True
                 break

@@ -119,13 +119,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                             end_s=backbone_end)
     model.forward = eager_forward  # type: ignore[method-assign]
     report["backbone"] = result.as_dict() | {"settings": asdict(settings)}
+    # the backbone's shards and log first: a failure among the adapters still returns it
+    args.out.mkdir(parents=True, exist_ok=True)
+    written = write_shards(model.state_dict(), args.out, "backbone")
+    report["shards"] = [p.name for p in written]
+    (args.out / RUN_FILE).write_text(json.dumps(report, indent=1))
     adapter_settings = AdapterSettings()
     adapters = train_adapters(model, pack, specials, device, settings=adapter_settings,
                               clock=clock, end_s=budget * (1 - EXPORT_SHARE))
     report["adapters"] = {d: summary for d, (_, summary) in adapters.items()}
     report["adapter_settings"] = asdict(adapter_settings) | {"config": ADAPTER}
-    args.out.mkdir(parents=True, exist_ok=True)
-    written = write_shards(model.state_dict(), args.out, "backbone")
     written += write_shards({f"{d}/{k}": v for d, (params, _) in adapters.items()
                              for k, v in params.items()}, args.out, "adapters")
     report["shards"] = [p.name for p in written]
