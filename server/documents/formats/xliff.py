@@ -9,9 +9,11 @@ elements stand in as `<span data-x="k">` (paired: `<g>`, `<mrk>`, `<pc>`, `<sub>
 `<target>` is rebuilt from the translated fragment with copies of those elements (ids,
 attributes and the native code inside them unchanged).
 
-The file is written back by lxml: every element, attribute, comment and whitespace run
-stays, the XML declaration and the trailing whitespace as written; lxml may put a
-namespace declaration first among an element's attributes (the same XML, other bytes).
+The file is written back byte for byte except where a translation goes (xml_splice.py):
+the filled targets, a new target's line, and the attributes set below (a present
+attribute keeps its place and quotes). A file whose targets cannot be spliced in (a
+namespace prefix declared on `<source>` that its inline codes use) is written by lxml
+instead: the same XML, with attribute order and namespace declarations as lxml writes them.
 
 Marks: XLIFF 1.2 `state="needs-review-translation"` with
 `state-qualifier="mt-suggestion"` on the target (the 1.2 values for a machine suggestion
@@ -26,8 +28,9 @@ from __future__ import annotations
 
 import copy
 import html
+import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from typing import Any
@@ -35,6 +38,15 @@ from typing import Any
 from lxml import etree
 
 from server.documents.formats.base import DocumentError, ReadOptions, Segment, check_count
+from server.documents.formats.xml_splice import (
+    Edit,
+    element_spans,
+    splice,
+    tag_end,
+    with_attributes,
+)
+
+log = logging.getLogger(__name__)
 
 NS12 = "urn:oasis:names:tc:xliff:document:1.2"
 NS20 = "urn:oasis:names:tc:xliff:document:2.0"
@@ -60,11 +72,63 @@ class XliffDocument:
     segments: list[Segment]
     declaration: bytes  # the source's XML declaration, as written (b"" if none)
     trailer: bytes  # the whitespace after the root element (lxml drops it)
+    data: bytes  # the file as it came
+    elements: list[Element]  # every element as read, in document order
+    attributes: list[dict[str, str]]  # ... and its attributes before any was set
 
     def write(self, translations: Sequence[str]) -> bytes:
         check_count(translations, self.segments)
         for unit, translation in zip(self.units, translations, strict=True):
             _fill(unit, translation)
+        try:
+            return self._spliced()
+        except (ValueError, KeyError, UnicodeError, DocumentError) as error:
+            log.info("XLIFF written by lxml (its targets could not be spliced in: %s)",
+                     error)
+            return self._serialized()
+
+    def _spliced(self) -> bytes:
+        """The source's bytes with the targets and changed attributes replaced."""
+        work, finish = _as_utf8(self.data, self.tree.docinfo.encoding or "UTF-8")
+        spans = element_spans(work)
+        if len(spans) != len(self.elements):
+            raise ValueError("expat and lxml see different elements")
+        where = {element: index for index, element in enumerate(self.elements)}
+        targets = {unit.target for unit in self.units}
+        edits: list[Edit] = []
+        for index, element in enumerate(self.elements):
+            changes = _changed(self.attributes[index], element)
+            if changes and element not in targets:
+                span = spans[index]
+                tag = with_attributes(work[span.start:span.open_end].decode(), changes)
+                edits.append(Edit(span.start, span.open_end, tag.encode()))
+        for unit in self.units:
+            content = _content(unit.target)
+            if unit.target in where:  # a target that was there: its whole element
+                index = where[unit.target]
+                span = spans[index]
+                tag = with_attributes(work[span.start:span.open_end].decode(),
+                                      _changed(self.attributes[index], unit.target))
+                if span.empty:
+                    name = re.match(r"<([^\s/>]+)", tag).group(1)  # type: ignore[union-attr]
+                    tag, close = tag[:-2].rstrip() + ">", f"</{name}>".encode()
+                else:
+                    close = work[span.close_start:span.end]
+                edits.append(Edit(span.start, span.end, tag.encode() + content + close))
+                continue
+            anchor = unit.target.getprevious()  # a new target, after source / seg-source
+            span = spans[where[anchor]]  # KeyError: not an element of the source
+            prefix = re.match(rb"<([^\s/>:]+:)?", work[span.start:span.open_end])
+            name = (prefix.group(1) or b"").decode() + "target" if prefix else "target"
+            tag = with_attributes(f"<{name}>", dict(unit.target.attrib))
+            line = (anchor.tail or "") + tag
+            edits.append(Edit(span.end, span.end,
+                              line.encode() + content + f"</{name}>".encode()))
+        written = finish(splice(work, edits))
+        _parse(written)  # still well-formed XML (a prefix out of its scope is not)
+        return written
+
+    def _serialized(self) -> bytes:
         encoding = self.tree.docinfo.encoding or "UTF-8"
         if encoding.upper() in ("UTF-8", "US-ASCII", "ASCII"):
             body: bytes = etree.tostring(self.tree, encoding="UTF-8", xml_declaration=False)
@@ -72,6 +136,44 @@ class XliffDocument:
         data: bytes = etree.tostring(self.tree, encoding=encoding,
                                      xml_declaration=bool(self.declaration))
         return data
+
+
+def _as_utf8(data: bytes, encoding: str) -> tuple[bytes, Callable[[bytes], bytes]]:
+    """The file as UTF-8 (what expat's offsets are taken on), and the way back."""
+    name = encoding.upper()
+    if name == "UTF-8":
+        return data, lambda written: written
+    if name in ("US-ASCII", "ASCII"):
+        return data, lambda written: written.decode().encode("ascii", "xmlcharrefreplace")
+    if name.startswith("UTF-16"):
+        bom = data[:2]
+        codec = {b"\xff\xfe": "utf-16-le", b"\xfe\xff": "utf-16-be"}.get(bom)
+        if codec is None:
+            raise ValueError("UTF-16 without a byte order mark")
+        return (data[2:].decode(codec).encode(),
+                lambda written: bom + written.decode().encode(codec))
+    return (data.decode(encoding).encode(),
+            lambda written: written.decode().encode(encoding, "xmlcharrefreplace"))
+
+
+def _changed(before: dict[str, str], element: Element) -> dict[str, str]:
+    """The attributes set since reading (none is ever removed)."""
+    now = dict(element.attrib)
+    if set(before) - set(now):
+        raise ValueError("an attribute was removed")
+    changes = {name: value for name, value in now.items() if before.get(name) != value}
+    if any(name.startswith("{") for name in changes):
+        raise ValueError("a namespaced attribute changed")
+    return changes
+
+
+def _content(target: Element) -> bytes:
+    """What lxml writes between the target's start and end tags (UTF-8)."""
+    written: bytes = etree.tostring(target, encoding="UTF-8", with_tail=False)
+    opened = tag_end(written, 0)
+    if opened == len(written):  # <target/>
+        return b""
+    return written[opened:written.rindex(b"</")]
 
 
 def _local(element: Element) -> str:
@@ -184,6 +286,8 @@ class Xliff:
     def read(self, data: bytes, options: ReadOptions) -> XliffDocument:
         tree = _parse(data)
         root = tree.getroot()
+        elements = [element for element in root.iter() if isinstance(element.tag, str)]
+        attributes = [dict(element.attrib) for element in elements]
         if root.tag == f"{{{NS12}}}xliff":
             units = _units12(root, options)
         elif root.tag == f"{{{NS20}}}xliff":
@@ -201,7 +305,8 @@ class Xliff:
             kept.append(Unit(source, target, inline))
         found = _DECLARATION.match(data)
         trailer = data[len(data.rstrip()):]
-        return XliffDocument(tree, kept, segments, found.group(0) if found else b"", trailer)
+        return XliffDocument(tree, kept, segments, found.group(0) if found else b"", trailer,
+                             data, elements, attributes)
 
 
 def _units12(root: Element, options: ReadOptions) -> list[tuple[Element, Element]]:
