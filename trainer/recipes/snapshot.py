@@ -1,8 +1,10 @@
 """A backbone snapshot committed beside the recipe, for a backbone stage that needs more
-compute than one session (or one machine) has: the backbone's artifact files (float16
-weights, ~20 MB for the default model) and the run's position (step, epoch, batch within
+compute than one session (or one machine) has: the backbone's artifact files (matrices as
+int8 rows with a scale each, server/engine/row_int8.py: ~10 MB for the default model, so
+two directions' snapshots fit the repository) and the run's position (step, epoch, batch within
 the epoch, training time). No optimizer state: a run restored from it warm-starts Adam at
-the saved step, and reads the training batches from where the snapshot stopped.
+the saved step, and reads the training batches from where the snapshot stopped; the
+weights' rounding (at most half a row's scale each) is noise the next steps train away.
 
     python -m trainer.recipes.default_en_fr --stage snapshot   # after some backbone training
     python -m trainer.recipes.default_en_fr --stage restore    # on the next machine
@@ -59,7 +61,7 @@ def save_snapshot(run_dir: Path, out: Path) -> Progress:
     config = BackboneConfig.from_dict(json.loads((run_dir / BACKBONE_CONFIG_FILE).read_text()))
     spm = (run_dir / "spm.model").read_bytes()
     progress = position(saved["progress"])
-    files = backbone_files(config, saved["model"], source_spm=spm, target_spm=spm, half=True)
+    files = backbone_files(config, saved["model"], source_spm=spm, target_spm=spm, int8_rows=True)
     files[PROGRESS_FILE] = json.dumps({k: asdict(progress)[k] for k in POSITION},
                                       indent=1).encode()
     staging = out.with_name(out.name + ".tmp")
