@@ -43,7 +43,8 @@ QUIRKS = """<?xml version='1.0' encoding='UTF-8'?>
   <xlf:file original='a&#46;txt' source-language='en' target-language='fr' acme:id="7">
     <?acme keep this?>
     <xlf:body>
-      <xlf:trans-unit id='1' acme:hint="caf&#233;"><xlf:source>Open <xlf:g id='b'>the</xlf:g> file</xlf:source><xlf:target
+      <xlf:trans-unit id='1' acme:hint="caf&#233;">
+        <xlf:source>Open <xlf:g id='b'>the</xlf:g> file</xlf:source><xlf:target
           state='new'/>
         <xlf:note><![CDATA[a <raw> note]]></xlf:note>
       </xlf:trans-unit>
@@ -61,7 +62,7 @@ def test_quotes_prefixes_references_cdata_and_empty_targets_are_kept() -> None:
 
     expected = (QUIRKS
                 .replace("""<xlf:target
-          state='new'/>""", f"""<xlf:target
+          state='new'/>""", """<xlf:target
           state='needs-review-translation' state-qualifier="mt-suggestion">OPEN """
                          """<xlf:g id="b">THE</xlf:g> FILE</xlf:target>""")
                 .replace("<xlf:source>Close it</xlf:source>",
