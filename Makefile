@@ -6,6 +6,7 @@
 #   make bench-engine [QUICK=1] [DATA=..]   engine speed against peers
 #   make bench-markup / bench-glossary [QUICK=1] [DATA=..]   tags, placeholders, glossary terms
 #   make bench-documents [DOCS=folder] [FORMATS=docx,..] [QUICK=1]  whole files vs /translate/batch
+#   make bench-quality [QUICK=1] [DATA=..]  fit the quality estimator, measure it
 #   make serve-ray [REPLICAS=2] [PORT=8000] N replicas behind Ray Serve's proxy (local cluster,
 #                                           or the one at RAY_ADDRESS); Ctrl-C stops it all
 #
@@ -40,7 +41,7 @@ HOST_FLAG := $(if $(HOST),--host $(HOST),)
 # --quick is passed to the benchmarks only when QUICK is set to something other than 0.
 QUICK_FLAG := $(if $(filter-out 0,$(QUICK)),--quick,)
 
-.PHONY: venv venv-runtime run serve-ray bench-ray test lint bench-engine bench-serve bench-adversarial bench-mixed-lengths bench-markup bench-glossary bench-documents eval eval-router train-default learning-curve bench-backbone screenshots clean distclean
+.PHONY: venv venv-runtime run serve-ray bench-ray test lint bench-engine bench-serve bench-adversarial bench-mixed-lengths bench-markup bench-glossary bench-documents bench-quality eval eval-router train-default learning-curve bench-backbone screenshots clean distclean
 
 venv: $(DEV_STAMP)
 
@@ -103,6 +104,11 @@ bench-glossary: $(DEV_STAMP)
 
 bench-documents: $(DEV_STAMP)
 	$(PY) -m benchmarks.documents.run --data $(DATA) $(QUICK_FLAG) $(if $(DOCS),--path $(DOCS)) $(if $(FORMATS),--formats $(FORMATS))
+
+# Issue #44: fit the built-in backbone's quality estimator on the dev sets (writes
+# model_store/builtin/quality/), then Spearman/flagging/recovery/cost on the test sets.
+bench-quality: $(DEV_STAMP)
+	$(PY) -m benchmarks.quality.quality_estimation --data $(DATA) $(QUICK_FLAG)
 
 eval: $(DEV_STAMP)
 	$(PY) -m benchmarks.quality.evaluate --data $(DATA) $(QUICK_FLAG)

@@ -29,6 +29,8 @@ from server.lifecycle import DrainMiddleware, Lifecycle
 from server.metrics import Metrics
 from server.placement import pin_this_thread, plan_placement, this_threads_cpus
 from server.priorities import lower_own_priority
+from server.quality.estimators import BUILTIN_QUALITY_DIR, QUALITY_DIR, EstimatorBook
+from server.quality.review import QualityReview
 from server.replica import ReplicaHeaderMiddleware
 from server.scheduling.scheduler import EngineThread
 from server.serving.directions import Directions, open_direction, served_backbones
@@ -66,13 +68,20 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
                                         every=settings.all_backbones)
     # the default direction first: the one requests without languages use, as before
     # directions existed; its objects are also app.state's runtime, translator, ...
+    # one review for every direction: it scores each sentence with the estimator of the
+    # backbone that translated it (EstimatorBook, keyed by the backbone's fingerprint)
+    quality = QualityReview(
+        engine_thread, settings.quality, metrics=metrics,
+        max_beam=settings.decoding.max_beam_size, languages=app.state.language_detectors,
+        estimators=EstimatorBook([settings.store_dir / QUALITY_DIR, BUILTIN_QUALITY_DIR])
+    ) if settings.quality.enabled else None
     default = await open_direction(store, settings, backbone=backbones[0], metrics=metrics,
-                                   engine_thread=engine_thread)
+                                   engine_thread=engine_thread, quality=quality)
     opened = [default]
     for name in backbones[1:]:
         opened.append(await open_direction(
             store, settings, backbone=name, metrics=metrics, engine_thread=engine_thread,
-            preparation=default.translator.preparation))
+            preparation=default.translator.preparation, quality=quality))
     app.state.directions = Directions(opened, app.state.language_detectors)
     app.state.store = store
     app.state.access = AccessGuard(store.registry, settings.access, metrics=metrics)

@@ -97,6 +97,19 @@ class Metrics:
                                       "(worker: ahead of the batch; engine: inside a batch)",
                                       ["thread"], registry=r)
 
+        self.quality = Histogram("nmt_quality_score", "estimated quality of each sentence",
+                                 buckets=(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0),
+                                 registry=self.registry)
+        self.quality_issues = Counter("nmt_quality_issues_total",
+                                      "sentences a detector flagged, by issue", ["issue"],
+                                      registry=self.registry)
+        self.quality_recoveries = Counter(
+            "nmt_quality_recoveries_total", "flagged sentences whose re-decode replaced the "
+            "output, by issue", ["issue"], registry=self.registry)
+        self.quality_low = Counter("nmt_quality_low_total", "sentences below min_quality, by "
+                                   "what was done (on_low_quality)", ["action"],
+                                   registry=self.registry)
+
     def on_engine_event(self, event: str, family: str, seconds: float) -> None:
         """The engine's residency observer: ("load" | "eviction" | "host_eviction", ...)."""
         if event == "load":

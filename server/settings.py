@@ -153,6 +153,19 @@ class DecodingSettings(BaseModel):
         return self
 
 
+class QualitySettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = Field(True, description="score every sentence (docs/API.md, Quality); "
+                                            "off: no `quality`, no detectors, no recovery")
+    min_quality: float | None = Field(
+        None, ge=0, le=1, description="default min_quality of a request (unset: the "
+                                      "estimator's fitted threshold)")
+    recover: bool = Field(True, description="re-decode sentences a detector flags (copy, "
+                                            "loop, dropped, invented) and keep the best")
+    recovery_beam: int = Field(8, ge=1, le=64, description="beam of the first re-decode")
+
+
 class SchedulerSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -299,6 +312,9 @@ class Settings(ProcessSettings):
     documents: DocumentSettings = Field(
         default_factory=DocumentSettings,
         description="whole files: POST /translate/file (sizes, batches, jobs)")
+    quality: QualitySettings = Field(
+        default_factory=QualitySettings,
+        description="per-sentence quality: scoring, detectors, recovery, the default floor")
     access: AccessSettings = Field(
         default_factory=AccessSettings,
         description="API keys and per-key rate limits of the public endpoints (off by default)")

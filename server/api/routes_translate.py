@@ -27,7 +27,9 @@ from server.api.schemas import (
     Explanation,
     GlossaryResult,
     Proportions,
+    QualityOptions,
     Routing,
+    Sentence,
     SentenceProportions,
     TextOptions,
     TranslateRequest,
@@ -36,6 +38,7 @@ from server.api.schemas import (
 from server.errors import NotReady
 from server.glossaries import GlossaryChoice
 from server.languages import Detection
+from server.quality.policy import QualityRequest
 from server.routing.policy import RoutingDecision
 from server.serving.translation import DecodingRequest, Item, ItemResult, Translator
 
@@ -68,7 +71,7 @@ async def translate(body: TranslateRequest, request: Request, translator: Transl
     results = await until_disconnected(
         request, translator.translate([item], decoding_request(body.options),
                                       proportions=body.return_proportions,
-                                      explain=body.explain))
+                                      explain=body.explain, quality=quality_request(body)))
     response = to_response(results[0])
     if body.explain:
         response.explanation = explanation(results[0].decision,
@@ -99,7 +102,8 @@ async def translate_batch(body: BatchRequest, request: Request, translator: Tran
                             else glossary_choice(body)))
              for index, item in enumerate(body.items)]
     results = await until_disconnected(
-        request, translator.translate(items, decoding_request(body.options)))
+        request, translator.translate(items, decoding_request(body.options),
+                                      quality=quality_request(body)))
     response = BatchResponse(results=[to_response(result) for result in results])
     if detected is not None:
         return with_detection(DetectedBatchResponse, response, detected)
@@ -165,6 +169,10 @@ def decoding_request(options: DecodingOptions) -> DecodingRequest:
                            max_length=options.max_length)
 
 
+def quality_request(body: QualityOptions) -> QualityRequest:
+    return QualityRequest(body.min_quality, body.on_low_quality)
+
+
 def to_response(result: ItemResult) -> TranslateResponse:
     decision = result.decision
     single = decision.mode in ("explicit", "classifier", "mixture")
@@ -186,7 +194,14 @@ def to_response(result: ItemResult) -> TranslateResponse:
                        for s in shown.sentences])
     glossary = (GlossaryResult(applied=result.glossary.applied, missed=result.glossary.missed)
                 if result.glossary is not None else None)
+    sentences = None
+    if result.sentences is not None:
+        sentences = [Sentence(source=s.source, translation=s.translation, quality=s.quality,
+                              flagged=s.flagged, issues=list(s.issues), recovered=s.recovered)
+                     for s in result.sentences]
+    lowest = min((s.quality for s in sentences), default=None) if sentences else None
     return TranslateResponse(translation=result.translation, routing=routing,
+                             quality=lowest, sentences=sentences,
                              alternatives=alternatives, proportions=proportions,
                              glossary=glossary)
 

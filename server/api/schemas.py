@@ -92,7 +92,20 @@ class Detected(BaseModel):
     confidence: float = Field(description="the detector's probability of it, 0..1")
 
 
-class TranslateRequest(TextOptions):
+class QualityOptions(Strict):
+    """What to do with sentences the estimator scores low (/translate and the batch)."""
+
+    min_quality: float | None = Field(
+        None, ge=0, le=1, description="a sentence whose `quality` is below this is low "
+                                      "(default: NMT_QUALITY__MIN_QUALITY, else the "
+                                      "estimator's fitted threshold)")
+    on_low_quality: Literal["keep", "flag", "source", "omit"] = Field(
+        "flag", description='a low sentence is returned as translated ("keep"), also marked '
+                            '`flagged` ("flag"), replaced by its source ("source") or by '
+                            'nothing ("omit"); line breaks around it are kept')
+
+
+class TranslateRequest(TextOptions, QualityOptions):
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
         {"text": "The patient takes one tablet a day.", "domain": "medical"},
         {"text": "Member states shall comply.", "domain": {"law": 0.7, "generic": 0.3}},
@@ -124,7 +137,7 @@ class BatchItem(TextOptions):
     _check_text = field_validator("text")(valid_unicode)
 
 
-class BatchRequest(TextOptions):
+class BatchRequest(TextOptions, QualityOptions):
     items: list[BatchItem] = Field(min_length=1, max_length=MAX_BATCH_ITEMS,
                                    description="texts, answered in this order "
                                                "(NMT_LIMITS__MAX_BATCH_ITEMS)")
@@ -177,8 +190,25 @@ class GlossaryResult(BaseModel):
     missed: list[str] = Field(description="terms found in the text whose target is not")
 
 
+class Sentence(BaseModel):
+    source: str = Field(description="the sentence as written in the request")
+    translation: str = Field(description="its translation as the answer carries it")
+    quality: float = Field(description="estimated quality in [0, 1]: the sentence's expected "
+                                       "chrF / 100 (docs/API.md, Quality)")
+    flagged: bool = Field(description="quality < min_quality (and on_low_quality is not keep)")
+    issues: list[str] = Field(description='what the detectors found in the first output: '
+                                          '"copy", "loop", "dropped", "invented"')
+    recovered: str | None = Field(description="the issue a re-decode fixed (the output was "
+                                              "replaced); null otherwise")
+
+
 class TranslateResponse(BaseModel):
     translation: str
+    quality: float | None = Field(
+        None, description="the lowest sentence quality of the text; null when no sentence "
+                          "was translated or scoring is off")
+    sentences: list[Sentence] | None = Field(
+        None, description="every translated sentence with its quality, in text order")
     routing: Routing
     alternatives: list[Alternative] | None = Field(
         None, description="n-best alternatives, best first (only when n_best > 1)")

@@ -26,6 +26,7 @@ from server.errors import UnsupportedLanguage
 from server.glossaries import GlossaryBook
 from server.languages import Detection, LanguageDetectors, LanguagePair, language_pair
 from server.metrics import Metrics
+from server.quality.review import QualityReview
 from server.routing.policy import RoutingPolicy
 from server.scheduling.continuous import ContinuousScheduler
 from server.scheduling.preparation import PreparationGate
@@ -172,7 +173,8 @@ def served_backbones(store: Store, preferred: str | None, *, every: bool) -> lis
 
 async def open_direction(store: Store, settings: Settings, *, backbone: str | None,
                          metrics: Metrics, engine_thread: EngineThread,
-                         preparation: PreparationGate | None = None) -> Direction:
+                         preparation: PreparationGate | None = None,
+                         quality: QualityReview | None = None) -> Direction:
     """Load one backbone with its modules and router, and start its scheduler."""
     runtime = Runtime(store, settings, metrics=metrics, engine_thread=engine_thread,
                       backbone=backbone)
@@ -193,6 +195,6 @@ async def open_direction(store: Store, settings: Settings, *, backbone: str | No
     translator = Translator(
         runtime, scheduler, policy, limits=settings.limits, decoding=settings.decoding,
         timeout_s=settings.scheduler.request_timeout_s, metrics=metrics,
-        glossaries=glossaries, preparation=preparation)
+        glossaries=glossaries, preparation=preparation, quality=quality)
     admin = DomainAdmin(store, runtime, drain_timeout_s=settings.drain_timeout_s)
     return Direction(runtime, scheduler, translator, glossaries, admin)

@@ -32,6 +32,9 @@ from server.engine.engine import Engine, Member, SentenceJob
 from server.errors import DeadlineExceeded, InvalidInput, NotReady, TooLarge
 from server.glossaries import GlossaryBook, GlossaryChoice
 from server.metrics import Metrics
+from server.quality import casing, policy
+from server.quality.policy import QualityRequest, SentenceResult
+from server.quality.review import Assessment, QualityReview
 from server.routing.policy import DomainSpec, RoutingDecision, RoutingPolicy
 from server.scheduling.preparation import PreparationGate, check_deadline
 from server.scheduling.scheduler import Scheduler
@@ -45,6 +48,7 @@ from server.textproc.masking import TermMode
 
 T = TypeVar("T")
 HOLD_ATTEMPTS = 3
+DEFAULT_QUALITY = QualityRequest()
 Decode = Callable[[Hypothesis], str]
 
 
@@ -96,6 +100,7 @@ class ItemResult:
     alternatives: list[Alternative] | None
     proportions: ItemProportions | None = None
     glossary: GlossaryReport | None = None  # when a glossary applied to the text
+    sentences: list[SentenceResult] | None = None  # when quality is scored
 
 
 @dataclass(frozen=True)
@@ -107,14 +112,16 @@ class Prepared:
     module_ids: list[str]
     jobs: list[SentenceJob]
     mixture: str | None = None  # module id, when one word-level mixture translates it
+    sources: tuple[str, ...] = ()  # what the engine reads per unit (capitals folded)
+    shouted: tuple[bool, ...] = ()  # per unit: written in capitals (server/quality/casing.py)
 
 
 class Translator:
     def __init__(self, runtime: Runtime, scheduler: Scheduler, policy: RoutingPolicy, *,
                  limits: LimitSettings, decoding: DecodingSettings, timeout_s: float,
                  metrics: Metrics, glossaries: GlossaryBook,
-                 terms: TermMode = "inline", preparation: PreparationGate | None = None
-                 ) -> None:
+                 terms: TermMode = "inline", preparation: PreparationGate | None = None,
+                 quality: QualityReview | None = None) -> None:
         self.runtime = runtime
         self.scheduler = scheduler
         self.policy = policy
@@ -124,12 +131,14 @@ class Translator:
         self.metrics = metrics
         self.glossaries = glossaries
         self.terms = terms
+        self.quality = quality
         # one gate (and text worker process) for all directions: passed in by the others
         self.preparation = preparation or PreparationGate(
             max_chars=limits.max_preparing_chars, retry_after_s=scheduler.settings.retry_after_s)
 
     async def translate(self, items: Sequence[Item], request: DecodingRequest, *,
-                        proportions: bool = False, explain: bool = False) -> list[ItemResult]:
+                        proportions: bool = False, explain: bool = False,
+                        quality: QualityRequest = DEFAULT_QUALITY) -> list[ItemResult]:
         """`proportions` (debug): also return each text's per-token domain proportions;
         every text must then be translated by a word-level mixture. `explain`: the same for
         the texts a mixture translates, without requiring one."""
@@ -144,7 +153,11 @@ class Translator:
             if proportions:
                 _check_mixtures(prepared)
             jobs = [job for item in prepared for job in item.jobs]
-            hypotheses = await self._run(jobs, options, deadline)
+            # every beam hypothesis comes back: their agreement is a quality signal
+            hypotheses = await self._run(jobs, replace(options, n_best=options.beam_size),
+                                         deadline)
+            hypotheses, assessed = await self._review(prepared, jobs, hypotheses, options,
+                                                      deadline)
             restored = await self._text_work(small, self._restore, prepared, hypotheses)
             retried = await self._retry(prepared, restored, request, options, deadline)
             if proportions or explain:
@@ -153,7 +166,7 @@ class Translator:
         finally:
             self.runtime.release(held)
         results = await self._text_work(small, self._finish, prepared, hypotheses, restored,
-                                        retried, request.n_best)
+                                        retried, request.n_best, assessed, quality)
         return [replace(result, proportions=extra) for result, extra in
                 zip(results, shown, strict=True)]
 
@@ -247,7 +260,9 @@ class Translator:
                                               terms=self.terms)
             members = tuple(Member(state.domains[d].module_id if d else None, w)
                             for d, w in decision.members)
-            texts = document.sources()
+            shouted = tuple(map(casing.is_shouted, document.sources()))
+            texts = [casing.fold(t) if loud else t
+                     for t, loud in zip(document.sources(), shouted, strict=True)]
             caps.add_sentences(len(texts), field=item.text_field)
             ids = engine.source_tokenizer.encode(texts) if texts else []
             caps.add_tokens(sum(len(source) for source in ids), field=item.text_field)
@@ -258,7 +273,7 @@ class Translator:
             single = decision.domain if len(decision.members) == 1 else None
             mixture = (state.domains[single].module_id if single in mixtures else None)
             prepared.append(Prepared(document, glossary is not None, decision, used,
-                                     module_ids, jobs, mixture))
+                                     module_ids, jobs, mixture, tuple(texts), shouted))
         return prepared
 
     def _documents(self, items: Sequence[Item], glossaries: Sequence[Glossary | None],
@@ -313,6 +328,24 @@ class Translator:
             for future in futures:
                 future.cancel()  # withdraws what has not run (no-op for finished ones)
 
+    async def _review(self, prepared: list[Prepared], jobs: list[SentenceJob],
+                      hypotheses: list[list[Hypothesis]], options: SearchOptions,
+                      deadline: float) -> tuple[list[list[Hypothesis]], list[Assessment] | None]:
+        """Quality of every sentence (server/quality/review.py); recovery's re-decodes run
+        under the same deadline, never refused (the request was admitted)."""
+        engine = self.runtime.engine
+        if self.quality is None or engine is None:
+            return hypotheses, None
+        if not jobs:
+            return hypotheses, []
+        sources = [text for item in prepared for text in item.sources]
+
+        async def run(more: list[SentenceJob], chosen: SearchOptions) -> list[list[Hypothesis]]:
+            return await self._run(more, chosen, deadline, admitted=True)
+
+        return await self.quality.review(engine, self.runtime.backbone, jobs, sources,
+                                         hypotheses, options=options, run=run)
+
     # -- 6. a mixture's proportions (debug) --------------------------------------------
     async def _proportions(self, item: Prepared) -> ItemProportions:
         engine = self.runtime.engine
@@ -333,7 +366,9 @@ class Translator:
         decode = self._decoder()
         out: list[list[str | None]] = []
         for item, own in zip(prepared, _per_item(prepared, hypotheses), strict=True):
-            out.append(item.document.restore([decode(h[0]) if h else "" for h in own]))
+            texts = [decode(h[0]) if h else "" for h in own]
+            out.append(item.document.restore([casing.unfold(t) if loud else t for t, loud
+                                              in zip(texts, item.shouted, strict=True)]))
         return out
 
     async def _retry(self, prepared: list[Prepared], restored: list[list[str | None]],
@@ -363,18 +398,32 @@ class Translator:
 
     def _finish(self, prepared: list[Prepared], hypotheses: list[list[Hypothesis]],
                 restored: list[list[str | None]], retried: list[list[str]],
-                n_best: int) -> list[ItemResult]:
+                n_best: int, assessed: list[Assessment] | None = None,
+                quality: QualityRequest = DEFAULT_QUALITY) -> list[ItemResult]:
         decode = self._decoder()
         results: list[ItemResult] = []
+        threshold = quality.min_quality
+        if threshold is None:
+            threshold = (self.quality.threshold(self.runtime.backbone)
+                         if self.quality is not None else 0.0)
+        cursor = 0
         for item, own, done, again in zip(prepared, _per_item(prepared, hypotheses), restored,
                                           retried, strict=True):
             document = item.document
             finals = document.finals(done, again)
+            sentences = None
+            if assessed is not None:
+                mine = assessed[cursor: cursor + len(item.jobs)]
+                cursor += len(item.jobs)
+                finals, sentences = policy.apply(document, finals, mine, threshold=threshold,
+                                                 action=quality.on_low_quality)
+                for _ in filter(lambda sentence: sentence.flagged, sentences):
+                    self.metrics.quality_low.labels(action=quality.on_low_quality).inc()
             alternatives = (_alternatives(document, own, finals, decode, n_best=n_best)
                             if n_best > 1 else None)
             report = document.glossary_report(finals) if item.glossary else None
             results.append(ItemResult(document.render(finals), item.decision, item.versions,
-                                      alternatives, glossary=report))
+                                      alternatives, glossary=report, sentences=sentences))
         return results
 
     def _decoder(self) -> Decode:

@@ -105,6 +105,9 @@ def make_settings(root: Path, **overrides: Any) -> Settings:
         # below the threshold: the ensemble, which these tests exercise through HTTP (the
         # default, the plain backbone, has tests of its own)
         "routing": {"fallback": "ensemble"},
+        # random tiny models loop until max_length on most sentences: recovery would
+        # re-decode nearly every one (tests/server/test_quality_*.py turn it on)
+        "quality": {"recover": False},
     }
     return Settings(**_merge(base, overrides))
 

@@ -153,7 +153,7 @@ export class TranslateView {
   }
 
   show(result) {
-    $("#translation").textContent = result.translation;
+    $("#translation").replaceChildren(...colouredSentences(result));
     this.languages.showDetected(result.detected);
     const routing = $("#routing-summary");
     routing.hidden = false;
@@ -176,4 +176,28 @@ export class TranslateView {
         (missed.length ? ` · missed ${missed.join(", ")}` : "");
     }
   }
+}
+
+// The translation with each sentence in a span coloured by its quality (docs/API.md,
+// Quality): flagged below min_quality, middling under 0.6, unmarked otherwise. The
+// sentences are found in order in the translation; the layout between them stays text.
+function colouredSentences(result) {
+  const text = result.translation;
+  const out = [];
+  let cursor = 0;
+  for (const sentence of result.sentences || []) {
+    const at = sentence.translation ? text.indexOf(sentence.translation, cursor) : -1;
+    if (at < 0) continue;
+    if (at > cursor) out.push(text.slice(cursor, at));
+    const level = sentence.flagged ? "low" : sentence.quality < 0.6 ? "mid" : "high";
+    const issues = sentence.issues.length ? ` · ${sentence.issues.join(", ")}` : "";
+    const recovered = sentence.recovered ? ` · recovered from ${sentence.recovered}` : "";
+    out.push(h("span", {
+      class: `sentence q-${level}`, "data-quality": sentence.quality.toFixed(2),
+      title: `quality ${sentence.quality.toFixed(2)}${issues}${recovered}`,
+      text: sentence.translation }));
+    cursor = at + sentence.translation.length;
+  }
+  if (cursor < text.length) out.push(text.slice(cursor));
+  return out;
 }

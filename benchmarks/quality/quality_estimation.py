@@ -1,0 +1,196 @@
+"""Quality estimation (make bench-quality): fit the built-in backbone's estimator on dev
+sets, then measure it on test sets.
+
+1. decode the dev sets of the 7 domains (their modules) and dev slices of news, captions
+   and conversation (the generic backbone: no module serves them) at beam 4; features
+   from the scoring pass, sentence chrF against the references;
+2. fit the ridge estimator (the penalty chosen by leave-one-set-out Spearman within sets);
+   the default threshold is the dev sentences' 20th percentile of quality; written to
+   model_store/builtin/quality/<backbone>.json (--quick: results/tmp/ only);
+3. decode the test sets the same way and review them as the server does (detectors,
+   recovery): Spearman between quality and chrF within each set and over all, the share
+   the default threshold flags and its chrF gap, BLEU of the recovered sentences before
+   and after;
+4. the cost: beam-4 decoding against decoding + the scoring pass, side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import sacrebleu
+
+from benchmarks.common import DEFAULT_DATA, RESULTS_DIR
+from benchmarks.quality.data import domain_names, domain_set, genre_dev_slice, genre_set
+from benchmarks.quality.models import load_models
+from benchmarks.quality.quality_runs import SetRun, cost, review_set, run_set, spearman
+from model_store import BUILTIN_DIR, Store
+from server.quality.estimator import Estimator, fit
+from server.quality.estimators import BUILTIN_QUALITY_DIR, EstimatorBook, write_estimator
+from server.scheduling.scheduler import EngineThread
+
+GENRES = ("news", "captions", "conversation")
+RIDGES = (0.3, 3.0, 30.0, 300.0)
+FLAG_SHARE = 0.2  # the default threshold flags this share of the dev sentences
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--quick", action="store_true", help="few sentences; writes only "
+                                                             "to results/tmp/")
+    parser.add_argument("--genre-test", type=int, default=400,
+                        help="first sentences of each genre's test set")
+    return parser.parse_args(argv)
+
+
+def choose_ridge(runs: list[SetRun]) -> tuple[float, dict[str, float]]:
+    """The penalty whose leave-one-set-out fits rank best within the held-out sets."""
+    scores: dict[str, float] = {}
+    for ridge in RIDGES:
+        within = []
+        for held in runs:
+            rest = [r for r in runs if r is not held]
+            model = fit([x for r in rest for x in r.rows], [c / 100 for r in rest
+                                                            for c in r.chrf], ridge=ridge)
+            within.append(spearman([model.predict(x) for x in held.rows], held.chrf))
+        scores[str(ridge)] = float(np.mean(within))
+    best = max(RIDGES, key=lambda r: scores[str(r)])
+    return best, scores
+
+
+def fit_estimator(runs: list[SetRun], fingerprint: str) -> Estimator:
+    ridge, cv = choose_ridge(runs)
+    rows = [x for r in runs for x in r.rows]
+    model = fit(rows, [c / 100 for r in runs for c in r.chrf], ridge=ridge)
+    predicted = [model.predict(x) for x in rows]
+    threshold = round(float(np.quantile(predicted, FLAG_SHARE)), 4)
+    summary = {"sets": {r.name: len(r.rows) for r in runs}, "ridge": ridge,
+               "cv_spearman_within": cv, "target": "sentence chrF / 100 (sacrebleu)",
+               "flag_share_dev": FLAG_SHARE}
+    return Estimator(model.features, model.mean, model.scale, model.weights, model.bias,
+                     threshold, fingerprint, summary)
+
+
+def evaluate_set(run: SetRun, reviewed: Any, threshold: float) -> dict[str, Any]:
+    quality = [a.quality for a in reviewed.assessments]
+    chrf = [sacrebleu.sentence_chrf(o, [ref]).score
+            for o, ref in zip(reviewed.outputs, run.dataset.references, strict=True)]
+    low = [q < threshold for q in quality]
+    flagged = [c for c, f in zip(chrf, low, strict=True) if f]
+    rest = [c for c, f in zip(chrf, low, strict=True) if not f]
+    affected = [i for i, a in enumerate(reviewed.assessments) if a.recovered is not None]
+    refs = [run.dataset.references[i] for i in affected]
+    issues: dict[str, int] = {}
+    for a in reviewed.assessments:
+        for issue in a.issues:
+            issues[issue] = issues.get(issue, 0) + 1
+    return {
+        "set": run.name, "sentences": len(quality), "spearman": spearman(quality, chrf),
+        "flagged_share": float(np.mean(low)),
+        "chrf_flagged": float(np.mean(flagged)) if flagged else None,
+        "chrf_rest": float(np.mean(rest)) if rest else None,
+        "issues": issues, "recovered": len(affected),
+        "bleu_before": sacrebleu.corpus_bleu([run.outputs[i] for i in affected],
+                                             [refs]).score if affected else None,
+        "bleu_after": sacrebleu.corpus_bleu([reviewed.outputs[i] for i in affected],
+                                            [refs]).score if affected else None,
+        "quality": quality, "chrf": chrf, "recovered_ids": affected}
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    dev_lines, test_lines = (30, 40) if args.quick else (0, 0)
+    genre_test = 40 if args.quick else args.genre_test
+    with tempfile.TemporaryDirectory(prefix="nmt-quality-") as scratch, \
+            Store.open(Path(scratch), builtin_dir=BUILTIN_DIR) as store:
+        domains = domain_names(args.data)
+        models = load_models(store, backbone=None, domains=domains)
+        engine, backbone = models.engine, models.backbone
+        module = {d: models.served[d].module_id if d in models.served else None
+                  for d in domains}
+        dev = [run_set(engine, domain_set(args.data, d, split="dev", limit=dev_lines),
+                       module[d]) for d in domains]
+        dev += [run_set(engine, genre_dev_slice(args.data, g, lines=dev_lines or 150), None)
+                for g in GENRES]
+        estimator = fit_estimator(dev, backbone.backbone_fingerprint)
+        folder = RESULTS_DIR / "tmp" if args.quick else RESULTS_DIR
+        target = folder / "quality" if args.quick else BUILTIN_QUALITY_DIR
+        write_estimator(target, backbone.name, estimator)
+        book = EstimatorBook([target])
+        test = [run_set(engine, domain_set(args.data, d, limit=test_lines), module[d])
+                for d in domains]
+        test += [run_set(engine, genre_set(args.data, g, limit=genre_test), None)
+                 for g in GENRES]
+        thread = EngineThread()
+        try:
+            rows = [evaluate_set(r, review_set(engine, backbone, book, r, thread),
+                                 estimator.threshold) for r in test]
+        finally:
+            thread.shutdown()
+        spent = cost(engine, [j for r in test[:3] for j in r.jobs][:256])
+    overall = overall_row(rows, estimator.threshold)
+    write(folder, estimator, rows, overall, spent)
+
+
+def overall_row(rows: list[dict[str, Any]], threshold: float) -> dict[str, Any]:
+    quality = [q for r in rows for q in r["quality"]]
+    chrf = [c for r in rows for c in r["chrf"]]
+    low = [q < threshold for q in quality]
+    return {"set": "all", "sentences": len(quality), "spearman": spearman(quality, chrf),
+            "flagged_share": float(np.mean(low)),
+            "chrf_flagged": float(np.mean([c for c, f in zip(chrf, low, strict=True) if f])),
+            "chrf_rest": float(np.mean([c for c, f in zip(chrf, low, strict=True) if not f]))}
+
+
+def write(folder: Path, estimator: Estimator, rows: list[dict[str, Any]],
+          overall: dict[str, Any], spent: dict[str, float]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    public = [{k: v for k, v in r.items() if k not in ("quality", "chrf")} for r in rows]
+    (folder / "quality_estimation.json").write_text(json.dumps(
+        {"estimator": json.loads(estimator.to_json()), "sets": public, "overall": overall,
+         "cost": spent}, indent=1) + "\n")
+    lines = ["# Quality estimation: `quality` against sentence chrF", "",
+             "Built-in backbone, beam 4; estimator fitted on dev sets only (7 domains' dev, "
+             "dev slices of news/captions/conversation); test sets below. Domains decoded "
+             "by their modules, the three genres by the generic backbone. `make "
+             "bench-quality` (benchmarks/quality/quality_estimation.py).", "",
+             f"Default threshold (min_quality): {estimator.threshold:.3f} "
+             f"(ridge {estimator.fitted_on.get('ridge')}).", "",
+             "| set | n | Spearman | flagged | chrF flagged | chrF rest | issues | recovered "
+             "| BLEU before | BLEU after |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in [*rows, overall]:
+        lines.append(
+            f"| {r['set']} | {r['sentences']} | {r['spearman']:.3f} | "
+            f"{100 * r['flagged_share']:.1f}% | {_num(r['chrf_flagged'])} | "
+            f"{_num(r['chrf_rest'])} | {_issues(r.get('issues'))} | {r.get('recovered', '')} "
+            f"| {_num(r.get('bleu_before'))} | {_num(r.get('bleu_after'))} |")
+    lines += ["", "Cost, side by side on the same sentences (best of 3 interleaved rounds):",
+              "", "| | beam 4 | beam 4 + scoring | overhead |", "|---|---|---|---|",
+              f"| latency per sentence, batch 1 | {spent['latency_beam4_ms']:.1f} ms | "
+              f"{spent['latency_scored_ms']:.1f} ms | "
+              f"{100 * (spent['latency_scored_ms'] / spent['latency_beam4_ms'] - 1):.1f}% |",
+              f"| target tokens/s, batch 32 | {spent['tokens_per_s_beam4']:.0f} | "
+              f"{spent['tokens_per_s_scored']:.0f} | "
+              f"{100 * (1 - spent['tokens_per_s_scored'] / spent['tokens_per_s_beam4']):.1f}% |",
+              ""]
+    table = "\n".join(lines)
+    (folder / "quality_estimation.md").write_text(table)
+    print(table)
+
+
+def _num(value: float | None) -> str:
+    return "" if value is None else f"{value:.1f}"
+
+
+def _issues(found: dict[str, int] | None) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(found.items())) if found else ""
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,78 @@
+"""Where a backbone's quality estimator lives, and which one a served backbone uses.
+
+An estimator is a JSON file `quality/<backbone name>.json` (server/quality/estimator.py)
+holding the fingerprint of the backbone it was fitted for. The store root's copy (a refit
+after a backbone or module publication) comes before the one shipped in the package
+(`model_store/builtin/quality/`); a file fitted for another fingerprint is ignored, and a
+backbone without any estimator is scored by the prior (the mean token log-probability).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from model_store import Manifest
+from model_store.store import BUILTIN_DIR
+from server.quality.estimator import PRIOR, Estimator, EstimatorError
+
+QUALITY_DIR = "quality"
+BUILTIN_QUALITY_DIR = BUILTIN_DIR / QUALITY_DIR
+log = logging.getLogger(__name__)
+
+
+def estimator_path(root: Path, backbone: str) -> Path:
+    return root / f"{backbone}.json"
+
+
+def write_estimator(root: Path, backbone: str, estimator: Estimator) -> Path:
+    """Atomically (temporary file, then rename): a reader sees the old file or the new."""
+    root.mkdir(parents=True, exist_ok=True)
+    target = estimator_path(root, backbone)
+    handle, temporary = tempfile.mkstemp(dir=root, prefix=f".{backbone}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(estimator.to_json())
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return target
+
+
+class EstimatorBook:
+    """The estimator of each served backbone, read once per fingerprint."""
+
+    def __init__(self, roots: Sequence[Path]) -> None:
+        self.roots = list(roots)  # searched in order
+        self._found: dict[str, Estimator] = {}
+        self._lock = threading.Lock()
+
+    def get(self, backbone: Manifest | None) -> Estimator:
+        if backbone is None:
+            return PRIOR
+        fingerprint = backbone.backbone_fingerprint
+        with self._lock:
+            if fingerprint not in self._found:
+                self._found[fingerprint] = self._read(backbone.name, fingerprint)
+            return self._found[fingerprint]
+
+    def _read(self, name: str, fingerprint: str) -> Estimator:
+        for root in self.roots:
+            path = estimator_path(root, name)
+            if not path.is_file():
+                continue
+            try:
+                estimator = Estimator.from_json(path.read_bytes())
+            except (OSError, EstimatorError) as error:
+                log.error("quality estimator %s unusable: %s", path, error)
+                continue
+            if estimator.backbone_fingerprint == fingerprint:
+                log.info("quality estimator of %s: %s", name, path)
+                return estimator
+            log.warning("quality estimator %s was fitted for another backbone", path)
+        return PRIOR

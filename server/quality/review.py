@@ -1,0 +1,159 @@
+"""Every decoded sentence reviewed before the answer leaves: scored, checked by the
+detectors, and re-decoded when a detector fires.
+
+1. one scoring pass (server/quality/signals.py) over the request's best hypotheses, on
+   the engine thread, after the engine returned them;
+2. features -> the backbone's estimator -> `quality` in [0, 1]; the detectors;
+3. recovery, for the sentences with an issue: a re-decode with a wider beam and, when the
+   sentence used a domain module, one by the generic backbone; the candidates are scored
+   the same way (each under the model that produced it) and the best kept: one without
+   an issue before one with, then the higher quality. `recovered` names the issue when a
+   re-decode replaced the output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
+
+from model_store import Manifest
+from server.decoding.search import Hypothesis, SearchOptions
+from server.engine.engine import Engine, Member, SentenceJob
+from server.languages import LanguageDetectors, language_pair
+from server.metrics import Metrics
+from server.quality.detectors import Issue, ReadsAsSource, detect
+from server.quality.estimator import Estimator
+from server.quality.estimators import EstimatorBook
+from server.quality.features import Candidate, features
+from server.quality.signals import Signals, score
+from server.scheduling.scheduler import EngineThread
+from server.settings import QualitySettings
+
+RunJobs = Callable[[list[SentenceJob], SearchOptions], Awaitable[list[list[Hypothesis]]]]
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """What the review found for one sentence."""
+
+    quality: float
+    issues: tuple[Issue, ...] = ()
+    recovered: Issue | None = None  # the issue a re-decode fixed (its output replaced)
+
+
+@dataclass(frozen=True)
+class _Scored:
+    hypotheses: list[Hypothesis]
+    assessment: Assessment
+    current: tuple[Issue, ...]  # the issues of the output kept now
+
+
+class QualityReview:
+    def __init__(self, engine_thread: EngineThread, settings: QualitySettings, *,
+                 metrics: Metrics, max_beam: int, estimators: EstimatorBook,
+                 languages: LanguageDetectors) -> None:
+        self.engine_thread = engine_thread
+        self.settings = settings
+        self.metrics = metrics
+        self.max_beam = max_beam
+        self.estimators = estimators
+        self.languages = languages
+
+    def threshold(self, backbone: Manifest | None) -> float:
+        """The default min_quality: the setting, or the estimator's fitted threshold."""
+        chosen = self.settings.min_quality
+        return chosen if chosen is not None else self.estimators.get(backbone).threshold
+
+    def _reads_as_source(self, backbone: Manifest | None) -> ReadsAsSource:
+        pair = language_pair(backbone) if backbone is not None else None
+        if pair is None or pair.source == pair.target:
+            return None
+        detector = self.languages.get(pair.codes)
+        return lambda text: any(d.language == pair.source and d.confidence > 0.5
+                                for d in detector.rank(text)[:1])
+
+    async def review(self, engine: Engine, backbone: Manifest | None,
+                     jobs: Sequence[SentenceJob], sources: Sequence[str],
+                     hypotheses: list[list[Hypothesis]], *, options: SearchOptions,
+                     run: RunJobs) -> tuple[list[list[Hypothesis]], list[Assessment]]:
+        """Per sentence: its hypotheses (the best replaced when recovery found better) and
+        its assessment. `sources[i]` is the text `jobs[i]` encodes."""
+        judge = _Judge(engine, self.estimators.get(backbone), self._reads_as_source(backbone))
+        first = await self._score(engine, list(jobs), [h[0] for h in hypotheses])
+        scored = [judge(job, source, own, signals) for job, source, own, signals
+                  in zip(jobs, sources, hypotheses, first, strict=True)]
+        troubled = [i for i, s in enumerate(scored) if s.assessment.issues]
+        if troubled and self.settings.recover:
+            await self._recover(engine, judge, jobs, sources, scored, troubled, options, run)
+        for found in scored:
+            self.metrics.quality.observe(found.assessment.quality)
+            for issue in found.assessment.issues:
+                self.metrics.quality_issues.labels(issue=issue).inc()
+            if found.assessment.recovered is not None:
+                self.metrics.quality_recoveries.labels(issue=found.assessment.recovered).inc()
+        return [s.hypotheses for s in scored], [s.assessment for s in scored]
+
+    async def _score(self, engine: Engine, jobs: list[SentenceJob],
+                     best: list[Hypothesis]) -> list[Signals]:
+        return await self.engine_thread.run(score, engine, jobs, [h.tokens for h in best])
+
+    async def _recover(self, engine: Engine, judge: _Judge, jobs: Sequence[SentenceJob],
+                       sources: Sequence[str], scored: list[_Scored], troubled: list[int],
+                       options: SearchOptions, run: RunJobs) -> None:
+        wider = replace(options, beam_size=min(self.max_beam, max(
+            self.settings.recovery_beam, options.beam_size)), n_best=1)
+        tries: list[tuple[int, SentenceJob, SearchOptions]] = []
+        for index in troubled:
+            job = jobs[index]
+            if wider.beam_size > options.beam_size:
+                tries.append((index, job, wider))
+            if any(member.module_id is not None for member in job.members):
+                generic = SentenceJob(job.source_ids, (Member(None),), job.max_length)
+                tries.append((index, generic, replace(options, n_best=1)))
+        if not tries:
+            return
+        found: list[Hypothesis] = []
+        for chosen in (wider, replace(options, n_best=1)):
+            mine = [t for t in tries if t[2] == chosen]
+            if mine:
+                out = await run([t[1] for t in mine], chosen)
+                found.extend(h[0] for h in out)
+        ordered = [t for t in tries if t[2] == wider] + [t for t in tries if t[2] != wider]
+        signals = await self._score(engine, [t[1] for t in ordered], found)
+        for (index, job, _), hypothesis, signal in zip(ordered, found, signals, strict=True):
+            candidate = judge(job, sources[index], [hypothesis], signal)
+            current = scored[index]
+            if _rank(candidate) > _rank(current):
+                issues = current.assessment.issues  # what was found in the first output
+                scored[index] = _Scored([hypothesis, *current.hypotheses[1:]], replace(
+                    candidate.assessment, issues=issues, recovered=issues[0]),
+                    candidate.current)
+
+
+def _rank(found: _Scored) -> tuple[bool, float]:
+    """A candidate without issues beats one with; then the higher quality."""
+    return (not found.current, found.assessment.quality)
+
+
+class _Judge:
+    """Features, estimate and detectors of one decoded sentence."""
+
+    def __init__(self, engine: Engine, estimator: Estimator,
+                 reads_as_source: ReadsAsSource) -> None:
+        self.decode = engine.target_tokenizer.decode
+        self.estimator = estimator
+        self.reads_as_source = reads_as_source
+
+    def __call__(self, job: SentenceJob, source: str, hypotheses: list[Hypothesis],
+                 signals: Signals) -> _Scored:
+        best = hypotheses[0]
+        output = self.decode(best.tokens)
+        candidate = Candidate(source, output, job.source_ids, best.tokens,
+                              [h.tokens for h in hypotheses[1:]],
+                              [h.score for h in hypotheses])
+        found = features(candidate, signals)
+        issues = detect(found, source=source, output=output,
+                        reads_as_source=self.reads_as_source,
+                        hit_length_limit=len(best.tokens) >= job.max_length)
+        return _Scored(hypotheses, Assessment(round(self.estimator.predict(found), 4),
+                                              tuple(issues)), tuple(issues))
