@@ -7,7 +7,9 @@
    the refused version stays inactive for inspection. Passed: retrain the router with the
    new domain and publish it (inactive);
 5. flip both active versions in ONE registry transaction (the server's poller notices the
-   new event and loads them), then mark the job `published`.
+   new event and loads them), then mark the job `published`;
+6. refit the backbone's quality estimator with the domain's dev sentences
+   (trainer/quality_refit.py; the server rereads it).
 
 Every step is idempotent, so a job taken over after a crash at any point finishes
 correctly: the trained module is cached in the run directory, and artifacts carry the job
@@ -24,7 +26,7 @@ from typing import Any
 
 from contract.training import training_options
 from contract.tsv import Pair
-from model_store import ArtifactKind, ConflictError, Job, Manifest, Store
+from model_store import ArtifactKind, ConflictError, Job, Manifest, Store, StoreError
 from server.engine.artifacts import module_files
 from trainer.domain_job import (
     JobBackbone,
@@ -38,6 +40,7 @@ from trainer.domain_job import (
 )
 from trainer.gate import GateResult, quality_gate
 from trainer.loop import ShouldStop
+from trainer.quality_refit import refit_for_module
 from trainer.router_update import RouterUpdate, publish_router, router_update
 from trainer.settings import WorkerSettings
 
@@ -92,10 +95,24 @@ def run_domain_job(ctx: JobContext) -> dict[str, Any]:
                         result={"module_version": module.version, "active": False})
     ctx.checkpoint("before the router update")
     result = _publish(ctx, module, backbone=backbone, data=data)
+    _refit_quality(ctx, backbone, trained, dev_pairs=data[1])
     # The optimizer state is of no use once the module is served (the trained module
     # stays in the run directory).
     (run_dir_of(ctx.store, job.id) / "checkpoint.pt").unlink(missing_ok=True)
     return result
+
+
+def _refit_quality(ctx: JobContext, backbone: JobBackbone, trained: TrainedModule, *,
+                   dev_pairs: list[Pair]) -> None:
+    """The backbone's quality estimator, refit with the new domain's dev sentences
+    (trainer/quality_refit.py). The module already serves: a failed refit is logged and
+    the previous estimator stays."""
+    try:
+        refit_for_module(ctx.store, backbone.manifest, domain=ctx.job.domain,
+                         module_config=trained.config, params=trained.params,
+                         dev_pairs=dev_pairs)
+    except (StoreError, ValueError, OSError, RuntimeError) as error:
+        log.error("quality estimator not refit for %s: %s", ctx.job.domain, error)
 
 
 def publish_module(store: Store, job: Job, trained: TrainedModule, *, gate: GateResult,

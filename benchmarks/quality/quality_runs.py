@@ -7,26 +7,24 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
-import sacrebleu
 
 from benchmarks.quality.data import EvalSet
 from model_store import Manifest
 from server.decoding.search import Hypothesis, SearchOptions
-from server.engine.engine import Engine, Member, SentenceJob
+from server.engine.engine import Engine, SentenceJob
 from server.languages import LanguageDetectors
 from server.metrics import Metrics
+from server.quality.detectors import detect
 from server.quality.estimators import EstimatorBook
 from server.quality.features import Candidate, features
 from server.quality.review import Assessment, QualityReview
 from server.quality.signals import score
 from server.scheduling.scheduler import EngineThread
 from server.settings import QualitySettings
-
-BEAM = 4
-BATCH = 32
+from trainer.quality_refit import BATCH, BEAM, Decoded, decode, decode_and_measure
 
 
 @dataclass
@@ -35,51 +33,24 @@ class SetRun:
 
     name: str
     dataset: EvalSet
-    jobs: list[SentenceJob]
-    hypotheses: list[list[Hypothesis]]
-    outputs: list[str]
-    rows: list[dict[str, float]] = field(default_factory=list)
-    chrf: list[float] = field(default_factory=list)
+    decoded: Decoded
 
+    @property
+    def jobs(self) -> list[SentenceJob]:
+        return self.decoded.jobs
 
-def make_jobs(engine: Engine, sources: Sequence[str], module_id: str | None) -> list[SentenceJob]:
-    ids = engine.source_tokenizer.encode(list(sources))
-    members = (Member(module_id),)
-    return [SentenceJob(i, members, engine.max_length(len(i), limit=256)) for i in ids]
+    @property
+    def rows(self) -> list[dict[str, float]]:
+        return self.decoded.rows
 
-
-def decode(engine: Engine, jobs: Sequence[SentenceJob], options: SearchOptions
-           ) -> list[list[Hypothesis]]:
-    """Batches of similar lengths, like the scheduler forms them; input order kept."""
-    order = sorted(range(len(jobs)), key=lambda i: len(jobs[i].source_ids))
-    out: list[list[Hypothesis]] = [[] for _ in jobs]
-    for start in range(0, len(order), BATCH):
-        chunk = order[start:start + BATCH]
-        for index, found in zip(chunk, engine.translate([jobs[i] for i in chunk], options),
-                                strict=True):
-            out[index] = found
-    return out
+    @property
+    def chrf(self) -> list[float]:
+        return self.decoded.chrf
 
 
 def run_set(engine: Engine, dataset: EvalSet, module_id: str | None) -> SetRun:
-    jobs = make_jobs(engine, dataset.sources, module_id)
-    hypotheses = decode(engine, jobs, SearchOptions(beam_size=BEAM, n_best=BEAM))
-    decode_text = engine.target_tokenizer.decode
-    outputs = [decode_text(h[0].tokens) for h in hypotheses]
-    run = SetRun(dataset.name, dataset, jobs, hypotheses, outputs)
-    signals = []
-    for start in range(0, len(jobs), BATCH):
-        chunk = range(start, min(len(jobs), start + BATCH))
-        signals += score(engine, [jobs[i] for i in chunk], [hypotheses[i][0].tokens
-                                                            for i in chunk])
-    for index, (job, own, signal) in enumerate(zip(jobs, hypotheses, signals, strict=True)):
-        candidate = Candidate(dataset.sources[index], outputs[index], job.source_ids,
-                              own[0].tokens, [h.tokens for h in own[1:]],
-                              [h.score for h in own])
-        run.rows.append(features(candidate, signal))
-        run.chrf.append(sacrebleu.sentence_chrf(outputs[index],
-                                                [dataset.references[index]]).score)
-    return run
+    return SetRun(dataset.name, dataset, decode_and_measure(engine, dataset.sources,
+                                                            dataset.references, module_id))
 
 
 @dataclass(frozen=True)
@@ -101,7 +72,7 @@ def review_set(engine: Engine, backbone: Manifest, book: EstimatorBook, run: Set
 
     async def go() -> tuple[list[list[Hypothesis]], list[Assessment]]:
         return await review.review(engine, backbone, run.jobs, run.dataset.sources,
-                                   run.hypotheses, options=options, run=redecode)
+                                   run.decoded.hypotheses, options=options, run=redecode)
 
     hypotheses, assessments = asyncio.run(go())
     text = engine.target_tokenizer.decode
@@ -124,11 +95,12 @@ def _ranks(values: Sequence[float]) -> np.ndarray:
     return ranks
 
 
-def cost(engine: Engine, jobs: Sequence[SentenceJob], *, rounds: int = 3) -> dict[str, float]:
-    """Decoding (beam 4) against decoding + the scoring pass, side by side: at batch 1
+def cost(engine: Engine, jobs: Sequence[SentenceJob], *, rounds: int = 2) -> dict[str, float]:
+    """Decoding (beam 4) against decoding + the scoring pass + features and detectors
+    (the source stands in by the output: a copy, the costliest path), side by side: at batch 1
     (latency per sentence) and at batch 32 (target tokens per second)."""
     options = SearchOptions(beam_size=BEAM, n_best=BEAM)
-    single = list(jobs[:24])
+    single = list(jobs[:12])
 
     def timed(batch: int, with_score: bool, chosen: Sequence[SentenceJob]) -> tuple[float, int]:
         started = time.perf_counter()
@@ -138,7 +110,15 @@ def cost(engine: Engine, jobs: Sequence[SentenceJob], *, rounds: int = 3) -> dic
             found = engine.translate(part, options)
             tokens += sum(len(h[0].tokens) + 1 for h in found)
             if with_score:
-                score(engine, part, [h[0].tokens for h in found])
+                signals = score(engine, part, [h[0].tokens for h in found])
+                text = engine.target_tokenizer.decode
+                for job, own, signal in zip(part, found, signals, strict=True):
+                    output = text(own[0].tokens)
+                    found_features = features(Candidate(
+                        output, output, job.source_ids, own[0].tokens,
+                        [h.tokens for h in own[1:]], [h.score for h in own]), signal)
+                    detect(found_features, source=output, output=output, reads_as_source=None,
+                           hit_length_limit=False)
         return time.perf_counter() - started, tokens
 
     best: dict[str, float] = {}

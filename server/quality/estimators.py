@@ -13,6 +13,7 @@ import logging
 import os
 import tempfile
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -45,21 +46,34 @@ def write_estimator(root: Path, backbone: str, estimator: Estimator) -> Path:
 
 
 class EstimatorBook:
-    """The estimator of each served backbone, read once per fingerprint."""
+    """The estimator of each served backbone; the files are looked at again at most every
+    `recheck_s` seconds and reread when one changed (a refit is served without a restart)."""
 
-    def __init__(self, roots: Sequence[Path]) -> None:
+    def __init__(self, roots: Sequence[Path], *, recheck_s: float = 5.0) -> None:
         self.roots = list(roots)  # searched in order
-        self._found: dict[str, Estimator] = {}
+        self.recheck_s = recheck_s
+        # fingerprint -> (estimator, the files' modification times, when they were checked)
+        self._found: dict[str, tuple[Estimator, list[float], float]] = {}
         self._lock = threading.Lock()
 
     def get(self, backbone: Manifest | None) -> Estimator:
         if backbone is None:
             return PRIOR
         fingerprint = backbone.backbone_fingerprint
+        now = time.monotonic()
         with self._lock:
-            if fingerprint not in self._found:
-                self._found[fingerprint] = self._read(backbone.name, fingerprint)
-            return self._found[fingerprint]
+            known = self._found.get(fingerprint)
+            if known is not None and now - known[2] < self.recheck_s:
+                return known[0]
+            stamps = self._stamps(backbone.name)
+            if known is None or stamps != known[1]:
+                known = (self._read(backbone.name, fingerprint), stamps, now)
+            self._found[fingerprint] = (known[0], stamps, now)
+            return known[0]
+
+    def _stamps(self, name: str) -> list[float]:
+        paths = [estimator_path(root, name) for root in self.roots]
+        return [p.stat().st_mtime if p.is_file() else -1.0 for p in paths]
 
     def _read(self, name: str, fingerprint: str) -> Estimator:
         for root in self.roots:

@@ -2,7 +2,8 @@
 detectors, and re-decoded when a detector fires.
 
 1. one scoring pass (server/quality/signals.py) over the request's best hypotheses, on
-   the engine thread, after the engine returned them;
+   the engine thread, after the engine returned them (with other requests' waiting
+   passes: server/quality/batching.py);
 2. features -> the backbone's estimator -> `quality` in [0, 1]; the detectors;
 3. recovery, for the sentences with an issue: a re-decode with a wider beam and, when the
    sentence used a domain module, one by the generic backbone; the candidates are scored
@@ -21,11 +22,12 @@ from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.engine import Engine, Member, SentenceJob
 from server.languages import LanguageDetectors, language_pair
 from server.metrics import Metrics
+from server.quality.batching import ScoringBatcher
 from server.quality.detectors import Issue, ReadsAsSource, detect
 from server.quality.estimator import Estimator
 from server.quality.estimators import EstimatorBook
 from server.quality.features import Candidate, features
-from server.quality.signals import Signals, score
+from server.quality.signals import Signals
 from server.scheduling.scheduler import EngineThread
 from server.settings import QualitySettings
 
@@ -58,6 +60,7 @@ class QualityReview:
         self.max_beam = max_beam
         self.estimators = estimators
         self.languages = languages
+        self.batcher = ScoringBatcher(engine_thread)
 
     def threshold(self, backbone: Manifest | None) -> float:
         """The default min_quality: the setting, or the estimator's fitted threshold."""
@@ -95,7 +98,7 @@ class QualityReview:
 
     async def _score(self, engine: Engine, jobs: list[SentenceJob],
                      best: list[Hypothesis]) -> list[Signals]:
-        return await self.engine_thread.run(score, engine, jobs, [h.tokens for h in best])
+        return await self.batcher.score(engine, jobs, [h.tokens for h in best])
 
     async def _recover(self, engine: Engine, judge: _Judge, jobs: Sequence[SentenceJob],
                        sources: Sequence[str], scored: list[_Scored], troubled: list[int],

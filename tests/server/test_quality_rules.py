@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -144,3 +145,16 @@ def test_the_book_uses_the_first_file_fitted_for_the_backbone(tmp_path: Path) ->
 def test_capitals(text: str, shouted: bool, folded: str) -> None:
     assert casing.is_shouted(text) is shouted
     assert casing.fold(text) == folded
+
+
+def test_a_refit_is_read_again(tmp_path: Path) -> None:
+    fingerprint = "a" * 64
+    fitted = fit([{"lp_mean": -1.0}, {"lp_mean": -2.0}], [0.8, 0.4], names=("lp_mean",))
+    write_estimator(tmp_path, "tiny", replace(fitted, backbone_fingerprint=fingerprint,
+                                              threshold=0.3))
+    book = EstimatorBook([tmp_path], recheck_s=0.0)
+    assert book.get(manifest(fingerprint)).threshold == 0.3
+    path = write_estimator(tmp_path, "tiny", replace(fitted, backbone_fingerprint=fingerprint,
+                                                     threshold=0.25))
+    os.utime(path, (path.stat().st_atime, path.stat().st_mtime + 10))
+    assert book.get(manifest(fingerprint)).threshold == 0.25

@@ -3,13 +3,18 @@ attention that sums to one per target position, and batching/chunking that chang
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 import pytest
 import torch
 
 from server.decoding.search import SearchOptions
 from server.engine.engine import Engine, EngineOptions, Member, SentenceJob
 from server.quality import signals as signals_module
-from server.quality.signals import score
+from server.quality.batching import ScoringBatcher
+from server.quality.signals import Signals, score
+from server.scheduling.scheduler import EngineThread
 from tests.tiny import ENGLISH, adapter_engine
 
 
@@ -87,3 +92,37 @@ def test_an_ensemble_is_scored_by_its_heaviest_member(engine: Engine) -> None:
 def test_mismatched_lengths_are_refused(engine: Engine) -> None:
     with pytest.raises(ValueError, match="2 jobs but 1 outputs"):
         score(engine, jobs_for(engine, [None, None]), [[5]])
+
+
+def test_concurrent_requests_share_one_scoring_call(engine: Engine) -> None:
+    """Passes queued while one runs go together in the next call; results are each
+    request's own, and a cancelled request's sentences are never computed."""
+    jobs = jobs_for(engine, MODULES)
+    outputs = [[5 + i] for i in range(len(jobs))]
+    thread = EngineThread()
+    calls: list[int] = []
+    original = thread.run
+
+    async def counted(function: Any, *args: Any) -> Any:
+        calls.append(len(args[1]))
+        return await original(function, *args)
+
+    async def go() -> list[list[Signals]]:
+        batcher = ScoringBatcher(thread)
+        thread.run = counted  # type: ignore[method-assign]
+        first = asyncio.ensure_future(batcher.score(engine, jobs[:2], outputs[:2]))
+        await asyncio.sleep(0)  # the first call starts
+        waiting = [asyncio.ensure_future(batcher.score(engine, [job], [out]))
+                   for job, out in zip(jobs[2:], outputs[2:], strict=True)]
+        waiting[0].cancel()
+        return [await first, *[await w for w in waiting[1:]]]
+
+    try:
+        found = asyncio.run(go())
+    finally:
+        thread.shutdown()
+    assert calls == [2, 3]
+    alone = score(engine, jobs, outputs)
+    for got, expected in zip([*found[0], *[f[0] for f in found[1:]]], alone[:2] + alone[3:],
+                             strict=True):
+        assert got.token_log_probs == pytest.approx(expected.token_log_probs, abs=1e-4)
