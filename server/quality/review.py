@@ -9,7 +9,7 @@ detectors, and re-decoded when a detector fires.
    sentence used a domain module, one by the generic backbone; the candidates are scored
    the same way (each under the model that produced it) and the best kept: one without
    an issue before one with, then the higher quality. `recovered` names the issue when a
-   re-decode replaced the output.
+   re-decode replaced the output with one free of issues.
 """
 
 from __future__ import annotations
@@ -128,9 +128,9 @@ class QualityReview:
             current = scored[index]
             if _rank(candidate) > _rank(current):
                 issues = current.assessment.issues  # what was found in the first output
+                fixed = issues[0] if not candidate.current else None  # else only better
                 scored[index] = _Scored([hypothesis, *current.hypotheses[1:]], replace(
-                    candidate.assessment, issues=issues, recovered=issues[0]),
-                    candidate.current)
+                    candidate.assessment, issues=issues, recovered=fixed), candidate.current)
 
 
 def _rank(found: _Scored) -> tuple[bool, float]:
