@@ -26,6 +26,7 @@ import numpy as np
 import sacrebleu
 
 from benchmarks.common import DEFAULT_DATA, RESULTS_DIR
+from benchmarks.provenance import stamped
 from benchmarks.quality.data import domain_names, domain_set, genre_dev_slice, genre_set
 from benchmarks.quality.models import load_models
 from benchmarks.quality.quality_runs import SetRun, cost, review_set, run_set, spearman
@@ -187,7 +188,7 @@ def write(folder: Path, estimator: Estimator, rows: list[dict[str, Any]],
               f"{100 * (1 - spent['tokens_per_s_scored'] / spent['tokens_per_s_beam4']):.1f}% |",
               ""]
     table = "\n".join(lines)
-    (folder / "quality_estimation.md").write_text(table)
+    (folder / "quality_estimation.md").write_text(stamped(table))
     print(table)
 
 
