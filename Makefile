@@ -103,7 +103,7 @@ bench-glossary: $(DEV_STAMP)
 	$(PY) -m benchmarks.quality.glossary --data $(DATA) $(QUICK_FLAG)
 
 bench-documents: $(DEV_STAMP)
-	$(PY) -m benchmarks.documents.run --data $(DATA) $(QUICK_FLAG) $(if $(DOCS),--path $(DOCS)) $(if $(FORMATS),--formats $(FORMATS))
+	$(PY) -m benchmarks.documents.run --data $(DATA) $(QUICK_FLAG) $(if $(DOCS),--path $(DOCS)) $(if $(FORMATS),--formats $(FORMATS)) $(if $(ROUNDS),--rounds $(ROUNDS))
 
 # Issue #44: fit the built-in backbone's quality estimator on the dev sets (writes
 # model_store/builtin/quality/), then Spearman/flagging/recovery/cost on the test sets.
