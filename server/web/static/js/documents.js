@@ -1,6 +1,8 @@
 // The Documents view: drop a file (or pick one), follow its translation, download it.
 // It calls POST translate/file: a small file comes back at once; a large one answers 202
 // with a job, followed by long polling (translate/file/jobs/{id}?wait=) until it is done.
+// On a server of several directions (GET /languages) the files' languages are chosen
+// here: a direction, or "Detect language" into a target (source auto).
 
 import { ApiError, call } from "./api.js";
 import { $, h, percent, showError } from "./dom.js";
@@ -17,18 +19,34 @@ async function apiError(response) {
   }
 }
 
-function routingText(routing) {
+function routingText(routing, detected) {
   if (!routing) return "";
+  const language = detected
+    ? `; detected: ${detected.language} (${Math.round(detected.confidence * 100)}%)` : "";
   if (routing.mode === "ensemble") {
     const parts = Object.entries(routing.weights || {}).map(([d, w]) => `${d} ${percent(w)}`);
-    return `routed once for the whole file: ensemble (${parts.join(", ")})`;
+    return `routed once for the whole file: ensemble (${parts.join(", ")})${language}`;
   }
-  return `routed once for the whole file: ${routing.domain} (${routing.mode})`;
+  return `routed once for the whole file: ${routing.domain} (${routing.mode})${language}`;
+}
+
+// The choices: every direction, then "Detect language" into each target.
+function directionOptions(directions) {
+  const targets = new Map(directions.map((d) => [d.target, d.target_name]));
+  return [
+    ...directions.map((d) => h("option", {
+      value: JSON.stringify({ source: d.source, target: d.target }),
+      text: `${d.source_name} → ${d.target_name}` })),
+    ...[...targets].map(([code, name]) => h("option", {
+      value: JSON.stringify({ source: "auto", target: code }),
+      text: `Detect language → ${name}` })),
+  ];
 }
 
 export class DocumentsView {
   constructor(app) {
     this.app = app;
+    this.directionsLoaded = false; // GET /languages, on the first visit
     const input = $("#document-file");
     const zone = $("#document-drop");
     input.addEventListener("change", () => {
@@ -49,6 +67,7 @@ export class DocumentsView {
 
   async onShow() {
     try {
+      await this.loadDirections();
       const answer = await call("domains");
       const select = $("#document-domain");
       const chosen = select.value;
@@ -60,6 +79,24 @@ export class DocumentsView {
     } catch (error) {
       showError($("#documents-error"), error);
     }
+  }
+
+  async loadDirections() {
+    const field = $("#document-direction-field");
+    if (this.directionsLoaded) return;
+    let directions = [];
+    try {
+      directions = (await call("languages")).directions.filter((d) => d.source && d.target);
+    } catch {
+      directions = []; // an older server: one direction
+    }
+    this.directionsLoaded = true;
+    field.hidden = directions.length < 2;
+    if (field.hidden) return;
+    const select = $("#document-direction");
+    select.replaceChildren(...directionOptions(directions));
+    const fallback = directions.find((d) => d.default) || directions[0];
+    select.value = JSON.stringify({ source: fallback.source, target: fallback.target });
   }
 
   row(file) {
@@ -79,15 +116,21 @@ export class DocumentsView {
     form.append("file", file, file.name);
     const domain = $("#document-domain").value;
     if (domain) form.append("domain", domain);
+    if (!$("#document-direction-field").hidden) {
+      const { source, target } = JSON.parse($("#document-direction").value);
+      form.append("source", source);
+      form.append("target", target);
+    }
     try {
       const response = await fetch("translate/file", { method: "POST", body: form });
       if (response.status === 202) {
         await this.follow(await response.json(), shown);
       } else if (response.ok) {
         const routing = JSON.parse(response.headers.get("x-nmt-routing") || "null");
+        const detected = JSON.parse(response.headers.get("x-nmt-detected") || "null");
         const name = /filename="([^"]*)"/.exec(response.headers.get("content-disposition") || "");
         this.done(shown, URL.createObjectURL(await response.blob()),
-                  name ? name[1] : file.name, routing);
+                  name ? name[1] : file.name, routing, detected);
       } else {
         throw await apiError(response);
       }
@@ -108,12 +151,13 @@ export class DocumentsView {
     if (job.state === "failed") {
       throw new ApiError(409, job.error.code, `the job failed: ${job.error.message}`, null);
     }
-    this.done(shown, `translate/file/jobs/${job.id}/result`, job.output_name, job.routing);
+    this.done(shown, `translate/file/jobs/${job.id}/result`, job.output_name, job.routing,
+              job.detected);
   }
 
-  done(shown, href, name, routing) {
+  done(shown, href, name, routing, detected) {
     shown.bar.value = 1;
-    shown.status.textContent = routingText(routing);
+    shown.status.textContent = routingText(routing, detected);
     shown.link.replaceChildren(h("a", { href, download: name, class: "download",
                                         text: `Download ${name}` }));
   }

@@ -1,0 +1,52 @@
+"""The Documents view on a server of two directions (tiny en->fr and fr->en): the files'
+languages are chosen there ("Detect language" into a target sends source auto), and the
+file downloaded is the one the public API answers for the same upload and fields."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.e2e.browser import chromium
+from tests.e2e.processes import live_server
+from tests.e2e.test_web_directions import EN_FR, FRENCH, _page, build_store
+from tests.trainer.helpers import server_settings
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    root = build_store(tmp_path_factory.mktemp("web-direction-documents") / "store")
+    with live_server(server_settings(root, backbone=EN_FR)) as url:
+        yield url
+
+
+@pytest.fixture
+def page(base: str) -> Iterator[Page]:
+    with chromium() as browser:
+        yield from _page(browser, base)
+
+
+def test_a_file_goes_to_the_chosen_direction_and_says_what_was_detected(
+        page: Page, base: str, tmp_path: Path) -> None:
+    french = tmp_path / "avis.txt"
+    french.write_text(FRENCH + "\n")
+    page.goto("/#documents")
+    languages = page.get_by_label("Languages of the files")
+    expect(languages).to_have_value('{"source":"en","target":"fr"}')  # the default one
+    languages.select_option(label="Detect language → English")
+    page.locator("#document-file").set_input_files(str(french))
+
+    link = page.get_by_role("link", name="Download avis.en.txt")
+    expect(link).to_be_visible()
+    with page.expect_download() as download:
+        link.click()
+    expected = httpx.post(base + "/translate/file", timeout=60,
+                          files={"file": ("avis.txt", french.read_bytes())},
+                          data={"source": "auto", "target": "en"})
+    assert expected.status_code == 200, expected.text
+    assert Path(download.value.path()).read_bytes() == expected.content
+    expect(page.locator("#documents")).to_contain_text("detected: fr")
