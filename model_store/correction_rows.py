@@ -73,14 +73,19 @@ class CorrectionFilter:
     status: CorrectionStatus | None = None
     direction: str | None = None
     ids: Sequence[str] | None = None
+    backbone: str | None = None
+    unused: bool = False  # only those no refresh has used
 
     def where(self) -> ColumnElement[bool]:
         c = corrections.c
         parts: list[ColumnElement[bool]] = []
         for column, value in ((c.domain, self.domain), (c.key_id, self.key_id),
-                              (c.status, self.status), (c.direction, self.direction)):
+                              (c.status, self.status), (c.direction, self.direction),
+                              (c.backbone, self.backbone)):
             if value is not None:
                 parts.append(column == value)
+        if self.unused:
+            parts.append(c.used_in.is_(None))
         if self.ids is not None:
             parts.append(c.id.in_(list(self.ids)))
         return and_(True, *parts)
@@ -135,6 +140,20 @@ class CorrectionRows:
                 if status in TRAINABLE and used:
                     counts["new"] += count
         return out
+
+    def count_new_corrections(self, domain: str, *, backbone: str,
+                              since: datetime | None = None) -> int:
+        """Trainable corrections of `domain` (made with `backbone`) no refresh has used,
+        received after `since` (the last refresh job of the domain: a refused refresh is
+        not retried until as many new ones came in)."""
+        c = corrections.c
+        query = select(func.count()).where(
+            c.domain == domain, c.backbone == backbone, c.status.in_(TRAINABLE),
+            c.used_in.is_(None))
+        if since is not None:
+            query = query.where(c.created_at > since)
+        with self._read() as conn:
+            return int(conn.execute(query).scalar() or 0)
 
     def delete_corrections(self, which: CorrectionFilter) -> int:
         with self._write() as conn:

@@ -419,18 +419,22 @@ class Registry(GlossaryRows, CorrectionRows):
 
     def create_domain_job(
         self, domain: str, *, config: dict[str, Any], data_location: str, job_id: str,
-        backbone: str | None = None,
+        backbone: str | None = None, refresh_of: int | None = None,
     ) -> Job:
         """A queued job for `domain` of `backbone`, unless the domain is active there or
         has an unfinished job there (ConflictError): the check and the insert share one
-        write transaction."""
+        write transaction. A refresh (`refresh_of`: the module version it fine-tunes)
+        needs that version active instead."""
         now = _now()
         scope = self.scope("module", backbone)
         with self._write(serial=True) as conn:
             served = conn.execute(select(active.c.version).where(
                 active.c.backbone == scope, active.c.kind == "module",
                 active.c.name == domain)).scalar()
-            if served is not None:
+            if refresh_of is not None and served != refresh_of:
+                raise ConflictError(f"domain {domain!r}: module v{refresh_of} is not active "
+                                    f"(active: {served})")
+            if refresh_of is None and served is not None:
                 raise ConflictError(f"domain {domain!r} exists (module v{served} is active)")
             busy = conn.execute(select(jobs.c.id, jobs.c.state).where(
                 jobs.c.backbone == scope, jobs.c.domain == domain,

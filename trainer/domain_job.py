@@ -126,7 +126,7 @@ def train_job_module(backbone: JobBackbone, module_config: dict[str, Any],
                      options: TrainingOptions, *, data: tuple[list[Pair], list[Pair]],
                      run_dir: Path, settings: WorkerSettings,
                      report: Callable[[dict[str, Any]], None],
-                     should_stop: ShouldStop) -> TrainedModule:
+                     should_stop: ShouldStop, initial: Params | None = None) -> TrainedModule:
     """Train (or resume, or reuse the cached result of) the job's module."""
     cached = load_trained(run_dir)
     if cached is not None:
@@ -148,6 +148,7 @@ def train_job_module(backbone: JobBackbone, module_config: dict[str, Any],
             backbone.model, dict(module_config), encoded, dev_pairs, source=backbone.source,
             target=backbone.target, settings=loop, run_dir=run_dir,
             penalty_weight=options.layer_regularisation, should_stop=should_stop,
+            initial=initial,
             on_progress=lambda p: report(progress_fields(p, training_fraction(p, options,
                                                                               batches))))
     except TrainingInterrupted as interrupted:

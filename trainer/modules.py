@@ -64,8 +64,11 @@ def train_module(backbone: Backbone, config: dict[str, Any], data: EncodedPairs,
                  dev_pairs: Sequence[tuple[str, str]], *, source: Tokenizer, target: Tokenizer,
                  settings: TrainSettings, run_dir: Path, penalty_weight: float = 0.0,
                  on_progress: Callable[[Progress], None] | None = None,
-                 should_stop: ShouldStop | None = None) -> ModuleResult:
+                 should_stop: ShouldStop | None = None,
+                 initial: Params | None = None) -> ModuleResult:
     """Train a module of `config["family"]`; returns the parameters with the best dev BLEU.
+    `initial`: start from these parameters (a refresh fine-tunes the served module)
+    instead of the family's initialisation.
 
     Resumes from `run_dir`'s checkpoint; raises TrainingInterrupted (checkpoint saved)
     when `should_stop` asks for it before the run finishes.
@@ -74,9 +77,13 @@ def train_module(backbone: Backbone, config: dict[str, Any], data: EncodedPairs,
     config = family.normalise(config)
     backbone.requires_grad_(False)
     generator = torch.Generator().manual_seed(settings.seed)
-    params = {k: v.requires_grad_(True)
-              for k, v in family.initial(backbone.config, config, generator,
-                                            weights=backbone.state_dict()).items()}
+    start = family.initial(backbone.config, config, generator, weights=backbone.state_dict())
+    if initial is not None:
+        if set(initial) != set(start):
+            raise ValueError(f"initial parameters {sorted(initial)} are not the {config['family']}"
+                             f" module's {sorted(start)}")
+        start = {k: v.detach().float().clone() for k, v in initial.items()}
+    params = {k: v.requires_grad_(True) for k, v in start.items()}
     hooks = SingleModuleHooks(family, params)
     best_path = run_dir / "best.safetensors"
     best: dict[str, Any] = {"scores": None}

@@ -86,7 +86,7 @@ def run_domain_job(ctx: JobContext) -> dict[str, Any]:
         "steps": trained.steps, "stop_reason": trained.stop_reason,
         "train_seconds": trained.train_seconds, "pairs": trained.pairs}}
     ctx.report({"scores": scores, "progress": 0.92})
-    module = _job_artifact(ctx.store, "module", job.domain, job.id,
+    module = job_artifact(ctx.store, "module", job.domain, job.id,
                            backbone.manifest.name) or publish_module(
         ctx.store, job, trained, gate=gate, backbone=backbone, half=ctx.settings.half)
     if not gate.passed:
@@ -169,7 +169,7 @@ def _router_for_job(ctx: JobContext, backbone: JobBackbone, data: tuple[list[Pai
     store, job, settings = ctx.store, ctx.job, ctx.settings.router
     owner = backbone.manifest.name
     current = store.registry.get_active("classifier", settings.name, backbone=owner)
-    mine = _job_artifact(store, "classifier", settings.name, job.id, owner)
+    mine = job_artifact(store, "classifier", settings.name, job.id, owner)
     if mine is not None and current in (mine.version, mine.provenance.get("based_on")):
         return mine, current, None
     update: RouterUpdate | str = router_update(store, job.domain, data, settings=settings,
@@ -184,7 +184,7 @@ def _router_for_job(ctx: JobContext, backbone: JobBackbone, data: tuple[list[Pai
     return manifest, update.base_version, None
 
 
-def _job_artifact(store: Store, kind: ArtifactKind, name: str, job_id: str,
+def job_artifact(store: Store, kind: ArtifactKind, name: str, job_id: str,
                   backbone: str) -> Manifest | None:
     """The newest version of `kind`/`name` of `backbone` that this job published, if any."""
     found = [r.manifest for r in store.registry.list_artifacts(kind, backbone=backbone)

@@ -17,6 +17,7 @@ from pydantic_settings import SettingsConfigDict
 
 from launch.settings import ProcessSettings
 from trainer.classifier import ClassifierSettings
+from trainer.refresh_settings import RefreshSettings
 from trainer.router_balance import Balance
 
 
@@ -96,6 +97,7 @@ class WorkerSettings(BaseModel):
     half: bool = Field(True, description="store modules as float16 (the gate scores what "
                                          "is stored)")
     router: RouterSettings = Field(default_factory=RouterSettings)
+    refresh: RefreshSettings = Field(default_factory=RefreshSettings)
 
 
 class SidecarSettings(ProcessSettings):

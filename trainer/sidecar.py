@@ -31,8 +31,11 @@ from typing import Any
 
 from contract.training import JOBS_DIR, job_key
 from model_store import Job, Store, StoreError
+from server.serving.refresh_jobs import is_refresh
 from trainer.domain_job import JobFailed, JobInterrupted
 from trainer.pipeline import JobContext, run_domain_job
+from trainer.refresh_job import run_refresh_job
+from trainer.refresh_trigger import RefreshTrigger
 from trainer.settings import WorkerSettings
 
 log = logging.getLogger(__name__)
@@ -85,6 +88,7 @@ class Sidecar:
         self.store = store
         self.settings = settings
         self.stop = stop or threading.Event()
+        self.refreshes = RefreshTrigger(store, settings.refresh)
 
     @property
     def worker(self) -> str:
@@ -96,6 +100,8 @@ class Sidecar:
         processed = 0
         while not self.stop.is_set():
             job = self.next_job()
+            if job is None and self.refreshes.queue_due():
+                job = self.next_job()
             if job is None:
                 if once:
                     break
@@ -161,7 +167,7 @@ class Sidecar:
         """Run the job; the fields of its outcome (None: nothing to record)."""
         job = ctx.job
         try:
-            result = run_domain_job(ctx)
+            result = run_refresh_job(ctx) if is_refresh(job) else run_domain_job(ctx)
         except JobInterrupted as stopped:
             log.info("job %s: %s; queued again, it resumes from its checkpoint", job.id, stopped)
             # A graceful stop is no failure: the attempt is not counted.

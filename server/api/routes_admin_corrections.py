@@ -1,23 +1,26 @@
 """Admin endpoints of corrections (bearer token `NMT_ADMIN_TOKEN`): list, export (JSON
 lines), delete a key's or a domain's corrections at once (privacy requests), approve or
-reject anonymous ones in bulk, and counts per domain (the web page's Operate view)."""
+reject anonymous ones in bulk, counts per domain (the web page's Operate view), and a
+refresh of a domain's module from its corrections (a training job, trainer/refresh_job.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 from collections.abc import Iterator
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Request, Response, status
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
 from model_store.correction_rows import CorrectionFilter, CorrectionRecord, CorrectionStatus
-from server.api.deps import require_admin
+from server.api.deps import AdminDirectionDep, require_admin
+from server.api.jobs import JobResponse, job_response
 from server.api.routes_corrections import DeskDep
 from server.api.schemas import DomainName, ErrorResponse, Strict
-from server.errors import InvalidInput
+from server.errors import InvalidInput, NotReady
+from server.serving.refresh_jobs import REFRESH_TRAINING, submit_refresh
 
 router = APIRouter(prefix="/admin/corrections", tags=["admin", "corrections"],
                    dependencies=[Depends(require_admin)],
@@ -144,3 +147,29 @@ async def review(body: ReviewRequest, desk: DeskDep) -> Reviewed:
     changed = await asyncio.to_thread(desk.registry.review_corrections, which,
                                       approve=body.action == "approve")
     return Reviewed(changed=changed)
+
+
+class RefreshRequest(Strict):
+    domain: DomainName = Field(description="the domain whose module is refreshed")
+    options: dict[str, Any] | None = Field(
+        None, description="training options of the job (those of POST /admin/domains' "
+                          f"config); refresh defaults: {REFRESH_TRAINING}")
+
+
+@router.post("/refresh", response_model=JobResponse, status_code=status.HTTP_202_ACCEPTED,
+             responses={404: {"model": ErrorResponse}, 409: {"model": ErrorResponse},
+                        422: {"model": ErrorResponse}, 503: {"model": ErrorResponse}})
+async def refresh(body: RefreshRequest, request: Request, response: Response,
+                  direction: AdminDirectionDep) -> JobResponse:
+    """Queue a refresh of the domain's module from its new usable corrections (accepted,
+    or approved); follow the job at `Location` (`/admin/jobs/{id}`): its scores show the
+    corrections chosen and the gate, its error why a refresh was refused."""
+    runtime = direction.runtime if direction is not None else request.app.state.runtime
+    backbone = runtime.backbone
+    if backbone is None:
+        raise NotReady("no backbone is loaded; see /health/ready")
+    job = await asyncio.to_thread(submit_refresh, request.app.state.store, body.domain,
+                                  backbone=backbone, trigger="admin", options=body.options,
+                                  require_new=True)
+    response.headers["Location"] = f"/admin/jobs/{job.id}"
+    return job_response(job)

@@ -11,7 +11,15 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import BACKBONE, DOMAINS, SEEDS, admin_headers, make_settings, publish_module
+from conftest import (
+    BACKBONE,
+    DOMAINS,
+    SEEDS,
+    admin_headers,
+    make_settings,
+    module_artifact,
+    publish_module,
+)
 from conftest import publish_classifier as publish_router
 from fastapi.testclient import TestClient
 from libretranslate_aio import LibreTranslate
@@ -222,3 +230,44 @@ def test_the_aio_client_error_type_for_a_refused_key(tmp_path: Path) -> None:
                                               api_key="nmt_unknown") as lt:
         with pytest.raises(LibreTranslateError):
             lt.suggest(SOURCE, FIXED, "en", "fr")
+
+
+def test_admin_queues_a_refresh_of_a_domain_from_its_corrections(client: TestClient) -> None:
+    headers = admin_headers()
+
+    def refresh(**body: Any) -> httpx.Response:
+        return client.post("/admin/corrections/refresh", headers=headers, json=body)
+
+    unknown = refresh(domain="nope")
+    assert unknown.status_code == 404 and "served: " in unknown.json()["error"]["message"]
+    none_yet = refresh(domain="medical")
+    assert none_yet.status_code == 422
+    assert "no new usable corrections" in none_yet.json()["error"]["message"]
+    correct(client)  # anonymous (keys off): pending, trains nothing until approved
+    assert refresh(domain="medical").status_code == 422
+    client.post("/admin/corrections/review", headers=headers,
+                json={"action": "approve", "domain": "medical"})
+    # The fixture's modules say nothing about the data they were trained on.
+    unknown_data = refresh(domain="medical")
+    assert unknown_data.status_code == 409
+    assert "does not say what data" in unknown_data.json()["error"]["message"]
+    store: Store = client.app.state.store  # type: ignore[attr-defined]
+    config, files = module_artifact(SEEDS["medical"])
+    shipped = store.publish("module", "medical", files, config=config,
+                            backbone_fingerprint=store.record("backbone", BACKBONE).fingerprint,
+                            provenance={"data": "shared/data en-fr/domains/medical/train"})
+    store.activate("module", "medical", shipped.version)
+    bad = refresh(domain="medical", options={"lr": -1, "max_epochs": 2})
+    assert bad.status_code == 422 and "allowed: lr" in bad.json()["error"]["message"]
+    queued = refresh(domain="medical", options={"max_epochs": 2})
+    assert queued.status_code == 202, queued.text
+    job = queued.json()
+    assert queued.headers["Location"] == f"/admin/jobs/{job['id']}"
+    assert job["state"] == "queued" and job["domain"] == "medical"
+    assert job["config"]["refresh"] == {"base_version": shipped.version, "trigger": "admin",
+                                        "original_data": {"path": "en-fr/domains/medical"}}
+    assert job["config"]["training"]["max_epochs"] == 2
+    busy = refresh(domain="medical")
+    assert busy.status_code == 409 and job["id"] in busy.json()["error"]["message"]
+    listed_job = client.get(f"/admin/jobs/{job['id']}", headers=headers).json()
+    assert listed_job["config"]["refresh"]["base_version"] == shipped.version

@@ -22,7 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import SEEDS, TOKEN, make_settings, module_archive, publish_module
+from conftest import (
+    SEEDS,
+    TOKEN,
+    make_settings,
+    module_archive,
+    module_artifact,
+    publish_module,
+)
 from office_files import word_by_python_docx
 from test_libretranslate import build_store
 from test_server_mixture import publish_mixture
@@ -103,6 +110,12 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         for name, seed in EXTRA_DOMAINS.items():
             publish_module(store, name, seed)
         fingerprint = store.record("backbone", "tiny").fingerprint
+        # The refresh example's domain names its training data, as shipped modules do.
+        config, module = module_artifact(SEEDS["medical"])
+        shipped = store.publish("module", "medical", module, config=config,
+                                backbone_fingerprint=fingerprint,
+                                provenance={"data": "shared/data en-fr/domains/medical/train"})
+        store.activate("module", "medical", shipped.version)
     publish_mixture(root)
     files = scratch / "files"
     files.mkdir()

@@ -1,0 +1,160 @@
+"""Refreshing a domain's module from corrections with the sidecar's real job runner on the
+tiny store: a refresh that publishes (and marks its corrections used), one the gate
+refuses (sabotaged corrections), one key alone refused by the per-key share, anonymous
+corrections that train nothing until approved, and the automatic trigger."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from contract.training import TRAIN_FILE, job_key
+from contract.tsv import pairs_from_bytes
+from model_store import Store
+from model_store.correction_rows import CorrectionFilter
+from server.engine.artifacts import module_params
+from server.errors import InvalidInput
+from server.serving.refresh_jobs import due_refreshes, submit_refresh
+from tests.trainer.helpers import (
+    BACKBONE,
+    FAST_JOB,
+    LEXICON,
+    NEW_DOMAIN,
+    build_store,
+    submit,
+    worker_settings,
+)
+from tests.trainer.refresh_fixtures import SCRAMBLED, add, fresh_sources, translate
+from trainer.refresh_settings import RefreshSettings
+from trainer.sidecar import Sidecar
+
+# Fine-tuning options of the tests' refreshes: the tiny model learns in a few steps.
+REFRESH = {k: v for k, v in FAST_JOB.items() if k != "max_epochs"} | {"max_epochs": 6}
+
+
+@pytest.fixture(scope="module")
+def trained_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny store whose religion domain was added (and published) by a job."""
+    root = build_store(tmp_path_factory.mktemp("refresh") / "store")
+    with Store.open(root, builtin_dir=None) as store:
+        job = submit(store)
+        assert Sidecar(store, worker_settings()).run(once=True) == 1
+        assert store.registry.get_job(job.id).state == "published"
+    return root
+
+
+@pytest.fixture
+def store(trained_root: Path, tmp_path: Path) -> Iterator[Store]:
+    root = tmp_path / "store"
+    shutil.copytree(trained_root, root)
+    with Store.open(root, builtin_dir=None) as opened:
+        yield opened
+
+
+def own_sources(store: Store) -> list[str]:
+    job = next(j for j in store.registry.list_jobs() if j.domain == NEW_DOMAIN)
+    return [s for s, _ in pairs_from_bytes(store.storage.read_bytes(job_key(job.id, TRAIN_FILE)))]
+
+
+def run_refresh(store: Store, **refresh: Any) -> Any:
+    backbone = store.record("backbone", BACKBONE).manifest
+    job = submit_refresh(store, NEW_DOMAIN, backbone=backbone, trigger="admin",
+                         options=REFRESH | refresh.pop("options", {}), require_new=True)
+    settings = worker_settings(refresh=RefreshSettings(**refresh))
+    assert Sidecar(store, settings).run(once=True) == 1
+    return store.registry.get_job(job.id)
+
+
+# The tiny random backbone scores BLEU 0 whatever a module learns, so these two runs set
+# the gate so that it must pass, and must refuse; the gate's decisions themselves are
+# tested in test_refresh_selection.py, and on the real model by `make bench-corrections`.
+LENIENT = {"min_held_out_gain_bleu": -100.0, "options": {"gate_margin_bleu": 100.0}}
+
+
+def test_refresh_publishes_the_next_version_and_marks_the_corrections(store: Store) -> None:
+    sources = fresh_sources(60, avoid=own_sources(store), seed=3)
+    add(store, sources[:30], key="key-a")
+    add(store, sources[30:], key="key-b")
+    done = run_refresh(store, **LENIENT)
+    assert done.state == "published", (done.error, done.scores)
+    assert done.result == {"module_version": 2, "active": True, "base_version": 1,
+                           "corrections_used": 60}
+    scores = done.scores
+    assert scores["gate"] == "passed" and scores["training"]["steps"] > 0
+    assert set(scores["dev"]) == {"served", "refreshed", "delta_bleu"}
+    assert scores["refresh"]["held_out"] == 12 and scores["refresh"]["train"] == 48
+    assert store.registry.get_active("module", NEW_DOMAIN) == 2
+    manifest = store.record("module", NEW_DOMAIN, 2).manifest
+    assert manifest.provenance["base_version"] == 1
+    assert manifest.provenance["recipe"] == "corrections refresh"
+    assert manifest.provenance["original_data"] == done.config["refresh"]["original_data"]
+    # The refresh started from the served module's weights, and changed them.
+    served = module_params(store.load("module", NEW_DOMAIN, 1).files)
+    refreshed = module_params(store.load("module", NEW_DOMAIN, 2).files)
+    assert any(not torch.equal(served[k], refreshed[k]) for k in served)
+    used = store.registry.list_corrections(CorrectionFilter(domain=NEW_DOMAIN))
+    assert {r.used_in for r in used} == {2}
+    # Nothing new is left: another refresh is refused up front.
+    with pytest.raises(InvalidInput, match="no new usable corrections"):
+        run_refresh(store)
+
+
+def test_a_refused_refresh_stays_inactive_and_leaves_its_corrections_unused(
+        store: Store) -> None:
+    sources = fresh_sources(60, avoid=own_sources(store), seed=4)
+    scramble = lambda s: translate(s, SCRAMBLED)  # noqa: E731
+    add(store, sources[:30], key="saboteur-1", correct=scramble)
+    add(store, sources[30:], key="saboteur-2", correct=scramble)
+    done = run_refresh(store, options={"gate_margin_bleu": -100.0})
+    assert done.state == "failed"
+    assert done.error.startswith("refresh gate: dev BLEU ")
+    assert "(it may lose at most -100)" in done.error
+    assert done.scores["gate"] == "refused"
+    assert done.result == {"module_version": 2, "active": False, "base_version": 1}
+    assert store.registry.get_active("module", NEW_DOMAIN) == 1
+    left = store.registry.list_corrections(CorrectionFilter(domain=NEW_DOMAIN))
+    assert {r.used_in for r in left} == {None}
+
+
+def test_one_key_alone_cannot_refresh_a_domain(store: Store) -> None:
+    # 1,000 plausible corrections that flip one word ("god" -> "seigneur") from one key.
+    flipped = LEXICON | {"god": "seigneur"}
+    sources = fresh_sources(1000, avoid=own_sources(store), seed=5)
+    add(store, sources, key="one-key", correct=lambda s: translate(s, flipped))
+    done = run_refresh(store)
+    assert done.state == "failed"
+    assert "1000 left out because one API key may send at most 50%" in done.error
+    assert done.scores["refresh"]["over_key_share"] == 1000
+    assert done.result is None or not done.result.get("active")
+    assert store.registry.list_versions("module", NEW_DOMAIN) == [1]
+
+
+def test_anonymous_corrections_train_nothing_until_approved(store: Store) -> None:
+    sources = fresh_sources(20, avoid=own_sources(store), seed=6)
+    add(store, sources, key=None)
+    assert due_refreshes(store, BACKBONE, min_new=1) == []
+    with pytest.raises(InvalidInput, match="pending ones need"):
+        run_refresh(store)
+    store.registry.review_corrections(CorrectionFilter(domain=NEW_DOMAIN), approve=True)
+    assert due_refreshes(store, BACKBONE, min_new=20) == [NEW_DOMAIN]
+
+
+def test_enough_new_corrections_queue_a_refresh_by_themselves(store: Store) -> None:
+    sources = fresh_sources(40, avoid=own_sources(store), seed=7)
+    add(store, sources[:20], key="key-a")
+    settings = worker_settings(refresh=RefreshSettings(min_new_corrections=41))
+    assert Sidecar(store, settings).run(once=True) == 0  # 40 < 41: nothing to do
+    add(store, sources[20:21], key="key-b")
+    settings = worker_settings(refresh=RefreshSettings(min_new_corrections=21))
+    assert Sidecar(store, settings).run(once=True) == 1
+    job = max(store.registry.list_jobs(), key=lambda j: j.created_at)
+    assert job.config["refresh"]["trigger"] == "corrections"
+    assert job.config["refresh"]["original_data"]["job"]
+    assert job.state in ("published", "failed") and job.scores["refresh"]["train"] > 0
+    # However it ended, the same corrections do not queue it again.
+    assert due_refreshes(store, BACKBONE, min_new=1) == []

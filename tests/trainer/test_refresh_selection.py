@@ -1,0 +1,118 @@
+"""Which corrections a refresh trains on (near duplicates, dev-set sentences, one key's
+share, the held-back part) and how its gate decides, on real correction records."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from model_store.correction_rows import CorrectionRecord
+from trainer.correction_set import explain_empty, near_key, select_corrections
+from trainer.evaluate import Scores
+from trainer.refresh_gate import RefreshGate
+from trainer.refresh_settings import RefreshSettings
+
+START = datetime(2026, 11, 1, tzinfo=UTC)
+SETTINGS = RefreshSettings()
+
+
+def record(number: int, source: str, corrected: str, key: str | None,
+           status: str = "accepted") -> CorrectionRecord:
+    return CorrectionRecord(
+        id=f"c{number:05d}", source=source, machine=None, corrected=corrected,
+        domain="medical", routed=None, direction="en-fr", backbone="b", key_id=key,
+        key_name=key, status=status,  # type: ignore[arg-type]
+        used_in=None, created_at=START + timedelta(seconds=number), reviewed_at=None)
+
+
+def honest(count: int, key: str, start: int = 0) -> list[CorrectionRecord]:
+    return [record(start + i, f"take tablet number {start + i}",
+                   f"prendre le comprimé numéro {start + i}", key) for i in range(count)]
+
+
+def test_near_duplicates_are_one_correction_and_the_most_supported_wins() -> None:
+    records = [record(1, "Take one tablet.", "Prendre un comprimé.", "a"),
+               record(2, "take one  tablet", "prendre un comprimé", "b"),
+               record(3, "TAKE ONE TABLET!", "Prenez une gélule.", "c"),
+               record(4, "Shake well", "Bien agiter", "a")]
+    chosen = select_corrections(records, dev_sources=[], settings=SETTINGS, seed=1)
+    kept = chosen.train + chosen.held_out
+    assert sorted(r.id for r in kept) == ["c00002", "c00004"]  # a + b agree; the newest
+    assert sorted(r.id for r in chosen.merged) == ["c00001", "c00003"]
+    assert near_key("Take one tablet.") == near_key("take one  tablet") == "take one tablet"
+    # merged ones are marked used with the refresh: they are represented by the winner
+    assert len(chosen.used()) == 4
+
+
+def test_corrections_of_dev_sentences_are_left_out() -> None:
+    records = honest(10, "a") + honest(9, "b", start=10)
+    chosen = select_corrections(records, dev_sources=["Take tablet number 3."],
+                                settings=SETTINGS, seed=1)
+    assert [r.id for r in chosen.in_dev] == ["c00003"]
+    assert len(chosen.train) + len(chosen.held_out) == 18 and not chosen.over_share
+
+
+def test_one_key_alone_trains_nothing() -> None:
+    chosen = select_corrections(honest(1000, "flipper"), dev_sources=[], settings=SETTINGS,
+                                seed=1)
+    assert not chosen.train and not chosen.held_out and len(chosen.over_share) == 1000
+    assert "1000 left out because one API key may send at most 50%" in explain_empty(
+        chosen, SETTINGS)
+
+
+@pytest.mark.parametrize("share", [0.5, 0.3, 0.1])
+def test_no_key_holds_more_than_its_share(share: float) -> None:
+    records = honest(1000, "flipper") + honest(40, "a", 1000) + honest(30, "b", 2000) + \
+        honest(30, "c", 3000)
+    chosen = select_corrections(records, dev_sources=[],
+                                settings=RefreshSettings(max_key_share=share), seed=1)
+    kept = chosen.train + chosen.held_out
+    for key in ("flipper", "a", "b", "c"):
+        assert sum(r.key_id == key for r in kept) <= share * len(kept) + 1e-9
+    assert len(kept) + len(chosen.over_share) == 1100
+    # the oldest of a capped key are the ones kept
+    flipper = sorted(r.id for r in kept if r.key_id == "flipper")
+    assert flipper == [f"c{i:05d}" for i in range(len(flipper))]
+
+
+def test_admin_approved_anonymous_corrections_are_not_capped() -> None:
+    approved = [record(i, f"shake bottle {i}", f"agiter le flacon {i}", None, "approved")
+                for i in range(50)]
+    chosen = select_corrections(approved + honest(50, "a", 100), dev_sources=[],
+                                settings=SETTINGS, seed=1)
+    assert not chosen.over_share and len(chosen.train) + len(chosen.held_out) == 100
+    assert len(chosen.held_out) == 20  # held_out_fraction 0.2
+
+
+def gate(dev: tuple[float, float], held: tuple[tuple[float, float], tuple[float, float]],
+         margin: float = 0.5, gain: float = 0.0) -> RefreshGate:
+    return RefreshGate(Scores(dev[0], 50.0), Scores(dev[1], 50.0), Scores(*held[0]),
+                       Scores(*held[1]), margin, gain)
+
+
+def test_the_gate_wants_dev_kept_and_the_held_back_corrections_improved() -> None:
+    assert gate((30.0, 29.6), ((20.0, 50.0), (24.0, 52.0))).passed
+    poisoned = gate((30.0, 28.0), ((20.0, 50.0), (40.0, 60.0)))  # learnt a wrong term
+    assert not poisoned.passed
+    assert poisoned.refusal().startswith("refresh gate: dev BLEU 28.00 against the served "
+                                         "module's 30.00 (it may lose at most 0.5)")
+    useless = gate((30.0, 30.0), ((20.0, 50.0), (20.0, 49.0)))
+    assert not useless.passed and "held-back corrections" in useless.refusal()
+    # short corrections: BLEU 0 both times, chrF decides
+    assert gate((30.0, 30.0), ((0.0, 30.0), (0.0, 35.0))).passed
+    assert not gate((30.0, 30.0), ((0.0, 30.0), (0.0, 35.0)), gain=1.0).passed
+    assert gate((30.0, 30.0), ((20.0, 50.0), (19.0, 40.0)), gain=-2.0).passed
+
+
+def test_corrections_that_contradict_the_domains_own_pairs_are_left_out() -> None:
+    own = [("Take one tablet a day.", "Prendre un comprimé par jour."),
+           ("Shake well.", "Bien agiter.")]
+    flipped = [record(1, "take one tablet a day", "Prendre une gélule par jour.", "a"),
+               record(2, "Shake well.", "Bien agiter !", "b"),  # the same up to punctuation
+               record(3, "Store below 25 C.", "Ne pas conserver au-dessus de 25 C.", "c")]
+    chosen = select_corrections(flipped, dev_sources=[], settings=SETTINGS, seed=1, own=own)
+    assert [r.id for r in chosen.contradicting] == ["c00001"]
+    assert sorted(r.id for r in chosen.train + chosen.held_out) == ["c00002", "c00003"]
+    assert chosen.summary()["contradict_own_data"] == 1
+    assert "contradict the domain's own training pairs" in explain_empty(chosen, SETTINGS)
