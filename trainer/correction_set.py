@@ -87,7 +87,7 @@ def select_corrections(records: Sequence[CorrectionRecord], *, dev_sources: Iter
             fresh.append(record)
     capped = _cap_keys(fresh, settings.max_key_share, chosen)
     if len(capped) >= 2:
-        ranked = sorted(capped, key=lambda r: _order(r.id, seed))
+        ranked = sorted(capped, key=lambda r: (_order(f"{r.source}\0{r.corrected}", seed), r.id))
         count = min(settings.max_held_out,
                     max(1, round(settings.held_out_fraction * len(capped))))
         held = {r.id for r in ranked[:count]}
@@ -153,8 +153,10 @@ def _largest_cap(counts: Sequence[int], free: int, share: float) -> int:
     return 0
 
 
-def _order(record_id: str, seed: int) -> str:
-    return hashlib.sha256(f"{seed}:{record_id}".encode()).hexdigest()
+def _order(text: str, seed: int) -> str:
+    """A seeded order of the texts (not of the random row ids: the same corrections are
+    held back however often they are stored)."""
+    return hashlib.sha256(f"{seed}:{text}".encode()).hexdigest()
 
 
 def correction_pairs(records: Iterable[CorrectionRecord]) -> list[tuple[str, str]]:

@@ -158,3 +158,34 @@ def test_enough_new_corrections_queue_a_refresh_by_themselves(store: Store) -> N
     assert job.state in ("published", "failed") and job.scores["refresh"]["train"] > 0
     # However it ended, the same corrections do not queue it again.
     assert due_refreshes(store, BACKBONE, min_new=1) == []
+
+
+def test_a_shipped_module_is_refreshed_with_the_data_its_provenance_names(
+        store: Store, tmp_path: Path) -> None:
+    """A shipped module names its data ("shared/data en-fr/domains/x/train"); the sidecar
+    reads it under NMT_TRAINER__REFRESH__DATA_DIR, and says so when that is not set."""
+    pairs = pairs_from_bytes(store.storage.read_bytes(job_key(
+        next(j for j in store.registry.list_jobs() if j.domain == NEW_DOMAIN).id, TRAIN_FILE)))
+    folder = tmp_path / "data" / "en-fr" / "domains" / NEW_DOMAIN
+    folder.mkdir(parents=True)
+    for split, chosen in (("train", pairs[8:]), ("dev", pairs[:8])):
+        (folder / f"{split}.en").write_text("".join(f"{s}\n" for s, _ in chosen))
+        (folder / f"{split}.fr").write_text("".join(f"{t}\n" for _, t in chosen))
+    served = store.load("module", NEW_DOMAIN, 1)
+    shipped = store.publish("module", NEW_DOMAIN, dict(served.files),
+                            config=served.manifest.config,
+                            backbone_fingerprint=served.manifest.backbone_fingerprint,
+                            provenance={"data": f"shared/data en-fr/domains/{NEW_DOMAIN}/train"})
+    store.activate("module", NEW_DOMAIN, shipped.version)
+    sources = fresh_sources(20, avoid=[s for s, _ in pairs], seed=8)
+    add(store, sources[:10], key="key-a")
+    add(store, sources[10:], key="key-b")
+    unset = run_refresh(store, **LENIENT)
+    assert unset.state == "failed"
+    assert "set NMT_TRAINER__REFRESH__DATA_DIR" in unset.error
+    done = run_refresh(store, **LENIENT, data_dir=tmp_path / "data")
+    assert done.state == "published", (done.error, done.scores)
+    assert done.config["refresh"]["original_data"] == {"path": f"en-fr/domains/{NEW_DOMAIN}"}
+    assert done.scores["refresh"]["contradict_own_data"] == 0
+    refreshed = store.record("module", NEW_DOMAIN, done.result["module_version"]).manifest
+    assert refreshed.provenance["original_data"] == {"path": f"en-fr/domains/{NEW_DOMAIN}"}
