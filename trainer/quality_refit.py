@@ -34,7 +34,7 @@ from server.quality.estimators import (
     EstimatorBook,
     write_estimator,
 )
-from server.quality.features import Candidate, features
+from server.quality.features import DECODE_FEATURES, Candidate, features
 from server.quality.signals import score
 
 BEAM = 4
@@ -84,7 +84,8 @@ def decode_and_measure(engine: Engine, sources: Sequence[str], references: Seque
     for index, (job, own, signal) in enumerate(zip(jobs, hypotheses, signals, strict=True)):
         output = decoded.outputs[index]
         candidate = Candidate(sources[index], output, job.source_ids, own[0].tokens,
-                              [h.tokens for h in own[1:]], [h.score for h in own])
+                              [h.tokens for h in own[1:]], [h.score for h in own],
+                              source_eos=engine.config.source_eos)
         decoded.rows.append(features(candidate, signal))
         decoded.chrf.append(sacrebleu.sentence_chrf(output, [references[index]]).score)
     return decoded
@@ -99,11 +100,14 @@ def as_rows(name: str, decoded: Decoded) -> list[dict[str, Any]]:
 
 
 def fit_rows(rows: Sequence[Mapping[str, Any]], *, ridge: float, fingerprint: str,
-             extra: Mapping[str, Any] | None = None) -> Estimator:
-    """The estimator of these rows; its threshold flags FLAG_SHARE of them."""
+             extra: Mapping[str, Any] | None = None,
+             names: Sequence[str] = DECODE_FEATURES) -> Estimator:
+    """The estimator of these rows; its threshold flags FLAG_SHARE of them. The rows keep
+    every feature; the estimator reads the search's own (DECODE_FEATURES: the server then
+    runs no scoring pass for most sentences, server/quality/review.py)."""
     found = [{k: (math.nan if v is None else float(v)) for k, v in r["features"].items()}
              for r in rows]
-    model = fit(found, [float(r["chrf"]) / 100 for r in rows], ridge=ridge)
+    model = fit(found, [float(r["chrf"]) / 100 for r in rows], ridge=ridge, names=names)
     predicted = [model.predict(x) for x in found]
     sets: dict[str, int] = {}
     for r in rows:

@@ -25,6 +25,9 @@ DROPPED_UNCOVERED = 0.5  # share of source tokens that received almost no attent
 SHORT_RATIO = math.log(0.45)  # output tokens / source tokens, log
 LONG_RATIO = math.log(2.5)
 MIN_SOURCE_TOKENS = 6  # length rules need a sentence long enough for ratios to mean much
+# The coverage rule needs the scoring pass; it runs only for outputs this short (under
+# 0.7x the source's tokens: 2.3% of the dev sentences, and every one the rule flagged).
+SUSPECT_RATIO = math.log(0.7)
 # addresses come back verbatim by design: their "words" never count as translatable
 _ADDRESS = re.compile(r"\S+://\S+|\S+@\S+\.\S+|www\.\S+")
 
@@ -50,6 +53,12 @@ def detect(found: Mapping[str, float], *, source: str, output: str,
     if long_enough and found["length_ratio"] > LONG_RATIO and "loop" not in issues:
         issues.append("invented")
     return issues
+
+
+def needs_coverage(found: Mapping[str, float]) -> bool:
+    """Whether the dropped-content rule would read coverage (not yet computed) here."""
+    return (math.isnan(found["uncovered"]) and found["length_ratio"] < SUSPECT_RATIO
+            and math.exp(found["source_length"]) >= MIN_SOURCE_TOKENS)
 
 
 def _copies(found: Mapping[str, float], source: str, output: str,

@@ -1,10 +1,15 @@
 """Every decoded sentence reviewed before the answer leaves: scored, checked by the
 detectors, and re-decoded when a detector fires.
 
-1. one scoring pass (server/quality/signals.py) over the request's best hypotheses, on
-   the engine thread, after the engine returned them (with other requests' waiting
-   passes: server/quality/batching.py);
-2. features -> the backbone's estimator -> `quality` in [0, 1]; the detectors;
+1. features of each best hypothesis from the search alone (its score, the beam's other
+   hypotheses, length, copy, repetition) -> the backbone's estimator -> `quality` in
+   [0, 1]; the detectors;
+2. the scoring pass (server/quality/signals.py: token log-probs, entropies, attention
+   coverage), on the engine thread with other requests' waiting passes
+   (server/quality/batching.py), only where needed: for every sentence when the
+   estimator was fitted with pass features, else only for outputs short enough for the
+   dropped-content rule to read coverage (a few percent). At saturation the pass cost
+   41% of the tokens/s; the search-only estimator ranks as well on the dev sets;
 3. recovery, for the sentences with an issue: a re-decode with a wider beam and, when the
    sentence used a domain module, one by the generic backbone; the candidates are scored
    the same way (each under the model that produced it) and the best kept: one without
@@ -14,8 +19,8 @@ detectors, and re-decoded when a detector fires.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from model_store import Manifest
 from server.decoding.search import Hypothesis, SearchOptions
@@ -23,10 +28,10 @@ from server.engine.engine import Engine, Member, SentenceJob
 from server.languages import LanguageDetectors, language_pair
 from server.metrics import Metrics
 from server.quality.batching import ScoringBatcher
-from server.quality.detectors import Issue, ReadsAsSource, detect
+from server.quality.detectors import Issue, ReadsAsSource, detect, needs_coverage
 from server.quality.estimator import Estimator
 from server.quality.estimators import EstimatorBook
-from server.quality.features import Candidate, features
+from server.quality.features import PASS_FEATURES, Candidate, features
 from server.quality.signals import Signals
 from server.scheduling.scheduler import EngineThread
 from server.settings import QualitySettings
@@ -48,6 +53,7 @@ class _Scored:
     hypotheses: list[Hypothesis]
     assessment: Assessment
     current: tuple[Issue, ...]  # the issues of the output kept now
+    found: Mapping[str, float] = field(default_factory=dict)  # its features
 
 
 class QualityReview:
@@ -82,9 +88,7 @@ class QualityReview:
         """Per sentence: its hypotheses (the best replaced when recovery found better) and
         its assessment. `sources[i]` is the text `jobs[i]` encodes."""
         judge = _Judge(engine, self.estimators.get(backbone), self._reads_as_source(backbone))
-        first = await self._score(engine, list(jobs), [h[0] for h in hypotheses])
-        scored = [judge(job, source, own, signals) for job, source, own, signals
-                  in zip(jobs, sources, hypotheses, first, strict=True)]
+        scored = await self._judge_all(engine, judge, jobs, sources, hypotheses)
         troubled = [i for i, s in enumerate(scored) if s.assessment.issues]
         if troubled and self.settings.recover:
             await self._recover(engine, judge, jobs, sources, scored, troubled, options, run)
@@ -95,6 +99,21 @@ class QualityReview:
             if found.assessment.recovered is not None:
                 self.metrics.quality_recoveries.labels(issue=found.assessment.recovered).inc()
         return [s.hypotheses for s in scored], [s.assessment for s in scored]
+
+    async def _judge_all(self, engine: Engine, judge: _Judge, jobs: Sequence[SentenceJob],
+                         sources: Sequence[str], hypotheses: Sequence[list[Hypothesis]]
+                         ) -> list[_Scored]:
+        """Every sentence judged from its search alone; the scoring pass runs (one batched
+        call) only for the sentences whose estimator or detectors need what it gives."""
+        scored = [judge(job, source, own, None) for job, source, own
+                  in zip(jobs, sources, hypotheses, strict=True)]
+        again = [i for i, found in enumerate(scored) if judge.needs_pass(found)]
+        if again:
+            signals = await self._score(engine, [jobs[i] for i in again],
+                                        [hypotheses[i][0] for i in again])
+            for index, signal in zip(again, signals, strict=True):
+                scored[index] = judge(jobs[index], sources[index], hypotheses[index], signal)
+        return scored
 
     async def _score(self, engine: Engine, jobs: list[SentenceJob],
                      best: list[Hypothesis]) -> list[Signals]:
@@ -122,9 +141,11 @@ class QualityReview:
                 out = await run([t[1] for t in mine], chosen)
                 found.extend(h[0] for h in out)
         ordered = [t for t in tries if t[2] == wider] + [t for t in tries if t[2] != wider]
-        signals = await self._score(engine, [t[1] for t in ordered], found)
-        for (index, job, _), hypothesis, signal in zip(ordered, found, signals, strict=True):
-            candidate = judge(job, sources[index], [hypothesis], signal)
+        candidates = await self._judge_all(engine, judge, [t[1] for t in ordered],
+                                           [sources[t[0]] for t in ordered],
+                                           [[h] for h in found])
+        for (index, _, _), hypothesis, candidate in zip(ordered, found, candidates,
+                                                        strict=True):
             current = scored[index]
             if _rank(candidate) > _rank(current):
                 issues = current.assessment.issues  # what was found in the first output
@@ -144,19 +165,25 @@ class _Judge:
     def __init__(self, engine: Engine, estimator: Estimator,
                  reads_as_source: ReadsAsSource) -> None:
         self.decode = engine.target_tokenizer.decode
+        self.source_eos = engine.config.source_eos
         self.estimator = estimator
         self.reads_as_source = reads_as_source
+        # an estimator fitted with pass features (an older file) has every sentence scored
+        self.always_pass = any(name in PASS_FEATURES for name in estimator.features)
+
+    def needs_pass(self, scored: _Scored) -> bool:
+        return self.always_pass or needs_coverage(scored.found)
 
     def __call__(self, job: SentenceJob, source: str, hypotheses: list[Hypothesis],
-                 signals: Signals) -> _Scored:
+                 signals: Signals | None) -> _Scored:
         best = hypotheses[0]
         output = self.decode(best.tokens)
         candidate = Candidate(source, output, job.source_ids, best.tokens,
                               [h.tokens for h in hypotheses[1:]],
-                              [h.score for h in hypotheses])
+                              [h.score for h in hypotheses], source_eos=self.source_eos)
         found = features(candidate, signals)
         issues = detect(found, source=source, output=output,
                         reads_as_source=self.reads_as_source,
                         hit_length_limit=len(best.tokens) >= job.max_length)
         return _Scored(hypotheses, Assessment(round(self.estimator.predict(found), 4),
-                                              tuple(issues)), tuple(issues))
+                                              tuple(issues)), tuple(issues), found)
