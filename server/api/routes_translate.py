@@ -67,7 +67,8 @@ async def translate(body: TranslateRequest, request: Request, translator: Transl
         translator.check_limits([Item(body.text, None)])
     translator, detected = await direction_of(directions, translator, body.source,
                                               body.target, [body.text])
-    item = Item(body.text, body.domain, format=body.format, glossary=glossary_choice(body))
+    item = Item(body.text, body.domain, format=body.format, glossary=glossary_choice(body),
+                split=body.split_sentences)
     results = await until_disconnected(
         request, translator.translate([item], decoding_request(body.options),
                                       proportions=body.return_proportions,
@@ -97,6 +98,8 @@ async def translate_batch(body: BatchRequest, request: Request, translator: Tran
                   domain_field=(f"items[{index}].domain" if "domain" in item.model_fields_set
                                 else "domain"),
                   format=item.format if "format" in item.model_fields_set else body.format,
+                  split=(item.split_sentences if "split_sentences" in item.model_fields_set
+                         else body.split_sentences),
                   glossary=(glossary_choice(item, f"items[{index}].")
                             if {"glossary", "glossary_id"} & item.model_fields_set
                             else glossary_choice(body)))

@@ -69,6 +69,11 @@ class TextOptions(Strict):
     format: FormatField = Field("text", description=FORMAT_DESCRIPTION)
     glossary: dict[str, str] | None = Field(None, description=GLOSSARY_DESCRIPTION)
     glossary_id: str | None = Field(None, description=GLOSSARY_ID_DESCRIPTION)
+    split_sentences: Literal["on", "off", "nonewlines"] = Field(
+        "on", description='plain text (as DeepL\'s option): "on" a sentence ends at its '
+                          'punctuation or at a line break; "nonewlines" at its punctuation '
+                          'only; "off" each paragraph (lines between empty lines) is one '
+                          "sentence. Every mode returns as many lines as were sent")
 
     @model_validator(mode="after")
     def _one_glossary(self) -> TextOptions:

@@ -44,6 +44,7 @@ from server.settings import DecodingSettings, LimitSettings
 from server.textproc.document import Document, Format, GlossaryReport, build_document
 from server.textproc.documents import DocumentSpec, TooManySentences, build_documents
 from server.textproc.glossary import Glossary
+from server.textproc.line_layout import SplitMode
 from server.textproc.masking import TermMode
 
 T = TypeVar("T")
@@ -62,6 +63,7 @@ class Item:
     domain_field: str = "domain"
     format: Format = "text"
     glossary: GlossaryChoice = GlossaryChoice()
+    split: SplitMode = "on"  # where plain text's sentences end (server/textproc/line_layout.py)
 
 
 @dataclass(frozen=True)
@@ -248,7 +250,8 @@ class Translator:
                 caps.check_sentences(found.sentences, field=item.text_field)
                 found = None
             document = found if found is not None else build_document(
-                item.text, fmt=item.format, glossary=glossary, terms=self.terms)
+                item.text, fmt=item.format, glossary=glossary, terms=self.terms,
+                split=item.split)
             routed = document.plain_text() if item.format == "html" else item.text
             decision = self.policy.decide(item.domain, routed, domains=versions,
                                           classifier=state.classifier, field=item.domain_field,
@@ -257,7 +260,7 @@ class Translator:
                 glossary = self.glossaries.domain_default(decision.domain)
                 if glossary is not None:
                     document = build_document(item.text, fmt=item.format, glossary=glossary,
-                                              terms=self.terms)
+                                              terms=self.terms, split=item.split)
             members = tuple(Member(state.domains[d].module_id if d else None, w)
                             for d, w in decision.members)
             shouted = tuple(map(casing.is_shouted, document.sources()))
@@ -282,7 +285,7 @@ class Translator:
         the text that crosses the sentence cap; None for a small one (built here)."""
         if not PreparationGate.is_large(sum(len(item.text) for item in items)):
             return None
-        specs = [DocumentSpec(item.text, item.format, glossary)
+        specs = [DocumentSpec(item.text, item.format, glossary, item.split)
                  for item, glossary in zip(items, glossaries, strict=True)]
         return self.preparation.apart(deadline, functools.partial(
             build_documents, specs, terms=self.terms,

@@ -20,6 +20,7 @@ from typing import Literal
 from server.textproc import html
 from server.textproc.escaping import Context, escape
 from server.textproc.glossary import Glossary
+from server.textproc.line_layout import LineLayout, SplitMode, lay_out, layout_of, paragraphs, whole
 from server.textproc.masking import (
     Masked,
     TermMode,
@@ -39,6 +40,7 @@ Format = Literal["text", "html"]
 class Unit:
     parts: tuple[Part, ...]
     masked: Masked
+    layout: LineLayout | None = None  # plain text spanning lines: laid back out on them
 
     @property
     def terms(self) -> list[Term]:
@@ -146,16 +148,20 @@ def _render(chunks: Chunks, finished: dict[int, str]) -> str:
             out.append(chunk)
         else:
             final = finished.get(id(chunk))
-            out.append(final if final is not None else chunk.untranslated())
+            if final is None:
+                out.append(chunk.untranslated())
+            else:
+                out.append(lay_out(final, chunk.layout) if chunk.layout else final)
     return "".join(out)
 
 
 def build_document(text: str, *, fmt: Format = "text", glossary: Glossary | None = None,
-                   terms: TermMode = "protect") -> Document:
+                   terms: TermMode = "protect", split: SplitMode = "on") -> Document:
+    """`split` (plain text; server/textproc/line_layout.py): where sentences end."""
     units: list[Unit] = []
     if fmt == "text":
         return Document(_chunks([protect(text)], glossary, units, terms=terms,
-                                context="text"), units)
+                                context="text", split=split), units)
     found = html.segments(text)
     chunks = _chunks(found.chunks, glossary, units, terms=terms, context="html")
     attributes = [AttributeValue(a.slot, a.value, a.quoted,
@@ -166,7 +172,8 @@ def build_document(text: str, *, fmt: Format = "text", glossary: Glossary | None
 
 
 def _chunks(segments: Sequence[str | list[Part]], glossary: Glossary | None,
-            units: list[Unit], *, terms: TermMode, context: Context) -> Chunks:
+            units: list[Unit], *, terms: TermMode, context: Context,
+            split: SplitMode = "on") -> Chunks:
     """Segments split into sentences; the units with words are appended to `units`."""
     chunks: Chunks = []
     for segment in segments:
@@ -174,15 +181,32 @@ def _chunks(segments: Sequence[str | list[Part]], glossary: Glossary | None,
             chunks.append(segment)
             continue
         parts = glossary.apply(segment) if glossary else segment
-        for piece in split_sentences(parts, lines=context == "text"):
+        for piece in _sentences(parts, context, split):
             if isinstance(piece, str):
                 chunks.append(piece)
                 continue
-            unit = Unit(tuple(piece), mask(piece, terms=terms, context=context))
+            layout = (layout_of("".join(raw_of(p) for p in piece))
+                      if context == "text" and split != "on" else None)
+            unit = Unit(tuple(piece), mask(piece, terms=terms, context=context), layout)
             chunks.append(unit)
             if needs_translation(piece):
                 units.append(unit)
     return chunks
+
+
+def _sentences(parts: Sequence[Part], context: Context,
+               split: SplitMode) -> list[str | list[Part]]:
+    if context != "text" or split == "on":
+        return split_sentences(parts, lines=context == "text")
+    out: list[str | list[Part]] = []
+    for block in paragraphs(parts):
+        if isinstance(block, str):
+            out.append(block)
+        elif split == "off":
+            out += whole(block)
+        else:
+            out += split_sentences(block, lines=False)
+    return out
 
 
 def source_text(document: Document) -> str:

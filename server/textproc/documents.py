@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from server.textproc.document import Document, Format, build_document
 from server.textproc.glossary import Glossary
+from server.textproc.line_layout import SplitMode
 from server.textproc.masking import TermMode
 
 
@@ -21,6 +22,7 @@ class DocumentSpec:
     text: str
     fmt: Format
     glossary: Glossary | None
+    split: SplitMode = "on"
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,7 @@ def build_documents(specs: Sequence[DocumentSpec], *, terms: TermMode,
     total = 0
     for spec in specs:
         document = build_document(spec.text, fmt=spec.fmt, glossary=spec.glossary,
+                                  split=spec.split,
                                   terms=terms)
         sentences = len(document.sources())
         total += sentences

@@ -67,6 +67,21 @@ def test_lines_in_equal_lines_out(default_client: TestClient, action: str) -> No
     assert lines[-1].startswith("   ") and lines[-1].endswith("   ")
 
 
+@pytest.mark.parametrize("split", ["off", "nonewlines"])
+def test_lines_in_equal_lines_out_whatever_the_sentence_split(default_client: TestClient,
+                                                              split: str) -> None:
+    """A sentence may then span lines (DeepL's split_sentences): its translation is laid
+    back out on the source's lines."""
+    text = "\n".join(STRESS) + "\n\nThe patient takes one tablet\na day with food.\n"
+    result = post(default_client, {"text": text, "split_sentences": split})
+    lines = result["translation"].split("\n")
+    assert len(lines) == len(text.split("\n"))
+    assert lines[STRESS.index("")] == "" and lines[-1] == "" and lines[-4] == ""
+    assert lines[len(STRESS) - 1].startswith("   ")
+    wrapped = [s for s in result["sentences"] if s["source"].startswith("The patient")]
+    assert len(wrapped) == 1 and "\n" in wrapped[0]["source"]
+
+
 def test_no_loops_and_no_untranslated_copies(default_client: TestClient) -> None:
     result = post(default_client, {"text": "\n".join(STRESS)})
     lines = result["translation"].split("\n")
