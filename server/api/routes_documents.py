@@ -22,6 +22,7 @@ from server.api.schemas import ErrorResponse, Routing
 from server.documents.direction import DocumentRequest, detection_summary, open_directed
 from server.documents.formats import FORMATS, supported_extensions
 from server.documents.jobs import DocumentJob, DocumentJobs
+from server.documents.quality_report import QUALITY_HEADER
 from server.documents.service import (
     DocumentService,
     TranslatedDocument,
@@ -157,10 +158,11 @@ async def job_result(job_id: JobId, jobs: JobsDep) -> Response:
     """The translated file of a finished job."""
     job, data = await asyncio.to_thread(jobs.result, job_id)
     detected = {DETECTED_HEADER: json.dumps(job.detected)} if job.detected else {}
+    quality = {QUALITY_HEADER: json.dumps(job.quality)} if job.quality else {}
     return Response(data, media_type=job.media_type, headers={
         "Content-Disposition": content_disposition(job.output_name),
         ROUTING_HEADER: json.dumps(job.routing), "X-NMT-Segments": str(job.total),
-        **detected})
+        **detected, **quality})
 
 
 def job_path(job_id: str) -> str:
@@ -234,4 +236,5 @@ def file_response(result: TranslatedDocument, detected: Detection | None = None)
     return Response(result.data, media_type=result.media_type, headers={
         "Content-Disposition": content_disposition(result.filename),
         ROUTING_HEADER: routing.model_dump_json(),
-        "X-NMT-Segments": str(result.segments), **detected_header(detected)})
+        "X-NMT-Segments": str(result.segments), **detected_header(detected),
+        **({QUALITY_HEADER: json.dumps(result.quality)} if result.quality else {})})

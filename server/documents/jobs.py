@@ -65,6 +65,7 @@ class DocumentJob:
     total: int = 0  # segments in the file
     chars: int = 0  # characters to translate
     routing: dict[str, Any] | None = None
+    quality: dict[str, Any] | None = None  # per-unit quality (quality_report.py)
     detected: dict[str, Any] | None = None  # source=auto: {"language", "confidence"}
     versions: dict[str, int] = field(default_factory=dict)
     error: str | None = None
@@ -264,6 +265,7 @@ class DocumentJobs:
         await asyncio.to_thread(files.write_result, result.data)
         routing = routing_summary(result.decision, result.versions)
         return replace(job, state="done", done=job.total, routing=routing,
+                       quality=result.quality,
                        versions=result.versions, updated_at=time.time())
 
     # -- helpers -------------------------------------------------------------------

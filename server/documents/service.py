@@ -37,6 +37,7 @@ from server.documents.formats.base import (
     SegmentFormat,
     UnsupportedFormat,
 )
+from server.documents.quality_report import UnitQuality, merged, summary
 from server.errors import (
     Busy,
     DeadlineExceeded,
@@ -98,6 +99,7 @@ class TranslatedDocument:
     decision: RoutingDecision
     versions: dict[str, int]
     segments: int
+    quality: dict[str, Any] | None = None  # server/documents/quality_report.py
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,7 @@ class _Piece:
 @dataclass
 class _Outcome:
     texts: dict[int, list[str]] = field(default_factory=dict)  # by piece index
+    quality: dict[int, list[UnitQuality]] = field(default_factory=dict)  # by segment
     versions: dict[str, int] = field(default_factory=dict)
 
 
@@ -229,6 +232,8 @@ class DocumentService:
                 results = await self._translate(translator, items, patient=patient)
             for index, result in zip(chunk, results, strict=True):
                 outcome.texts.setdefault(pieces[index].segment, []).append(result.translation)
+                outcome.quality.setdefault(pieces[index].segment, []).append(merged(
+                    [UnitQuality(s.quality, s.flagged) for s in result.sentences or ()]))
                 outcome.versions.update(result.versions)
             done += len({pieces[i].segment for i in chunk})
             if progress is not None:
@@ -237,8 +242,9 @@ class DocumentService:
         await _gather_all([run(chunk) for chunk in chunks])
         translations = ["".join(outcome.texts.get(i, [""])) for i in range(total)]
         data = await asyncio.to_thread(document.parsed.write, translations)
+        quality = summary([merged(outcome.quality.get(i, [])) for i in range(total)])
         return TranslatedDocument(document.output_name, document.format.media_type, data,
-                                  decision, outcome.versions, total)
+                                  decision, outcome.versions, total, quality)
 
     @staticmethod
     async def _translate(translator: Translator, items: list[Item], *,

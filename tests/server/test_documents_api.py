@@ -67,6 +67,25 @@ def test_the_file_is_the_batch_endpoints_translation_of_its_lines(client: TestCl
     assert written[2] == "" and len(written) == len(TXT.split("\n"))
 
 
+def test_each_units_quality_comes_beside_the_file(client: TestClient) -> None:
+    """X-NMT-Quality: the units (segments) scored, their lowest and mean quality, and which
+    units hold a sentence under min_quality (the batch endpoint's own flags)."""
+    response = post(client, "notes.txt", TXT.encode(), domain="medical")
+    assert response.status_code == 200, response.text
+    report = json.loads(response.headers["x-nmt-quality"])
+    units = int(response.headers["x-nmt-segments"])
+    lines = [line for line in TXT.splitlines() if line]
+    batch = client.post("/translate/batch", json={
+        "domain": "medical", "items": [{"text": line} for line in lines]}).json()["results"]
+    qualities = [r["quality"] for r in batch]
+    assert report["units"] == units and report["scored"] == len(lines)
+    assert report["lowest"] == min(qualities)
+    assert report["mean"] == pytest.approx(sum(qualities) / len(qualities), abs=1e-4)
+    assert report["flagged"] == len(report["flagged_units"]) == sum(
+        any(s["flagged"] for s in r["sentences"]) for r in batch)
+    assert all(0 <= unit < units for unit in report["flagged_units"])
+
+
 def test_automatic_routing_is_one_decision_for_the_document(client: TestClient) -> None:
     medical = "The patient takes one tablet.\nThe dose for children.\nAsk about the medicine.\n"
     response = post(client, "a.txt", medical.encode())
@@ -164,6 +183,10 @@ def test_a_large_file_becomes_a_job_with_progress_and_a_result(tmp_path: Path) -
         with make_client(root) as direct:
             same = post(direct, "long.txt", lines.encode(), domain=done["routing"]["domain"])
         assert same.content == result.content
+        # chunks of the job, one call for the direct path: the same per-unit report
+        report = json.loads(result.headers["x-nmt-quality"])
+        assert report["units"] == report["scored"] == 60
+        assert report == json.loads(same.headers["x-nmt-quality"])
 
 
 def test_unknown_and_unfinished_jobs(client: TestClient) -> None:
