@@ -210,9 +210,11 @@ class LiveDecoder:
         ids = torch.tensor(tokens, dtype=torch.long, device=engine.device)
         hidden = engine.model.decode(ids[:, None], self._no_memory, state.memory_mask,
                                      self._batch_hooks(), state)
-        log_probs = torch.log_softmax(engine.project(hidden[:, -1]).float(), dim=-1)
-        if rows != list(range(len(rows))) or len(rows) != log_probs.shape[0]:
-            log_probs = log_probs.index_select(0, torch.tensor(rows, device=engine.device))
+        last = hidden[:, -1]
+        if len(rows) != last.shape[0] or rows != list(range(len(rows))):
+            # Gather before the output projection: d_model wide, not vocabulary wide.
+            last = last.index_select(0, torch.tensor(rows, device=engine.device))
+        log_probs = torch.log_softmax(engine.project(last).float(), dim=-1)
         if len(rows) == hyps:  # one member per sentence
             return log_probs
         return mix_members(log_probs, torch.tensor(hyp_of, device=engine.device),
