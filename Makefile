@@ -7,6 +7,7 @@
 #   make bench-markup / bench-glossary [QUICK=1] [DATA=..]   tags, placeholders, glossary terms
 #   make bench-documents [DOCS=folder] [FORMATS=docx,..] [QUICK=1]  whole files vs /translate/batch
 #   make bench-quality [QUICK=1] [DATA=..]  fit the quality estimator, measure it
+#   make bench-corrections [QUICK=1] [DATA=..]   a domain refreshed from corrections
 #   make serve-ray [REPLICAS=2] [PORT=8000] N replicas behind Ray Serve's proxy (local cluster,
 #                                           or the one at RAY_ADDRESS); Ctrl-C stops it all
 #
@@ -41,7 +42,7 @@ HOST_FLAG := $(if $(HOST),--host $(HOST),)
 # --quick is passed to the benchmarks only when QUICK is set to something other than 0.
 QUICK_FLAG := $(if $(filter-out 0,$(QUICK)),--quick,)
 
-.PHONY: venv venv-runtime run serve-ray bench-ray test lint bench-engine bench-serve bench-adversarial bench-mixed-lengths bench-markup bench-glossary bench-documents bench-quality eval eval-router train-default learning-curve bench-backbone screenshots clean distclean
+.PHONY: venv venv-runtime run serve-ray bench-ray test lint bench-engine bench-serve bench-adversarial bench-mixed-lengths bench-markup bench-glossary bench-documents bench-quality bench-corrections eval eval-router train-default learning-curve bench-backbone screenshots clean distclean
 
 venv: $(DEV_STAMP)
 
@@ -109,6 +110,11 @@ bench-documents: $(DEV_STAMP)
 # model_store/builtin/quality/), then Spearman/flagging/recovery/cost on the test sets.
 bench-quality: $(DEV_STAMP)
 	$(PY) -m benchmarks.quality.quality_estimation --data $(DATA) $(QUICK_FLAG)
+
+# A domain refreshed from corrections (simulated from its test split) and poisoned
+# refreshes that must not be published (benchmarks/results/corrections.md).
+bench-corrections: $(DEV_STAMP)
+	$(PY) -m benchmarks.quality.corrections --data $(DATA) $(QUICK_FLAG)
 
 eval: $(DEV_STAMP)
 	$(PY) -m benchmarks.quality.evaluate --data $(DATA) $(QUICK_FLAG)
