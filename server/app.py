@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import re
 import sys
 from collections.abc import AsyncIterator
@@ -24,6 +25,7 @@ from server.api.openapi_security import document_api_keys
 from server.corrections.desk import CorrectionDesk
 from server.documents.jobs import DocumentJobs, job_root
 from server.documents.service import DocumentService
+from server.engine import host_paths
 from server.languages import LanguageDetectors
 from server.lifecycle import DrainMiddleware, Lifecycle
 from server.metrics import Metrics
@@ -43,11 +45,18 @@ DESCRIPTION = """One frozen Transformer backbone shared by hot-swappable domain 
 Requests name a domain, a mixture of domains, or let the classifier route them.
 Admin endpoints need `Authorization: Bearer $NMT_ADMIN_TOKEN`. See docs/API.md."""
 
+log = logging.getLogger(__name__)
+
 
 @contextlib.asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings: Settings = app.state.settings
     metrics: Metrics = app.state.metrics
+    cpu_path = host_paths.for_settings(settings.engine)  # an impossible choice stops here
+    if cpu_path is not None:
+        log.info("engine CPU path: %s", cpu_path.describe())
+        metrics.cpu_path.labels(path=cpu_path.path,
+                                quantized_engine=cpu_path.quantized_engine).set(1)
     if settings.engine.keep_freed_memory:  # before the engine allocates anything
         keep_freed_memory()
     # the engine thread re-takes the GIL after every torch op: keep its wait short while

@@ -85,6 +85,10 @@ class Metrics:
         self.rate_limited = Counter("nmt_access_rate_limited_total",
                                     "requests refused by a per-key limit, by limit (requests, "
                                     "characters)", ["limit"], registry=r)
+        # server/engine/host_paths.py: 1 for the path chosen at start-up (CPU engines)
+        self.cpu_path = Gauge("nmt_engine_cpu_path", "the engine's CPU decoding path and "
+                              "quantized engine (1: chosen)", ["path", "quantized_engine"],
+                              registry=r)
         self.resident_modules = Gauge("nmt_engine_resident_modules", "modules resident, by tier",
                                       ["tier"], registry=r)
         self.load_failures = Counter("nmt_engine_load_failures_total",

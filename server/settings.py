@@ -30,8 +30,17 @@ class EngineSettings(BaseModel):
 
     device: str = Field("cpu", description="torch device of the engine: cpu, cuda, cuda:1")
     dtype: Literal["float32", "float16", "bfloat16"] = Field(
-        "float32", description="compute dtype (float16 / bfloat16 on CUDA only)")
+        "float32", description="compute dtype (float16 / bfloat16 on CUDA; bfloat16 on CPUs "
+                               "with bfloat16 instructions, see cpu_path)")
     int8: bool = Field(False, description="dynamic int8 quantization of linear layers (CPU)")
+    cpu_path: Literal["auto", "float32", "bfloat16", "int8"] = Field(
+        "auto", description="CPU decoding path (server/engine/host_paths.py): auto keeps "
+                            "int8/dtype as set, else bfloat16 on CPUs with AMX-BF16 and "
+                            "float32 elsewhere; an explicit path this CPU cannot run, or "
+                            "that contradicts int8/dtype, stops the start with the reason")
+    quantized_engine: Literal["auto", "x86", "onednn", "fbgemm", "qnnpack"] = Field(
+        "auto", description="torch's engine for int8 matmuls (int8, module_int8): auto = "
+                            "onednn on CPUs with AMX-INT8, torch's default (x86) elsewhere")
     packed: bool = Field(True, description="CPU float32: prepack linear weights for oneDNN "
                                            "(2-3x faster matmuls on some CPUs)")
     module_int8: bool = Field(

@@ -22,6 +22,7 @@ from server.engine.backbone import Backbone
 from server.engine.families import Params
 from server.engine.families.mixing import WordMixing
 from server.engine.fixed_steps import FixedStepper
+from server.engine.host_paths import apply_quantized_engine
 from server.engine.layers import Attention
 from server.engine.mixture import MixtureHooks, SourceProportions, encoder_layer_means
 from server.engine.packing import PackedLinear, pack_linears, packing_available
@@ -35,8 +36,11 @@ DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.
 @dataclass(frozen=True)
 class EngineOptions:
     device: str = "cpu"
-    dtype: str = "float32"  # float16 / bfloat16 on CUDA
+    dtype: str = "float32"  # float16 / bfloat16 on CUDA; bfloat16 on CPU (host_paths.py)
     int8: bool = False  # dynamic int8 quantization of linear layers (CPU)
+    # CPU: torch's quantized engine for every int8 matmul (x86, onednn, ...; host_paths.py
+    # picks it per host); None: torch's current one.
+    quantized_engine: str | None = None
     packed: bool = True  # CPU float32: linear weights prepacked for oneDNN (see packing.py)
     # CPU: adapters' matrices run from int8 copies (per-column scales). Residual adapters
     # whose matrices have 64-column blocks run grouped through int8_groups.py (float32
@@ -117,6 +121,8 @@ class Engine:
         self.dtype = DTYPES[options.dtype]
         self.fixed_steps = self._on_cuda_unless_set(options.fixed_steps)
         self.source_tokenizer, self.target_tokenizer = source_tokenizer, target_tokenizer
+        if options.quantized_engine and self.device.type == "cpu":
+            apply_quantized_engine(options.quantized_engine)  # before any int8 prepacking
         model = load_backbone(config, tensors)
         self.project: nn.Module = _projection(model)
         pack = (options.packed and self.device.type == "cpu" and self.dtype == torch.float32

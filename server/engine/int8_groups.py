@@ -81,7 +81,8 @@ def matmul(x: Tensor, weights: Tensor, scales: Tensor, slots: Tensor, bias: Tens
            relu: bool) -> Tensor:
     """`x[g] @ W[slots[g]] + bias[g]` for every group g, ReLU'd if `relu`.
 
-    x [groups, rows, in] float32; weights [n_slots, out / 64, in, 64] int8 and scales
+    x [groups, rows, in] float32 (bfloat16 rows, of the CPU bfloat16 path, run widened
+    and come back in bfloat16); weights [n_slots, out / 64, in, 64] int8 and scales
     [n_slots, out] from `pack`; slots [groups] int64; bias [groups, 1, out] float32.
     """
     library = _library()
@@ -89,13 +90,14 @@ def matmul(x: Tensor, weights: Tensor, scales: Tensor, slots: Tensor, bias: Tens
         raise RuntimeError("the grouped int8 kernel is not available on this machine")
     groups, rows, k_dim = x.shape
     n_dim = scales.shape[-1]
-    if (x.dtype != torch.float32 or weights.dtype != torch.int8 or
+    if (not x.is_floating_point() or weights.dtype != torch.int8 or
             weights.shape[1:] != (n_dim // BLOCK, k_dim, BLOCK) or slots.shape != (groups,)
             or bias.numel() != groups * n_dim):
         raise ValueError(f"grouped int8 matmul: mismatched inputs x {list(x.shape)}, "
                          f"weights {list(weights.shape)}, scales {list(scales.shape)}, "
                          f"slots {list(slots.shape)}, bias {list(bias.shape)}")
-    x, weights, scales = x.contiguous(), weights.contiguous(), scales.contiguous()
+    wanted = x.dtype
+    x, weights, scales = x.float().contiguous(), weights.contiguous(), scales.contiguous()
     slots, bias = slots.contiguous(), bias.float().contiguous()
     out = torch.empty((groups, rows, n_dim), dtype=torch.float32)
     weight_bytes = groups * k_dim * n_dim
@@ -104,7 +106,7 @@ def matmul(x: Tensor, weights: Tensor, scales: Tensor, slots: Tensor, bias: Tens
                              scales.data_ptr(), slots.data_ptr(), bias.data_ptr(),
                              out.data_ptr(), n_dim, int(relu),
                              torch.get_num_threads() if parallel else 1)
-    return out
+    return out if wanted == torch.float32 else out.to(wanted)
 
 
 @functools.cache

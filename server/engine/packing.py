@@ -93,9 +93,10 @@ def quantize_matrix(weight: Tensor) -> Tensor:
 
 def quantized_linear(x: Tensor, packed: Tensor, bias: Tensor) -> Tensor:
     """`x @ weight + bias` with a `quantize_matrix` copy: the rows are quantized to int8
-    per call (dynamic quantization, as `EngineOptions.int8` does for the backbone)."""
-    out: Tensor = torch.ops.quantized.linear_dynamic(x, packed, True)
-    return out + bias
+    per call (dynamic quantization, as `EngineOptions.int8` does for the backbone); the
+    kernel takes float32 rows, so bfloat16 ones (the CPU bfloat16 path) go through widened."""
+    out: Tensor = torch.ops.quantized.linear_dynamic(x.float(), packed, True)
+    return (out + bias).to(x.dtype)
 
 
 def pack_linears(model: nn.Module) -> int:

@@ -38,6 +38,7 @@ from typing import Any
 
 from model_store import LoadedArtifact, Manifest, Store, StoreError
 from server.decoding.search import Hypothesis, SearchOptions
+from server.engine import host_paths
 from server.engine.artifacts import build_engine, module_params
 from server.engine.engine import Engine, EngineOptions, SentenceJob
 from server.engine.families import Params, get_family
@@ -325,7 +326,10 @@ def _trace(error: BaseException) -> BaseException | None:
 
 def engine_options(settings: EngineSettings) -> EngineOptions:
     """The engine the server builds from its settings (benchmarks build the same one)."""
-    return EngineOptions(device=settings.device, dtype=settings.dtype, int8=settings.int8,
+    path = host_paths.for_settings(settings)  # CPU: the host's path (logged at start-up)
+    return EngineOptions(device=settings.device, dtype=path.dtype if path else settings.dtype,
+                         int8=path.int8 if path else settings.int8,
+                         quantized_engine=path.quantized_engine if path else None,
                          packed=settings.packed, module_int8=settings.module_int8,
                          module_bf16=settings.module_bf16,
                          module_grouped=settings.module_grouped, fixed_steps=settings.fixed_steps,

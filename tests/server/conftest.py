@@ -97,7 +97,10 @@ def make_settings(root: Path, **overrides: Any) -> Settings:
         "admin_token": TOKEN, "poll_interval_s": 0.05,
         # process-wide, so the tests keep glibc's defaults (test_allocator.py checks it
         # in processes of their own)
-        "engine": {"slots_per_bank": 4, "host_capacity": 16, "keep_freed_memory": False},
+        # cpu_path: float32 on every host (auto takes bfloat16 on AMX CPUs), so that
+        # the expected translations hold wherever the suite runs
+        "engine": {"slots_per_bank": 4, "host_capacity": 16, "keep_freed_memory": False,
+                   "cpu_path": "float32"},
         "decoding": {"beam_size": 1, "max_length": 8},
         "scheduler": {"max_wait_ms": 2.0, "request_timeout_s": 30.0},
         # a worker process per app would cost every test ~1.4 s of CPU; its tests ask for it
