@@ -10,7 +10,12 @@ trained on a slice of `--data` text, or on synthetic text). Systems:
 
     hf                      MarianMTModel.generate
     ct2-float32, ct2-int8   CTranslate2 (its TransformersConverter), intra_threads = threads
-    engine-float32, engine-int8   this engine (converters.marian), backbone only
+    engine-float32, engine-int8   this engine (converters.marian), backbone only; int8 on
+                            the quantized engine the server takes on this host (onednn
+                            with AMX-INT8, torch's default elsewhere: host_paths.py)
+    engine-bfloat16         the same in bfloat16 (`engine.cpu_path=bfloat16`, the path the
+                            server takes on CPUs with AMX-BF16); only on CPUs with native
+                            bfloat16 (AVX512-BF16 or AMX-BF16), where the server offers it
     engine-float32-adapter  every row through one residual adapter (bottleneck 256)
     engine-float32-mixed8   8 such adapters in one batch, 4 rows each
     engine-float32-adapter-int8, engine-float32-mixed8-int8   the same two with the
@@ -72,6 +77,7 @@ from benchmarks.speed.systems import (
 )
 from contract.families import mixes_domains
 from converters.marian import convert_marian
+from server.engine import host_paths
 from server.engine.artifacts import build_engine
 from server.engine.engine import EngineOptions, Member
 
@@ -83,7 +89,8 @@ FAMILY_SYSTEMS: dict[str, str] = {"engine-float32-sf": "sf", "engine-float32-pa"
 LOW_RANK_MIXING = "engine-float32-mixing-lowrank"
 INT8_SLOTS = ("engine-float32-adapter-int8", "engine-float32-mixed8-int8")
 BF16_GROUPED = ("engine-float32-adapter-bf16", "engine-float32-mixed8-bf16")
-SYSTEMS = ("hf", "ct2-float32", "ct2-int8", "engine-float32", "engine-int8",
+BF16_PATH = "engine-bfloat16"
+SYSTEMS = ("hf", "ct2-float32", "ct2-int8", "engine-float32", "engine-int8", BF16_PATH,
            "engine-float32-adapter", "engine-float32-mixed8", *INT8_SLOTS, *BF16_GROUPED,
            *FAMILY_SYSTEMS)
 FLOAT32 = ("engine-float32", "engine-float32-adapter", "engine-float32-mixed8",
@@ -144,9 +151,14 @@ def engine_runners(config: BenchConfig, checkpoint: Checkpoint, work: Workload,
                    systems: Sequence[str]) -> dict[str, Runner]:
     files = convert_marian(checkpoint.path)
     runners: dict[str, Runner] = {}
+    quantized = host_paths.choose_quantized_engine(host_paths.detect())
     if "engine-int8" in systems:
-        runners["engine-int8"] = engine_runner(build_engine(files, EngineOptions(int8=True)),
-                                               work, [Member(None)])
+        runners["engine-int8"] = engine_runner(
+            build_engine(files, EngineOptions(int8=True, quantized_engine=quantized)), work,
+            [Member(None)])
+    if BF16_PATH in systems:
+        runners[BF16_PATH] = engine_runner(build_engine(files, EngineOptions(dtype="bfloat16")),
+                                           work, [Member(None)])
     slots = max(16, config.mixed_modules)
     for names, options in ((INT8_SLOTS, EngineOptions(slots_per_bank=slots, module_int8=True)),
                            (BF16_GROUPED, EngineOptions(slots_per_bank=slots, module_bf16=True))):
@@ -175,6 +187,12 @@ def engine_runners(config: BenchConfig, checkpoint: Checkpoint, work: Workload,
                                           **system_options(system, config))
             runners[system] = engine_runner(engine, work, [Member(module_id)])
     return runners
+
+
+def default_systems(host: host_paths.HostFeatures) -> list[str]:
+    """Every system; the bfloat16 path only where the CPU runs bfloat16 natively (elsewhere
+    torch emulates it and the server refuses the path)."""
+    return [name for name in SYSTEMS if name != BF16_PATH or host.native_bf16]
 
 
 def family_options(family: str, config: BenchConfig) -> dict[str, Any]:
@@ -244,7 +262,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, help="override the torch and CTranslate2 "
                         "threads (2); 1 measures more steadily on a machine shared with "
                         "other work")
-    parser.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated")
+    parser.add_argument("--systems", help="comma-separated (default: all; engine-bfloat16 "
+                        "only on CPUs with native bfloat16)")
     parser.add_argument("--out", type=Path, help="results directory (default: results/; "
                                                  "--tiny: results/tmp/, git-ignored)")
     return parser.parse_args(argv)
@@ -259,7 +278,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     torch.set_num_threads(config.threads)
     quiet_libraries()
     lines = training_lines(args.data)
-    systems = [name.strip() for name in args.systems.split(",") if name.strip()]
+    systems = default_systems(host_paths.detect()) if args.systems is None else [
+        name.strip() for name in args.systems.split(",") if name.strip()]
     out = args.out or (RESULTS / "tmp" if args.tiny else RESULTS)
     meta = metadata(config, mode=mode, data=f"{args.data} ({len(lines)} lines)" if lines
                     else "synthetic")

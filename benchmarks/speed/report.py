@@ -8,7 +8,8 @@ when it hits half the rounds of one system and not the other's.
 
 `engine_speed.json` is exactly a JSON list of rows (`system`, `decode`, `tokens_per_s`,
 plus the measurement's details); run metadata goes to `engine_speed.meta.json`;
-`engine_speed.md` is the human-readable table with the ratios and the targets.
+`engine_speed.md` is the human-readable table with the ratios and the targets, one
+section per host kind and mode (host_runs.py: a run on another CPU keeps the others).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.provenance import stamped
+from benchmarks.speed.host_runs import host_kind, merge
 from benchmarks.speed.measure import Row
 
 
@@ -45,6 +47,10 @@ TARGETS: tuple[Target, ...] = (
     Target("engine float32 / CT2 float32, beam (#23)", "engine-float32", "ct2-float32", 1.2,
            "beam4"),
     Target("engine int8 / CT2 int8, beam (#23)", "engine-int8", "ct2-int8", 1.5, "beam4"),
+    # Issue #51: on CPUs with AMX-BF16 the server decodes in bfloat16 (host_paths.py), at
+    # float32's quality (results/cpu_bf16_quality.md): its lead over CTranslate2 float32.
+    Target("engine bfloat16 / CT2 float32 (#51)", "engine-bfloat16", "ct2-float32", 1.2),
+    Target("engine bfloat16 / engine float32", "engine-bfloat16", "engine-float32", None),
     Target("one adapter / backbone only", "engine-float32-adapter", "engine-float32", 0.8),
     Target("8 mixed adapters / one adapter", "engine-float32-mixed8",
            "engine-float32-adapter", 0.95),
@@ -139,7 +145,9 @@ def markdown(rows: Sequence[Row], checks: Sequence[Check], meta: Mapping[str, An
     """The results table (tokens/s per system and decode) and the ratio/target table."""
     decodes = list(dict.fromkeys(row.decode for row in rows))
     systems = list(dict.fromkeys(row.system for row in rows))
-    lines = [f"# {meta.get('title', 'Engine speed')} ({meta.get('mode', 'full')} run)", "",
+    title = meta.get("title", "Engine speed" + (f" on {host_kind(meta['host']['label'])}"
+                                                if "host" in meta else ""))
+    lines = [f"# {title} ({meta.get('mode', 'full')} run)", "",
              f"{meta.get('description', '')}".strip(), "",
              *([f"Host: {meta['host']['label']}; torch CPU kernels "
                 f"{meta['host']['torch_capability']}, quantized engine "
@@ -179,5 +187,7 @@ def write_results(rows: Sequence[Row], meta: Mapping[str, Any], out_dir: Path, *
     paths[0].write_text(json.dumps([row.to_dict() for row in rows], indent=1) + "\n")
     full_meta = {**meta, "targets": [check.to_dict() for check in checks]}
     paths[1].write_text(json.dumps(full_meta, indent=1, sort_keys=True) + "\n")
-    paths[2].write_text(stamped(markdown(rows, checks, meta)))
+    # one run per host kind and mode (host_runs.py); the JSON files hold the latest run
+    earlier = paths[2].read_text() if paths[2].exists() else ""
+    paths[2].write_text(merge(earlier, stamped(markdown(rows, checks, meta))))
     return paths

@@ -224,6 +224,10 @@ BASE_SPEEDS = {"hf": 500.0, "ct2-float32": 1000.0, "ct2-int8": 2000.0,
      "8 mixed grouped bf16 adapters / one grouped bf16 adapter", 790 / 840, False),
     ({}, "8 mixed grouped bf16 adapters / one adapter", 1.0, True),
     ({}, "one grouped bf16 adapter / one adapter", 1.05, None),
+    ({"engine-bfloat16": 1250.0}, "engine bfloat16 / CT2 float32 (#51)", 1.25, True),
+    ({"engine-bfloat16": 1100.0}, "engine bfloat16 / CT2 float32 (#51)", 1.1, False),
+    ({"engine-bfloat16": 1500.0}, "engine bfloat16 / engine float32", 1.5, None),
+    ({}, "engine bfloat16 / CT2 float32 (#51)", None, None),  # no bfloat16 row on this host
 ])
 def test_target_checks(changes: dict[str, float], label: str, expected_ratio: float | None,
                        expected_met: bool | None) -> None:
