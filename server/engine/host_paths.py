@@ -11,8 +11,8 @@ layers) do not. So:
   left at float32, it stays float32 everywhere for now: bfloat16 is offered
   (`engine.cpu_path=bfloat16`) but taken by itself on AMX-BF16 only once `AUTO_BFLOAT16`
   is on, which waits for its quality bound (within 0.1 BLEU of float32 on every domain,
-  results/cpu_bf16_quality.md: +0.05 on average, -0.26 on the worst of 7 domains over
-  100 sentences each, on 2026-11-27) and a full `make bench-engine` on such a host.
+  results/cpu_bf16_quality.md, 300 sentences per domain: equal on average, six domains
+  within 0.1, religion -0.27) and a full `make bench-engine` on such a host.
 - an explicit `engine.cpu_path` is taken as asked, or refused at start-up with the
   reason when this CPU cannot run it well (bfloat16 without bf16 instructions is
   emulated, slower than float32) or when it contradicts `engine.int8` / `engine.dtype`.
