@@ -42,7 +42,7 @@ HOST_FLAG := $(if $(HOST),--host $(HOST),)
 # --quick is passed to the benchmarks only when QUICK is set to something other than 0.
 QUICK_FLAG := $(if $(filter-out 0,$(QUICK)),--quick,)
 
-.PHONY: venv venv-runtime run serve-ray bench-ray test lint bench-engine bench-serve bench-adversarial bench-mixed-lengths bench-markup bench-glossary bench-documents bench-quality bench-corrections eval eval-router train-default learning-curve bench-backbone screenshots clean distclean
+.PHONY: venv venv-runtime run serve-ray bench-ray test lint bench-engine bench-serve bench-adversarial bench-mixed-lengths bench-live-engine bench-markup bench-glossary bench-documents bench-quality bench-corrections eval eval-router train-default learning-curve bench-backbone screenshots clean distclean
 
 venv: $(DEV_STAMP)
 
@@ -96,6 +96,9 @@ bench-adversarial: $(DEV_STAMP)
 
 bench-mixed-lengths: $(DEV_STAMP)
 	$(PY) -m benchmarks.speed.mixed_lengths --data $(DATA) $(QUICK_FLAG)
+
+bench-live-engine: $(DEV_STAMP)
+	$(PY) -m benchmarks.speed.live_engine --data $(DATA) $(QUICK_FLAG)
 
 bench-markup: $(DEV_STAMP)
 	$(PY) -m benchmarks.quality.markup --data $(DATA) $(QUICK_FLAG)

@@ -73,7 +73,9 @@ class LiveRows:
         self.cross_bias = self._zeros(ROW_CHUNK // group + 1, 1, 1, SOURCE_CHUNK)
         self.ages = torch.zeros(self.self_kv.shape[2], dtype=torch.long, device=device)
         self.row_index = torch.arange(self.self_kv.shape[2], device=device)
-        self.positions = torch.arange(self.self_kv.shape[0], device=device)
+        # Per row: 0 at the positions it has reached, -inf after; kept up to date by
+        # add/advance/remove, so a step slices it instead of building a mask.
+        self.self_bias = self._zeros(ROW_CHUNK, 1, 1, POSITION_CHUNK).fill_(-float("inf"))
 
     def _zeros(self, *shape: int) -> Tensor:
         return torch.zeros(shape, dtype=self.dtype, device=self.device)
@@ -102,6 +104,8 @@ class LiveRows:
         bias.fill_(-float("inf"))
         bias[..., :length].masked_fill_(mask, 0.0)
         self.ages[start * self.group: end * self.group] = 0
+        self.self_bias[start * self.group: end * self.group].fill_(-float("inf"))
+        self.self_bias[start * self.group: end * self.group, ..., 0] = 0.0
         self.source_lengths += mask[:, 0, 0].sum(-1).tolist()
         self.group_ages += [0] * added
         self.groups = end
@@ -116,6 +120,9 @@ class LiveRows:
             self.self_kv = grown
             ages = torch.zeros(rows, dtype=torch.long, device=self.device)
             ages[: self.count] = self.ages[: self.count]
+            bias = self._zeros(rows, 1, 1, self.self_bias.shape[-1]).fill_(-float("inf"))
+            bias[: self.count] = self.self_bias[: self.count]
+            self.self_bias = bias
             self.ages, self.row_index = ages, torch.arange(rows, device=self.device)
         capacity, sources = self.cross.shape[1], self.cross.shape[3]
         if groups > capacity or source > sources:
@@ -135,7 +142,9 @@ class LiveRows:
         grown = self._zeros(positions, *self.self_kv.shape[1:])
         grown[: self.self_kv.shape[0]] = self.self_kv
         self.self_kv = grown
-        self.positions = torch.arange(positions, device=self.device)
+        bias = self._zeros(*self.self_bias.shape[:3], positions).fill_(-float("inf"))
+        bias[..., : self.self_bias.shape[-1]] = self.self_bias
+        self.self_bias = bias
 
     def remove(self, groups: list[int]) -> dict[int, int]:
         """Drop these groups; the last groups move into their places. Returns where each
@@ -153,10 +162,10 @@ class LiveRows:
             offsets = torch.arange(self.group, device=self.device)
             rows_from = (source[:, None] * self.group + offsets).flatten()
             rows_to = (target[:, None] * self.group + offsets).flatten()
-            filled = self.span
-            block = self.self_kv[:filled]
-            block.index_copy_(2, rows_to, block.index_select(2, rows_from))
+            block = self._history()
+            block.index_copy_(1, rows_to, block.index_select(1, rows_from))
             self.ages.index_copy_(0, rows_to, self.ages.index_select(0, rows_from))
+            self.self_bias.index_copy_(0, rows_to, self.self_bias.index_select(0, rows_from))
             for old, new in moved.items():
                 self.source_lengths[new] = self.source_lengths[old]
                 self.group_ages[new] = self.group_ages[old]
@@ -170,9 +179,17 @@ class LiveRows:
         parent; every source is a row nobody overwrites)."""
         if not targets:
             return
-        block = self.self_kv[: self.span]
-        block.index_copy_(2, torch.tensor(targets, device=self.device),
-                          block.index_select(2, torch.tensor(sources, device=self.device)))
+        # Siblings share a group, hence an age: their self-attention biases are equal.
+        block = self._history()
+        block.index_copy_(1, torch.tensor(targets, device=self.device),
+                          block.index_select(1, torch.tensor(sources, device=self.device)))
+
+    def _history(self) -> Tensor:
+        """The decoded positions of every plane as [positions x planes, rows, heads x
+        head_dim] (a view): one contiguous 3-d gather moves rows, as the static cache."""
+        positions, planes, rows = self.self_kv.shape[:3]
+        flat = self.self_kv.view(positions * planes, rows, self.heads * self.head_dim)
+        return flat[: self.span * planes]
 
     def state(self) -> DecoderState:
         """The decoder state of one step over every live row."""
@@ -183,8 +200,7 @@ class LiveRows:
                              cross_v=self.cross[2 * layer + 1, : self.groups, :, :source])
                   for layer in range(self.layers)]
         ages = self.ages[:used]
-        self_bias = self._zeros(used, 1, 1, span).masked_fill_(
-            (self.positions[:span][None, :] > ages[:, None])[:, None, None, :], -float("inf"))
+        self_bias = self.self_bias[:used, ..., :span]
         bias = self.cross_bias[: self.groups, ..., :source]
         # `memory_mask` is only read by reorders, which live rows never ask of the state.
         return DecoderState(memory_mask=bias, layers=layers,
@@ -193,5 +209,9 @@ class LiveRows:
 
     def advance(self) -> None:
         """Every live row has decoded one more position."""
-        self.ages[: self.count] += 1
+        used = self.count
+        self._reserve_positions(self.span + 1)
+        self.ages[:used] += 1
+        self.self_bias[:, 0, 0].index_put_((self.row_index[:used], self.ages[:used]),
+                                           self.self_bias.new_zeros(()))
         self.group_ages = [age + 1 for age in self.group_ages]
