@@ -10,8 +10,9 @@ free), reloading evicted modules, the first batch's `max_wait_ms` to gather comp
 
 Per row: a sentence whose client went away (its future cancelled) or whose deadline
 passed leaves at the next step; a request with nothing live always gets its first waiting
-sentence in even when the live rows fill the budget (one sentence of overshoot), so a
-short request never waits for a bulk request's sentences to finish.
+sentence in even when the live rows fill the budget (one sentence of overshoot, while
+the live rows cost under 1.5x the budget), so a short request never waits for a bulk request's
+sentences to finish.
 """
 
 from __future__ import annotations
@@ -31,6 +32,11 @@ from server.scheduling.scheduler import HEARTBEAT_S, EngineThread, Residency, Sc
 from server.settings import SchedulerSettings
 
 MEASURE_S = 0.5  # throughput is measured over windows at least this long
+# A request with nothing live may join beyond the budget, but only while the live rows
+# cost less than (1 + OVERSHOOT) x the budget: with many one-sentence clients queued, one
+# newcomer per step would otherwise grow the live set without bound (every step slower,
+# every answer later).
+OVERSHOOT = 0.5
 
 
 class ContinuousScheduler(Scheduler):
@@ -77,20 +83,22 @@ class ContinuousScheduler(Scheduler):
             return []
         settings = self.settings
         free = settings.max_batch_tokens - sum(i.cost for i in self._tickets.values())
+        floor = -OVERSHOOT * settings.max_batch_tokens  # how far `free` may go below 0
         running = {item.request for item in self._tickets.values()}
         live_modules = frozenset().union(*(i.modules for i in self._tickets.values()))
         contended = len(self._lanes) + len(running - self._lanes.keys()) > 1
         joiners: list[Pending] = []
         for options in dict.fromkeys(item.options for item in self._queue.values()):
             lanes = [lane for request, lane in self._lanes.items()
-                     if lane.options == options and (free > 0 or request not in running)]
+                     if lane.options == options
+                     and (free > 0 or request not in running and free > floor)]
             budget = max(free, 1)
             share = settings.max_request_batch_tokens if contended else budget
             limits = BatchLimits(budget, self.max_modules, share, settings.lookahead_batches)
             for key, item in form_batch(lanes, limits, held_back=self._needs_reload):
                 if len(live_modules | item.modules) > self.max_modules:
                     continue  # its module slots are taken by live rows: a later step
-                if free <= 0 and item.request in running:
+                if free <= 0 and (item.request in running or free <= floor):
                     continue
                 live_modules |= item.modules
                 running.add(item.request)

@@ -138,6 +138,28 @@ def test_the_budget_holds_but_a_new_request_always_gets_a_sentence_in(
     run(engine, body, max_batch_tokens=3 * 14, max_request_batch_tokens=3 * 14)
 
 
+def test_newcomers_overshoot_the_budget_by_half_at_most(engine: Engine) -> None:
+    """Many one-sentence requests: each may overshoot a full budget, but the live rows
+    never cost more than 1.5x the budget (plus the last newcomer), and all are answered."""
+    async def body(scheduler: ContinuousScheduler) -> None:
+        peak = 0
+
+        async def watch() -> None:
+            nonlocal peak
+            while True:
+                live = list(scheduler._tickets.values())  # noqa: SLF001
+                peak = max(peak, sum(item.cost for item in live))
+                await asyncio.sleep(0)
+
+        watcher = asyncio.create_task(watch())
+        requests = [scheduler.submit([LONG[0]], BEAM, deadline=later()) for _ in range(12)]
+        await asyncio.gather(*(f for futures in requests for f in futures))
+        watcher.cancel()
+        assert 2 * 14 < peak <= 3 * 14 + 14  # over the budget (2 x 14), under 1.5x + one
+
+    run(engine, body, max_batch_tokens=2 * 14, max_request_batch_tokens=2 * 14)
+
+
 def test_the_app_answers_as_with_static_batches(store_root: Path) -> None:
     """Through HTTP with `NMT_SCHEDULER__CONTINUOUS`: a batch of domains and ensembles
     (the fallback) gets the translations static batching gives, and the live metrics
