@@ -35,7 +35,12 @@ from server.quality.estimators import BUILTIN_QUALITY_DIR, QUALITY_DIR, Estimato
 from server.quality.review import QualityReview
 from server.replica import ReplicaHeaderMiddleware
 from server.scheduling.scheduler import EngineThread
-from server.serving.directions import Directions, open_direction, served_backbones
+from server.serving.directions import (
+    Directions,
+    open_direction,
+    residency_for,
+    served_backbones,
+)
 from server.serving.watch import watch_registry
 from server.settings import Settings
 from server.watchdog import Watchdog
@@ -84,13 +89,18 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         max_beam=settings.decoding.max_beam_size, languages=app.state.language_detectors,
         estimators=EstimatorBook([settings.store_dir / QUALITY_DIR, BUILTIN_QUALITY_DIR])
     ) if settings.quality.enabled else None
+    # NMT_DIRECTIONS__RESIDENT: at most that many of them loaded at once (None: every one)
+    residency = residency_for(settings, metrics, len(backbones))
     default = await open_direction(store, settings, backbone=backbones[0], metrics=metrics,
-                                   engine_thread=engine_thread, quality=quality)
+                                   engine_thread=engine_thread, quality=quality,
+                                   residency=residency)
     opened = [default]
     for name in backbones[1:]:
         opened.append(await open_direction(
             store, settings, backbone=name, metrics=metrics, engine_thread=engine_thread,
-            preparation=default.translator.preparation, quality=quality))
+            preparation=default.translator.preparation, quality=quality,
+            residency=residency))
+    app.state.residency = residency
     app.state.directions = Directions(opened, app.state.language_detectors)
     app.state.store = store
     app.state.access = AccessGuard(store.registry, settings.access, metrics=metrics)
@@ -111,7 +121,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.language_detectors, settings.corrections)
     app.state.admin = default.admin
     app.state.watchdog = Watchdog(default.scheduler, engine_thread,
-                                  stall_s=settings.liveness_stall_s)
+                                  stall_s=settings.liveness_stall_s,
+                                  others={d.name: d.scheduler for d in opened[1:]})
     waiters = [change_waiter(store.registry.url) for _ in opened]
     background = [
         asyncio.create_task(watch_registry(d.runtime, settings.poll_interval_s, changes=w),

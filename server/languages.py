@@ -55,7 +55,12 @@ def language_pair(manifest: Manifest) -> LanguagePair | None:
         source, target = declared.get("source"), declared.get("target")
         if isinstance(source, str) and isinstance(target, str):
             return LanguagePair(source, target)
-    parts = manifest.name.split("-")
+    return pair_of_name(manifest.name)
+
+
+def pair_of_name(name: str) -> LanguagePair | None:
+    """The pair a backbone's name ends with (`opus-en-de`: en->de), if it does."""
+    parts = name.split("-")
     if len(parts) >= 2 and is_language_code(parts[-2]) and is_language_code(parts[-1]):
         return LanguagePair(parts[-2], parts[-1])
     return None

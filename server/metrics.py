@@ -100,6 +100,15 @@ class Metrics:
                                       "evicted modules read back from the store, by thread "
                                       "(worker: ahead of the batch; engine: inside a batch)",
                                       ["thread"], registry=r)
+        # NMT_DIRECTIONS__RESIDENT: backbones unloaded, loaded again (serving/residency.py)
+        self.backbone_loads = Counter("nmt_backbone_loads_total",
+                                      "backbones loaded by the residency limit, by backbone",
+                                      ["backbone"], registry=r)
+        self.backbone_unloads = Counter("nmt_backbone_unloads_total",
+                                        "backbones unloaded by the residency limit (least "
+                                        "recently used), by backbone", ["backbone"], registry=r)
+        self.backbones_resident = Gauge("nmt_backbones_resident", "backbones loaded now",
+                                        registry=r)
 
         self.quality = Histogram("nmt_quality_score", "estimated quality of each sentence",
                                  buckets=(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0),

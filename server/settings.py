@@ -17,6 +17,7 @@ from pydantic_settings import SettingsConfigDict
 
 from launch.settings import ProcessSettings
 from server.corrections.settings import CorrectionSettings
+from server.serving.direction_settings import DirectionSettings
 
 # Hard bounds of the request schemas (server/api/schemas.py): the limits below may be set
 # lower, never higher, so the OpenAPI schema states exactly what validation accepts.
@@ -330,6 +331,9 @@ class Settings(ProcessSettings):
     corrections: CorrectionSettings = Field(
         default_factory=CorrectionSettings,
         description="post-edits (POST /corrections, /libretranslate/suggest)")
+    directions: DirectionSettings = Field(
+        default_factory=DirectionSettings,
+        description="how many backbones stay loaded (docs/DIRECTIONS.md)")
 
     @model_validator(mode="after")
     def _ensemble_fits_slots(self) -> Settings:

@@ -9,6 +9,7 @@ the engine's)."""
 from __future__ import annotations
 
 import hmac
+from collections.abc import AsyncIterator
 from typing import Annotated
 
 from fastapi import Depends, Query, Request
@@ -20,6 +21,7 @@ from server.glossaries import GlossaryBook
 from server.metrics import Metrics
 from server.serving.admin import DomainAdmin
 from server.serving.directions import Direction, Directions
+from server.serving.residency import BackboneResidency
 from server.serving.runtime import Runtime
 from server.serving.translation import Translator
 from server.settings import Settings
@@ -76,7 +78,23 @@ async def get_direction(request: Request, backbone: BackboneQuery = None) -> Dir
 AdminDirectionDep = Annotated[Direction | None, Depends(get_direction)]
 
 
-async def get_admin(request: Request, direction: AdminDirectionDep) -> DomainAdmin:
+async def resident_direction(request: Request,
+                             direction: AdminDirectionDep) -> AsyncIterator[Direction | None]:
+    """The admin call's direction, its backbone held loaded while the call runs (under
+    NMT_DIRECTIONS__RESIDENT: uploads are verified against it, jobs read its shapes)."""
+    residency: BackboneResidency | None = getattr(request.app.state, "residency", None)
+    if residency is None:
+        yield direction
+        return
+    runtime = direction.runtime if direction is not None else request.app.state.runtime
+    async with residency.use(runtime):
+        yield direction
+
+
+ResidentDirectionDep = Annotated[Direction | None, Depends(resident_direction)]
+
+
+async def get_admin(request: Request, direction: ResidentDirectionDep) -> DomainAdmin:
     if direction is not None:
         return direction.admin
     admin: DomainAdmin = request.app.state.admin

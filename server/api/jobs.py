@@ -15,7 +15,7 @@ from starlette.datastructures import FormData, UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 
 from model_store import Job, JobState
-from server.api.deps import AdminDirectionDep, SettingsDep, require_admin
+from server.api.deps import ResidentDirectionDep, SettingsDep, require_admin
 from server.api.schemas import ErrorResponse
 from server.errors import InvalidInput, TooLarge
 from server.serving.admin_jobs import DomainUpload, JobAdmin
@@ -64,7 +64,7 @@ class JobListResponse(BaseModel):
 
 
 def get_job_admin(request: Request, settings: SettingsDep,
-                  direction: AdminDirectionDep) -> JobAdmin:
+                  direction: ResidentDirectionDep) -> JobAdmin:
     runtime = direction.runtime if direction is not None else request.app.state.runtime
     return JobAdmin(request.app.state.store, runtime,
                     min_pairs=settings.limits.min_domain_pairs)

@@ -10,6 +10,7 @@ from server.api.deps import MetricsDep, RuntimeDep
 from server.api.schemas import ErrorResponse, LiveResponse, ReadyResponse
 from server.lifecycle import Lifecycle
 from server.replica import replica_name
+from server.serving.directions import Directions
 from server.watchdog import Watchdog
 
 router = APIRouter(tags=["health"])
@@ -32,12 +33,17 @@ async def live(request: Request) -> LiveResponse | JSONResponse:
 @router.get("/health/ready", response_model=ReadyResponse,
             responses={503: {"model": ErrorResponse, "description": "not ready (see checks)"}})
 async def ready(request: Request, runtime: RuntimeDep) -> ReadyResponse | JSONResponse:
-    """Ready when the backbone is loaded and the server is not draining for shutdown; 503
-    otherwise. Damage stays local: a broken domain or classifier is listed in `checks`, not
-    fatal. `checks` says what is loaded (or absent, or failed, or broken); `replica` and
-    `registry_revision` say which process answered and how far it has applied the
-    registry's changes (replicas converge on the same revision)."""
+    """Ready when the backbone is loaded (with several directions: when any direction
+    serves; `checks.directions` has a line per direction) and the server is not draining
+    for shutdown; 503 otherwise. Damage stays local: a broken domain or classifier, or
+    another direction's backbone, is listed in `checks`, not fatal. `checks` says what is
+    loaded (or absent, or failed, or broken); `replica` and `registry_revision` say which
+    process answered and how far it has applied the registry's changes (replicas converge
+    on the same revision)."""
     is_ready, checks = runtime.readiness()
+    directions: Directions | None = getattr(request.app.state, "directions", None)
+    if directions is not None and len(directions.all) > 1:  # the default one's checks, and
+        is_ready, checks["directions"] = directions.readiness()  # a line per direction
     replica, revision = replica_name(), runtime.seen_event
     lifecycle: Lifecycle = request.app.state.lifecycle
     if lifecycle.draining:

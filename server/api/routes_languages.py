@@ -31,7 +31,8 @@ class LanguagesResponse(BaseModel):
 
 @router.get("/languages", response_model=LanguagesResponse)
 async def languages(directions: DirectionsDep) -> LanguagesResponse:
-    """Exactly the directions served (backbones loaded), the default first."""
+    """Exactly the directions served (backbones loaded, or unloaded by the residency
+    limit and loaded on demand), the default first."""
     if directions is None:
         raise NotReady("the server is starting: no direction is served yet")
     listed = []
@@ -46,5 +47,5 @@ async def languages(directions: DirectionsDep) -> LanguagesResponse:
             target_name=language_name(pair.target) if pair else None,
             backbone=backbone.name, version=backbone.version,
             default=direction is directions.default,
-            domains=sorted(direction.runtime.state.domains)))
+            domains=await direction.domains()))
     return LanguagesResponse(directions=listed)

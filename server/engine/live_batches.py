@@ -88,6 +88,12 @@ class LiveBatches:
             self.owner[ticket] = (key, mine)
         return tickets
 
+    def forget(self) -> None:
+        """Drop every live batch (and with them the engine they decode with): its backbone
+        is being unloaded, and nothing of it is live any more."""
+        self.decoders.clear()
+        self.owner.clear()
+
     def stats(self) -> list[tuple[SearchOptions, int, int]]:
         """(options, live sentences, rows) of every live batch."""
         return [(options, d.live, d.row_count) for (_, options), d in self.decoders.items()]

@@ -197,6 +197,11 @@ class Scheduler:
     def depth(self) -> int:
         return len(self._queue)
 
+    @property
+    def idle(self) -> bool:
+        """Nothing waits, runs or is being read back: the engine may be unloaded."""
+        return not self._queue and not self._running and not self._reloads
+
     # -- submission --------------------------------------------------------------------
     def submit(self, jobs: Sequence[SentenceJob], options: SearchOptions, *,
                deadline: float, admitted: bool = False) -> list[asyncio.Future[list[Hypothesis]]]:

@@ -17,14 +17,21 @@ language that no served backbone translates is refused (400) with the served dir
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from model_store import Store
 from server.engine.live_batches import LiveBatches
-from server.errors import UnsupportedLanguage
+from server.errors import NotReady, UnsupportedLanguage
 from server.glossaries import GlossaryBook
-from server.languages import Detection, LanguageDetectors, LanguagePair, language_pair
+from server.languages import (
+    Detection,
+    LanguageDetectors,
+    LanguagePair,
+    language_pair,
+    pair_of_name,
+)
 from server.metrics import Metrics
 from server.quality.review import QualityReview
 from server.routing.policy import RoutingPolicy
@@ -32,6 +39,7 @@ from server.scheduling.continuous import ContinuousScheduler
 from server.scheduling.preparation import PreparationGate
 from server.scheduling.scheduler import EngineThread, Scheduler
 from server.serving.admin import DomainAdmin
+from server.serving.residency import BackboneResidency, ResidentTranslator
 from server.serving.runtime import Runtime
 from server.serving.translation import Translator
 from server.settings import Settings
@@ -63,9 +71,18 @@ class Direction:
         backbone = self.runtime.backbone
         return None if backbone is None else language_pair(backbone)
 
+    async def domains(self) -> list[str]:
+        """Its served domains; an unloaded backbone's: the registry's active ones (they are
+        loaded with it on its next request)."""
+        runtime = self.runtime
+        if runtime.engine is not None or runtime.scope is None:
+            return sorted(runtime.state.domains)
+        return sorted(await asyncio.to_thread(runtime.store.active_domains, runtime.scope))
+
     @property
     def serving(self) -> bool:
-        return self.runtime.engine is not None
+        """Loaded, or unloaded by the residency limit and loaded again on demand."""
+        return self.runtime.available
 
 
 @dataclass(frozen=True)
@@ -96,6 +113,21 @@ class Directions:
                 found.append((pair, direction))
         return found
 
+    def readiness(self) -> tuple[bool, dict[str, str]]:
+        """(ready, one line per direction): ready while any direction serves; a damaged
+        backbone fails its own direction only (its requests get 503 saying why)."""
+        checks: dict[str, str] = {}
+        for direction in self.all:
+            _, own = direction.runtime.readiness()
+            pair = direction.pair or pair_of_name(direction.name)
+            line = f"{pair.source}->{pair.target}: " if pair is not None else ""
+            line += own["backbone"]  # loaded (...), unloaded (...): ..., or failed: ...
+            broken = own.get("broken")
+            if broken:
+                line += "; broken domains: " + ", ".join(broken)
+            checks[direction.name] = line
+        return any(d.runtime.readiness()[0] for d in self.all), checks
+
     def describe(self) -> str:
         """`en->fr, fr->en` (for error messages)."""
         return ", ".join(f"{p.source}->{p.target}" for p, _ in self.served()) or "none"
@@ -119,6 +151,11 @@ class Directions:
         if len(matches) == 1 or (matches and matches[0] is self.default):
             return matches[0]
         what = _wanted(source, target, detected)
+        if not matches:
+            damaged = self._damaged(source, target)
+            if damaged:  # a damaged backbone fails its own direction only, with why
+                raise NotReady(f"the backbone that translates {what} is not serving: "
+                               f"{damaged}; see /health/ready")
         if matches:
             options = ", ".join(f"{d.pair.source}->{d.pair.target}" for d in matches
                                 if d.pair is not None)
@@ -127,6 +164,18 @@ class Directions:
         raise UnsupportedLanguage(f"no served backbone translates {what}; served "
                                   f"directions: {self.describe()}",
                                   field="source" if source is not None else "target")
+
+    def _damaged(self, source: str | None, target: str | None) -> str:
+        """Why the directions from `source` into `target` that failed to load are not
+        serving ('' when there is none)."""
+        found = []
+        for direction in self.all:
+            pair = direction.pair or (pair_of_name(direction.name) if direction.name else None)
+            if (pair is not None and not direction.serving
+                    and source in (None, pair.source) and target in (None, pair.target)):
+                why = direction.runtime.state.failures.get("backbone", "not loaded")
+                found.append(f"{direction.name} ({why})")
+        return "; ".join(found)
 
     async def detect_source(self, text: str) -> Detection | None:
         """The language of `text`: py3langid over every language it knows, trusted when
@@ -171,14 +220,27 @@ def served_backbones(store: Store, preferred: str | None, *, every: bool) -> lis
     return [default, *others]
 
 
+def residency_for(settings: Settings, metrics: Metrics,
+                  backbones: int) -> BackboneResidency | None:
+    """The residency limit (`NMT_DIRECTIONS__RESIDENT`), when it is below the number of
+    backbones served (otherwise every backbone stays loaded)."""
+    limit = settings.directions.resident
+    if limit == 0 or limit >= backbones:
+        return None
+    return BackboneResidency(limit, metrics=metrics, wait_s=settings.directions.wait_s)
+
+
 async def open_direction(store: Store, settings: Settings, *, backbone: str | None,
                          metrics: Metrics, engine_thread: EngineThread,
                          preparation: PreparationGate | None = None,
-                         quality: QualityReview | None = None) -> Direction:
-    """Load one backbone with its modules and router, and start its scheduler."""
+                         quality: QualityReview | None = None,
+                         residency: BackboneResidency | None = None) -> Direction:
+    """Load one backbone with its modules and router (under `residency`: making room for
+    it), and start its scheduler."""
     runtime = Runtime(store, settings, metrics=metrics, engine_thread=engine_thread,
                       backbone=backbone)
-    await runtime.refresh()
+    if residency is None:
+        await runtime.refresh()
     scheduler: Scheduler
     if settings.scheduler.continuous:
         scheduler = ContinuousScheduler(
@@ -192,7 +254,12 @@ async def open_direction(store: Store, settings: Settings, *, backbone: str | No
     policy = RoutingPolicy(settings.routing, max_members=settings.engine.slots_per_bank)
     glossaries = await asyncio.to_thread(GlossaryBook, store.registry, settings.limits,
                                          backbone=runtime.scope)
-    translator = Translator(
+    if residency is not None:
+        residency.add(runtime, scheduler)
+        await residency.admit(runtime)
+    make_translator: Callable[..., Translator] = (
+        Translator if residency is None else partial(ResidentTranslator, residency=residency))
+    translator = make_translator(
         runtime, scheduler, policy, limits=settings.limits, decoding=settings.decoding,
         timeout_s=settings.scheduler.request_timeout_s, metrics=metrics,
         glossaries=glossaries, preparation=preparation, quality=quality)

@@ -9,11 +9,18 @@ from server.serving.state import ServingState
 
 
 def readiness(state: ServingState, *, backbone: Manifest | None, engine_loaded: bool,
-              mixture: str | None) -> tuple[bool, dict[str, Any]]:
-    """(ready, checks): ready when the backbone is loaded. Damage stays local: a broken
-    domain (no loaded version) or a classifier that failed to load is listed in `checks`,
-    not fatal. `mixture` is `routing.mixture`."""
+              mixture: str | None, unloaded: bool = False) -> tuple[bool, dict[str, Any]]:
+    """(ready, checks): ready when the backbone is loaded, or `unloaded` by the residency
+    limit (it loads on demand). Damage stays local: a broken domain (no loaded version) or
+    a classifier that failed to load is listed in `checks`, not fatal. `mixture` is
+    `routing.mixture`."""
     checks: dict[str, Any] = {}
+    if backbone is not None and unloaded:
+        checks["backbone"] = (f"unloaded ({backbone.label}): fewer backbones stay loaded "
+                              "than are served (NMT_DIRECTIONS__RESIDENT); it is loaded "
+                              "again on its next request")
+        checks["modules"] = {}
+        return True, checks
     checks["backbone"] = (f"loaded ({backbone.label})" if backbone and engine_loaded
                           else "failed: " + state.failures.get("backbone", "not loaded"))
     if state.classifier is not None:

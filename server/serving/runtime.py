@@ -74,6 +74,9 @@ class Runtime:
         self._failed = FailureBook()  # (name, version) -> why, and when to retry
         self._preloaded: dict[str, DomainEntry] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        # unloaded by the residency limit (server/serving/residency.py): refreshes leave it
+        # unloaded; the residency loads it again on its next request
+        self.parked = False
 
     # -- loading -------------------------------------------------------------------------
     async def refresh(self) -> None:
@@ -84,6 +87,9 @@ class Runtime:
                 self._failed.due_now()  # a change may be the fix: retry without waiting
             failures: dict[str, str] = {}
             module_failures: dict[str, str] = {}
+            if self.engine is None and self.parked:
+                self.seen_event = event_id  # loaded again (with the registry's news) on use
+                return
             if self.engine is None:
                 await self._load_backbone(failures)
             if self.engine is None:
@@ -231,6 +237,28 @@ class Runtime:
         `backbone` column); None before a backbone is loaded."""
         return self.backbone.name if self.backbone is not None else self.requested
 
+    @property
+    def available(self) -> bool:
+        """Loaded, or being loaded, or unloaded by the residency limit (loaded on demand:
+        a request retries a failed reload)."""
+        return self.engine is not None or (self.backbone is not None and (
+            self.parked or "backbone" not in self.state.failures))
+
+    async def unload(self) -> None:
+        """Drop the engine (backbone and modules) and park: the residency limit needs the
+        memory. The caller makes sure that nothing runs on it (no request, nothing
+        scheduled)."""
+        async with self._lock:
+            await self.engine_thread.run(self._drop_engine)
+
+    def _drop_engine(self) -> None:
+        # on the engine thread: the engine's tensors were made there and are freed there
+        self.engine = None
+        self.parked = True
+        self.state = ServingState()
+        self._holds = ModuleHolds()
+        self._preloaded = {}
+
     def _engine(self) -> Engine:
         if self.engine is None:
             raise NotReady("no backbone is loaded: " + self.state.failures.get("backbone", ""))
@@ -313,7 +341,9 @@ class Runtime:
     def readiness(self) -> tuple[bool, dict[str, Any]]:
         """(ready, checks) of /health/ready (see `server.serving.readiness`)."""
         return readiness(self.state, backbone=self.backbone, engine_loaded=self.engine is not None,
-                         mixture=self.settings.routing.mixture)
+                         mixture=self.settings.routing.mixture,
+                         unloaded=(self.engine is None and self.backbone is not None
+                                   and "backbone" not in self.state.failures))
 
 
 BACKBONE_KEY = ("backbone", 0)

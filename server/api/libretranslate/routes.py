@@ -86,7 +86,7 @@ DetectorsDep = Annotated[LanguageDetectors, Depends(get_detectors)]
 
 def served_pair(runtime: Runtime) -> LanguagePair:
     backbone = runtime.backbone
-    if backbone is None or runtime.engine is None:
+    if backbone is None or not runtime.available:
         raise LibreTranslateError(503, "no backbone is loaded; see /health/ready")
     pair = language_pair(backbone)
     if pair is None:
