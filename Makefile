@@ -86,7 +86,7 @@ bench-engine: $(DEV_STAMP)
 	$(PY) -m benchmarks.speed.engine_speed --data $(DATA) $(QUICK_FLAG)
 
 bench-serve: $(DEV_STAMP)
-	$(PY) -m benchmarks.speed.serve_load --data $(DATA) $(QUICK_FLAG) $(if $(FRONT_CPUS),--front-cpus $(FRONT_CPUS)) $(if $(CONTINUOUS),--continuous)
+	$(PY) -m benchmarks.speed.serve_load --data $(DATA) $(QUICK_FLAG) $(if $(FRONT_CPUS),--front-cpus $(FRONT_CPUS)) $(if $(CONTINUOUS),--continuous) $(if $(DIRECTIONS),--directions)
 
 bench-ray: $(DEV_STAMP)
 	$(PY) -m benchmarks.speed.ray_replicas --data $(DATA) $(QUICK_FLAG)

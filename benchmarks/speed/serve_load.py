@@ -1,7 +1,7 @@
 """Serving throughput and latency of a live server, against the engine offline.
 
     python -m benchmarks.speed.serve_load [--data DIR] [--quick] [--tiny] [--levels 1,4,16]
-                                    [--beam-size N] [--out DIR]
+                                    [--beam-size N] [--directions] [--out DIR]
 
 1. seed a temporary store: the package's built-in artifacts layered under an empty root
    (what `python -m server` serves out of the box), or with `--tiny` a toy backbone and
@@ -343,6 +343,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--continuous", action="store_true",
                         help="serve with continuous batching (writes serve_load-continuous.*)")
+    parser.add_argument("--directions", action="store_true",
+                        help="two directions split the load vs one alone "
+                             "(benchmarks/speed/serve_directions.py)")
     parser.add_argument("--out", type=Path,
                         help="results directory (default: results/; --tiny: results/tmp/)")
     return parser.parse_args(argv)
@@ -364,6 +367,10 @@ def seed_store(root: Path, *, tiny: bool, data: Path | None) -> StoreSpec:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.directions:
+        from benchmarks.speed.serve_directions import main as directions  # imports this one
+
+        return directions(args)
     mode, plan = choose_plan(args)
     config = ServeConfig(beam_size=args.beam_size,
                          engine=EngineSettings(front_cpus=args.front_cpus),
