@@ -153,7 +153,8 @@ class FailingTranslator:
         self.error = error
 
     async def translate(self, items: object, request: object, *,
-                        proportions: bool = False, explain: bool = False) -> list[object]:
+                        proportions: bool = False, explain: bool = False,
+                        quality: object = None) -> list[object]:
         raise self.error
 
 
