@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from benchmarks.common import RESULTS_DIR
+from benchmarks.common import DEFAULT_DATA, RESULTS_DIR
 from benchmarks.host import current_host
 from benchmarks.provenance import command_line, stamped
 from benchmarks.quality.adapter_precision import TOLERANCE, verdicts
@@ -95,7 +95,7 @@ def markdown(result: dict[str, Any]) -> str:
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.quality.cpu_bf16_quality",
                                      description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=Path("../shared/data"))
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--sentences", type=int, default=100)
     parser.add_argument("--beam-size", type=int, default=1)
     parser.add_argument("--threads", type=int, default=2,

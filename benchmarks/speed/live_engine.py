@@ -41,7 +41,7 @@ from typing import Any
 
 import torch
 
-from benchmarks.common import RESULTS_DIR
+from benchmarks.common import DEFAULT_DATA, RESULTS_DIR
 from benchmarks.provenance import stamped
 from benchmarks.speed.data import read_test_sets
 from benchmarks.speed.model import quiet_libraries, synthetic_lines
@@ -171,7 +171,7 @@ def report(results: dict[str, dict[str, Any]], meta: dict[str, Any]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", type=Path, default=Path("../shared/data"))
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--quick", action="store_true", help="fewer sentences and rounds")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--sentences", type=int, default=0)
