@@ -478,3 +478,23 @@ def test_sister_pair_examples_add_distinct_english_lines_but_never_en_fr_dev_or_
     drawn = sister_pair_examples(tmp_path, ("medical", "law", "ted"))  # ted: not in en-de here
     assert drawn == [("medical", "Store below 25 C."), ("law", "Annex II")]
     assert sister_pair_examples(tmp_path, ("medical",), pairs=()) == []
+
+
+def test_prepare_refuses_an_encoded_set_whose_vocabulary_was_replaced(tmp_path: Path) -> None:
+    # The ids in train.npz mean words of the model they were encoded with; a run dir whose
+    # spm.model changed afterwards would train on ids that its dev set reads as other words.
+    data, run_dir = tmp_path / "data", tmp_path / "run"
+    for name in (*DOMAINS, "news"):
+        folder = data / "en-fr" / ("extra" if name == "news" else "domains") / name
+        folder.mkdir(parents=True)
+        (folder / "train.en").write_text("\n".join(ENGLISH[:2]) + "\n")
+        (folder / "train.fr").write_text("\n".join(FRENCH[:2]) + "\n")
+    run_dir.mkdir()
+    (run_dir / "spm.model").write_bytes(spm_bytes())
+    prepare(data, run_dir)
+    assert (run_dir / "train.spm.sha256").exists()
+    prepare(data, run_dir)  # the same model: fine
+
+    (run_dir / "spm.model").write_bytes(spm_bytes(vocab_size=100))  # another model
+    with pytest.raises(ValueError, match="encoded with another sentencepiece model"):
+        prepare(data, run_dir)

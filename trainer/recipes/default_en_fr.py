@@ -16,6 +16,7 @@ it when given a larger --max-minutes.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import logging
 import threading
@@ -134,6 +135,8 @@ def prepare(data_dir: Path, run_dir: Path,
     processor = spm.SentencePieceProcessor(model_file=str(spm_path))
     if not encoded_path.exists():
         save_encoded(encode_pairs(pairs, processor, max_len=MAX_LEN), encoded_path)
+        encoded_with_path(run_dir).write_text(file_digest(spm_path))
+    check_encoded_vocabulary(run_dir)
     data = load_encoded(encoded_path)
     if not sizes_path.exists():  # a run dir encoded before the sizes were kept
         encoded_corpus_sizes(corpora(data_dir, direction=direction), processor, max_len=MAX_LEN,
@@ -142,6 +145,27 @@ def prepare(data_dir: Path, run_dir: Path,
     log.info("training set: %d pairs, %d target tokens", len(data),
              sum(len(t) + 1 for t in data.target))
     return processor, data
+
+
+def encoded_with_path(run_dir: Path) -> Path:
+    return run_dir / "train.spm.sha256"
+
+
+def file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def check_encoded_vocabulary(run_dir: Path) -> None:
+    """train.npz holds token ids of one sentencepiece model: a run dir whose spm.model was
+    replaced afterwards would train on ids that the dev set, the snapshot and the published
+    backbone read as other words. A run dir encoded before the digest was kept gets it now."""
+    record, spm_path = encoded_with_path(run_dir), run_dir / "spm.model"
+    if not record.exists():
+        record.write_text(file_digest(spm_path))
+    elif record.read_text().strip() != file_digest(spm_path):
+        raise ValueError(f"{run_dir}/train.npz was encoded with another sentencepiece model "
+                         f"than {spm_path} (sha256 in {record.name}): put back the model it "
+                         "was encoded with, or delete train.npz to encode it again")
 
 
 def dev_loss_fn(model: Backbone, dev: EncodedPairs) -> float:
