@@ -93,6 +93,9 @@ class DocumentJobResponse(BaseModel):
     routing: Routing | None = Field(description="the document's routing, once done")
     detected: DetectedLanguage | None = Field(
         default=None, description="source=auto: the document's detected language")
+    quality: dict[str, Any] | None = Field(
+        default=None, description="once done: the units' quality, as the result's "
+                                  "X-NMT-Quality header (docs/API.md, Documents)")
     error: ErrorDetail | None = Field(description="why it failed")
     result_url: str | None = Field(description="where the file is, once done")
     created_at: datetime
@@ -179,6 +182,7 @@ def job_response(job: DocumentJob) -> DocumentJobResponse:
                              fraction=job.done / job.total if job.total else 1.0),
         routing=Routing(**job.routing) if job.routing is not None else None, error=error,
         detected=DetectedLanguage(**job.detected) if job.detected else None,
+        quality=job.quality if job.state == "done" else None,
         result_url=job_path(job.id) + "/result" if job.state == "done" else None,
         created_at=datetime.fromtimestamp(job.created_at, UTC),
         updated_at=datetime.fromtimestamp(job.updated_at, UTC))

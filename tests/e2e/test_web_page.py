@@ -5,6 +5,7 @@ what the page shows with what the public API answers for the same request."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -108,6 +109,27 @@ def test_type_translate_and_see_the_translation_and_the_routing(page: Page, base
     expect(page.locator("#posteriors .bar.chosen .bar-label")).to_have_text("it")
     expect(posteriors.first).to_contain_text(
         f"{expected['explanation']['posteriors']['it'] * 100:.1f}%")
+
+
+def test_each_sentence_is_coloured_by_its_quality(page: Page, base: str) -> None:
+    """Issue #44: one span per sentence, its class from the API's `flagged` and `quality`
+    (low: flagged, mid: under 0.6, high otherwise) and the score on hover."""
+    text = f"{IT_TEXT}.\nopen the window."
+    page.goto("/")
+    translate_on_page(page, text)
+    expected = api(base, "POST", "/translate", json={"text": text}).json()
+    spans = page.locator("#translation .sentence")
+    expect(spans).to_have_count(len(expected["sentences"]))
+    for index, sentence in enumerate(expected["sentences"]):
+        level = ("low" if sentence["flagged"] else
+                 "mid" if sentence["quality"] < 0.6 else "high")
+        span = spans.nth(index)
+        expect(span).to_have_text(sentence["translation"])
+        expect(span).to_have_class(f"sentence q-{level}")
+        expect(span).to_have_attribute("data-quality", f"{sentence['quality']:.2f}")
+        expect(span).to_have_attribute("title", re.compile(
+            rf"^quality {sentence['quality']:.2f}"))
+    expect(page.locator("#translation")).to_have_text(expected["translation"])
 
 
 def test_html_mode_and_glossary_appear_exactly_when_the_api_has_them(page: Page,

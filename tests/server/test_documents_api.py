@@ -187,6 +187,7 @@ def test_a_large_file_becomes_a_job_with_progress_and_a_result(tmp_path: Path) -
         report = json.loads(result.headers["x-nmt-quality"])
         assert report["units"] == report["scored"] == 60
         assert report == json.loads(same.headers["x-nmt-quality"])
+        assert done["quality"] == report  # the job's status says it too
 
 
 def test_unknown_and_unfinished_jobs(client: TestClient) -> None:
