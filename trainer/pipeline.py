@@ -95,18 +95,19 @@ def run_domain_job(ctx: JobContext) -> dict[str, Any]:
                         result={"module_version": module.version, "active": False})
     ctx.checkpoint("before the router update")
     result = _publish(ctx, module, backbone=backbone, data=data)
-    _refit_quality(ctx, backbone, trained, dev_pairs=data[1])
+    refit_quality(ctx, backbone, trained, dev_pairs=data[1])
     # The optimizer state is of no use once the module is served (the trained module
     # stays in the run directory).
     (run_dir_of(ctx.store, job.id) / "checkpoint.pt").unlink(missing_ok=True)
     return result
 
 
-def _refit_quality(ctx: JobContext, backbone: JobBackbone, trained: TrainedModule, *,
+def refit_quality(ctx: JobContext, backbone: JobBackbone, trained: TrainedModule, *,
                    dev_pairs: list[Pair]) -> None:
-    """The backbone's quality estimator, refit with the new domain's dev sentences
-    (trainer/quality_refit.py). The module already serves: a failed refit is logged and
-    the previous estimator stays."""
+    """The backbone's quality estimator, refit with the domain's dev sentences as its newly
+    served module translates them (trainer/quality_refit.py): after a new domain and after
+    a refresh (trainer/refresh_job.py). The module already serves: a failed refit is
+    logged and the previous estimator stays."""
     try:
         refit_for_module(ctx.store, backbone.manifest, domain=ctx.job.domain,
                          module_config=trained.config, params=trained.params,

@@ -13,7 +13,8 @@ its original data plus the corrections translators sent for it (issue #49).
 5. publish the version (inactive when refused: the job fails with the reason and the
    scores, and the corrections stay unused); passed: activate it in place of the version
    it refreshed (refused if another version was activated meanwhile) and mark the
-   corrections used with the new version.
+   corrections used with the new version; the backbone's quality estimator is refit with
+   the domain's dev sentences as the new version translates them (trainer/quality_refit.py).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from trainer.domain_job import (
     run_dir_of,
     train_job_module,
 )
-from trainer.pipeline import JobContext, job_artifact
+from trainer.pipeline import JobContext, job_artifact, refit_quality
 from trainer.refresh_gate import RefreshGate, refresh_gate
 from trainer.refresh_settings import RefreshSettings
 
@@ -104,6 +105,7 @@ def run_refresh_job(ctx: JobContext) -> dict[str, Any]:
                         result={"module_version": module.version, "active": False,
                                 "base_version": base_version})
     _activate(store, job.domain, module, base_version=base_version, owner=owner)
+    refit_quality(ctx, backbone, trained, dev_pairs=dev)
     marked = store.registry.mark_corrections_used([r.id for r in chosen.used()],
                                                   module.version)
     (run_dir / "checkpoint.pt").unlink(missing_ok=True)

@@ -27,19 +27,23 @@ import sacrebleu
 
 from benchmarks.common import DEFAULT_DATA, RESULTS_DIR
 from benchmarks.provenance import stamped
-from benchmarks.quality.data import domain_names, domain_set, genre_dev_slice, genre_set
+from benchmarks.quality.data import domain_names, domain_set, genre_set
 from benchmarks.quality.models import load_models
-from benchmarks.quality.quality_runs import SetRun, cost, review_set, run_set, spearman
+from benchmarks.quality.quality_runs import SetRun, cost, review_set, run_set
 from model_store import BUILTIN_DIR, Store
 from server.engine.engine import Engine
-from server.quality.estimator import Estimator, fit
+from server.quality.estimator import Estimator
 from server.quality.estimators import BUILTIN_QUALITY_DIR, EstimatorBook, write_estimator
-from server.quality.features import DECODE_FEATURES
 from server.scheduling.scheduler import EngineThread
-from trainer.quality_refit import as_rows, fit_rows
-
-GENRES = ("news", "captions", "conversation")
-RIDGES = (0.3, 3.0, 30.0, 300.0)
+from trainer.quality_fit import (
+    DEV_LINES,
+    GENRE_DEV_LINES,
+    GENRES,
+    decode_sets,
+    dev_sets,
+    fit_sets,
+    spearman,
+)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -47,41 +51,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--quick", action="store_true", help="few sentences; writes only "
                                                              "to results/tmp/")
-    parser.add_argument("--dev-lines", type=int, default=0,
+    parser.add_argument("--dev-lines", type=int, default=DEV_LINES,
                         help="first sentences of each domain's dev set (0: all)")
-    parser.add_argument("--genre-dev", type=int, default=150,
+    parser.add_argument("--genre-dev", type=int, default=GENRE_DEV_LINES,
                         help="dev-slice sentences of each genre (the end of its train set)")
-    parser.add_argument("--test-lines", type=int, default=0,
+    parser.add_argument("--test-lines", type=int, default=80,
                         help="first sentences of each domain's test set (0: all)")
-    parser.add_argument("--genre-test", type=int, default=400,
+    parser.add_argument("--genre-test", type=int, default=80,
                         help="first sentences of each genre's test set")
     parser.add_argument("--cost-only", action="store_true",
                         help="measure the cost table again, keeping the report's other "
                              "rows and the built-in estimator")
     return parser.parse_args(argv)
-
-
-def choose_ridge(runs: list[SetRun]) -> tuple[float, dict[str, float]]:
-    """The penalty whose leave-one-set-out fits rank best within the held-out sets."""
-    scores: dict[str, float] = {}
-    for ridge in RIDGES:
-        within = []
-        for held in runs:
-            rest = [r for r in runs if r is not held]
-            model = fit([x for r in rest for x in r.rows], [c / 100 for r in rest
-                                                            for c in r.chrf], ridge=ridge,
-                        names=DECODE_FEATURES)
-            within.append(spearman([model.predict(x) for x in held.rows], held.chrf))
-        scores[str(ridge)] = float(np.mean(within))
-    best = max(RIDGES, key=lambda r: scores[str(r)])
-    return best, scores
-
-
-def fit_estimator(runs: list[SetRun], fingerprint: str) -> Estimator:
-    ridge, cv = choose_ridge(runs)
-    rows = [row for r in runs for row in as_rows(r.name, r.decoded)]
-    return fit_rows(rows, ridge=ridge, fingerprint=fingerprint,
-                    extra={"cv_spearman_within": cv})
 
 
 def evaluate_set(run: SetRun, reviewed: Any, threshold: float) -> dict[str, Any]:
@@ -127,11 +108,9 @@ def main(argv: list[str] | None = None) -> None:
                 args.data, d, limit=test_lines or 80), module[d]) for d in domains[:3]],
                 EstimatorBook([BUILTIN_QUALITY_DIR]).get(backbone))
             return
-        dev = [run_set(engine, domain_set(args.data, d, split="dev", limit=dev_lines),
-                       module[d]) for d in domains]
-        dev += [run_set(engine, genre_dev_slice(args.data, g, lines=genre_dev), None)
-                for g in GENRES]
-        estimator = fit_estimator(dev, backbone.backbone_fingerprint)
+        dev = decode_sets(engine, dev_sets(args.data, module, lines=dev_lines,
+                                           genre_lines=genre_dev))
+        estimator = fit_sets(dev, backbone.backbone_fingerprint)
         folder = RESULTS_DIR / "tmp" if args.quick else RESULTS_DIR
         target = folder / "quality" if args.quick else BUILTIN_QUALITY_DIR
         write_estimator(target, backbone.name, estimator)

@@ -10,7 +10,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 
 from benchmarks.quality.data import EvalSet
@@ -79,22 +78,6 @@ def review_set(engine: Engine, backbone: Manifest, book: EstimatorBook, run: Set
     hypotheses, assessments = asyncio.run(go())
     text = engine.target_tokenizer.decode
     return Reviewed(assessments, [text(h[0].tokens) for h in hypotheses])
-
-
-def spearman(a: Sequence[float], b: Sequence[float]) -> float:
-    """Spearman's rho: Pearson correlation of average ranks (ties share their mean rank)."""
-    return float(np.corrcoef(_ranks(a), _ranks(b))[0, 1])
-
-
-def _ranks(values: Sequence[float]) -> np.ndarray:
-    array = np.asarray(values, dtype=float)
-    order = array.argsort(kind="stable")
-    ranks = np.empty(len(array))
-    ranks[order] = np.arange(len(array), dtype=float)
-    for value in np.unique(array):
-        tied = array == value
-        ranks[tied] = ranks[tied].mean()
-    return ranks
 
 
 def cost(engine: Engine, jobs: Sequence[SentenceJob], *, rounds: int = 4) -> dict[str, float]:

@@ -19,6 +19,9 @@ from model_store import Store
 from model_store.correction_rows import CorrectionFilter
 from server.engine.artifacts import module_params
 from server.errors import InvalidInput
+from server.quality.estimator import Estimator
+from server.quality.estimators import estimator_path, write_estimator
+from server.quality.features import FEATURES
 from server.serving.refresh_jobs import due_refreshes, submit_refresh
 from tests.trainer.helpers import (
     BACKBONE,
@@ -30,6 +33,7 @@ from tests.trainer.helpers import (
     worker_settings,
 )
 from tests.trainer.refresh_fixtures import SCRAMBLED, add, fresh_sources, translate
+from trainer.quality_refit import fit_rows, quality_root
 from trainer.refresh_settings import RefreshSettings
 from trainer.sidecar import Sidecar
 
@@ -70,6 +74,19 @@ def run_refresh(store: Store, **refresh: Any) -> Any:
     return store.registry.get_job(job.id)
 
 
+def seed_estimator(store: Store) -> Path:
+    """An estimator with training rows for the tiny backbone (a refit keeps the other
+    sets' rows and replaces the refreshed domain's): where refits go."""
+    quality = quality_root(store)
+    assert quality is not None
+    rows = [{"set": "generic", "chrf": float(7 * i % 60),
+             "features": {name: float(i * k % 5) for k, name in enumerate(FEATURES)}}
+            for i in range(8)]
+    fingerprint = store.record("backbone", BACKBONE).manifest.backbone_fingerprint
+    write_estimator(quality, BACKBONE, fit_rows(rows, ridge=3.0, fingerprint=fingerprint))
+    return quality
+
+
 # The tiny random backbone scores BLEU 0 whatever a module learns, so these two runs set
 # the gate so that it must pass, and must refuse; the gate's decisions themselves are
 # tested in test_refresh_selection.py, and on the real model by `make bench-corrections`.
@@ -80,6 +97,7 @@ def test_refresh_publishes_the_next_version_and_marks_the_corrections(store: Sto
     sources = fresh_sources(60, avoid=own_sources(store), seed=3)
     add(store, sources[:30], key="key-a")
     add(store, sources[30:], key="key-b")
+    quality = seed_estimator(store)
     done = run_refresh(store, **LENIENT)
     assert done.state == "published", (done.error, done.scores)
     assert done.result == {"module_version": 2, "active": True, "base_version": 1,
@@ -99,6 +117,10 @@ def test_refresh_publishes_the_next_version_and_marks_the_corrections(store: Sto
     assert any(not torch.equal(served[k], refreshed[k]) for k in served)
     used = store.registry.list_corrections(CorrectionFilter(domain=NEW_DOMAIN))
     assert {r.used_in for r in used} == {2}
+    # The quality estimator was refit with the domain's dev rows from the new version.
+    refit = Estimator.from_json(estimator_path(quality, BACKBONE).read_bytes())
+    assert refit.fitted_on["refit_for"] == NEW_DOMAIN
+    assert refit.fitted_on["sets"]["generic"] == 8 and refit.fitted_on["sets"][NEW_DOMAIN] > 0
     # Nothing new is left: another refresh is refused up front.
     with pytest.raises(InvalidInput, match="no new usable corrections"):
         run_refresh(store)

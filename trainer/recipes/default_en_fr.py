@@ -52,6 +52,7 @@ from trainer.loop import (
     stop_on_signals,
     translation_loss,
 )
+from trainer.quality_fit import refit_builtin
 from trainer.recipes.default_stages import (
     BACKBONE_NAME,
     publish_builtin,
@@ -91,8 +92,8 @@ ADAPTER_SETTINGS = TrainSettings(lr=1e-3, warmup_steps=100, max_tokens=5000, max
                                  checkpoint_every_s=120.0)
 STAGES = ("backbone", "adapters", "classifier", "publish")
 # not part of "all"; publish-router publishes the classifier alone (backbone and modules
-# untouched)
-EXTRA_STAGES = ("restore", "snapshot", "publish-router")
+# untouched); quality refits the built-in quality estimator alone (publish does it too)
+EXTRA_STAGES = ("restore", "snapshot", "publish-router", "quality")
 
 # The budgets are the shipped default's (backbone v3: 112 min, 0.65 passes; adapters 5 min).
 SETTINGS = TrainSettings(lr=1e-3, warmup_steps=800, max_tokens=5000, max_epochs=8,
@@ -325,6 +326,9 @@ def run_stages(args: argparse.Namespace, stages: tuple[str, ...],
         train_router(args.data, args.run_dir, DOMAINS)
     if "publish" in stages:
         publish_builtin(args.data, args.run_dir, args.out, snapshot=args.snapshot)
+    if "publish" in stages or "quality" in stages:
+        # the quality estimator belongs to the backbone and modules just published
+        refit_builtin(args.out, args.data)
     if "publish-router" in stages:
         publish_router(args.run_dir, args.out)
 
