@@ -12,9 +12,10 @@ store: it is loaded again (verified, with its active modules and router) on its 
 request.
 
 Loading and unloading run one at a time, and every tensor is made and freed on the engine
-thread (`Runtime.refresh` and `Runtime.unload` run their torch work there). A backbone that
-fails to load again fails only its own direction's requests (503 naming why; retried with
-the runtime's backoff on the next request).
+thread (`Runtime.refresh` and `Runtime.unload` run their torch work there). A backbone's
+files are read and verified before another is unloaded for it, so a damaged backbone fails
+only its own direction's requests (503 naming why; retried with the runtime's backoff on
+the next request) and never costs a healthy one its place.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ class Member:
     users: int = 0  # requests using the loaded backbone now
     last_used: int = 0  # the residency's clock at its last request
     draining: bool = False  # chosen to be unloaded: new requests wait
+    loading: bool = False  # its engine is set before its modules: new requests wait
 
     @property
     def name(self) -> str:
@@ -87,7 +89,7 @@ class BackboneResidency:
         """Hold `runtime`'s backbone loaded while the block runs (loading it first)."""
         member = self._members[id(runtime)]
         member.last_used = next(self._clock)
-        if runtime.engine is not None and not member.draining:
+        if runtime.engine is not None and not member.draining and not member.loading:
             member.users += 1
         else:
             await self._make_resident(member)  # counts the use
@@ -101,22 +103,30 @@ class BackboneResidency:
         deadline = time.monotonic() + self.wait_s
         await self._wait(self._lock.acquire(), deadline, member)
         try:
+            read = False
             while member.runtime.engine is None:
                 loaded = [m for m in self._members.values() if m.runtime.engine is not None]
                 if len(loaded) < self.limit:
                     await self._load(member)
                     continue
+                if not read and not (read := await member.runtime.read_backbone()):
+                    await self._load(member)  # reports why (no retry yet); nothing unloaded
                 # the least recently used, an idle one before any in use
                 victim = min(loaded, key=lambda m: (m.users > 0, m.last_used))
                 await self._unload(victim, deadline, waiting=member)
             member.users += 1
         finally:
+            member.runtime.forget_read_backbone()
             self._lock.release()
 
     async def _load(self, member: Member) -> None:
         runtime = member.runtime
         runtime.parked = False
-        await runtime.refresh()
+        member.loading = True
+        try:
+            await runtime.refresh()
+        finally:
+            member.loading = False
         if runtime.engine is None:
             runtime.parked = True  # the next request tries again (after the backoff)
             raise NotReady(f"backbone {member.name!r} could not be loaded: "

@@ -73,6 +73,7 @@ class Runtime:
         self._holds = ModuleHolds()
         self._failed = FailureBook()  # (name, version) -> why, and when to retry
         self._preloaded: dict[str, DomainEntry] = {}
+        self._read_ahead: LoadedArtifact | None = None  # see read_backbone
         self._tasks: set[asyncio.Task[None]] = set()
         # unloaded by the residency limit (server/serving/residency.py): refreshes leave it
         # unloaded; the residency loads it again on its next request
@@ -118,7 +119,9 @@ class Runtime:
             failures["backbone"] = waiting.problem
             return
         try:
-            loaded = await asyncio.to_thread(self.store.load_backbone, self.requested)
+            loaded, self._read_ahead = self._read_ahead, None
+            if loaded is None:
+                loaded = await asyncio.to_thread(self.store.load_backbone, self.requested)
             self.engine = await self.engine_thread.run(self._build_engine, loaded.files)
             self.backbone = loaded.manifest
             self._failed.clear(BACKBONE_KEY)
@@ -126,6 +129,26 @@ class Runtime:
         except Exception as error:  # retried with backoff; the server stays up
             failures["backbone"] = self._failed.record(BACKBONE_KEY, describe(error)).problem
             log.error("no backbone to serve: %s", error, exc_info=_trace(error))
+
+    async def read_backbone(self) -> bool:
+        """Read and verify the backbone's files (a worker thread) before the residency limit
+        unloads another backbone to make room for it, so that a damaged one fails here and
+        costs the healthy one nothing. The next load builds from the files read; False (the
+        failure recorded, with its backoff) when they cannot be read."""
+        if self._failed.waiting(BACKBONE_KEY) is not None:
+            return False
+        try:
+            self._read_ahead = await asyncio.to_thread(self.store.load_backbone, self.requested)
+        except Exception as error:  # recorded: the next load reports it without retrying
+            self._failed.record(BACKBONE_KEY, describe(error))
+            log.error("backbone %s cannot be read: %s", self.requested, error,
+                      exc_info=_trace(error))
+            return False
+        return True
+
+    def forget_read_backbone(self) -> None:
+        """No room was made after all: do not keep the files read in memory."""
+        self._read_ahead = None
 
     def _build_engine(self, files: Mapping[str, bytes]) -> Engine:
         return build_engine(files, engine_options(self.settings.engine),

@@ -137,6 +137,37 @@ def test_a_damaged_backbone_fails_only_its_own_direction(
     assert [d["backbone"] for d in languages] == [EN_FR]
 
 
+def test_a_damaged_backbone_never_unloads_the_healthy_one(
+        tmp_path: Path, expected: dict[str, str]) -> None:
+    # Its files are read and verified before room is made: the healthy backbone stays.
+    root = build_two_directions(tmp_path / "store")
+    flip_a_byte(next((root / "backbones" / FR_EN).glob("v1/*.safetensors")))
+    with make_client(root, backbone=EN_FR, directions={"resident": 1}) as client:
+        statuses = [client.post("/translate", json=TO_ENGLISH).status_code for _ in range(3)]
+        english = answer(client, TO_FRENCH)
+        line = client.get("/health/ready").json()["checks"]["directions"][FR_EN]
+        still = loaded(client)
+        unloads = counter(client, "nmt_backbone_unloads_total", EN_FR)
+
+    assert statuses == [503] * 3
+    assert english == expected[EN_FR]
+    assert line.startswith("fr->en: failed: ") and "sha256 mismatch" in line
+    assert still == [EN_FR] and unloads == 0
+
+
+def test_limit_one_with_continuous_batching_swaps_and_answers_as_alone(
+        root: Path, expected: dict[str, str]) -> None:
+    with make_client(root, backbone=EN_FR, directions={"resident": 1},
+                     scheduler={"continuous": True}) as client:
+        bodies = [TO_FRENCH, TO_ENGLISH] * 3
+        with ThreadPoolExecutor(max_workers=3) as pool:
+            answers = list(pool.map(lambda body: answer(client, body), bodies))
+        swaps = counter(client, "nmt_backbone_unloads_total", EN_FR)
+
+    assert answers == [expected[EN_FR], expected[FR_EN]] * 3
+    assert swaps >= 1
+
+
 def test_liveness_names_a_stopped_direction_scheduler(root: Path) -> None:
     with make_client(root, backbone=EN_FR) as client:
         assert client.get("/health/live").status_code == 200
