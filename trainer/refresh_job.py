@@ -11,10 +11,12 @@ its original data plus the corrections translators sent for it (issue #49).
    per epoch; dev + held-back corrections choose the best step;
 4. gate (state `evaluating`, trainer/refresh_gate.py) against the served module;
 5. publish the version (inactive when refused: the job fails with the reason and the
-   scores, and the corrections stay unused); passed: activate it in place of the version
-   it refreshed (refused if another version was activated meanwhile) and mark the
-   corrections used with the new version; the backbone's quality estimator is refit with
-   the domain's dev sentences as the new version translates them (trainer/quality_refit.py).
+   scores, and the corrections stay unused); passed: retrain the router with the
+   corrected sources (trainer/refresh_router.py), activate both in place of the versions
+   they replace in one transaction (refused if another module version was activated
+   meanwhile) and mark the corrections used with the new version; the backbone's quality
+   estimator is refit with the domain's dev sentences as the new version translates them
+   (trainer/quality_refit.py).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Any
 
 from contract.training import training_options
 from contract.tsv import Pair
-from model_store import ConflictError, Manifest, Store
+from model_store import Manifest, Store
 from model_store.correction_rows import TRAINABLE, CorrectionFilter
 from server.engine.artifacts import module_files, module_params
 from trainer.correction_set import (
@@ -48,6 +50,7 @@ from trainer.domain_job import (
 )
 from trainer.pipeline import JobContext, job_artifact, refit_quality
 from trainer.refresh_gate import RefreshGate, refresh_gate
+from trainer.refresh_router import activate_refresh
 from trainer.refresh_settings import RefreshSettings
 
 log = logging.getLogger(__name__)
@@ -91,7 +94,8 @@ def run_refresh_job(ctx: JobContext) -> dict[str, Any]:
     report({"state": "evaluating", "progress": 0.9})
     gate = refresh_gate(backbone, str(job.config["module"]["family"]), served, trained.params,
                         dev=dev, held_out=held_out, margin_bleu=options.gate_margin_bleu,
-                        min_gain_bleu=refresh.min_held_out_gain_bleu)
+                        min_gain_chrf=refresh.min_held_out_gain_chrf,
+                        seed=options.seed)
     log.info("refresh gate: %s", gate.as_scores())
     scores = gate.as_scores() | {"refresh": summary, "training": {
         "steps": trained.steps, "stop_reason": trained.stop_reason,
@@ -104,13 +108,19 @@ def run_refresh_job(ctx: JobContext) -> dict[str, Any]:
                         "inspection and the corrections stay unused", scores=scores,
                         result={"module_version": module.version, "active": False,
                                 "base_version": base_version})
-    _activate(store, job.domain, module, base_version=base_version, owner=owner)
+    ctx.checkpoint("before the router update")
+    router = activate_refresh(
+        store, job.domain, module, base_version=base_version, backbone=owner, job_id=job.id,
+        fingerprint=backbone.manifest.backbone_fingerprint, settings=ctx.settings.router,
+        router={"train_sources": [r.source for r in chosen.train],
+                "held_sources": [r.source for r in chosen.held_out],
+                "dev_sources": [s for s, _ in dev]})
     refit_quality(ctx, backbone, trained, dev_pairs=dev)
     marked = store.registry.mark_corrections_used([r.id for r in chosen.used()],
                                                   module.version)
     (run_dir / "checkpoint.pt").unlink(missing_ok=True)
     return {"module_version": module.version, "active": True, "base_version": base_version,
-            "corrections_used": marked}
+            "corrections_used": marked, "router": router}
 
 
 def read_original(store: Store, reference: Mapping[str, str], data_dir: Path | None
@@ -187,18 +197,3 @@ def publish_refresh(ctx: JobContext, trained: TrainedModule, *, gate: RefreshGat
         scores={"dev": gate.dev_after.as_dict(),
                 "held_out_corrections": gate.held_after.as_dict(),
                 "gate": gate.as_scores()["gate"]})
-
-
-def _activate(store: Store, domain: str, module: Manifest, *, base_version: int,
-              owner: str) -> None:
-    """Replace the refreshed version, unless someone activated another one meanwhile."""
-    try:
-        store.registry.set_active_many([("module", domain, module.version)],
-                                       expect={("module", domain): base_version},
-                                       backbone=owner)
-    except ConflictError as error:
-        if store.registry.get_active("module", domain, backbone=owner) == module.version:
-            return  # an earlier attempt activated it before it died
-        raise JobFailed(f"the served module changed during the refresh ({error}); "
-                        f"{module.label} stays inactive") from None
-

@@ -35,8 +35,9 @@ class RefreshSettings(BaseModel):
         0.5, gt=0, le=1, description="one API key's corrections are at most this share of a "
                                      "refresh's (admin-approved anonymous ones are not "
                                      "capped: an admin vetted them)")
-    min_held_out_gain_bleu: float = Field(
+    min_held_out_gain_chrf: float = Field(
         0.0, ge=-100, le=100,
-        description="the refreshed module must beat the served one on the held-back "
-                    "corrections by more than this (BLEU; or keep the BLEU and raise chrF "
-                    "when this is 0; negative: it may lose that much)")
+        description="the upper end of the 95% paired-bootstrap interval of the refreshed "
+                    "module's chrF gain on the held-back corrections must be at least this "
+                    "(0: refused when significantly worse; positive: refused unless a gain "
+                    "that large is plausible; trainer/refresh_gate.py)")

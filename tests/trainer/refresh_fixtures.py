@@ -34,13 +34,13 @@ def fresh_sources(count: int, *, avoid: Sequence[str], seed: int) -> list[str]:
 
 def add(store: Store, sources: Sequence[str], *, key: str | None,
         correct: Callable[[str], str] = translate, domain: str = NEW_DOMAIN,
-        status_approved: bool = False) -> list[CorrectionRecord]:
+        status_approved: bool = False, routed: str | None = None) -> list[CorrectionRecord]:
     added: list[CorrectionRecord] = []
     for source in sources:
         corrected = correct(source)
         digest = hashlib.sha256(f"{key}\0{source}\0{corrected}".encode()).hexdigest()
         record = store.registry.add_correction(NewCorrection(
-            source=source, machine=None, corrected=corrected, domain=domain, routed=None,
+            source=source, machine=None, corrected=corrected, domain=domain, routed=routed,
             direction="en-fr", backbone=BACKBONE, key_id=key, key_name=key,
             fingerprint=digest))
         added.append(record)

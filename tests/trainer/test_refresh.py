@@ -5,6 +5,7 @@ corrections that train nothing until approved, and the automatic trigger."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +14,8 @@ from typing import Any
 import pytest
 import torch
 
-from contract.training import TRAIN_FILE, job_key
+from contract.artifacts import CLASSIFIER_EXAMPLES_FILE, CLASSIFIER_MODEL_FILE
+from contract.training import RUN_DIR, TRAIN_FILE, job_key
 from contract.tsv import pairs_from_bytes
 from model_store import Store
 from model_store.correction_rows import CorrectionFilter
@@ -34,6 +36,8 @@ from tests.trainer.helpers import (
 )
 from tests.trainer.refresh_fixtures import SCRAMBLED, add, fresh_sources, translate
 from trainer.quality_refit import fit_rows, quality_root
+from trainer.classifier import accuracy, examples_from_bytes
+from trainer.refresh_job import CHOICE_FILE
 from trainer.refresh_settings import RefreshSettings
 from trainer.sidecar import Sidecar
 
@@ -90,7 +94,7 @@ def seed_estimator(store: Store) -> Path:
 # The tiny random backbone scores BLEU 0 whatever a module learns, so these two runs set
 # the gate so that it must pass, and must refuse; the gate's decisions themselves are
 # tested in test_refresh_selection.py, and on the real model by `make bench-corrections`.
-LENIENT = {"min_held_out_gain_bleu": -100.0, "options": {"gate_margin_bleu": 100.0}}
+LENIENT = {"min_held_out_gain_chrf": -100.0, "options": {"gate_margin_bleu": 100.0}}
 
 
 def test_refresh_publishes_the_next_version_and_marks_the_corrections(store: Store) -> None:
@@ -100,8 +104,12 @@ def test_refresh_publishes_the_next_version_and_marks_the_corrections(store: Sto
     quality = seed_estimator(store)
     done = run_refresh(store, **LENIENT)
     assert done.state == "published", (done.error, done.scores)
+    router = done.result.pop("router")
     assert done.result == {"module_version": 2, "active": True, "base_version": 1,
                            "corrections_used": 60}
+    # The router was retrained with the corrected sources, activated with the module.
+    assert store.registry.get_active("classifier", "router") == router["classifier_version"]
+    assert set(router["check"]) == {"dev_before", "dev_after", "held_before", "held_after"}
     scores = done.scores
     assert scores["gate"] == "passed" and scores["training"]["steps"] > 0
     assert set(scores["dev"]) == {"served", "refreshed", "delta_bleu"}
@@ -126,12 +134,59 @@ def test_refresh_publishes_the_next_version_and_marks_the_corrections(store: Sto
         run_refresh(store)
 
 
+def test_corrections_routed_elsewhere_teach_the_router_the_domain_the_corrector_chose(
+        store: Store) -> None:
+    """Sources the router had learnt as another domain, corrected for the religion domain
+    after an answer routed there or to an ensemble: the retrained router's examples hold
+    them as religion, and it routes them there."""
+    router_before = store.registry.get_active("classifier", "router")
+    stored = examples_from_bytes(store.load("classifier", "router").files[
+        CLASSIFIER_EXAMPLES_FILE])
+    elsewhere = list(dict.fromkeys(t for label, t in stored if label not in (NEW_DOMAIN,
+                                                                              "generic")))
+    chosen = elsewhere[:40]
+    sources = fresh_sources(20, avoid=own_sources(store), seed=9)
+    add(store, chosen[:20], key="key-a", routed="ensemble", correct=lambda s: f"{s} (fr)")
+    add(store, chosen[20:], key="key-b", routed="medical", correct=lambda s: f"{s} (fr)")
+    add(store, sources, key="key-c")
+    done = run_refresh(store, **LENIENT)
+    assert done.state == "published", (done.error, done.scores)
+    version = done.result["router"]["classifier_version"]
+    assert version != router_before
+    assert store.registry.get_active("classifier", "router") == version
+    retrained = store.load("classifier", "router", version)
+    assert retrained.manifest.provenance["based_on"] == router_before
+    assert retrained.manifest.provenance["refreshed_domain"] == NEW_DOMAIN
+    examples = examples_from_bytes(retrained.files[CLASSIFIER_EXAMPLES_FILE])
+    moved = set(chosen) - held_sources(store, done)  # the held-back ones are not trained on
+    assert len(moved) >= 30
+    # every other stored example keeps its label and place; the corrected sources are
+    # religion, once each
+    others = [e for e in stored if e[1] not in moved]
+    assert examples[:len(others)] == others
+    assert sorted(t for label, t in examples[len(others):] if t in moved) == sorted(moved)
+    assert {label for label, t in examples if t in moved} == {NEW_DOMAIN}
+    model = retrained.files[CLASSIFIER_MODEL_FILE]
+    before = store.load("classifier", "router", router_before).files[CLASSIFIER_MODEL_FILE]
+    as_religion = [(NEW_DOMAIN, t) for t in sorted(moved)]
+    assert accuracy(model, as_religion).overall >= 0.9
+    assert accuracy(before, as_religion).overall <= 0.1
+
+
+def held_sources(store: Store, done: Any) -> set[str]:
+    saved = json.loads((store.storage.path(job_key(done.id, RUN_DIR)) / CHOICE_FILE)
+                       .read_text())
+    ids = saved["held_out"]
+    return {r.source for r in store.registry.list_corrections(CorrectionFilter(ids=ids))}
+
+
 def test_a_refused_refresh_stays_inactive_and_leaves_its_corrections_unused(
         store: Store) -> None:
     sources = fresh_sources(60, avoid=own_sources(store), seed=4)
     scramble = lambda s: translate(s, SCRAMBLED)  # noqa: E731
     add(store, sources[:30], key="saboteur-1", correct=scramble)
     add(store, sources[30:], key="saboteur-2", correct=scramble)
+    routers = store.registry.list_versions("classifier", "router")
     done = run_refresh(store, options={"gate_margin_bleu": -100.0})
     assert done.state == "failed"
     assert done.error.startswith("refresh gate: dev BLEU ")
@@ -139,6 +194,7 @@ def test_a_refused_refresh_stays_inactive_and_leaves_its_corrections_unused(
     assert done.scores["gate"] == "refused"
     assert done.result == {"module_version": 2, "active": False, "base_version": 1}
     assert store.registry.get_active("module", NEW_DOMAIN) == 1
+    assert store.registry.list_versions("classifier", "router") == routers  # not retrained
     left = store.registry.list_corrections(CorrectionFilter(domain=NEW_DOMAIN))
     assert {r.used_in for r in left} == {None}
 

@@ -3,14 +3,15 @@ share, the held-back part) and how its gate decides, on real correction records.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from model_store.correction_rows import CorrectionRecord
 from trainer.correction_set import explain_empty, near_key, select_corrections
-from trainer.evaluate import Scores
-from trainer.refresh_gate import RefreshGate
+from trainer.evaluate import Scores, score
+from trainer.refresh_gate import RefreshGate, chrf_gain_interval
 from trainer.refresh_settings import RefreshSettings
 
 START = datetime(2026, 11, 1, tzinfo=UTC)
@@ -85,24 +86,49 @@ def test_admin_approved_anonymous_corrections_are_not_capped() -> None:
     assert len(chosen.held_out) == 20  # held_out_fraction 0.2
 
 
-def gate(dev: tuple[float, float], held: tuple[tuple[float, float], tuple[float, float]],
+REFERENCES = [f"Prendre {n} comprimés par jour avec un verre d'eau." for n in range(40)]
+# The served module drops the article; a worse one also gets the drug form wrong, on most
+# sentences; a noisy one is worse on 2 of 40 and better on 2 (20 sentences of corpus BLEU
+# move by points like this).
+DROPPED = [r.replace("avec un", "avec") for r in REFERENCES]
+WRONG = [r.replace("comprimés", "gélules") if i % 4 else r for i, r in enumerate(DROPPED)]
+NOISY = [REFERENCES[i] if i in (0, 1) else "Prendre." if i in (2, 3) else r
+         for i, r in enumerate(DROPPED)]
+
+
+def gate(dev: tuple[float, float], held: Sequence[str], served: Sequence[str] = DROPPED,
          margin: float = 0.5, gain: float = 0.0) -> RefreshGate:
-    return RefreshGate(Scores(dev[0], 50.0), Scores(dev[1], 50.0), Scores(*held[0]),
-                       Scores(*held[1]), margin, gain)
+    interval = chrf_gain_interval(served, held, REFERENCES)
+    return RefreshGate(Scores(dev[0], 50.0), Scores(dev[1], 50.0), score(served, REFERENCES),
+                       score(held, REFERENCES), interval, len(REFERENCES), margin, gain)
 
 
-def test_the_gate_wants_dev_kept_and_the_held_back_corrections_improved() -> None:
-    assert gate((30.0, 29.6), ((20.0, 50.0), (24.0, 52.0))).passed
-    poisoned = gate((30.0, 28.0), ((20.0, 50.0), (40.0, 60.0)))  # learnt a wrong term
+def test_the_gate_wants_dev_kept_and_the_held_back_corrections_not_significantly_worse(
+        ) -> None:
+    assert gate((30.0, 29.6), REFERENCES).passed
+    poisoned = gate((30.0, 28.0), REFERENCES)  # learnt a wrong term the dev set knows
     assert not poisoned.passed
     assert poisoned.refusal().startswith("refresh gate: dev BLEU 28.00 against the served "
                                          "module's 30.00 (it may lose at most 0.5)")
-    useless = gate((30.0, 30.0), ((20.0, 50.0), (20.0, 49.0)))
-    assert not useless.passed and "held-back corrections" in useless.refusal()
-    # short corrections: BLEU 0 both times, chrF decides
-    assert gate((30.0, 30.0), ((0.0, 30.0), (0.0, 35.0))).passed
-    assert not gate((30.0, 30.0), ((0.0, 30.0), (0.0, 35.0)), gain=1.0).passed
-    assert gate((30.0, 30.0), ((20.0, 50.0), (19.0, 40.0)), gain=-2.0).passed
+    worse = gate((30.0, 30.0), WRONG)
+    low, high = worse.held_chrf_interval
+    assert high < 0 and not worse.passed
+    assert "on the 40 held-back corrections chrF went from" in worse.refusal()
+    # a few sentences up and a few down: the corpus scores move, the interval straddles 0
+    noisy = gate((30.0, 30.0), NOISY)
+    assert noisy.held_chrf_interval[0] < 0 < noisy.held_chrf_interval[1] and noisy.passed
+    unchanged = gate((30.0, 30.0), DROPPED)
+    assert unchanged.held_chrf_interval == (0.0, 0.0) and unchanged.passed
+    # demanding that a gain of 2 chrF be plausible
+    assert not gate((30.0, 30.0), NOISY, gain=2.0).passed
+    assert gate((30.0, 30.0), REFERENCES, gain=2.0).passed
+
+
+def test_the_bootstrap_interval_is_seeded_and_holds_the_corpus_gain() -> None:
+    corpus_gain = score(REFERENCES, REFERENCES).chrf - score(DROPPED, REFERENCES).chrf
+    low, high = chrf_gain_interval(DROPPED, REFERENCES, REFERENCES, seed=3)
+    assert low <= corpus_gain <= high and low > 0
+    assert chrf_gain_interval(DROPPED, REFERENCES, REFERENCES, seed=3) == (low, high)
 
 
 def test_corrections_that_contradict_the_domains_own_pairs_are_left_out() -> None:

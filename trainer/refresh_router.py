@@ -1,0 +1,146 @@
+"""A published refresh also retrains the router with the corrected sources (issue #49).
+
+A correction is stored for the domain the corrector chose (server/corrections/desk.py),
+whatever the original answer was routed to (another domain, an ensemble, nobody): the
+source belongs to that domain, so the router should send it, and text like it, there.
+
+The new classifier is trained on the active one's stored examples (`examples.tsv.gz`)
+with the refresh's training corrections' sources added to the domain's class; a stored
+example of the same text under another label is relabelled (the corrector said where it
+belongs). No claim of neighbouring examples and no rebalancing: the class already had
+its fair share when the domain was added (trainer/router_balance.py), and a few hundred
+sentences move it little. The held-back corrections' sources are not trained on: the
+share of them routed to the domain, before and after, is the router's own check, with
+the domain's dev sources.
+
+Gated like a new domain's router: only a refresh whose module passed its gate retrains
+the router, and the module and the classifier are activated in ONE registry transaction
+(trainer/pipeline.py does the same for a new domain). A classifier changed meanwhile by
+another publisher is retrained on top of it; without an active classifier with examples
+the module is published alone, with a note.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from contract.artifacts import CLASSIFIER_EXAMPLES_FILE, CLASSIFIER_MODEL_FILE
+from model_store import ArtifactKind, ConflictError, Manifest, Store
+from server.routing.classifier import config_temperature
+from trainer.classifier import (
+    Example,
+    accuracy,
+    examples_from_bytes,
+    examples_to_bytes,
+    train_classifier,
+)
+from trainer.domain_job import JobFailed
+from trainer.pipeline import FLIP_ATTEMPTS, job_artifact
+from trainer.settings import RouterSettings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RouterCheck:
+    """Top-1 share routed to the refreshed domain, by the active router and the new one."""
+
+    dev_before: float
+    dev_after: float
+    held_before: float
+    held_after: float
+
+    def as_dict(self) -> dict[str, float]:
+        return {k: round(v, 4) for k, v in self.__dict__.items()}
+
+
+def corrected_examples(stored: Sequence[Example], domain: str,
+                       sources: Sequence[str]) -> list[Example]:
+    """`stored` with `sources` in `domain`'s class: the same text under another label is
+    relabelled, and a source the class already holds is not added twice."""
+    moved = {s for s in sources if s.strip()}
+    kept = [(label, text) for label, text in stored if label == domain or text not in moved]
+    present = {text for label, text in kept if label == domain}
+    added = [(domain, s) for s in dict.fromkeys(sources) if s in moved and s not in present]
+    return kept + added
+
+
+def _share(model: bytes, domain: str, sources: Sequence[str]) -> float:
+    if not sources:
+        return 0.0
+    return accuracy(model, [(domain, s) for s in sources]).overall
+
+
+def retrain_router(store: Store, domain: str, *, train_sources: Sequence[str],
+                   held_sources: Sequence[str], dev_sources: Sequence[str],
+                   settings: RouterSettings, backbone: str, job_id: str, fingerprint: str
+                   ) -> tuple[Manifest, int, RouterCheck] | str:
+    """(the published, inactive classifier, the active version it replaces, its check),
+    or a note saying why the router is left alone."""
+    base = store.registry.get_active("classifier", settings.name, backbone=backbone)
+    if base is None:
+        return f"no active classifier {settings.name!r}: the router was not retrained"
+    loaded = store.load("classifier", settings.name, base, backbone=backbone)
+    if CLASSIFIER_EXAMPLES_FILE not in loaded.files:
+        return (f"the active classifier {loaded.manifest.label} carries no "
+                f"{CLASSIFIER_EXAMPLES_FILE}: the router was not retrained")
+    mine = job_artifact(store, "classifier", settings.name, job_id, backbone)
+    if mine is not None and mine.provenance.get("based_on") == base:
+        return mine, base, RouterCheck(**mine.scores["router_check"])
+    examples = corrected_examples(examples_from_bytes(loaded.files[CLASSIFIER_EXAMPLES_FILE]),
+                                  domain, train_sources)
+    log.info("router: retraining on %d examples with %d corrected sources of %r",
+             len(examples), len(train_sources), domain)
+    model = train_classifier(examples, settings.classifier_settings())
+    before = loaded.files[CLASSIFIER_MODEL_FILE]
+    check = RouterCheck(_share(before, domain, dev_sources), _share(model, domain, dev_sources),
+                        _share(before, domain, held_sources),
+                        _share(model, domain, held_sources))
+    manifest = store.publish(
+        "classifier", settings.name,
+        {CLASSIFIER_MODEL_FILE: model, CLASSIFIER_EXAMPLES_FILE: examples_to_bytes(examples)},
+        config={"labels": sorted({label for label, _ in examples}),
+                "temperature": config_temperature(loaded.manifest.config)},
+        backbone_fingerprint=fingerprint, backbone=backbone,
+        provenance={"job": job_id, "based_on": base, "refreshed_domain": domain,
+                    "corrected_sources": len(train_sources), "examples": len(examples),
+                    "recipe": "corrections refresh"},
+        scores={"router_check": check.as_dict()})
+    return manifest, base, check
+
+
+def activate_refresh(store: Store, domain: str, module: Manifest, *, base_version: int,
+                     backbone: str, router: dict[str, Any], job_id: str, fingerprint: str,
+                     settings: RouterSettings) -> dict[str, Any]:
+    """Activate the refreshed module in place of `base_version`, with its retrained router
+    in the same transaction; `router`: retrain_router's keyword arguments of sources.
+    Returns the job result's router part."""
+    for _attempt in range(FLIP_ATTEMPTS):
+        if store.registry.get_active("module", domain, backbone=backbone) == module.version:
+            return {"note": "activated by an earlier attempt"}
+        retrained = retrain_router(store, domain, settings=settings, backbone=backbone,
+                                   job_id=job_id, fingerprint=fingerprint, **router)
+        versions: list[tuple[ArtifactKind, str, int]] = [("module", domain, module.version)]
+        expect: dict[tuple[ArtifactKind, str], int | None] = {("module", domain): base_version}
+        if not isinstance(retrained, str):
+            classifier, based_on, _ = retrained
+            versions.append(("classifier", settings.name, classifier.version))
+            expect[("classifier", settings.name)] = based_on
+        try:
+            store.registry.set_active_many(versions, expect=expect, backbone=backbone)
+        except ConflictError as error:
+            if store.registry.get_active("module", domain, backbone=backbone) != base_version:
+                raise JobFailed(f"the served module changed during the refresh ({error}); "
+                                f"{module.label} stays inactive") from None
+            log.warning("router changed meanwhile (%s); retraining it again", error)
+            continue
+        if isinstance(retrained, str):
+            log.warning("%s", retrained)
+            return {"note": retrained}
+        classifier, _, check = retrained
+        log.info("activated %s and %s", module.label, classifier.label)
+        return {"classifier_version": classifier.version, "check": check.as_dict()}
+    raise JobFailed(f"the router kept changing during {FLIP_ATTEMPTS} publication attempts")
