@@ -35,8 +35,8 @@ from tests.trainer.helpers import (
     worker_settings,
 )
 from tests.trainer.refresh_fixtures import SCRAMBLED, add, fresh_sources, translate
-from trainer.quality_refit import fit_rows, quality_root
 from trainer.classifier import accuracy, examples_from_bytes
+from trainer.quality_refit import fit_rows, quality_root
 from trainer.refresh_job import CHOICE_FILE
 from trainer.refresh_settings import RefreshSettings
 from trainer.sidecar import Sidecar
