@@ -19,6 +19,7 @@ from server.api.deps import AdminDirectionDep, require_admin
 from server.api.jobs import JobResponse, job_response
 from server.api.routes_corrections import DeskDep
 from server.api.schemas import DomainName, ErrorResponse, Strict
+from server.corrections.refreshes import LastRefresh, last_refreshes
 from server.errors import InvalidInput, NotReady
 from server.serving.refresh_jobs import REFRESH_TRAINING, submit_refresh
 
@@ -69,6 +70,8 @@ class DomainCounts(BaseModel):
 
 class CorrectionSummary(BaseModel):
     domains: dict[str, DomainCounts] = Field(description='domain ("" = none known) -> counts')
+    refreshes: dict[str, LastRefresh] = Field(
+        default_factory=dict, description="domain -> its last refresh job and gate scores")
 
 
 class Deleted(BaseModel):
@@ -120,9 +123,12 @@ async def export_corrections(desk: DeskDep, domain: Domain = None, key_id: KeyId
 
 
 @router.get("/summary", response_model=CorrectionSummary)
-async def summary(desk: DeskDep) -> CorrectionSummary:
+async def summary(desk: DeskDep, request: Request) -> CorrectionSummary:
+    """Counts per domain, and each domain's last refresh with its gate's scores."""
     counts = await asyncio.to_thread(desk.registry.count_corrections)
-    return CorrectionSummary(domains={d: DomainCounts(**c) for d, c in sorted(counts.items())})
+    refreshes = await asyncio.to_thread(last_refreshes, request.app.state.store)
+    return CorrectionSummary(domains={d: DomainCounts(**c) for d, c in sorted(counts.items())},
+                             refreshes=refreshes)
 
 
 @router.delete("", response_model=Deleted, responses={422: {"model": ErrorResponse}})
