@@ -205,6 +205,12 @@ class SchedulerSettings(BaseModel):
         False, description="continuous batching: sentences join and leave the running batch "
                            "at every decoding step (server/scheduling/continuous.py) instead "
                            "of batches that run until their longest sentence ends")
+    live_request_tokens: int = Field(
+        512, ge=1,
+        description="continuous batching, while requests contend: one request's live rows "
+                    "cost at most this (or one sentence); on a CPU a step's time "
+                    "grows with its rows, so this bounds how much a bulk request slows a "
+                    "short one's every step")
 
 
 class AccessSettings(BaseModel):

@@ -2,23 +2,32 @@
 whichever engine serves now (a backbone swap lets the old engine's rows finish while new
 sentences join the new engine). Runs on the engine thread only.
 
-One call, `advance`, is what the scheduler hands the engine thread per step: sentences
-join, cancelled ones leave, and every live batch decodes one position.
+`advance` is one step: sentences join, cancelled ones leave, and every live batch decodes
+one position. `run` is what the scheduler hands the engine thread: steps back to back for
+as long as rows are live (up to `max_s`), taking joins and cancellations from a `LiveInbox`
+between steps and publishing each step's report at once. The engine thread never waits for
+the event loop between steps: handing every step over as its own call cost two thread
+wake-ups per step, which on a loaded 2-core host took longer than the step itself (a
+one-sentence step measured 35-45 ms in the server against 5 ms in the engine).
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.engine import Engine, SentenceJob
 from server.engine.live import LiveDecoder
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+Join = tuple[Sequence[SentenceJob], SearchOptions]
 
 
 @dataclass
@@ -31,6 +40,31 @@ class StepReport:
     rows: int = 0  # rows decoded by this step
     seconds: float = 0.0  # its compute time on the engine thread
     first_steps: list[int] = field(default_factory=list)  # tickets that took their 1st step
+
+
+class LiveInbox(Generic[T]):
+    """Joins and cancellations posted by the event loop, taken by the engine thread before
+    its next step. A join carries the poster's own tag (`T`), returned with its tickets."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._joins: list[tuple[Join, T]] = []
+        self._cancels: list[int] = []
+
+    def post(self, joins: Sequence[tuple[Join, T]], cancels: Sequence[int] = ()) -> None:
+        with self._lock:
+            self._joins += joins
+            self._cancels += cancels
+
+    def take(self) -> tuple[list[tuple[Join, T]], list[int]]:
+        with self._lock:
+            joins, cancels = self._joins, self._cancels
+            self._joins, self._cancels = [], []
+        return joins, cancels
+
+    def __bool__(self) -> bool:
+        with self._lock:
+            return bool(self._joins or self._cancels)
 
 
 class LiveBatches:
@@ -72,6 +106,26 @@ class LiveBatches:
                 del self.decoders[key]  # a replaced engine's last rows have left
         report.seconds = time.perf_counter() - started
         return report
+
+    def run(self, inbox: LiveInbox[T],
+            publish: Callable[[StepReport, list[T]], None], max_s: float) -> None:
+        """Steps back to back: before each, what `inbox` holds joins or leaves; after each,
+        `publish(report, tags of the joins it took)`. Returns when no row is live and the
+        inbox is empty, or after `max_s` (the scheduler's heartbeat and the watchdog's
+        bound on one engine call; other work on the engine thread runs in between)."""
+        started = time.perf_counter()
+        while True:
+            taken, cancels = inbox.take()
+            if not taken and not cancels and not self.row_count:
+                return
+            report = self.advance([join for join, _ in taken], cancels)
+            publish(report, [tag for _, tag in taken])
+            if time.perf_counter() - started >= max_s:
+                return
+
+    @property
+    def row_count(self) -> int:
+        return sum(decoder.row_count for decoder in self.decoders.values())
 
     def _join(self, jobs: Sequence[SentenceJob], options: SearchOptions) -> list[int] | Exception:
         try:

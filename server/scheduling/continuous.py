@@ -1,7 +1,9 @@
 """The scheduler with continuous batching (`NMT_SCHEDULER__CONTINUOUS`): instead of cutting
-a batch and waiting for its longest sentence, the engine thread decodes one step of every
-live row per call (server/engine/live_batches.py); between steps finished sentences are
-answered at once and waiting sentences join, up to the token budget.
+a batch and waiting for its longest sentence, the engine thread steps the live rows back to
+back (server/engine/live_batches.py: `LiveBatches.run`); after each step the finished
+sentences are answered at once, and the event loop posts who joins next (up to the token
+budget) and who leaves into an inbox the engine thread reads before its next step. The
+engine never waits for the event loop between steps.
 
 What it keeps from `Scheduler`: the queue and its bound, admission by deadline, the fair
 selection of who joins (`form_batch` over the waiting requests' lanes: round-robin, a
@@ -12,25 +14,35 @@ Per row: a sentence whose client went away (its future cancelled) or whose deadl
 passed leaves at the next step; a request with nothing live always gets its first waiting
 sentence in even when the live rows fill the budget (one sentence of overshoot, while
 the live rows cost under 1.5x the budget), so a short request never waits for a bulk request's
-sentences to finish.
+sentences to finish. While requests contend (and for CONTENDED_S after), one request's
+live rows cost at most `live_request_tokens` (or one sentence): on a CPU a step's time
+grows with its rows, and a short request's answer takes as many steps as its length, so
+this bound is what keeps it within a few times its time alone beside a bulk request.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Sequence
 
 from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.engine import SentenceJob
-from server.engine.live_batches import LiveBatches, StepReport
+from server.engine.live_batches import LiveBatches, LiveInbox, StepReport
 from server.errors import DeadlineExceeded
 from server.metrics import Metrics
 from server.scheduling.batching import BatchLimits, Pending, form_batch
 from server.scheduling.scheduler import HEARTBEAT_S, EngineThread, Residency, Scheduler
 from server.settings import SchedulerSettings
 
+log = logging.getLogger(__name__)
+RUN_S = 0.5  # one engine call steps at most this long (then the loop beats and re-enters)
+# After two requests shared the engine, a request's live rows stay within its share for
+# this long: a one-sentence client's next request arrives a round trip after its answer,
+# and would otherwise find the bulk rows grown back to the whole budget.
+CONTENDED_S = 1.0
 MEASURE_S = 0.5  # throughput is measured over windows at least this long
 # A request with nothing live may join beyond the budget, but only while the live rows
 # cost less than (1 + OVERSHOOT) x the budget: with many one-sentence clients queued, one
@@ -47,25 +59,31 @@ class ContinuousScheduler(Scheduler):
                          metrics=metrics, residency=residency)
         self.live = live
         self._tickets: dict[int, Pending] = {}  # live sentences by ticket
+        self._posted: list[Pending] = []  # joiners in the inbox, not yet given tickets
+        self._inbox: LiveInbox[list[Pending]] = LiveInbox()
+        self._stepping = False  # the engine thread is stepping the live rows
+        self._feed_soon = False
+        self._contended_until = 0.0  # monotonic: requests shared the engine until then
         self._window_start = time.monotonic()
         self._window_cost = 0
 
     def _fail_waiting(self, error: Exception) -> None:
-        for item in self._tickets.values():
+        for item in [*self._tickets.values(), *self._posted]:
             if not item.future.done():
                 item.future.set_exception(error)
-        self._tickets = {}
+        self._tickets, self._posted = {}, []
+        self._inbox.take()
         super()._fail_waiting(error)
 
     async def _loop(self) -> None:
         while True:
             self.heartbeat = time.monotonic()
-            if not self._tickets:
+            if not self._tickets and not self._posted:
                 await self._wait_for_work()
                 self.heartbeat = time.monotonic()
-            joiners = self._take_joiners()
-            if joiners or self._tickets:
-                await self._step(joiners)
+            self._feed()
+            if self._tickets or self._posted:
+                await self._run_engine()
             elif self._reloads:  # what waits, waits for a module: the reload wakes us
                 self._wake.clear()
                 with contextlib.suppress(TimeoutError):
@@ -73,62 +91,62 @@ class ContinuousScheduler(Scheduler):
             else:
                 await asyncio.sleep(0)  # let cancellation callbacks run
 
-    def _take_joiners(self) -> list[Pending]:
-        """Who joins before the next step: the fair selection over the budget the live
-        rows leave free; requests with nothing live may overshoot it by one sentence."""
-        now = time.monotonic()
-        self._expire(now)
-        self._expire_live(now)
-        if not self._queue:
-            return []
-        settings = self.settings
-        free = settings.max_batch_tokens - sum(i.cost for i in self._tickets.values())
-        floor = -OVERSHOOT * settings.max_batch_tokens  # how far `free` may go below 0
-        running = {item.request for item in self._tickets.values()}
-        live_modules = frozenset().union(*(i.modules for i in self._tickets.values()))
-        contended = len(self._lanes) + len(running - self._lanes.keys()) > 1
-        joiners: list[Pending] = []
-        for options in dict.fromkeys(item.options for item in self._queue.values()):
-            lanes = [lane for request, lane in self._lanes.items()
-                     if lane.options == options
-                     and (free > 0 or request not in running and free > floor)]
-            budget = max(free, 1)
-            share = settings.max_request_batch_tokens if contended else budget
-            limits = BatchLimits(budget, self.max_modules, share, settings.lookahead_batches)
-            for key, item in form_batch(lanes, limits, held_back=self._needs_reload):
-                if len(live_modules | item.modules) > self.max_modules:
-                    continue  # its module slots are taken by live rows: a later step
-                if free <= 0 and (item.request in running or free <= floor):
-                    continue
-                live_modules |= item.modules
-                running.add(item.request)
-                free -= item.cost
-                self._remove(key)
-                joiners.append(item)
-        self._report_depth()
-        return joiners
+    async def _run_engine(self) -> None:
+        """The engine thread steps until no row is live (or RUN_S passed); joins and
+        cancellations reach it through the inbox, each step's report comes back through
+        `_on_report` while it goes on."""
+        loop = asyncio.get_running_loop()
 
-    def _expire_live(self, now: float) -> None:
-        for item in self._tickets.values():
-            if not item.future.done() and item.deadline <= now:
-                item.future.set_exception(DeadlineExceeded(
-                    "the request's deadline passed while it was being translated"))
+        def publish(report: StepReport, joined: list[list[Pending]]) -> None:
+            loop.call_soon_threadsafe(self._on_report, report, joined)
 
-    async def _step(self, joiners: list[Pending]) -> None:
-        joiners = [item for item in joiners if not item.future.done()]
-        groups: dict[SearchOptions, list[Pending]] = {}
-        for item in joiners:
-            groups.setdefault(item.options, []).append(item)
-        joins = [([item.job for item in items], options) for options, items in groups.items()]
+        self._stepping = True
+        try:
+            await self.engine_thread.run(self.live.run, self._inbox, publish, RUN_S)
+        except Exception as error:  # the engine thread itself failed: so do its rows
+            log.exception("live batches failed")
+            for item in [*self._tickets.values(), *self._posted]:
+                if not item.future.done():
+                    item.future.set_exception(error)
+            self._tickets, self._posted = {}, []
+            self._inbox.take()
+        finally:
+            self._stepping = False
+            self._engine_free_at = time.monotonic()
+
+    def submit(self, jobs: Sequence[SentenceJob], options: SearchOptions, *,
+               deadline: float, admitted: bool = False) -> list[asyncio.Future[list[Hypothesis]]]:
+        futures = super().submit(jobs, options, deadline=deadline, admitted=admitted)
+        if self._stepping and not self._feed_soon:
+            # rows are live: the new sentences join at the next step, no batch to gather
+            self._feed_soon = True
+            asyncio.get_running_loop().call_soon(self._feed)
+        return futures
+
+    def _feed(self) -> None:
+        """Post who joins and who leaves next to the engine thread's inbox."""
+        self._feed_soon = False
+        self.heartbeat = time.monotonic()
+        joiners = [item for item in self._take_joiners() if not item.future.done()]
         cancels = [t for t, item in self._tickets.items() if item.future.done()]
         for ticket in cancels:
             del self._tickets[ticket]
-        self._running = list(self._tickets.values()) + joiners
-        try:
-            report = await self.engine_thread.run(self.live.advance, joins, cancels)
-        finally:
-            self._engine_free_at = time.monotonic()
-        for items, tickets in zip(groups.values(), report.joined, strict=True):
+        groups: dict[SearchOptions, list[Pending]] = {}
+        for item in joiners:
+            groups.setdefault(item.options, []).append(item)
+        if groups or cancels:
+            self._posted += joiners
+            self._inbox.post([(([i.job for i in items], options), items)
+                              for options, items in groups.items()], cancels)
+        self._running = [*self._tickets.values(), *self._posted]
+
+    def _on_report(self, report: StepReport, joined: list[list[Pending]]) -> None:
+        """On the event loop, after each step: the joins it took get their tickets, the
+        finished sentences their answers; then who joins next."""
+        self.heartbeat = time.monotonic()
+        for items, tickets in zip(joined, report.joined, strict=True):
+            posted = set(map(id, items))
+            self._posted = [item for item in self._posted if id(item) not in posted]
             if isinstance(tickets, Exception):
                 for item in items:
                     if not item.future.done():
@@ -136,7 +154,67 @@ class ContinuousScheduler(Scheduler):
                 continue
             self._tickets.update(zip(tickets, items, strict=True))
         self._resolve(report)
-        self._running = list(self._tickets.values())
+        self._feed()
+
+    def _take_joiners(self) -> list[Pending]:
+        """Who joins before the next step: the fair selection over the budget the live
+        rows leave free; requests with nothing live may overshoot it by one sentence.
+        While contended, a request's live rows cost at most its share."""
+        now = time.monotonic()
+        self._expire(now)
+        self._expire_live(now)
+        if not self._queue:
+            return []
+        settings = self.settings
+        held: dict[int, int] = {}  # request -> cost of its live and posted sentences
+        for item in [*self._tickets.values(), *self._posted]:
+            held[item.request] = held.get(item.request, 0) + item.cost
+        free = settings.max_batch_tokens - sum(held.values())
+        floor = -OVERSHOOT * settings.max_batch_tokens  # how far `free` may go below 0
+        live_modules = frozenset().union(*(i.modules for i in self._tickets.values()),
+                                         *(i.modules for i in self._posted))
+        if len(self._lanes.keys() | held.keys()) > 1:
+            self._contended_until = now + CONTENDED_S
+        contended = now < self._contended_until
+        joiners: list[Pending] = []
+        for options in dict.fromkeys(item.options for item in self._queue.values()):
+            lanes = [lane for request, lane in self._lanes.items()
+                     if lane.options == options
+                     and (free > 0 or request not in held and free > floor)]
+            budget = max(free, 1)
+            share = settings.max_request_batch_tokens if contended else budget
+            limits = BatchLimits(budget, self.max_modules, share, settings.lookahead_batches)
+            for key, item in form_batch(lanes, limits, held_back=self._needs_reload):
+                if len(live_modules | item.modules) > self.max_modules:
+                    continue  # its module slots are taken by live rows: a later step
+                mine = held.get(item.request, 0)
+                if free <= 0 and (mine or free <= floor):
+                    continue
+                if contended and mine and mine + item.cost > settings.live_request_tokens:
+                    continue  # its live rows hold their share: the step stays short
+                live_modules |= item.modules
+                held[item.request] = mine + item.cost
+                free -= item.cost
+                self._remove(key)
+                joiners.append(item)
+        self._report_depth()
+        return joiners
+
+    def _work_ahead(self, cost: int) -> int:
+        """Processor sharing over every request, live ones included: a new request joins
+        the live rows at the next step instead of waiting for them to finish."""
+        held: dict[int, int] = {}
+        for item in [*self._tickets.values(), *self._posted]:
+            held[item.request] = held.get(item.request, 0) + item.cost
+        for request, lane in self._lanes.items():
+            held[request] = held.get(request, 0) + lane.cost
+        return cost + sum(min(mine, cost) for mine in held.values())
+
+    def _expire_live(self, now: float) -> None:
+        for item in self._tickets.values():
+            if not item.future.done() and item.deadline <= now:
+                item.future.set_exception(DeadlineExceeded(
+                    "the request's deadline passed while it was being translated"))
 
     def _resolve(self, report: StepReport) -> None:
         if self.metrics is not None:

@@ -249,9 +249,7 @@ class Scheduler:
             if self._throughput_floor is None or not (self._lanes or self._running):
                 return
             throughput = self._throughput_floor
-        ahead = sum(item.cost for item in self._running) + cost + sum(
-            min(lane.cost, cost) for lane in self._lanes.values())
-        estimate = ahead / throughput
+        estimate = self._work_ahead(cost) / throughput
         if estimate * ADMISSION_MARGIN > remaining_s:
             queued = sum(lane.cost for lane in self._lanes.values())
             drain = math.ceil(queued / throughput)
@@ -259,6 +257,12 @@ class Scheduler:
                        f"queued before it included), too close to or past its deadline "
                        f"({remaining_s:.1f} s); retry later or send less at once",
                        retry_after=max(self.settings.retry_after_s, drain))
+
+    def _work_ahead(self, cost: int) -> int:
+        """Budget tokens computed before a new request of `cost` finishes: the running
+        batch, as much of each waiting request as its own (processor sharing), its own."""
+        return sum(item.cost for item in self._running) + cost + sum(
+            min(lane.cost, cost) for lane in self._lanes.values())
 
     def _discard(self, key: int, _future: asyncio.Future[list[Hypothesis]]) -> None:
         """A sentence finished, was cancelled or expired: it no longer holds a queue slot."""

@@ -17,7 +17,7 @@ import pytest
 from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.artifacts import build_engine
 from server.engine.engine import Engine, EngineOptions, Member, SentenceJob
-from server.engine.live_batches import LiveBatches
+from server.engine.live_batches import LiveBatches, LiveInbox, StepReport
 from server.errors import DeadlineExceeded
 from server.metrics import Metrics
 from server.scheduling.continuous import ContinuousScheduler
@@ -178,3 +178,61 @@ def test_the_app_answers_as_with_static_batches(store_root: Path) -> None:
             metrics = client.get("/metrics").text
     assert answers[1] == answers[0]
     assert "nmt_engine_live_leaves_total 4.0" in metrics
+
+
+def test_the_engine_steps_back_to_back_taking_joins_from_its_inbox(engine: Engine) -> None:
+    """`LiveBatches.run`: joins posted before and between steps decode to the static
+    hypotheses, every step's report is published, and the call returns once nothing is
+    live (or after `max_s`: one step here)."""
+    live = LiveBatches(lambda: engine)
+    inbox: LiveInbox[str] = LiveInbox()
+    reports: list[tuple[StepReport, list[str]]] = []
+
+    def publish(report: StepReport, tags: list[str]) -> None:
+        reports.append((report, tags))
+        if len(reports) == 3:  # joins between steps, as the event loop posts them
+            inbox.post([(([SHORT], BEAM), "short")])
+
+    inbox.post([((LONG, BEAM), "long")])
+    live.run(inbox, publish, max_s=0.0)
+    assert len(reports) == 1 and live.row_count == len(LONG) * BEAM.beam_size
+    live.run(inbox, publish, max_s=60.0)
+    assert live.row_count == 0 and not inbox
+    tags = [tag for _, joined in reports for tag in joined]
+    assert tags == ["long", "short"]
+    tickets = {tag: report.joined[i] for report, joined in reports
+               for i, tag in enumerate(joined)}
+    finished = {ticket: hyps for report, _ in reports for ticket, hyps in report.finished}
+    static = engine.translate([*LONG, SHORT], BEAM)
+    long_tickets, short_tickets = tickets["long"], tickets["short"]
+    assert isinstance(long_tickets, list) and isinstance(short_tickets, list)
+    order = [*long_tickets, *short_tickets]
+    assert [[h.tokens for h in finished[t]] for t in order] == [
+        [h.tokens for h in hyps] for hyps in static]
+
+
+def test_while_requests_contend_a_bulk_requests_live_rows_hold_their_share(
+        engine: Engine) -> None:
+    """Beside another request, a bulk request's live rows cost at most
+    `live_request_tokens` (the budget would take them all), and it still gets every
+    answer, the static batch's."""
+    bulk_jobs = LONG * 8  # 24 sentences of 14 budget tokens
+    static = engine.translate(bulk_jobs, BEAM)
+
+    async def body(scheduler: ContinuousScheduler) -> None:
+        longer = SentenceJob(LONG[0].source_ids, (Member(None),), 120)
+        (other,) = scheduler.submit([longer], BEAM, deadline=later())
+        await until_live(scheduler)
+        bulk = scheduler.submit(bulk_jobs, BEAM, deadline=later())
+        peak = 0
+        while not other.done():
+            live = [i for i in scheduler._tickets.values()  # noqa: SLF001
+                    if i.future in bulk]
+            peak = max(peak, sum(item.cost for item in live))
+            await asyncio.sleep(0)
+        assert 0 < peak <= 2 * 14
+        results = await asyncio.gather(*bulk)
+        assert [[h.tokens for h in r] for r in results] == [
+            [h.tokens for h in r] for r in static]
+
+    run(engine, body, max_batch_tokens=512, live_request_tokens=2 * 14)
