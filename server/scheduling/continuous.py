@@ -17,7 +17,10 @@ the live rows cost under 1.5x the budget), so a short request never waits for a 
 sentences to finish. While requests contend (and for CONTENDED_S after), one request's
 live rows cost at most `live_request_tokens` (or one sentence): on a CPU a step's time
 grows with its rows, and a short request's answer takes as many steps as its length, so
-this bound is what keeps it within a few times its time alone beside a bulk request.
+this bound is what keeps it within a few times its time alone beside a bulk request. A
+request that would miss its deadline under that bound (what is left of it, at the
+measured rate, with admission's margin) takes the free budget again: admission promised
+it its deadline.
 """
 
 from __future__ import annotations
@@ -34,7 +37,13 @@ from server.engine.live_batches import LiveBatches, LiveInbox, StepReport
 from server.errors import DeadlineExceeded
 from server.metrics import Metrics
 from server.scheduling.batching import BatchLimits, Pending, form_batch
-from server.scheduling.scheduler import HEARTBEAT_S, EngineThread, Residency, Scheduler
+from server.scheduling.scheduler import (
+    ADMISSION_MARGIN,
+    HEARTBEAT_S,
+    EngineThread,
+    Residency,
+    Scheduler,
+)
 from server.settings import SchedulerSettings
 
 log = logging.getLogger(__name__)
@@ -176,6 +185,7 @@ class ContinuousScheduler(Scheduler):
         if len(self._lanes.keys() | held.keys()) > 1:
             self._contended_until = now + CONTENDED_S
         contended = now < self._contended_until
+        urgent = self._urgent(held, now) if contended else set()
         joiners: list[Pending] = []
         for options in dict.fromkeys(item.options for item in self._queue.values()):
             lanes = [lane for request, lane in self._lanes.items()
@@ -190,7 +200,8 @@ class ContinuousScheduler(Scheduler):
                 mine = held.get(item.request, 0)
                 if free <= 0 and (mine or free <= floor):
                     continue
-                if contended and mine and mine + item.cost > settings.live_request_tokens:
+                if (contended and mine and mine + item.cost > settings.live_request_tokens
+                        and item.request not in urgent):
                     continue  # its live rows hold their share: the step stays short
                 live_modules |= item.modules
                 held[item.request] = mine + item.cost
@@ -199,6 +210,23 @@ class ContinuousScheduler(Scheduler):
                 joiners.append(item)
         self._report_depth()
         return joiners
+
+    def _urgent(self, held: dict[int, int], now: float) -> set[int]:
+        """Requests whose share would make them miss their deadline: what is left of them,
+        at the measured rate, with the admission's margin, no longer fits before it. They
+        take the free budget again (a short request's steps grow longer, but a request
+        admitted because it fits its deadline still meets it)."""
+        rate = self._throughput or self._throughput_floor
+        if rate is None:
+            return set()
+        left: dict[int, int] = dict(held)
+        deadlines: dict[int, float] = {}
+        for item in [*self._tickets.values(), *self._posted, *self._queue.values()]:
+            deadlines[item.request] = item.deadline
+        for request, lane in self._lanes.items():
+            left[request] = left.get(request, 0) + lane.cost
+        return {request for request, cost in left.items()
+                if cost / rate * ADMISSION_MARGIN >= deadlines.get(request, now) - now}
 
     def _work_ahead(self, cost: int) -> int:
         """Processor sharing over every request, live ones included: a new request joins
