@@ -85,7 +85,8 @@ def decode_and_measure(engine: Engine, sources: Sequence[str], references: Seque
         output = decoded.outputs[index]
         candidate = Candidate(sources[index], output, job.source_ids, own[0].tokens,
                               [h.tokens for h in own[1:]], [h.score for h in own],
-                              source_eos=engine.config.source_eos)
+                              source_eos=engine.config.source_eos,
+                              alternative_outputs=[text(h.tokens) for h in own[1:]])
         decoded.rows.append(features(candidate, signal))
         decoded.chrf.append(sacrebleu.sentence_chrf(output, [references[index]]).score)
     return decoded

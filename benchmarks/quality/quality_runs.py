@@ -96,7 +96,9 @@ def cost(engine: Engine, jobs: Sequence[SentenceJob], *, rounds: int = 4) -> dic
             output = text(own[0].tokens)
             candidates.append(Candidate(output, output, job.source_ids, own[0].tokens,
                                         [h.tokens for h in own[1:]], [h.score for h in own],
-                                        source_eos=engine.config.source_eos))
+                                        source_eos=engine.config.source_eos,
+                                        alternative_outputs=[text(h.tokens)
+                                                             for h in own[1:]]))
         rows = [features(c, None) for c in candidates]
         again = [i for i, row in enumerate(rows) if every or needs_coverage(row)]
         signals = score(engine, [part[i] for i in again], [found[i][0].tokens for i in again])

@@ -178,9 +178,10 @@ class _Judge:
                  signals: Signals | None) -> _Scored:
         best = hypotheses[0]
         output = self.decode(best.tokens)
-        candidate = Candidate(source, output, job.source_ids, best.tokens,
-                              [h.tokens for h in hypotheses[1:]],
-                              [h.score for h in hypotheses], source_eos=self.source_eos)
+        others = [h.tokens for h in hypotheses[1:]]
+        candidate = Candidate(source, output, job.source_ids, best.tokens, others,
+                              [h.score for h in hypotheses], source_eos=self.source_eos,
+                              alternative_outputs=[self.decode(t) for t in others])
         found = features(candidate, signals)
         issues = detect(found, source=source, output=output,
                         reads_as_source=self.reads_as_source,

@@ -15,8 +15,10 @@ from server.quality.detectors import detect
 from server.quality.estimator import PRIOR, Estimator, EstimatorError, fit
 from server.quality.estimators import EstimatorBook, write_estimator
 from server.quality.features import (
+    BEAM_FEATURES,
     FEATURES,
     Candidate,
+    beam_chrf,
     copy_share,
     features,
     overlap,
@@ -49,6 +51,25 @@ def test_overlap() -> None:
     assert overlap([1, 2, 2], [2, 2, 5]) == pytest.approx(2 * 2 / 6)
 
 
+def test_beam_chrf_is_the_alternatives_mean_chrf_against_the_output() -> None:
+    output = "Le patient prend un comprimé par jour."
+    assert beam_chrf(output, [output, output]) == pytest.approx(1.0)
+    assert beam_chrf(output, ["zzz"]) == pytest.approx(0.0)
+    near, far = "Le patient prend une pilule par jour.", "Il fait beau."
+    assert 0 < beam_chrf(output, [far]) < beam_chrf(output, [near, far]) < beam_chrf(
+        output, [near]) < 1
+
+
+def test_character_features_read_the_texts() -> None:
+    candidate = Candidate("abcd", "abcdefghi", [1, 2, 0], [5, 6, 7], [[5, 6], [5, 8]],
+                          [-0.1, -0.2, -0.3], alternative_outputs=["abcdefghi", "abcdefghi"])
+    found = features(candidate, None)
+    assert found["char_ratio"] == pytest.approx(math.log(10 / 5))
+    assert found["source_chars"] == pytest.approx(math.log(5))
+    assert found["beam_chrf"] == pytest.approx(1.0)
+    assert found["beam_gap"] == pytest.approx(0.1)
+
+
 def signals(lps: list[float], coverage: list[float]) -> Signals:
     return Signals(lps, [1.0] * len(lps), coverage, 0.5)
 
@@ -63,7 +84,7 @@ def row(source_tokens: int, output_ids: list[int], *, source: str = "a b c",
 def test_features_are_complete_and_beam_ones_missing_without_alternatives() -> None:
     found = row(5, [1, 2, 3, 4])
     assert set(found) == set(FEATURES)
-    assert math.isnan(found["beam_agreement"]) and math.isnan(found["beam_gap"])
+    assert all(math.isnan(found[name]) for name in BEAM_FEATURES)
     assert found["lp_mean"] == pytest.approx(-0.5)
 
 
