@@ -42,7 +42,7 @@ HOST_FLAG := $(if $(HOST),--host $(HOST),)
 # --quick is passed to the benchmarks only when QUICK is set to something other than 0.
 QUICK_FLAG := $(if $(filter-out 0,$(QUICK)),--quick,)
 
-.PHONY: venv venv-runtime run serve-ray bench-ray test lint bench-engine bench-serve bench-adversarial bench-mixed-lengths bench-live-engine bench-markup bench-glossary bench-documents bench-quality bench-corrections eval eval-router train-default learning-curve bench-backbone screenshots clean distclean
+.PHONY: venv venv-runtime run serve-ray bench-ray test lint bench-engine bench-serve bench-adversarial bench-adversarial-compare bench-mixed-lengths bench-live-engine bench-markup bench-glossary bench-documents bench-quality bench-corrections eval eval-router train-default learning-curve bench-backbone screenshots clean distclean
 
 venv: $(DEV_STAMP)
 
@@ -93,6 +93,9 @@ bench-ray: $(DEV_STAMP)
 
 bench-adversarial: $(DEV_STAMP)
 	$(PY) -m benchmarks.speed.adversarial --data $(DATA) $(QUICK_FLAG) $(if $(CONTINUOUS),--continuous)
+
+bench-adversarial-compare: $(DEV_STAMP)
+	$(PY) -m benchmarks.speed.adversarial_compare --data $(DATA) $(QUICK_FLAG)
 
 bench-mixed-lengths: $(DEV_STAMP)
 	$(PY) -m benchmarks.speed.mixed_lengths --data $(DATA) $(QUICK_FLAG)

@@ -19,8 +19,8 @@ live rows cost at most `live_request_tokens` (or one sentence): on a CPU a step'
 grows with its rows, and a short request's answer takes as many steps as its length, so
 this bound is what keeps it within a few times its time alone beside a bulk request. A
 request that would miss its deadline under that bound (what is left of it, at the
-measured rate, with admission's margin) takes the free budget again: admission promised
-it its deadline.
+measured rate, with admission's margin) but can still make it takes the free budget
+again: admission promised it its deadline.
 """
 
 from __future__ import annotations
@@ -213,9 +213,9 @@ class ContinuousScheduler(Scheduler):
 
     def _urgent(self, held: dict[int, int], now: float) -> set[int]:
         """Requests whose share would make them miss their deadline: what is left of them,
-        at the measured rate, with the admission's margin, no longer fits before it. They
-        take the free budget again (a short request's steps grow longer, but a request
-        admitted because it fits its deadline still meets it)."""
+        at the measured rate, with the admission's margin, no longer fits before it, but
+        still fits without the margin. They take the free budget again (a short request's
+        steps grow longer, but a request admitted because it fits its deadline meets it)."""
         rate = self._throughput or self._throughput_floor
         if rate is None:
             return set()
@@ -225,8 +225,14 @@ class ContinuousScheduler(Scheduler):
             deadlines[item.request] = item.deadline
         for request, lane in self._lanes.items():
             left[request] = left.get(request, 0) + lane.cost
-        return {request for request, cost in left.items()
-                if cost / rate * ADMISSION_MARGIN >= deadlines.get(request, now) - now}
+        urgent: set[int] = set()
+        for request, cost in left.items():
+            needed, remaining = cost / rate, deadlines.get(request, now) - now
+            # between "fits with the margin" and "cannot fit even with the whole engine"
+            # (a lost cause keeps its share: taking the budget would only slow the others)
+            if needed < remaining <= needed * ADMISSION_MARGIN:
+                urgent.add(request)
+        return urgent
 
     def _work_ahead(self, cost: int) -> int:
         """Processor sharing over every request, live ones included: a new request joins

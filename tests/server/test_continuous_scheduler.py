@@ -211,12 +211,14 @@ def test_the_engine_steps_back_to_back_taking_joins_from_its_inbox(engine: Engin
         [h.tokens for h in hyps] for hyps in static]
 
 
-@pytest.mark.parametrize("urgent", [False, True])
+@pytest.mark.parametrize(("seconds_needed", "urgent"), [(None, False), (50.0, True),
+                                                       (70.0, False)])
 def test_while_requests_contend_a_bulk_requests_live_rows_hold_their_share(
-        engine: Engine, urgent: bool) -> None:
+        engine: Engine, seconds_needed: float | None, urgent: bool) -> None:
     """Beside another request, a bulk request's live rows cost at most
     `live_request_tokens` (the budget would take them all), unless the rate measured says
-    it would then miss its deadline; either way it gets every answer, the static batch's."""
+    it would then miss its deadline and can still make it; either way it gets every
+    answer, the static batch's."""
     bulk_jobs = LONG * 8  # 24 sentences of 14 budget tokens
     static = engine.translate(bulk_jobs, BEAM)
 
@@ -225,8 +227,9 @@ def test_while_requests_contend_a_bulk_requests_live_rows_hold_their_share(
         (other,) = scheduler.submit([longer], BEAM, deadline=later())
         await until_live(scheduler)
         bulk = scheduler.submit(bulk_jobs, BEAM, deadline=later())
-        if urgent:  # measured (once admitted): 1 token a second, 336 cannot make 60 s
-            scheduler._throughput = 1.0  # noqa: SLF001
+        if seconds_needed:  # the rate measured (once admitted): 336 tokens take this long
+            # of the 60 s left; 50 s fits without admission's margin, 70 s not at all
+            scheduler._throughput = 336 / seconds_needed  # noqa: SLF001
             scheduler._measure = lambda cost, seconds: None  # type: ignore[method-assign]
         peak = 0
         while not other.done():
