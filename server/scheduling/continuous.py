@@ -52,6 +52,14 @@ RUN_S = 0.5  # one engine call steps at most this long (then the loop beats and 
 # this long: a one-sentence client's next request arrives a round trip after its answer,
 # and would otherwise find the bulk rows grown back to the whole budget.
 CONTENDED_S = 1.0
+# While rows are live, sentences join once this share of the budget is free: one encoder
+# pass per step over the one or two sentences that just made room took over a third of
+# the engine's time under overload (a pass costs a fixed part whatever its rows, and on a
+# busy 2-core host every small parallel op waits for both threads).
+JOIN_FREE = 0.25
+# ... except a few requests with nothing live (a short request beside bulk work): they
+# join at the next step whatever is free (up to the overshoot)
+NEWCOMERS = 2
 MEASURE_S = 0.5  # throughput is measured over windows at least this long
 # A request with nothing live may join beyond the budget, but only while the live rows
 # cost less than (1 + OVERSHOOT) x the budget: with many one-sentence clients queued, one
@@ -179,6 +187,9 @@ class ContinuousScheduler(Scheduler):
         for item in [*self._tickets.values(), *self._posted]:
             held[item.request] = held.get(item.request, 0) + item.cost
         free = settings.max_batch_tokens - sum(held.values())
+        gated = bool(held) and free < JOIN_FREE * settings.max_batch_tokens
+        if gated and len(self._lanes.keys() - held.keys()) > NEWCOMERS:
+            return []  # overloaded: joiners gather until their encoder pass is worth it
         floor = -OVERSHOOT * settings.max_batch_tokens  # how far `free` may go below 0
         live_modules = frozenset().union(*(i.modules for i in self._tickets.values()),
                                          *(i.modules for i in self._posted))
@@ -190,6 +201,7 @@ class ContinuousScheduler(Scheduler):
         for options in dict.fromkeys(item.options for item in self._queue.values()):
             lanes = [lane for request, lane in self._lanes.items()
                      if lane.options == options
+                     and (request not in held if gated else True)
                      and (free > 0 or request not in held and free > floor)]
             budget = max(free, 1)
             share = settings.max_request_batch_tokens if contended else budget

@@ -139,8 +139,8 @@ def test_the_budget_holds_but_a_new_request_always_gets_a_sentence_in(
 
 
 def test_newcomers_overshoot_the_budget_by_half_at_most(engine: Engine) -> None:
-    """Many one-sentence requests: each may overshoot a full budget, but the live rows
-    never cost more than 1.5x the budget (plus the last newcomer), and all are answered."""
+    """Many one-sentence requests: the live rows never cost more than 1.5x the budget
+    (plus the last newcomer), and all are answered."""
     async def body(scheduler: ContinuousScheduler) -> None:
         peak = 0
 
@@ -155,7 +155,9 @@ def test_newcomers_overshoot_the_budget_by_half_at_most(engine: Engine) -> None:
         requests = [scheduler.submit([LONG[0]], BEAM, deadline=later()) for _ in range(12)]
         await asyncio.gather(*(f for futures in requests for f in futures))
         watcher.cancel()
-        assert 2 * 14 < peak <= 3 * 14 + 14  # over the budget (2 x 14), under 1.5x + one
+        # the budget (2 x 14) fills, never beyond 1.5x + one: many newcomers at once
+        # gather for a larger encoder pass rather than each overshoot it
+        assert 2 * 14 <= peak <= 3 * 14 + 14
 
     run(engine, body, max_batch_tokens=2 * 14, max_request_batch_tokens=2 * 14)
 
