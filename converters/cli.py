@@ -128,7 +128,7 @@ def _importer(sub: Any, name: str, command: Command, help_text: str) -> argparse
 
 
 def language_pair_argument(value: str) -> tuple[str, str]:
-    from server.languages import is_language_code
+    from server.textproc.languages import is_language_code
 
     source, _, target = value.partition("-")
     if not (is_language_code(source) and is_language_code(target)):

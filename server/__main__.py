@@ -42,7 +42,7 @@ def overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(settings: Settings) -> int:
-    listeners.run(settings)  # drains on SIGTERM (server/lifecycle.py)
+    listeners.run(settings)  # drains on SIGTERM (server/operations/lifecycle.py)
     return 0
 
 

@@ -16,7 +16,6 @@ from fastapi import FastAPI
 
 from model_store.notify import change_waiter
 from server.access import AccessGuard
-from server.allocator import keep_freed_memory
 from server.api import ADMIN_ROUTERS, PUBLIC_ROUTERS
 from server.api.body_limit import BodyLimitMiddleware
 from server.api.errors import install_error_handlers
@@ -26,14 +25,15 @@ from server.corrections.desk import CorrectionDesk
 from server.documents.jobs import DocumentJobs, job_root
 from server.documents.service import DocumentService
 from server.engine import host_paths
-from server.languages import LanguageDetectors
-from server.lifecycle import DrainMiddleware, Lifecycle
-from server.metrics import Metrics
-from server.placement import pin_this_thread, plan_placement, this_threads_cpus
-from server.priorities import lower_own_priority
+from server.execution.allocator import keep_freed_memory
+from server.execution.placement import pin_this_thread, plan_placement, this_threads_cpus
+from server.execution.priorities import lower_own_priority
+from server.operations.lifecycle import DrainMiddleware, Lifecycle
+from server.operations.metrics import Metrics
+from server.operations.replica import ReplicaHeaderMiddleware
+from server.operations.watchdog import Watchdog
 from server.quality.estimators import BUILTIN_QUALITY_DIR, QUALITY_DIR, EstimatorBook
 from server.quality.review import QualityReview
-from server.replica import ReplicaHeaderMiddleware
 from server.scheduling.scheduler import EngineThread
 from server.serving.directions import (
     Directions,
@@ -43,7 +43,7 @@ from server.serving.directions import (
 )
 from server.serving.watch import watch_registry
 from server.settings import Settings
-from server.watchdog import Watchdog
+from server.textproc.languages import LanguageDetectors
 from server.web import install_web
 
 DESCRIPTION = """One frozen Transformer backbone shared by hot-swappable domain modules.

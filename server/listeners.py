@@ -1,7 +1,7 @@
 """The server's listeners: the main port, and optionally a separate admin port
 (`NMT_ADMIN_PORT`, like TorchServe's management API) that alone serves /admin.
 
-Without an admin port this is `server.lifecycle.serve` (uvicorn, draining on SIGTERM).
+Without an admin port this is `server.operations.lifecycle.serve` (uvicorn, draining on SIGTERM).
 With one, both are uvicorn servers in one event loop over one application state: the admin
 listener starts once the main app's lifespan has built that state. A SIGTERM reaches the
 admin listener first (the last to install signal handlers), which stops and passes the
@@ -18,7 +18,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from server.app import create_admin_app, create_app
-from server.lifecycle import AFTER_DRAIN_S, DrainingServer, Lifecycle, serve
+from server.operations.lifecycle import AFTER_DRAIN_S, DrainingServer, Lifecycle, serve
 from server.settings import Settings
 
 

@@ -82,7 +82,7 @@ class EngineSettings(BaseModel):
     front_niceness: int = Field(
         10, ge=0, le=19,
         description="Linux: how many nice levels below the engine thread the event loop "
-                    "and every thread it starts run (server/priorities.py), so that a "
+                    "and every thread it starts run (server/execution/priorities.py), so that a "
                     "flood of requests takes CPU time from itself rather than from the "
                     "translations in progress (at 0 the adversarial mix took a polite "
                     "client's median to 4.68x quiet, against 2.03x at 10); 0 = one "
@@ -93,7 +93,7 @@ class EngineSettings(BaseModel):
                     "(the event loop, its threads, the text worker process) and the "
                     "others for the engine thread and its OpenMP team, with one OpenMP "
                     "thread per engine CPU unless OMP_NUM_THREADS is set "
-                    "(server/placement.py). The engine then decodes undisturbed by "
+                    "(server/execution/placement.py). The engine then decodes undisturbed by "
                     "requests, on one core less: on a 2-core host served/offline read "
                     "0.97x against 0.92x-0.95x shared (full runs), at ~25% fewer "
                     "tokens/s. 0 = the engine and the front share every CPU; ignored "
@@ -102,7 +102,8 @@ class EngineSettings(BaseModel):
         True, description="glibc: raise malloc's mmap and trim thresholds at start, so "
                           "that the tensors each decoding step frees are reused by the next "
                           "instead of being returned to the kernel and faulted in again "
-                          "(server/allocator.py: the engine's kernel time at saturation fell "
+                          "(server/execution/allocator.py: the engine's kernel time at "
+                          "saturation fell "
                           "by about two thirds); the process then keeps about its peak "
                           "memory")
 

@@ -1,8 +1,8 @@
 """Statistics and written results of the serving benchmark.
 
 Throughput counts what the server answered successfully: sentences (the server's own
-splitting rule, server/text.py) and target tokens (the backbone's target tokenizer over
-each translation), per second of the level's wall time. Latencies are those of successful
+splitting rule, server/textproc/sentences.py) and target tokens (the backbone's target
+tokenizer over each translation), per second of the level's wall time. Latencies are those of successful
 requests; failures are counted by error code.
 
 Steady state: a level's wall time includes its ramp-up (the first batch forms while the
@@ -38,7 +38,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks.provenance import stamped
 from benchmarks.speed.loadgen import LevelRun, LoadRequest
-from server.text import sentences, split_text
+from server.textproc.sentences import sentences, split_text
 
 TokenCounter = Callable[[str], int]
 SERVED_OVER_OFFLINE_TARGET = 0.95  # issue #23 (0.8 before it)

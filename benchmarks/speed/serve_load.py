@@ -22,7 +22,7 @@
    noisy host.
 
 `--front-cpus N` serves with the server's CPU placement (`NMT_ENGINE__FRONT_CPUS`,
-server/placement.py): the load generator then runs on the front's CPUs, and the offline
+server/execution/placement.py): the load generator then runs on the front's CPUs, and the offline
 engine on the engine's, with as many threads as the server's engine.
 
 Writes results/serve_load.json, .meta.json and .md (`--front-cpus N`:
@@ -87,9 +87,9 @@ from benchmarks.speed.store import (
     seed_tiny_store,
     target_tokenizer,
 )
-from server.allocator import keep_freed_memory
 from server.engine.engine import Engine, EngineOptions
-from server.placement import Placement, pin_this_thread, plan_placement, this_threads_cpus
+from server.execution.allocator import keep_freed_memory
+from server.execution.placement import Placement, pin_this_thread, plan_placement, this_threads_cpus
 from server.serving.runtime import engine_options
 from server.settings import DecodingSettings, EngineSettings, SchedulerSettings
 
@@ -339,7 +339,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--levels", help="comma-separated client counts (overrides the plan)")
     parser.add_argument("--beam-size", type=int, default=ServeConfig().beam_size)
     parser.add_argument("--front-cpus", type=int, default=0,
-                        help="serve with NMT_ENGINE__FRONT_CPUS=N (server/placement.py)")
+                        help="serve with NMT_ENGINE__FRONT_CPUS=N (server/execution/placement.py)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--continuous", action="store_true",
                         help="serve with continuous batching (writes serve_load-continuous.*)")

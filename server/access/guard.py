@@ -17,8 +17,8 @@ from model_store import Registry
 from model_store.api_keys import ApiKeyRecord
 from server.access.keys import hash_key
 from server.access.limiter import RateLimiter
-from server.errors import Forbidden, RateLimited, TooLarge, Unauthorized
-from server.metrics import Metrics
+from server.operations.metrics import Metrics
+from server.serving.errors import Forbidden, RateLimited, TooLarge, Unauthorized
 from server.settings import AccessSettings
 
 

@@ -16,11 +16,11 @@ from fastapi import Depends, Query, Request
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from server.access import AccessGuard
-from server.errors import Forbidden, NotFound, Unauthorized
-from server.glossaries import GlossaryBook
-from server.metrics import Metrics
+from server.operations.metrics import Metrics
 from server.serving.admin import DomainAdmin
 from server.serving.directions import Direction, Directions
+from server.serving.errors import Forbidden, NotFound, Unauthorized
+from server.serving.glossaries import GlossaryBook
 from server.serving.residency import BackboneResidency
 from server.serving.runtime import Runtime
 from server.serving.translation import Translator

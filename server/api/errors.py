@@ -14,10 +14,10 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from model_store import ArtifactError, ConflictError, InflationError, NotFoundError, StoreError
-from server import errors
 from server.api.schemas import DecodingOptions
-from server.metrics import Metrics
-from server.replica import REPLICA_HEADER, replica_name
+from server.operations.metrics import Metrics
+from server.operations.replica import REPLICA_HEADER, replica_name
+from server.serving import errors
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from server.metrics import Metrics
+from server.operations.metrics import Metrics
 
 
 class MetricsMiddleware:

@@ -28,9 +28,9 @@ from server.documents.service import (
     TranslatedDocument,
     routing_summary,
 )
-from server.errors import InvalidInput
-from server.languages import Detection
 from server.routing.policy import DomainSpec, RoutingDecision
+from server.serving.errors import InvalidInput
+from server.textproc.languages import Detection
 
 router = APIRouter(tags=["documents"])
 FIELDS = ("domain", "glossary_id", "source", "target", "overwrite")

@@ -8,10 +8,10 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from server.api.deps import MetricsDep, RuntimeDep
 from server.api.schemas import ErrorResponse, LiveResponse, ReadyResponse
-from server.lifecycle import Lifecycle
-from server.replica import replica_name
+from server.operations.lifecycle import Lifecycle
+from server.operations.replica import replica_name
+from server.operations.watchdog import Watchdog
 from server.serving.directions import Directions
-from server.watchdog import Watchdog
 
 router = APIRouter(tags=["health"])
 
@@ -21,7 +21,7 @@ router = APIRouter(tags=["health"])
                              "description": "the scheduler or the engine is dead or stuck"}})
 async def live(request: Request) -> LiveResponse | JSONResponse:
     """The event loop answers, the scheduler's batching loop runs and beats, and no engine
-    call has been stuck past `NMT_LIVENESS_STALL_S` (server/watchdog.py)."""
+    call has been stuck past `NMT_LIVENESS_STALL_S` (server/operations/watchdog.py)."""
     watchdog: Watchdog | None = getattr(request.app.state, "watchdog", None)
     problems = watchdog.problems() if watchdog is not None else []
     if problems:

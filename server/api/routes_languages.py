@@ -6,8 +6,8 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from server.api.deps import DirectionsDep
-from server.errors import NotReady
-from server.languages import language_name
+from server.serving.errors import NotReady
+from server.textproc.languages import language_name
 
 router = APIRouter(tags=["translation"])
 

@@ -35,12 +35,12 @@ from server.api.schemas import (
     TranslateRequest,
     TranslateResponse,
 )
-from server.errors import NotReady
-from server.glossaries import GlossaryChoice
-from server.languages import Detection
 from server.quality.policy import QualityRequest
 from server.routing.policy import RoutingDecision
+from server.serving.errors import NotReady
+from server.serving.glossaries import GlossaryChoice
 from server.serving.translation import DecodingRequest, Item, ItemResult, Translator
+from server.textproc.languages import Detection
 
 T = TypeVar("T")
 router = APIRouter(tags=["translation"])

@@ -20,10 +20,10 @@ from model_store.correction_rows import CorrectionRecord, NewCorrection
 from server.access import KeyIdentity
 from server.corrections.plausibility import implausible, normalised
 from server.corrections.settings import CorrectionSettings
-from server.errors import Forbidden, InvalidInput, NotReady, UnknownDomain
-from server.languages import LanguageDetectors, LanguagePair, language_pair
 from server.routing.policy import GENERIC, RoutingPolicy
+from server.serving.errors import Forbidden, InvalidInput, NotReady, UnknownDomain
 from server.serving.runtime import Runtime
+from server.textproc.languages import LanguageDetectors, LanguagePair, language_pair
 
 MAX_DIRECTION = 16
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import unicodedata
 
 from server.corrections.settings import CorrectionSettings
-from server.languages import LanguageDetector, LanguagePair
+from server.textproc.languages import LanguageDetector, LanguagePair
 
 
 def normalised(text: str) -> str:

@@ -21,11 +21,11 @@ from typing import Any
 
 from server.documents.formats.base import Segment
 from server.documents.service import DocumentOptions, DocumentService, OpenedDocument
-from server.errors import InvalidInput, NotReady
-from server.languages import Detection, language_pair
 from server.routing.policy import DomainSpec
 from server.serving.directions import AUTO, Direction
+from server.serving.errors import InvalidInput, NotReady
 from server.textproc.document import build_document
+from server.textproc.languages import Detection, language_pair
 
 DETECT_CHARS = 20_000  # of the document's text read by language detection, spread evenly
 UNDETERMINED = "und"  # ISO 639-2 "undetermined": a backbone that does not name its languages

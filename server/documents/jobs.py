@@ -40,9 +40,9 @@ from server.documents.service import (
     OpenedDocument,
     routing_summary,
 )
-from server.errors import Conflict, NotFound, ServingError
-from server.languages import Detection
-from server.replica import replica_name
+from server.operations.replica import replica_name
+from server.serving.errors import Conflict, NotFound, ServingError
+from server.textproc.languages import Detection
 
 log = logging.getLogger(__name__)
 JobState = Literal["queued", "running", "done", "failed"]

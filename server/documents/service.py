@@ -38,7 +38,9 @@ from server.documents.formats.base import (
     UnsupportedFormat,
 )
 from server.documents.quality_report import UnitQuality, merged, summary
-from server.errors import (
+from server.routing.policy import AUTO, DomainSpec, RoutingDecision
+from server.serving.directions import Directions
+from server.serving.errors import (
     Busy,
     DeadlineExceeded,
     InvalidInput,
@@ -47,13 +49,11 @@ from server.errors import (
     UnsupportedLanguage,
     UnsupportedMediaType,
 )
-from server.glossaries import GlossaryChoice
-from server.routing.policy import AUTO, DomainSpec, RoutingDecision
-from server.serving.directions import Directions
+from server.serving.glossaries import GlossaryChoice
 from server.serving.translation import DecodingRequest, Item, ItemResult, Translator
 from server.settings import DocumentSettings
-from server.text import split_text
 from server.textproc.document import build_document
+from server.textproc.sentences import split_text
 
 log = logging.getLogger(__name__)
 ROUTING_SAMPLE = 2000  # segments whose posteriors are averaged at most (spread evenly)

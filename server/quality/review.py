@@ -25,8 +25,7 @@ from dataclasses import dataclass, field, replace
 from model_store import Manifest
 from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.engine import Engine, Member, SentenceJob
-from server.languages import LanguageDetectors, language_pair
-from server.metrics import Metrics
+from server.operations.metrics import Metrics
 from server.quality.batching import ScoringBatcher
 from server.quality.detectors import Issue, ReadsAsSource, detect, needs_coverage
 from server.quality.estimator import Estimator
@@ -35,6 +34,7 @@ from server.quality.features import PASS_FEATURES, Candidate, features
 from server.quality.signals import Signals
 from server.scheduling.scheduler import EngineThread
 from server.settings import QualitySettings
+from server.textproc.languages import LanguageDetectors, language_pair
 
 RunJobs = Callable[[list[SentenceJob], SearchOptions], Awaitable[list[list[Hypothesis]]]]
 

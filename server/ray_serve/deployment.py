@@ -42,8 +42,8 @@ class TranslationReplica:
     async def check_health(self) -> None:
         """Serve restarts a replica whose check raises: only one that can serve nothing
         (its batch loop died or is silent, or an engine call is stuck: the liveness
-        watchdog, server/watchdog.py). A missing module or backbone is a readiness problem
-        that a restart does not fix: /health/ready reports it."""
+        watchdog, server/operations/watchdog.py). A missing module or backbone is a
+        readiness problem that a restart does not fix: /health/ready reports it."""
         watchdog = getattr(self.served.state, "watchdog", None) if self.served else None
         problems = watchdog.problems() if watchdog is not None else []
         if problems:

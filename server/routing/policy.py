@@ -35,8 +35,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from server.errors import InvalidInput, UnknownDomain
 from server.routing.classifier import Classifier
+from server.serving.errors import InvalidInput, UnknownDomain
 from server.settings import RoutingSettings
 
 Mode = Literal["explicit", "classifier", "ensemble", "generic", "mixture"]

@@ -34,8 +34,7 @@ from collections.abc import Sequence
 from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.engine import SentenceJob
 from server.engine.live_batches import LiveBatches, LiveInbox, StepReport
-from server.errors import DeadlineExceeded
-from server.metrics import Metrics
+from server.operations.metrics import Metrics
 from server.scheduling.batching import BatchLimits, Pending, form_batch
 from server.scheduling.scheduler import (
     ADMISSION_MARGIN,
@@ -44,6 +43,7 @@ from server.scheduling.scheduler import (
     Residency,
     Scheduler,
 )
+from server.serving.errors import DeadlineExceeded
 from server.settings import SchedulerSettings
 
 log = logging.getLogger(__name__)

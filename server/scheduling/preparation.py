@@ -21,7 +21,7 @@ between texts.
 
 Large requests hand their Python-heavy text work (splitting and masking, `apart`) to a
 worker process, which has a GIL of its own and the serving threads' lower CPU priority
-(server/priorities.py). In the server's process that work held the GIL half of the time
+(server/execution/priorities.py). In the server's process that work held the GIL half of the time
 beside a flood of large texts; at a low priority it held it while it waited for a core,
 and the engine thread waited with it. The worker starts in the background when the
 server starts (`start_worker`): started at the first large request instead, it made that
@@ -42,8 +42,8 @@ from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import TypeVar
 
-from server.errors import Busy, DeadlineExceeded
-from server.priorities import lower_process_to, own_niceness
+from server.execution.priorities import lower_process_to, own_niceness
+from server.serving.errors import Busy, DeadlineExceeded
 
 T = TypeVar("T")
 SMALL_CHARS = 2_000  # about a millisecond of preparation

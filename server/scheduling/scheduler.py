@@ -42,9 +42,8 @@ from typing import Protocol, TypeVar
 
 from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.engine import SentenceJob
-from server.errors import Busy, DeadlineExceeded, NotReady
-from server.metrics import Metrics
-from server.placement import place_engine_thread
+from server.execution.placement import place_engine_thread
+from server.operations.metrics import Metrics
 from server.scheduling.batching import (
     BatchLimits,
     Lane,
@@ -53,6 +52,7 @@ from server.scheduling.batching import (
     job_cost,
     length_spread,
 )
+from server.serving.errors import Busy, DeadlineExceeded, NotReady
 from server.settings import SchedulerSettings
 
 BatchRunner = Callable[[Sequence[SentenceJob], SearchOptions], list[list[Hypothesis]]]
@@ -88,10 +88,10 @@ class EngineThread:
 
     def __init__(self, cpus: frozenset[int] | None = None) -> None:
         """`cpus`: the CPUs the engine thread and its OpenMP team keep to (placed before
-        the team exists, server/placement.py); None: any the process may use."""
+        the team exists, server/execution/placement.py); None: any the process may use."""
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nmt-engine")
         # started now, so that it gets its creator's CPU priority before the serving
-        # threads are lowered (server/priorities.py)
+        # threads are lowered (server/execution/priorities.py)
         self._executor.submit(place_engine_thread, cpus).result()
         self._busy_since: float | None = None  # monotonic start of the call running now
         self._closed = False
@@ -165,7 +165,7 @@ class Scheduler:
 
     def _on_loop_end(self, task: asyncio.Task[None]) -> None:
         """The batching loop ended on its own (a bug): fail what waits at once (503) rather
-        than at its deadline; liveness reports it (see server/watchdog.py)."""
+        than at its deadline; liveness reports it (see server/operations/watchdog.py)."""
         if task.cancelled():
             return
         error = task.exception()

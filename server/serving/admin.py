@@ -22,7 +22,7 @@ from model_store import LocalStorage, Manifest, Store, unpack_artifact, verify_a
 from server.engine.artifacts import module_params
 from server.engine.families import get_family
 from server.engine.residency import check_params
-from server.errors import InvalidArtifact, InvalidInput, NotFound, NotReady
+from server.serving.errors import InvalidArtifact, InvalidInput, NotFound, NotReady
 from server.serving.runtime import Runtime
 from server.serving.state import DomainEntry
 

@@ -23,26 +23,26 @@ from functools import partial
 
 from model_store import Store
 from server.engine.live_batches import LiveBatches
-from server.errors import NotReady, UnsupportedLanguage
-from server.glossaries import GlossaryBook
-from server.languages import (
-    Detection,
-    LanguageDetectors,
-    LanguagePair,
-    language_pair,
-    pair_of_name,
-)
-from server.metrics import Metrics
+from server.operations.metrics import Metrics
 from server.quality.review import QualityReview
 from server.routing.policy import RoutingPolicy
 from server.scheduling.continuous import ContinuousScheduler
 from server.scheduling.preparation import PreparationGate
 from server.scheduling.scheduler import EngineThread, Scheduler
 from server.serving.admin import DomainAdmin
+from server.serving.errors import NotReady, UnsupportedLanguage
+from server.serving.glossaries import GlossaryBook
 from server.serving.residency import BackboneResidency, ResidentTranslator
 from server.serving.runtime import Runtime
 from server.serving.translation import Translator
 from server.settings import Settings
+from server.textproc.languages import (
+    Detection,
+    LanguageDetectors,
+    LanguagePair,
+    language_pair,
+    pair_of_name,
+)
 
 AUTO = "auto"
 # Detection over every language py3langid knows decides alone only when at least this

@@ -29,10 +29,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from server.errors import NotReady
-from server.metrics import Metrics
+from server.operations.metrics import Metrics
 from server.scheduling.continuous import ContinuousScheduler
 from server.scheduling.scheduler import Scheduler
+from server.serving.errors import NotReady
 from server.serving.runtime import Runtime
 from server.serving.translation import ItemResult, Translator
 

@@ -4,8 +4,8 @@
 2. under the deadline and the preparation stage's character budget
    (server/scheduling/preparation.py: 429 beyond it; a small request on the event loop,
    a large one on a preparation thread): route every text (policy +
-   classifier), split it into sentences (server/text.py; a large request's texts in the
-   preparation worker process) and tokenize them, within the caps on sentences and
+   classifier), split it into sentences (server/textproc/sentences.py; a large request's
+   texts in the preparation worker process) and tokenize them, within the caps on sentences and
    source tokens per request (413);
 3. hold the routed module versions (runtime) so they stay loaded until the request ends;
 4. submit every sentence to the scheduler and await them under the request's deadline;
@@ -29,15 +29,15 @@ from typing import Any, TypeVar
 from contract.families import mixture_families
 from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.engine import Engine, Member, SentenceJob
-from server.errors import DeadlineExceeded, InvalidInput, NotReady, TooLarge
-from server.glossaries import GlossaryBook, GlossaryChoice
-from server.metrics import Metrics
+from server.operations.metrics import Metrics
 from server.quality import casing, policy
 from server.quality.policy import QualityRequest, SentenceResult
 from server.quality.review import Assessment, QualityReview
 from server.routing.policy import DomainSpec, RoutingDecision, RoutingPolicy
 from server.scheduling.preparation import PreparationGate, check_deadline
 from server.scheduling.scheduler import Scheduler
+from server.serving.errors import DeadlineExceeded, InvalidInput, NotReady, TooLarge
+from server.serving.glossaries import GlossaryBook, GlossaryChoice
 from server.serving.runtime import Runtime
 from server.serving.state import ServingState
 from server.settings import DecodingSettings, LimitSettings

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from server.text import split_text
+from server.textproc.sentences import split_text
 
 OPAQUE = "\ue000"  # stands for a non-text part while sentences are split
 _AS_SPACE = str.maketrans({"\n": " ", "\r": " ", "\u2028": " ", "\u2029": " "})
@@ -76,7 +76,7 @@ def split_sentences(parts: Sequence[Part], *,
                     lines: bool = True) -> list[str | list[Part]]:
     """Sentences (lists of parts) and verbatim layout between them (strings), in order.
 
-    The sentence rule of server/text.py runs on a probe string in which every non-text
+    The sentence rule of server/textproc/sentences.py runs on a probe string in which every non-text
     part is one opaque character, so its offsets map back onto the parts. `lines=False`
     (HTML, where a line break is only whitespace): line breaks do not end sentences
     (masking folds them into spaces)."""

@@ -39,7 +39,7 @@ from benchmarks.speed.server import ServerFailed, live_server
 from benchmarks.speed.store import TINY_DOMAINS, StoreSpec, seed_tiny_store
 from server.decoding.search import SearchOptions
 from server.engine.engine import Member, SentenceJob
-from server.metrics import Metrics
+from server.operations.metrics import Metrics
 from server.scheduling.batching import length_spread
 
 SETS = {

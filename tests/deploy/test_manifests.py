@@ -193,7 +193,8 @@ def test_postgres_statefulset_sits_behind_its_headless_service() -> None:
 
 def test_server_termination_covers_the_prestop_sleep_and_the_drain() -> None:
     """SIGTERM comes after the preStop sleep; the server then drains for up to
-    NMT_SHUTDOWN_DRAIN_S (server/lifecycle.py); Kubernetes kills it at the grace period."""
+    NMT_SHUTDOWN_DRAIN_S (server/operations/lifecycle.py); Kubernetes kills it at the grace
+    period."""
     from server.settings import Settings
 
     server = _container("nmt-server")

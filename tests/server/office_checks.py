@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 from lxml import etree
 
 from server.documents.formats.base import Segment
-from server.languages import LanguageDetector
+from server.textproc.languages import LanguageDetector
 
 # Parts no reader of the document sees as text: package metadata (author, generator),
 # settings, and the prompts of slide layouts and masters ("Click to edit Master title"; an

@@ -1,4 +1,4 @@
-"""server/allocator.py: the blocks a decoding step frees serve the next step instead of
+"""server/execution/allocator.py: the blocks a decoding step frees serve the next step instead of
 being returned to the kernel and faulted in again.
 
 The allocator check runs in processes of their own: the setting is process-wide, and page
@@ -53,7 +53,7 @@ def page_faults(setup: str) -> int:
 @glibc_only
 def test_freed_blocks_are_reused_instead_of_faulted_in_again() -> None:
     plain = page_faults("")
-    kept = page_faults("from server.allocator import keep_freed_memory\n"
+    kept = page_faults("from server.execution.allocator import keep_freed_memory\n"
                        "assert keep_freed_memory()\n")
     assert kept * 4 < plain, (kept, plain)  # measured: 0 against 156,189
 

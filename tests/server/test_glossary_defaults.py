@@ -6,7 +6,7 @@ import asyncio
 from pathlib import Path
 
 from model_store import Registry
-from server.glossaries import GlossaryBook
+from server.serving.glossaries import GlossaryBook
 from server.settings import LimitSettings
 
 

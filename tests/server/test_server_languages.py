@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from model_store import Manifest
-from server.languages import LanguageDetector, LanguagePair, language_name, language_pair
+from server.textproc.languages import LanguageDetector, LanguagePair, language_name, language_pair
 
 
 def backbone(name: str, provenance: dict[str, Any] | None = None) -> Manifest:

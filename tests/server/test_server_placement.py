@@ -15,7 +15,7 @@ from conftest import build_store, make_settings, where_things_run
 from fastapi.testclient import TestClient
 
 from server.app import create_app
-from server.placement import plan_placement, this_threads_cpus
+from server.execution.placement import plan_placement, this_threads_cpus
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="CPU masks of single threads are Linux's")
@@ -51,7 +51,7 @@ def test_the_last_cpus_go_to_the_front(cpus: list[int]) -> None:
 @linux_only
 def test_a_split_that_leaves_the_engine_nothing_is_ignored_and_said(
         cpus: list[int], caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="server.placement"):
+    with caplog.at_level(logging.WARNING, logger="server.execution.placement"):
         assert plan_placement(len(cpus)) is None
     assert f"front_cpus={len(cpus)} ignored" in caplog.text
 

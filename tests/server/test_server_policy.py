@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from server.errors import InvalidInput, UnknownDomain
 from server.routing.policy import RoutingPolicy
+from server.serving.errors import InvalidInput, UnknownDomain
 from server.settings import RoutingSettings
 
 DOMAINS = {"medical": 3, "law": 1, "it": 2}

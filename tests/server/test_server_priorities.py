@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 from pydantic import ValidationError
 
 from server.app import create_app
-from server.priorities import MAX_NICE, lower_own_priority, own_niceness
+from server.execution.priorities import MAX_NICE, lower_own_priority, own_niceness
 from server.settings import EngineSettings
 
 T = TypeVar("T")

@@ -13,10 +13,10 @@ import pytest
 
 from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.engine import Member, SentenceJob
-from server.errors import Busy, DeadlineExceeded
-from server.metrics import Metrics
+from server.operations.metrics import Metrics
 from server.scheduling.batching import job_cost
 from server.scheduling.scheduler import EngineThread, Scheduler
+from server.serving.errors import Busy, DeadlineExceeded
 from server.settings import SchedulerSettings
 
 T = TypeVar("T")

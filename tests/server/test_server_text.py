@@ -1,11 +1,11 @@
-"""Sentence splitting and rejoining (server/text.py), table-driven."""
+"""Sentence splitting and rejoining (server/textproc/sentences.py), table-driven."""
 
 from __future__ import annotations
 
 import pytest
 
 from server.routing.features import classifier_text
-from server.text import Piece, join_pieces, sentences, split_text
+from server.textproc.sentences import Piece, join_pieces, sentences, split_text
 
 SPLITS = [
     ("", []),

@@ -1,7 +1,7 @@
 """The splitter on adversarial shapes: same pieces as the old regex splitter (the oracle in
 text_reference.py) on any text Hypothesis builds, and work that grows linearly with the
-input, counted as operations (never wall time): executed lines of server/text.py plus the
-characters its patterns scan."""
+input, counted as operations (never wall time): executed lines of server/textproc/sentences.py
+plus the characters its patterns scan."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import server.text
-from server.text import join_pieces, sentences, split_text
+import server.textproc.sentences
+from server.textproc.sentences import join_pieces, sentences, split_text
 from tests.server import text_reference
 
 # Characters that matter to the rule, plus letters of several scripts and odd whitespace.
@@ -78,13 +78,13 @@ class CountingPattern:
 
 
 def count_operations(function: Callable[[], Any], monkeypatch: pytest.MonkeyPatch) -> int:
-    """Lines of server/text.py executed while `function` runs, plus the characters its
+    """Lines of server/textproc/sentences.py executed while `function` runs, plus the characters its
     patterns scan (an operation count that covers the regex engine's work too)."""
     counter = [0]
     for name in ("_TERMINALS", "_CLOSERS", "_SPACE", "_LINE_BREAK"):
-        monkeypatch.setattr(server.text, name,
-                            CountingPattern(getattr(server.text, name), counter))
-    target = server.text.__file__
+        monkeypatch.setattr(server.textproc.sentences, name,
+                            CountingPattern(getattr(server.textproc.sentences, name), counter))
+    target = server.textproc.sentences.__file__
 
     def tracer(frame: FrameType, event: str, _arg: object) -> Any:
         if frame.f_code.co_filename != target:

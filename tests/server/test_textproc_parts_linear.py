@@ -11,11 +11,11 @@ from collections.abc import Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from server.text import split_text
 from server.textproc import masking
 from server.textproc import parts as parts_module
 from server.textproc.document import build_document
 from server.textproc.parts import OPAQUE, Close, Keep, Open, Part, Term, Text, merged, raw_of
+from server.textproc.sentences import split_text
 
 
 def old_split_sentences(parts: Sequence[Part]) -> list[str | list[Part]]:

@@ -1,7 +1,7 @@
 """The pre-hardening sentence splitter, kept verbatim as the oracle of the linear one.
 
 It is quadratic (and worse) on adversarial input: the tests only feed it short texts.
-Same rule as server/text.py; `split_text` here must agree with it piece for piece.
+Same rule as server/textproc/sentences.py; `split_text` here must agree with it piece for piece.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from server.text import ABBREVIATIONS, Piece
+from server.textproc.sentences import ABBREVIATIONS, Piece
 
 # Sentence end candidate: terminal punctuation, closers, then whitespace, then an opener.
 _BOUNDARY = re.compile(r"""[.!?…]+["'”’»)\]]*(?P<space>[ \t\f\v\u00a0]+)(?=["'“‘«(\[]?[\w])""")

@@ -20,10 +20,10 @@ from contract.tsv import pairs_from_bytes
 from model_store import Store
 from model_store.correction_rows import CorrectionFilter
 from server.engine.artifacts import module_params
-from server.errors import InvalidInput
 from server.quality.estimator import Estimator
 from server.quality.estimators import estimator_path, write_estimator
 from server.quality.features import FEATURES
+from server.serving.errors import InvalidInput
 from server.serving.refresh_jobs import due_refreshes, submit_refresh
 from tests.trainer.helpers import (
     BACKBONE,

@@ -409,7 +409,7 @@ def _backbone_provenance(progress: dict[str, Any]) -> dict[str, Any]:
             "train_seconds": round(progress["elapsed_s"], 1),
             # where the training batches stopped: a warm start reads on from there
             "epoch": progress["epoch"], "batch_in_epoch": progress["batch_in_epoch"],
-            # what the LibreTranslate API lists (server/languages.py)
+            # what the LibreTranslate API lists (server/textproc/languages.py)
             "languages": {"source": "en", "target": "fr"}}
 
 

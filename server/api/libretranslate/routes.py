@@ -31,16 +31,16 @@ from server.api.libretranslate.requests import (
 )
 from server.api.routes_translate import to_response, until_disconnected
 from server.documents.formats import supported_extensions
-from server.languages import (
+from server.serving.directions import Directions
+from server.serving.runtime import Runtime
+from server.serving.translation import DecodingRequest, Item, ItemResult, Translator
+from server.textproc.languages import (
     Detection,
     LanguageDetectors,
     LanguagePair,
     language_name,
     language_pair,
 )
-from server.serving.directions import Directions
-from server.serving.runtime import Runtime
-from server.serving.translation import DecodingRequest, Item, ItemResult, Translator
 
 router = APIRouter(prefix="/libretranslate", tags=["libretranslate"],
                    route_class=LibreTranslateRoute)

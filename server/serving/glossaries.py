@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from model_store import ConflictError, GlossaryRecord, Registry
-from server.errors import Conflict, InvalidInput, NotFound
+from server.serving.errors import Conflict, InvalidInput, NotFound
 from server.settings import LimitSettings
 from server.textproc.glossary import Glossary, build_glossary
 
