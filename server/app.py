@@ -9,7 +9,6 @@ import asyncio
 import contextlib
 import logging
 import re
-import sys
 from collections.abc import AsyncIterator
 
 from fastapi import FastAPI
@@ -25,16 +24,13 @@ from server.corrections.desk import CorrectionDesk
 from server.documents.jobs import DocumentJobs, job_root
 from server.documents.service import DocumentService
 from server.engine import host_paths
-from server.execution.allocator import keep_freed_memory
-from server.execution.placement import pin_this_thread, plan_placement, this_threads_cpus
-from server.execution.priorities import lower_own_priority
+from server.execution.layout import ExecutionLayout
 from server.operations.lifecycle import DrainMiddleware, Lifecycle
 from server.operations.metrics import Metrics
 from server.operations.replica import ReplicaHeaderMiddleware
 from server.operations.watchdog import Watchdog
 from server.quality.estimators import BUILTIN_QUALITY_DIR, QUALITY_DIR, EstimatorBook
 from server.quality.review import QualityReview
-from server.scheduling.scheduler import EngineThread
 from server.serving.directions import (
     Directions,
     open_direction,
@@ -62,21 +58,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         log.info("engine CPU path: %s", cpu_path.describe())
         metrics.cpu_path.labels(path=cpu_path.path,
                                 quantized_engine=cpu_path.quantized_engine).set(1)
-    if settings.engine.keep_freed_memory:  # before the engine allocates anything
-        keep_freed_memory()
-    # the engine thread re-takes the GIL after every torch op: keep its wait short while
-    # the event loop is busy (EngineSettings.gil_switch_interval_ms says what it costs)
-    switch_interval = sys.getswitchinterval()
-    sys.setswitchinterval(settings.engine.gil_switch_interval_ms / 1000)
-    placement = plan_placement(settings.engine.front_cpus)
-    engine_thread = EngineThread(cpus=placement.engine if placement else None)
-    # below the engine from here on: this thread (the event loop) and every thread it
-    # starts later; the engine thread, started above, and its OpenMP team keep the
-    # process's priority (and, with front_cpus, CPUs of their own)
-    lower_own_priority(settings.engine.front_niceness)
-    loop_cpus = this_threads_cpus() if placement is not None else None
-    if placement is not None:
-        pin_this_thread(placement.front)
+    # which thread runs what, on which CPUs, at which priority (server/execution/)
+    layout = ExecutionLayout.start(settings.execution)
+    engine_thread = layout.engine_thread
     store = await asyncio.to_thread(settings.open_store)
     backbones = await asyncio.to_thread(served_backbones, store, settings.backbone,
                                         every=settings.all_backbones)
@@ -143,11 +127,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         for direction in opened:
             await direction.scheduler.stop()
         app.state.translator.preparation.close()
-        await asyncio.to_thread(engine_thread.shutdown)
+        await layout.stop()
         store.close()
-        sys.setswitchinterval(switch_interval)
-        if loop_cpus is not None:  # the thread may outlive the app (tests, embedding)
-            pin_this_thread(loop_cpus)
 
 
 UPLOAD_PATH = re.compile(

@@ -10,13 +10,14 @@ docs/API.md lists every setting.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from launch.settings import ProcessSettings
 from server.corrections.settings import CorrectionSettings
+from server.execution.settings import ExecutionSettings, moved_from_engine
 from server.serving.direction_settings import DirectionSettings
 
 # Hard bounds of the request schemas (server/api/schemas.py): the limits below may be set
@@ -70,42 +71,6 @@ class EngineSettings(BaseModel):
     host_capacity: int = Field(
         64, ge=1, description="modules kept in host memory (LRU); evicted ones reload from "
                               "the store on demand")
-    gil_switch_interval_ms: float = Field(
-        0.1, ge=0.05, le=100,
-        description="Python's thread switch interval (sys.setswitchinterval) while the "
-                    "server runs. The engine thread gives up the GIL inside every torch "
-                    "op; when the event loop is busy (a flood of requests), each op then "
-                    "waits up to this long to get it back. Python's 5 ms default made "
-                    "decoding 4-30x slower beside a busy thread, 0.5 ms 1.6x; at "
-                    "saturation a batch took 5-7% longer than in the idle server at "
-                    "0.5 ms, 2% at 0.1 ms")
-    front_niceness: int = Field(
-        10, ge=0, le=19,
-        description="Linux: how many nice levels below the engine thread the event loop "
-                    "and every thread it starts run (server/execution/priorities.py), so that a "
-                    "flood of requests takes CPU time from itself rather than from the "
-                    "translations in progress (at 0 the adversarial mix took a polite "
-                    "client's median to 4.68x quiet, against 2.03x at 10); 0 = one "
-                    "priority for all")
-    front_cpus: int = Field(
-        0, ge=0,
-        description="Linux: keep the last N CPUs the process may use for the HTTP front "
-                    "(the event loop, its threads, the text worker process) and the "
-                    "others for the engine thread and its OpenMP team, with one OpenMP "
-                    "thread per engine CPU unless OMP_NUM_THREADS is set "
-                    "(server/execution/placement.py). The engine then decodes undisturbed by "
-                    "requests, on one core less: on a 2-core host served/offline read "
-                    "0.97x against 0.92x-0.95x shared (full runs), at ~25% fewer "
-                    "tokens/s. 0 = the engine and the front share every CPU; ignored "
-                    "(logged) when it would leave the engine none")
-    keep_freed_memory: bool = Field(
-        True, description="glibc: raise malloc's mmap and trim thresholds at start, so "
-                          "that the tensors each decoding step frees are reused by the next "
-                          "instead of being returned to the kernel and faulted in again "
-                          "(server/execution/allocator.py: the engine's kernel time at "
-                          "saturation fell "
-                          "by about two thirds); the process then keeps about its peak "
-                          "memory")
 
 
 class LimitSettings(BaseModel):
@@ -322,6 +287,10 @@ class Settings(ProcessSettings):
                     "TorchServe's management API); unset: /admin is on the main port")
     admin_host: str = Field("127.0.0.1", description="address of the admin listener")
     engine: EngineSettings = Field(default_factory=EngineSettings)
+    execution: ExecutionSettings = Field(
+        default_factory=ExecutionSettings,
+        description="which thread runs what, on which CPUs, at which priority "
+                    "(server/execution/)")
     limits: LimitSettings = Field(default_factory=LimitSettings)
     decoding: DecodingSettings = Field(default_factory=DecodingSettings)
     scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
@@ -341,6 +310,11 @@ class Settings(ProcessSettings):
     directions: DirectionSettings = Field(
         default_factory=DirectionSettings,
         description="how many backbones stay loaded (docs/DIRECTIONS.md)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _execution_was_engine(cls, values: Any) -> Any:
+        return moved_from_engine(values)  # NMT_ENGINE__FRONT_CPUS & co. still count
 
     @model_validator(mode="after")
     def _ensemble_fits_slots(self) -> Settings:

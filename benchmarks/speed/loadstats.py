@@ -2,8 +2,8 @@
 
 Throughput counts what the server answered successfully: sentences (the server's own
 splitting rule, server/textproc/sentences.py) and target tokens (the backbone's target
-tokenizer over each translation), per second of the level's wall time. Latencies are those of successful
-requests; failures are counted by error code.
+tokenizer over each translation), per second of the level's wall time. Latencies are those
+of successful requests; failures are counted by error code.
 
 Steady state: a level's wall time includes its ramp-up (the first batch forms while the
 clients' first requests arrive) and its drain (after the last request is sent), which

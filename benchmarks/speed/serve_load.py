@@ -21,7 +21,7 @@
    #23): one served and one offline run minutes apart each meet their own phase of a
    noisy host.
 
-`--front-cpus N` serves with the server's CPU placement (`NMT_ENGINE__FRONT_CPUS`,
+`--front-cpus N` serves with the server's CPU placement (`NMT_EXECUTION__FRONT_CPUS`,
 server/execution/placement.py): the load generator then runs on the front's CPUs, and the offline
 engine on the engine's, with as many threads as the server's engine.
 
@@ -90,6 +90,7 @@ from benchmarks.speed.store import (
 from server.engine.engine import Engine, EngineOptions
 from server.execution.allocator import keep_freed_memory
 from server.execution.placement import Placement, pin_this_thread, plan_placement, this_threads_cpus
+from server.execution.settings import ExecutionSettings
 from server.serving.runtime import engine_options
 from server.settings import DecodingSettings, EngineSettings, SchedulerSettings
 
@@ -131,11 +132,12 @@ class ServeConfig:
     length_ratio: float = DecodingSettings().length_ratio
     max_length: int = DecodingSettings().max_length
     engine: EngineSettings = field(default_factory=EngineSettings)
+    execution: ExecutionSettings = field(default_factory=ExecutionSettings)
     continuous: bool = False  # NMT_SCHEDULER__CONTINUOUS
 
     def environment(self) -> dict[str, str]:
-        placed = ({"NMT_ENGINE__FRONT_CPUS": str(self.engine.front_cpus)}
-                  if self.engine.front_cpus else {})
+        placed = ({"NMT_EXECUTION__FRONT_CPUS": str(self.execution.front_cpus)}
+                  if self.execution.front_cpus else {})
         if self.continuous:
             placed["NMT_SCHEDULER__CONTINUOUS"] = "true"
         return placed | {"NMT_DECODING__BEAM_SIZE": str(self.beam_size),
@@ -209,7 +211,7 @@ def serve(spec: StoreSpec, sets: dict[str, list[str]], plan: LoadPlan, config: S
     """Start the server, draw the requests over the served domains, run every level, then
     the offline engine on the saturation level's inputs and the interleaved rounds."""
     timeout_s = config.request_timeout_s + 30
-    placement = plan_placement(config.engine.front_cpus)
+    placement = plan_placement(config.execution.front_cpus)
     front = placement.front if placement else None
     with live_server(spec.environment() | config.environment(), log) as base_url:
         served = served_domains(base_url)
@@ -277,7 +279,7 @@ def offline_setup(spec: StoreSpec, run: LevelRun, requests: Sequence[LoadRequest
                   config: ServeConfig) -> tuple[Engine, list[OfflineItem]]:
     """An engine in this process and the inputs `run` served successfully; the process
     gets the server's allocator settings, as the server's does."""
-    if config.engine.keep_freed_memory:
+    if config.execution.keep_freed_memory:
         keep_freed_memory()
     items = offline_items(run, requests)
     engine = offline_engine(backbone_files(spec), items,
@@ -322,10 +324,10 @@ def metadata(plan: LoadPlan, config: ServeConfig, *, mode: str, data: str,
 
 
 def placement_note(config: ServeConfig) -> str:
-    placement = plan_placement(config.engine.front_cpus)
+    placement = plan_placement(config.execution.front_cpus)
     if placement is None:
         return ""
-    return (f" CPU placement (`NMT_ENGINE__FRONT_CPUS={config.engine.front_cpus}`): "
+    return (f" CPU placement (`NMT_EXECUTION__FRONT_CPUS={config.execution.front_cpus}`): "
             f"{placement.describe()}; the load generator on the front's CPUs, the offline "
             f"engine on the engine's with as many threads.")
 
@@ -339,7 +341,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--levels", help="comma-separated client counts (overrides the plan)")
     parser.add_argument("--beam-size", type=int, default=ServeConfig().beam_size)
     parser.add_argument("--front-cpus", type=int, default=0,
-                        help="serve with NMT_ENGINE__FRONT_CPUS=N (server/execution/placement.py)")
+                        help="serve with NMT_EXECUTION__FRONT_CPUS=N "
+                             "(server/execution/placement.py)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--continuous", action="store_true",
                         help="serve with continuous batching (writes serve_load-continuous.*)")
@@ -373,7 +376,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return directions(args)
     mode, plan = choose_plan(args)
     config = ServeConfig(beam_size=args.beam_size,
-                         engine=EngineSettings(front_cpus=args.front_cpus),
+                         execution=ExecutionSettings(front_cpus=args.front_cpus),
                          continuous=args.continuous)
     out = args.out or (RESULTS / "tmp" if args.tiny else RESULTS)
     stem = f"serve_load-front-cpus-{args.front_cpus}" if args.front_cpus else "serve_load"

@@ -17,6 +17,7 @@ from conftest import build_store, make_settings
 from fastapi.testclient import TestClient
 
 import server.app
+import server.execution.layout
 
 ROOT = Path(__file__).resolve().parents[2]
 glibc_only = pytest.mark.skipif(platform.libc_ver()[0] != "glibc",
@@ -64,7 +65,8 @@ def test_the_server_applies_it_at_start_unless_told_not_to(
     """The wiring: the lifespan calls it before it builds the engine (recorded here, not
     applied: the setting would last for the rest of this test process)."""
     calls: list[bool] = []
-    monkeypatch.setattr(server.app, "keep_freed_memory", lambda: calls.append(True) or True)
+    monkeypatch.setattr(server.execution.layout, "keep_freed_memory",
+                        lambda: calls.append(True) or True)
     settings = make_settings(build_store(tmp_path / "store"),
                              engine={"keep_freed_memory": keep})
     with TestClient(server.app.create_app(settings)) as http:

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from server.app import create_app
 from server.execution.priorities import MAX_NICE, lower_own_priority, own_niceness
-from server.settings import EngineSettings
+from server.execution.settings import ExecutionSettings
 
 T = TypeVar("T")
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"),
@@ -84,8 +84,8 @@ def test_the_event_loop_and_its_preparation_threads_run_below_the_engine(
 
 
 def test_front_niceness_bounds() -> None:
-    assert EngineSettings().front_niceness == 10
+    assert ExecutionSettings().front_niceness == 10
     with pytest.raises(ValidationError, match="front_niceness"):
-        EngineSettings(front_niceness=20)
+        ExecutionSettings(front_niceness=20)
     with pytest.raises(ValidationError, match="front_niceness"):
-        EngineSettings(front_niceness=-1)
+        ExecutionSettings(front_niceness=-1)

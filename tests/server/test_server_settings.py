@@ -21,7 +21,7 @@ def test_defaults() -> None:
 
 def test_every_field_is_documented() -> None:
     groups = ("engine", "limits", "decoding", "scheduler", "routing", "access", "documents",
-              "corrections", "quality", "directions")
+              "corrections", "quality", "directions", "execution")
     models: list[type[BaseModel]] = [Settings]
     models += [type(getattr(Settings(), name)) for name in groups]
     for model in models:
@@ -85,7 +85,7 @@ def test_there_is_no_admin_token_flag() -> None:
 def test_docs_list_every_setting() -> None:
     docs = (Path(__file__).resolve().parents[2] / "docs" / "API.md").read_text()
     groups = ("engine", "limits", "decoding", "scheduler", "routing", "access", "documents",
-              "corrections", "quality", "directions")
+              "corrections", "quality", "directions", "execution")
     names = [f"NMT_{name.upper()}" for name in Settings.model_fields if name not in groups]
     settings = Settings()
     for group in groups:
@@ -93,3 +93,19 @@ def test_docs_list_every_setting() -> None:
                   for name in type(getattr(settings, group)).model_fields]
     missing = [name for name in names if f"`{name}`" not in docs]
     assert not missing
+
+
+def test_execution_settings_keep_their_engine_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The execution group's fields were engine settings first: both names set them, in
+    the environment and in code; the execution name wins where both are given."""
+    monkeypatch.setenv("NMT_ENGINE__FRONT_CPUS", "1")
+    monkeypatch.setenv("NMT_ENGINE__FRONT_NICENESS", "3")
+    monkeypatch.setenv("NMT_EXECUTION__FRONT_NICENESS", "5")
+    monkeypatch.setenv("NMT_ENGINE__KEEP_FREED_MEMORY", "false")
+    settings = Settings()
+    assert settings.execution.front_cpus == 1 and settings.execution.front_niceness == 5
+    assert not settings.execution.keep_freed_memory and settings.engine.device == "cpu"
+    given = Settings(engine={"gil_switch_interval_ms": 0.25, "device": "cuda"})
+    assert given.execution.gil_switch_interval_ms == 0.25 and given.engine.device == "cuda"
+    with pytest.raises(ValidationError, match="front_cpus"):
+        Settings(engine={"front_cpus": -1})

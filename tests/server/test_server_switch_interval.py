@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from pydantic import ValidationError
 
 from server.app import create_app
-from server.settings import EngineSettings
+from server.execution.settings import ExecutionSettings
 
 
 def test_the_switch_interval_holds_while_serving_and_is_restored(tmp_path: Path) -> None:
@@ -26,6 +26,6 @@ def test_the_switch_interval_holds_while_serving_and_is_restored(tmp_path: Path)
 
 
 def test_the_default_is_shorter_than_pythons_and_bounds_are_checked() -> None:
-    assert EngineSettings().gil_switch_interval_ms < 5.0  # Python's default is 5 ms
+    assert ExecutionSettings().gil_switch_interval_ms < 5.0  # Python's default is 5 ms
     with pytest.raises(ValidationError, match="gil_switch_interval_ms"):
-        EngineSettings(gil_switch_interval_ms=0)
+        ExecutionSettings(gil_switch_interval_ms=0)

@@ -1,0 +1,70 @@
+"""`NMT_EXECUTION__*`: which thread runs what, on which CPUs, at which priority, and the
+allocator the engine decodes under (server/execution/layout.py applies them at start).
+
+These four were engine settings first: `NMT_ENGINE__GIL_SWITCH_INTERVAL_MS`,
+`NMT_ENGINE__FRONT_NICENESS`, `NMT_ENGINE__FRONT_CPUS` and `NMT_ENGINE__KEEP_FREED_MEMORY`
+(and `engine={...}` in code) still set them: `moved_from_engine` takes them over.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ExecutionSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    gil_switch_interval_ms: float = Field(
+        0.1, ge=0.05, le=100,
+        description="Python's thread switch interval (sys.setswitchinterval) while the "
+                    "server runs. The engine thread gives up the GIL inside every torch "
+                    "op; when the event loop is busy (a flood of requests), each op then "
+                    "waits up to this long to get it back. Python's 5 ms default made "
+                    "decoding 4-30x slower beside a busy thread, 0.5 ms 1.6x; at "
+                    "saturation a batch took 5-7% longer than in the idle server at "
+                    "0.5 ms, 2% at 0.1 ms")
+    front_niceness: int = Field(
+        10, ge=0, le=19,
+        description="Linux: how many nice levels below the engine thread the event loop "
+                    "and every thread it starts run (server/execution/priorities.py), so that a "
+                    "flood of requests takes CPU time from itself rather than from the "
+                    "translations in progress (at 0 the adversarial mix took a polite "
+                    "client's median to 4.68x quiet, against 2.03x at 10); 0 = one "
+                    "priority for all")
+    front_cpus: int = Field(
+        0, ge=0,
+        description="Linux: keep the last N CPUs the process may use for the HTTP front "
+                    "(the event loop, its threads, the text worker process) and the "
+                    "others for the engine thread and its OpenMP team, with one OpenMP "
+                    "thread per engine CPU unless OMP_NUM_THREADS is set "
+                    "(server/execution/placement.py). The engine then decodes undisturbed by "
+                    "requests, on one core less: on a 2-core host served/offline read "
+                    "0.97x against 0.92x-0.95x shared (full runs), at ~25% fewer "
+                    "tokens/s. 0 = the engine and the front share every CPU; ignored "
+                    "(logged) when it would leave the engine none")
+    keep_freed_memory: bool = Field(
+        True, description="glibc: raise malloc's mmap and trim thresholds at start, so "
+                          "that the tensors each decoding step frees are reused by the next "
+                          "instead of being returned to the kernel and faulted in again "
+                          "(server/execution/allocator.py: the engine's kernel time at "
+                          "saturation fell "
+                          "by about two thirds); the process then keeps about its peak "
+                          "memory")
+
+
+def moved_from_engine(values: Any) -> Any:
+    """The server settings' raw values with the engine group's former execution fields
+    moved into the execution group (an explicit `execution` value wins)."""
+    if not isinstance(values, dict) or not isinstance(values.get("engine"), dict):
+        return values
+    engine = dict(values["engine"])
+    moved = {name: engine.pop(name) for name in list(engine)
+             if name in ExecutionSettings.model_fields}
+    if not moved:
+        return values
+    execution = values.get("execution")
+    if isinstance(execution, ExecutionSettings):
+        execution = execution.model_dump(exclude_unset=True)
+    return {**values, "engine": engine, "execution": {**moved, **(execution or {})}}
