@@ -39,7 +39,8 @@ from server.quality.policy import QualityRequest
 from server.routing.policy import RoutingDecision
 from server.serving.errors import NotReady
 from server.serving.glossaries import GlossaryChoice
-from server.serving.translation import DecodingRequest, Item, ItemResult, Translator
+from server.serving.requests import DecodingRequest, Item, ItemResult
+from server.serving.translation import Translator
 from server.textproc.languages import Detection
 
 T = TypeVar("T")

@@ -50,7 +50,8 @@ from server.serving.errors import (
     UnsupportedMediaType,
 )
 from server.serving.glossaries import GlossaryChoice
-from server.serving.translation import DecodingRequest, Item, ItemResult, Translator
+from server.serving.requests import DecodingRequest, Item, ItemResult
+from server.serving.translation import Translator
 from server.settings import DocumentSettings
 from server.textproc.document import build_document
 from server.textproc.sentences import split_text

@@ -33,8 +33,9 @@ from server.operations.metrics import Metrics
 from server.scheduling.continuous import ContinuousScheduler
 from server.scheduling.scheduler import Scheduler
 from server.serving.errors import NotReady
+from server.serving.requests import ItemResult
 from server.serving.runtime import Runtime
-from server.serving.translation import ItemResult, Translator
+from server.serving.translation import Translator
 
 IDLE_POLL_S = 0.005  # how often an unload checks that the scheduler's last batch has ended
 

@@ -22,100 +22,48 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar
 
-from contract.families import mixture_families
 from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.engine import Engine, Member, SentenceJob
 from server.operations.metrics import Metrics
 from server.quality import casing, policy
-from server.quality.policy import QualityRequest, SentenceResult
+from server.quality.policy import QualityRequest
 from server.quality.review import Assessment, QualityReview
-from server.routing.policy import DomainSpec, RoutingDecision, RoutingPolicy
+from server.routing.policy import RoutingDecision, RoutingPolicy
 from server.scheduling.preparation import PreparationGate, check_deadline
 from server.scheduling.scheduler import Scheduler
-from server.serving.errors import DeadlineExceeded, InvalidInput, NotReady, TooLarge
-from server.serving.glossaries import GlossaryBook, GlossaryChoice
+from server.serving.errors import DeadlineExceeded, NotReady, TooLarge
+from server.serving.glossaries import GlossaryBook
+from server.serving.request_limits import (
+    RequestCaps,
+    check_limits,
+    check_mixtures,
+    check_not_broken,
+    search_options,
+)
+from server.serving.requests import (
+    DecodingRequest,
+    Item,
+    ItemProportions,
+    ItemResult,
+    Prepared,
+    SentenceProportions,
+)
+from server.serving.results import Decode, n_best_alternatives, per_item
 from server.serving.runtime import Runtime
 from server.serving.state import ServingState
 from server.settings import DecodingSettings, LimitSettings
-from server.textproc.document import Document, Format, GlossaryReport, build_document
+from server.textproc.document import Document, build_document
 from server.textproc.documents import DocumentSpec, TooManySentences, build_documents
 from server.textproc.glossary import Glossary
-from server.textproc.line_layout import SplitMode
 from server.textproc.masking import TermMode
 
 T = TypeVar("T")
 HOLD_ATTEMPTS = 3
 DEFAULT_QUALITY = QualityRequest()
-Decode = Callable[[Hypothesis], str]
-
-
-@dataclass(frozen=True)
-class Item:
-    """One text to translate; the fields name where it sits in the request (errors)."""
-
-    text: str
-    domain: DomainSpec
-    text_field: str = "text"
-    domain_field: str = "domain"
-    format: Format = "text"
-    glossary: GlossaryChoice = GlossaryChoice()
-    split: SplitMode = "on"  # where plain text's sentences end (server/textproc/line_layout.py)
-
-
-@dataclass(frozen=True)
-class DecodingRequest:
-    """Decoding options as the client asked for them (None = the server's default)."""
-
-    beam_size: int | None = None
-    n_best: int = 1
-    max_length: int | None = None
-
-
-@dataclass(frozen=True)
-class Alternative:
-    translation: str
-    score: float
-
-
-@dataclass(frozen=True)
-class SentenceProportions:
-    pieces: list[str]  # source pieces, EOS included
-    layers: list[list[list[float]]]  # per encoder layer: [pieces x domains]
-
-
-@dataclass(frozen=True)
-class ItemProportions:
-    domain: str  # the mixture's domain name
-    domains: list[str]  # the mixed domains, in proportion order
-    sentences: list[SentenceProportions]
-
-
-@dataclass(frozen=True)
-class ItemResult:
-    translation: str
-    decision: RoutingDecision
-    versions: dict[str, int]  # module version used, by domain
-    alternatives: list[Alternative] | None
-    proportions: ItemProportions | None = None
-    glossary: GlossaryReport | None = None  # when a glossary applied to the text
-    sentences: list[SentenceResult] | None = None  # when quality is scored
-
-
-@dataclass(frozen=True)
-class Prepared:
-    document: Document
-    glossary: bool  # a glossary applied
-    decision: RoutingDecision
-    versions: dict[str, int]
-    module_ids: list[str]
-    jobs: list[SentenceJob]
-    mixture: str | None = None  # module id, when one word-level mixture translates it
-    sources: tuple[str, ...] = ()  # what the engine reads per unit (capitals folded)
-    shouted: tuple[bool, ...] = ()  # per unit: written in capitals (server/quality/casing.py)
 
 
 class Translator:
@@ -153,7 +101,7 @@ class Translator:
         shown: list[ItemProportions | None] = [None] * len(prepared)
         try:
             if proportions:
-                _check_mixtures(prepared)
+                check_mixtures(prepared)
             jobs = [job for item in prepared for job in item.jobs]
             # every beam hypothesis comes back: their agreement is a quality signal
             hypotheses = await self._run(jobs, replace(options, n_best=options.beam_size),
@@ -183,34 +131,10 @@ class Translator:
 
     # -- 1. limits and options ---------------------------------------------------------
     def check_limits(self, items: Sequence[Item]) -> None:
-        limits = self.limits
-        if len(items) > limits.max_batch_items:
-            raise TooLarge(f"{len(items)} items; at most {limits.max_batch_items} per request",
-                           field="items")
-        for item in items:
-            if len(item.text) > limits.max_text_chars:
-                raise TooLarge(f"text of {len(item.text)} characters; at most "
-                               f"{limits.max_text_chars}", field=item.text_field)
-        total = sum(len(item.text) for item in items)
-        if total > limits.max_request_chars:
-            raise TooLarge(f"{total} characters in the request; at most "
-                           f"{limits.max_request_chars}",
-                           field="items" if len(items) > 1 else items[0].text_field)
+        check_limits(items, self.limits)
 
     def search_options(self, request: DecodingRequest) -> SearchOptions:
-        decoding = self.decoding
-        beam = request.beam_size or max(decoding.beam_size, request.n_best)
-        if beam > decoding.max_beam_size:
-            field = "options.beam_size" if request.beam_size else "options.n_best"
-            raise InvalidInput(f"beam size {beam} exceeds the limit {decoding.max_beam_size}",
-                               field=field)
-        if request.n_best > beam:
-            raise InvalidInput(f"n_best ({request.n_best}) cannot exceed beam_size ({beam})",
-                               field="options.n_best")
-        if request.max_length is not None and request.max_length > decoding.max_length:
-            raise InvalidInput(f"max_length {request.max_length} exceeds the limit "
-                               f"{decoding.max_length}", field="options.max_length")
-        return SearchOptions(beam_size=beam, n_best=request.n_best)
+        return search_options(request, self.decoding)
 
     # -- 2./3. routing, splitting, tokenizing, holding --------------------------------
     async def _prepare_held(self, items: Sequence[Item], request: DecodingRequest,
@@ -368,7 +292,7 @@ class Translator:
         """Per item and unit: the best translation with its markers restored, or None."""
         decode = self._decoder()
         out: list[list[str | None]] = []
-        for item, own in zip(prepared, _per_item(prepared, hypotheses), strict=True):
+        for item, own in zip(prepared, per_item(prepared, hypotheses), strict=True):
             texts = [decode(h[0]) if h else "" for h in own]
             out.append(item.document.restore([casing.unfold(t) if loud else t for t, loud
                                               in zip(texts, item.shouted, strict=True)]))
@@ -410,7 +334,7 @@ class Translator:
             threshold = (self.quality.threshold(self.runtime.backbone)
                          if self.quality is not None else 0.0)
         cursor = 0
-        for item, own, done, again in zip(prepared, _per_item(prepared, hypotheses), restored,
+        for item, own, done, again in zip(prepared, per_item(prepared, hypotheses), restored,
                                           retried, strict=True):
             document = item.document
             finals = document.finals(done, again)
@@ -422,7 +346,7 @@ class Translator:
                                                  action=quality.on_low_quality)
                 for _ in filter(lambda sentence: sentence.flagged, sentences):
                     self.metrics.quality_low.labels(action=quality.on_low_quality).inc()
-            alternatives = (_alternatives(document, own, finals, decode, n_best=n_best)
+            alternatives = (n_best_alternatives(document, own, finals, decode, n_best=n_best)
                             if n_best > 1 else None)
             report = document.glossary_report(finals) if item.glossary else None
             results.append(ItemResult(document.render(finals), item.decision, item.versions,
@@ -437,82 +361,3 @@ class Translator:
         return lambda hypothesis: tokenizer.decode(hypothesis.tokens)
 
 
-class RequestCaps:
-    """Running totals of one request's sentences and source tokens against their caps."""
-
-    def __init__(self, limits: LimitSettings) -> None:
-        self.limits = limits
-        self.sentences = 0
-        self.tokens = 0
-
-    def add_sentences(self, count: int, *, field: str) -> None:
-        self.check_sentences(count, field=field)
-        self.sentences += count
-
-    def check_sentences(self, count: int, *, field: str) -> None:
-        """413 when `count` more sentences would pass the cap (nothing is added)."""
-        total = self.sentences + count
-        if total > self.limits.max_request_sentences:
-            raise TooLarge(f"the request has more than {self.limits.max_request_sentences} "
-                           f"sentences ({total} so far; "
-                           "NMT_LIMITS__MAX_REQUEST_SENTENCES)", field=field)
-
-    def add_tokens(self, count: int, *, field: str) -> None:
-        self.tokens += count
-        if self.tokens > self.limits.max_request_tokens:
-            raise TooLarge(f"the request has more than {self.limits.max_request_tokens} "
-                           f"source tokens ({self.tokens} so far; "
-                           "NMT_LIMITS__MAX_REQUEST_TOKENS)", field=field)
-
-
-def check_not_broken(item: Item, broken: Mapping[str, tuple[int, str]]) -> None:
-    """503 naming the domain and the reason when a request names a broken domain (one whose
-    module failed to load); every other domain keeps serving."""
-    spec = item.domain
-    named = [spec] if isinstance(spec, str) else list(spec) if spec is not None else []
-    for name in named:
-        if name in broken:
-            version, problem = broken[name]
-            raise NotReady(f"domain {name!r} is unavailable: its module (v{version}) failed "
-                           f"to load ({problem}); other domains are served",
-                           field=item.domain_field)
-
-
-def _check_mixtures(prepared: Sequence[Prepared]) -> None:
-    for item in prepared:
-        if item.mixture is None:
-            decision = item.decision
-            used = decision.domain if decision.mode != "ensemble" else "an ensemble"
-            families = " or ".join(map(repr, mixture_families()))
-            raise InvalidInput("return_proportions needs a word-level mixture (family "
-                               f"{families}) to translate the text; it was routed to "
-                               f"{used!r} (mode {decision.mode!r})", field="return_proportions")
-
-
-def _per_item(prepared: Sequence[Prepared],
-              hypotheses: list[list[Hypothesis]]) -> list[list[list[Hypothesis]]]:
-    out: list[list[list[Hypothesis]]] = []
-    cursor = 0
-    for item in prepared:
-        out.append(hypotheses[cursor: cursor + len(item.jobs)])
-        cursor += len(item.jobs)
-    return out
-
-
-def _alternatives(document: Document, hypotheses: list[list[Hypothesis]], finals: list[str],
-                  decode: Decode, *, n_best: int) -> list[Alternative]:
-    """The i-th alternative joins every sentence's i-th best hypothesis (a sentence whose
-    markers that hypothesis lost keeps its final translation); its score is the mean of
-    their length-normalised log-probabilities."""
-    if not hypotheses:
-        return [Alternative(document.render(finals), 0.0)]
-    count = min(n_best, min(len(h) for h in hypotheses))
-    out: list[Alternative] = []
-    for rank in range(count):
-        chosen = [h[rank] for h in hypotheses]
-        restored = document.restore([decode(h) for h in chosen])
-        texts = [mine if mine is not None else final
-                 for mine, final in zip(restored, finals, strict=True)]
-        out.append(Alternative(document.render(texts), sum(h.score for h in chosen) /
-                               len(chosen)))
-    return out

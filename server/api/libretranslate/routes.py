@@ -32,8 +32,9 @@ from server.api.libretranslate.requests import (
 from server.api.routes_translate import to_response, until_disconnected
 from server.documents.formats import supported_extensions
 from server.serving.directions import Directions
+from server.serving.requests import DecodingRequest, Item, ItemResult
 from server.serving.runtime import Runtime
-from server.serving.translation import DecodingRequest, Item, ItemResult, Translator
+from server.serving.translation import Translator
 from server.textproc.languages import (
     Detection,
     LanguageDetectors,
