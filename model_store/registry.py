@@ -17,7 +17,6 @@ Conditional UPDATEs (`... WHERE state = 'queued'`) keep every claim exclusive on
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -30,19 +29,16 @@ from sqlalchemy.exc import IntegrityError
 
 from contract.manifest import ArtifactKind, Manifest
 
-from .api_keys import ApiKeyRecord, api_key_from_row
+from .api_keys import ApiKeyRows
 from .correction_rows import CorrectionRows
 from .database import WRITE_OPTION, make_engine
 from .errors import ConflictError, NotFoundError
 from .glossary_rows import GlossaryRows
-from .hashing import canonical_json
-from .jobs import Job, JobState, JobUpdate, job_from_row
+from .job_rows import JobRows
 from .notify import CHANNEL
 from .schema import upgrade_schema
-from .tables import active, api_keys, artifacts, events, jobs
+from .tables import active, artifacts, events
 
-RUNNING_STATES: tuple[JobState, ...] = ("running", "evaluating")
-UNFINISHED_STATES: tuple[JobState, ...] = ("queued", *RUNNING_STATES)
 # Serializes PostgreSQL transactions that write events or check before they write.
 WRITE_LOCK_KEY = 0x6E6D_7472_6567_7772  # "nmtregwr"
 
@@ -76,7 +72,7 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-class Registry(GlossaryRows, CorrectionRows):
+class Registry(GlossaryRows, CorrectionRows, JobRows, ApiKeyRows):
     """Artifacts, active versions, jobs and events in one SQL database."""
 
     def __init__(self, url: str) -> None:
@@ -309,89 +305,6 @@ class Registry(GlossaryRows, CorrectionRows):
         with self._read() as conn:
             return [Event(**dict(row)) for row in conn.execute(query).mappings()]
 
-    # -- jobs ---------------------------------------------------------------------------
-
-    def create_job(self, domain: str, *, config: dict[str, Any], data_location: str,
-                   backbone: str | None = None) -> Job:
-        now = _now()
-        job_id = str(uuid.uuid4())
-        row = {
-            "id": job_id,
-            "domain": domain,
-            "backbone": self.scope("module", backbone),
-            "state": "queued",
-            "progress": 0.0,
-            "scores_json": "{}",
-            "config_json": canonical_json(config),
-            "data_location": data_location,
-            "created_at": now,
-            "updated_at": now,
-            "attempts": 0,
-        }
-        with self._write() as conn:
-            conn.execute(insert(jobs).values(row))
-        return self.get_job(job_id)
-
-    def get_job(self, job_id: str) -> Job:
-        with self._read() as conn:
-            row = conn.execute(select(jobs).where(jobs.c.id == job_id)).mappings().first()
-        if row is None:
-            raise NotFoundError("job", job_id)
-        return job_from_row(row)
-
-    def update_job(self, job_id: str, **fields: Any) -> Job:
-        """Update the named fields (see `JobUpdate`); `updated_at` is set automatically."""
-        values = JobUpdate.model_validate(fields).to_columns()
-        values["updated_at"] = _now()
-        with self._write() as conn:
-            if conn.execute(update(jobs).where(jobs.c.id == job_id).values(values)).rowcount == 0:
-                raise NotFoundError("job", job_id)
-        return self.get_job(job_id)
-
-    def claim_next_job(self, worker: str) -> Job | None:
-        """Atomically move the oldest queued job to running for `worker`; None if none queued.
-
-        PostgreSQL locks the chosen row and skips rows other claimers hold (`FOR UPDATE
-        SKIP LOCKED`), so concurrent trainers take different jobs without waiting; SQLite
-        ignores the clause (its writers are serialized anyway). The conditional UPDATE
-        (`state = 'queued'`) keeps the claim exclusive either way: a worker that loses a
-        race updates zero rows and tries the next job.
-        """
-        while True:
-            with self._write() as conn:
-                oldest = (
-                    select(jobs.c.id)
-                    .where(jobs.c.state == "queued")
-                    .order_by(jobs.c.created_at, jobs.c.id)
-                    .limit(1)
-                    .with_for_update(skip_locked=True)
-                )
-                job_id = conn.execute(oldest).scalar()
-                if job_id is None:
-                    return None
-                now = _now()
-                claim = (
-                    update(jobs)
-                    .where(jobs.c.id == job_id, jobs.c.state == "queued")
-                    .values(
-                        state="running",
-                        worker=worker,
-                        attempts=jobs.c.attempts + 1,
-                        heartbeat_at=now,
-                        updated_at=now,
-                    )
-                )
-                claimed = conn.execute(claim).rowcount == 1
-            if claimed:
-                return self.get_job(str(job_id))
-
-    def list_jobs(self, state: JobState | None = None) -> list[Job]:
-        query = select(jobs).order_by(jobs.c.created_at, jobs.c.id)
-        if state is not None:
-            query = query.where(jobs.c.state == state)
-        with self._read() as conn:
-            return [job_from_row(row) for row in conn.execute(query).mappings()]
-
     # -- training sidecar: atomic flips, exclusive job creation, fenced updates --------
 
     def set_active_many(
@@ -416,100 +329,6 @@ class Registry(GlossaryRows, CorrectionRows):
                 if version not in (known := self._versions(conn, kind, name, own)):
                     raise NotFoundError(f"{kind} {name!r} version", version, known)
                 self._activate(conn, kind, name, version, own)
-
-    def create_domain_job(
-        self, domain: str, *, config: dict[str, Any], data_location: str, job_id: str,
-        backbone: str | None = None, refresh_of: int | None = None,
-    ) -> Job:
-        """A queued job for `domain` of `backbone`, unless the domain is active there or
-        has an unfinished job there (ConflictError): the check and the insert share one
-        write transaction. A refresh (`refresh_of`: the module version it fine-tunes)
-        needs that version active instead."""
-        now = _now()
-        scope = self.scope("module", backbone)
-        with self._write(serial=True) as conn:
-            served = conn.execute(select(active.c.version).where(
-                active.c.backbone == scope, active.c.kind == "module",
-                active.c.name == domain)).scalar()
-            if refresh_of is not None and served != refresh_of:
-                raise ConflictError(f"domain {domain!r}: module v{refresh_of} is not active "
-                                    f"(active: {served})")
-            if refresh_of is None and served is not None:
-                raise ConflictError(f"domain {domain!r} exists (module v{served} is active)")
-            busy = conn.execute(select(jobs.c.id, jobs.c.state).where(
-                jobs.c.backbone == scope, jobs.c.domain == domain,
-                jobs.c.state.in_(UNFINISHED_STATES))).first()
-            if busy is not None:
-                raise ConflictError(f"domain {domain!r} has a {busy.state} job ({busy.id})")
-            conn.execute(insert(jobs).values(
-                id=job_id, domain=domain, backbone=scope, state="queued", progress=0.0,
-                scores_json="{}",
-                config_json=canonical_json(config), data_location=data_location,
-                created_at=now, updated_at=now, attempts=0))
-        return self.get_job(job_id)
-
-    def heartbeat_job(self, job_id: str, owner: str, /, **fields: Any) -> bool:
-        """Refresh a running job's heartbeat (+ `fields`) if `owner` owns it; else False."""
-        values = JobUpdate.model_validate(fields).to_columns()
-        values["heartbeat_at"] = values["updated_at"] = _now()
-        mine = (jobs.c.id == job_id, jobs.c.worker == owner, jobs.c.state.in_(RUNNING_STATES))
-        with self._write() as conn:
-            return bool(conn.execute(update(jobs).where(*mine).values(values)).rowcount)
-
-    def take_over_job(self, job: Job, worker: str) -> Job | None:
-        """Claim a running job whose worker died (or restarted). Conditional on the worker
-        and heartbeat the caller saw: of two workers taking it over one wins (None: lost)."""
-        beat, now = jobs.c.heartbeat_at, _now()
-        where = (jobs.c.id == job.id, jobs.c.state.in_(RUNNING_STATES),
-                 beat.is_(None) if job.heartbeat_at is None else beat == job.heartbeat_at,
-                 jobs.c.worker.is_(None) if job.worker is None else jobs.c.worker == job.worker)
-        values = {"worker": worker, "attempts": jobs.c.attempts + 1, "heartbeat_at": now,
-                  "updated_at": now}
-        with self._write() as conn:
-            claimed = conn.execute(update(jobs).where(*where).values(values)).rowcount == 1
-        return self.get_job(job.id) if claimed else None
-
-    # -- helpers ------------------------------------------------------------------------
-
-    # -- API keys of the public endpoints (hashes only) --------------------------------
-
-    def create_api_key(self, *, name: str, key_hash: str, prefix: str,
-                       requests_per_minute: int | None = None,
-                       chars_per_minute: int | None = None) -> ApiKeyRecord:
-        key_id = uuid.uuid4().hex
-        with self._write() as conn:
-            conn.execute(insert(api_keys).values(
-                id=key_id, name=name, key_hash=key_hash, prefix=prefix,
-                requests_per_minute=requests_per_minute, chars_per_minute=chars_per_minute,
-                created_at=_now(), revoked_at=None))
-        return self.get_api_key(key_id)
-
-    def get_api_key(self, key_id: str) -> ApiKeyRecord:
-        with self._read() as conn:
-            row = conn.execute(select(api_keys).where(api_keys.c.id == key_id)).mappings().first()
-        if row is None:
-            raise NotFoundError("API key", key_id)
-        return api_key_from_row(row)
-
-    def find_api_key(self, key_hash: str) -> ApiKeyRecord | None:
-        """The key with this hash (revoked or not), or None."""
-        query = select(api_keys).where(api_keys.c.key_hash == key_hash)
-        with self._read() as conn:
-            row = conn.execute(query).mappings().first()
-        return None if row is None else api_key_from_row(row)
-
-    def list_api_keys(self) -> list[ApiKeyRecord]:
-        query = select(api_keys).order_by(api_keys.c.created_at, api_keys.c.id)
-        with self._read() as conn:
-            return [api_key_from_row(row) for row in conn.execute(query).mappings()]
-
-    def revoke_api_key(self, key_id: str) -> ApiKeyRecord:
-        """Mark a key revoked (idempotent: a revoked key keeps its first revocation time)."""
-        with self._write() as conn:
-            conn.execute(update(api_keys).where(api_keys.c.id == key_id,
-                                                api_keys.c.revoked_at.is_(None))
-                         .values(revoked_at=_now()))
-        return self.get_api_key(key_id)
 
     @staticmethod
     def _event(conn: Connection, kind: str, name: str, *, version: int | None, action: str,
