@@ -1,7 +1,7 @@
 """Which of the router's stored examples does a new domain's text claim?
 
 A shipped class may hold text of the new domain's own kind: the default router's medical
-class learned from 2,000 biomedical abstracts (trainer/recipes/default_stages.py
+class learned from 2,000 biomedical abstracts (trainer/recipes/router_stage.py
 `DOMAIN_EXTRAS`), so a biomedical domain added from Medline abstracts lost its own unseen
 lines to medical (41% top-1 however its class was weighted;
 benchmarks/results/router_new_domain.md). Such examples are moved to the new domain.

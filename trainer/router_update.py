@@ -6,7 +6,7 @@ examples (minus any old ones of the same label) plus source sentences of the new
 given their fair share (trainer/router_balance.py: the stored examples that look like the
 new domain move to it, and its class is repeated to the other classes' size), and
 published as the next version of the same classifier name with
-`config = {"labels": [...], "temperature": T}` (as trainer/recipes/default_stages.py
+`config = {"labels": [...], "temperature": T}` (as trainer/recipes/router_stage.py
 publishes the default router). The temperature is the base classifier's: the job has dev
 text of the new domain only, and a temperature fitted on one class would only sharpen
 (see server/routing/classifier.py). Without an active classifier, or one without

@@ -5,7 +5,7 @@ the BLEU of automatic routing policies against the plain backbone, on the defaul
 
 Sets: every known domain's dev and test split, and every open genre (a genre without a
 module: captions, conversation, news) as a dev slice (the last `--dev-lines` lines of its
-train split, held out of the router's training by trainer/recipes/default_stages.py) and
+train split, held out of the router's training by trainer/recipes/router_stage.py) and
 its test set. Dev chooses a policy, test reports it. Translations: greedy decoding through
 `Engine.translate` of the built-in backbone and its active modules, with the routing
 decision of `server.routing.RoutingPolicy` (the code the server runs) per sentence.

@@ -1,5 +1,5 @@
 """Which extra training text lifts the router's weakest classes: the recipe's router
-(trainer/recipes/default_stages.py) retrained with lines of a neighbouring genre added to
+(trainer/recipes/router_stage.py) retrained with lines of a neighbouring genre added to
 one domain class, or with a larger generic class, scored per class. No translation is
 decoded, so it takes minutes.
 
@@ -23,11 +23,11 @@ from benchmarks.provenance import stamped
 from benchmarks.quality.router import TARGET_DOMAINS
 from trainer.classifier import ClassifierSettings, accuracy, train_classifier
 from trainer.recipes.default_en_fr import DOMAINS
-from trainer.recipes.default_stages import (
+from trainer.recipes.default_stages import domain_corpus
+from trainer.recipes.router_stage import (
     GENERIC_LABEL,
     GENERIC_TRAIN,
     ROUTER_SETTINGS,
-    domain_corpus,
     domain_extra_examples,
     generic_examples,
     sister_pair_examples,

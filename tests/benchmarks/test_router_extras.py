@@ -8,7 +8,7 @@ from pathlib import Path
 from benchmarks.quality.router import TARGET_DOMAINS
 from benchmarks.quality.router_extras import markdown, score_candidate
 from trainer.recipes.default_en_fr import DOMAINS
-from trainer.recipes.default_stages import (
+from trainer.recipes.router_stage import (
     GENERIC_GENRES,
     GENERIC_HELD_OUT,
     GENERIC_TRAIN,

@@ -42,18 +42,18 @@ from trainer.recipes.default_en_fr import (
 )
 from trainer.recipes.default_stages import (
     BACKBONE_NAME,
+    ROUTER_NAME,
+    load_trained_backbone,
+    restore_run_dir,
+)
+from trainer.recipes.publication import averaged_steps, publish_builtin, publish_router
+from trainer.recipes.router_stage import (
     GENERIC_GENRES,
     GENERIC_LABEL,
     GENERIC_TRAIN,
-    ROUTER_NAME,
     ROUTER_SETTINGS,
-    averaged_steps,
     domain_extra_examples,
     generic_examples,
-    load_trained_backbone,
-    publish_builtin,
-    publish_router,
-    restore_run_dir,
     sister_pair_examples,
 )
 from trainer.recipes.snapshot import load_snapshot, save_snapshot

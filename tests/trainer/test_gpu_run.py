@@ -26,12 +26,8 @@ from trainer.gpu.packed import read_pack
 from trainer.gpu.restore import restore
 from trainer.gpu.shards import SHARD_LIMIT, read_shards, shard_plan, write_shards
 from trainer.recipes import default_en_fr as recipe
-from trainer.recipes.default_stages import (
-    BACKBONE_NAME,
-    ROUTER_NAME,
-    publish_builtin,
-    publish_router,
-)
+from trainer.recipes.default_stages import BACKBONE_NAME, ROUTER_NAME
+from trainer.recipes.publication import publish_builtin, publish_router
 
 EXTRAS = ("news", "software-ui")
 REPO = Path(__file__).resolve().parents[2]

@@ -50,8 +50,9 @@ from trainer.gpu.run import RUN_FILE
 from trainer.gpu.shards import read_shards
 from trainer.loop import Checkpoints, Progress
 from trainer.recipes import default_en_fr as recipe
-from trainer.recipes.default_stages import ROUTER_NAME, publish_builtin
+from trainer.recipes.default_stages import ROUTER_NAME
 from trainer.recipes.directions import DIRECTIONS
+from trainer.recipes.publication import publish_builtin
 from trainer.recipes.snapshot import SNAPSHOT_DIR
 from trainer.sampling import CorpusSizes
 

@@ -55,14 +55,13 @@ from trainer.loop import (
 from trainer.quality_fit import refit_builtin
 from trainer.recipes.default_stages import (
     BACKBONE_NAME,
-    publish_builtin,
-    publish_router,
     restore_from_snapshot,
     restore_run_dir,
     train_adapter,
-    train_router,
 )
 from trainer.recipes.directions import DIRECTIONS, EN_FR, Direction
+from trainer.recipes.publication import publish_builtin, publish_router
+from trainer.recipes.router_stage import train_router
 from trainer.recipes.snapshot import SNAPSHOT_DIR, save_snapshot
 from trainer.run import train
 from trainer.sampling import CorpusSizes
