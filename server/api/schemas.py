@@ -14,6 +14,7 @@ from pydantic import (
     model_validator,
 )
 
+from server.routing.policy import RoutingMode
 from server.settings import MAX_BATCH_ITEMS, MAX_TEXT_CHARS
 
 DOMAIN_DESCRIPTION = (
@@ -153,7 +154,7 @@ class BatchRequest(TextOptions, QualityOptions):
 
 
 class Routing(BaseModel):
-    mode: Literal["explicit", "classifier", "ensemble", "generic", "mixture"]
+    mode: RoutingMode
     domain: str | None = Field(description="the domain used (for mode mixture: the "
                                            "word-level mixture's); null for an ensemble")
     confidence: float | None = Field(description="the classifier's confidence, when asked")

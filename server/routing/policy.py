@@ -39,7 +39,8 @@ from server.routing.classifier import Classifier
 from server.serving.errors import InvalidInput, UnknownDomain
 from server.settings import RoutingSettings
 
-Mode = Literal["explicit", "classifier", "ensemble", "generic", "mixture"]
+# how a text was routed: the policy decides it, the API returns it (schemas.Routing.mode)
+RoutingMode = Literal["explicit", "classifier", "ensemble", "generic", "mixture"]
 GENERIC = "generic"
 AUTO = "auto"
 DomainSpec = str | Mapping[str, float] | None
@@ -50,7 +51,7 @@ class RoutingDecision:
     """How one text is routed. `members` are (domain, weight > 0) pairs, domain None being
     the plain backbone; `weights` (ensembles) are the normalised weights by domain name."""
 
-    mode: Mode
+    mode: RoutingMode
     domain: str | None
     members: tuple[tuple[str | None, float], ...]
     confidence: float | None = None
