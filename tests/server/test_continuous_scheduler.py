@@ -19,6 +19,7 @@ from server.engine.artifacts import build_engine
 from server.engine.engine import Engine, EngineOptions, Member, SentenceJob
 from server.engine.live_batches import LiveBatches, LiveInbox, StepReport
 from server.operations.metrics import Metrics
+from server.scheduling.batching import Pending
 from server.scheduling.continuous import ContinuousScheduler
 from server.scheduling.scheduler import EngineThread
 from server.serving.errors import DeadlineExceeded
@@ -245,3 +246,37 @@ def test_while_requests_contend_a_bulk_requests_live_rows_hold_their_share(
             [h.tokens for h in r] for r in static]
 
     run(engine, body, max_batch_tokens=512, live_request_tokens=2 * 14)
+
+
+def test_under_overload_joiners_gather_until_a_quarter_of_the_budget_is_free(
+        engine: Engine) -> None:
+    """Rows live and more than two requests with nothing live waiting: nobody joins while
+    less than a quarter of the budget is free (one encoder pass for many, not one per
+    step); every request is still answered with the static hypotheses."""
+    jobs = [SentenceJob(LONG[0].source_ids, (Member(None),), 4 + 3 * i) for i in range(20)]
+    static = engine.translate(jobs, BEAM)  # they leave at different steps
+
+    async def body(scheduler: ContinuousScheduler) -> None:
+        joins: list[tuple[int, int]] = []  # (cost live before, requests waiting) per join
+        original = scheduler._take_joiners  # noqa: SLF001
+
+        def watched() -> list[Pending]:
+            before = sum(i.cost for i in [*scheduler._tickets.values(),  # noqa: SLF001
+                                          *scheduler._posted])  # noqa: SLF001
+            waiting = len(scheduler._lanes)  # noqa: SLF001 - one sentence each: newcomers
+            taken = original()
+            if taken:
+                joins.append((before, waiting))
+            return taken
+
+        scheduler._take_joiners = watched  # type: ignore[method-assign]
+        requests = [scheduler.submit([job], BEAM, deadline=later()) for job in jobs]
+        results = await asyncio.gather(*(f for futures in requests for f in futures))
+        assert [[h.tokens for h in r] for r in results] == [
+            [h.tokens for h in r] for r in static]
+        budget = 8 * 14
+        gathered = [before for before, waiting in joins if before and waiting > 2]
+        assert gathered  # joins while rows were live, under overload ...
+        assert all(budget - before >= budget / 4 for before in gathered)  # ... gathered
+
+    run(engine, body, max_batch_tokens=8 * 14)
