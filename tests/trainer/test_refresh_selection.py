@@ -12,6 +12,7 @@ from model_store.correction_rows import CorrectionRecord
 from trainer.correction_set import explain_empty, near_key, select_corrections
 from trainer.evaluate import Scores, score
 from trainer.refresh_gate import RefreshGate, chrf_gain_interval
+from trainer.refresh_router import corrected_examples
 from trainer.refresh_settings import RefreshSettings
 
 START = datetime(2026, 11, 1, tzinfo=UTC)
@@ -142,3 +143,15 @@ def test_corrections_that_contradict_the_domains_own_pairs_are_left_out() -> Non
     assert sorted(r.id for r in chosen.train + chosen.held_out) == ["c00002", "c00003"]
     assert chosen.summary()["contradict_own_data"] == 1
     assert "contradict the domain's own training pairs" in explain_empty(chosen, SETTINGS)
+
+
+def test_corrected_sources_join_the_chosen_domain_and_leave_other_labels() -> None:
+    stored = [("it", "open the file"), ("medical", "take one tablet"),
+              ("religion", "blessed are the meek"), ("it", "close the window")]
+    sources = ["open the file", "blessed are the meek", "pray every day", "pray every day", " "]
+    examples = corrected_examples(stored, "religion", sources)
+    # the it example the corrector put under religion moves; religion's own stays once;
+    # a new source is added once; a blank one never
+    assert examples == [("medical", "take one tablet"), ("religion", "blessed are the meek"),
+                        ("it", "close the window"), ("religion", "open the file"),
+                        ("religion", "pray every day")]
