@@ -32,9 +32,9 @@ from benchmarks.quality.models import load_models
 from benchmarks.quality.quality_runs import SetRun, cost, review_set, run_set
 from model_store import BUILTIN_DIR, Store
 from server.engine.engine import Engine
+from server.execution.engine_thread import EngineThread
 from server.quality.estimator import Estimator
 from server.quality.estimators import BUILTIN_QUALITY_DIR, EstimatorBook, write_estimator
-from server.scheduling.scheduler import EngineThread
 from trainer.quality_fit import (
     DEV_LINES,
     GENRE_DEV_LINES,

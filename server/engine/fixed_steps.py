@@ -31,7 +31,8 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import Tensor
 
-from server.engine.backbone import Backbone, DecoderState, SelfAttentionCache
+from server.engine.backbone import Backbone
+from server.engine.decode_state import DecoderState, SelfAttentionCache
 from server.engine.slots import BatchHooks, ModuleBank, runs_of
 
 log = logging.getLogger(__name__)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from server.engine.backbone import DecoderState, LayerCache, SelfAttentionCache
+from server.engine.decode_state import DecoderState, LayerCache, SelfAttentionCache
 
 ROW_CHUNK = 32
 POSITION_CHUNK = 16

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from server.engine.backbone import Backbone, DecoderState
+from server.engine.backbone import Backbone
+from server.engine.decode_state import DecoderState
 from server.engine.hooks import ModuleHooks
 from server.engine.slots import BatchHooks, ModuleBank, runs_of
 

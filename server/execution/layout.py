@@ -25,10 +25,10 @@ import sys
 from dataclasses import dataclass
 
 from server.execution.allocator import keep_freed_memory
+from server.execution.engine_thread import EngineThread
 from server.execution.placement import pin_this_thread, plan_placement, this_threads_cpus
 from server.execution.priorities import lower_own_priority
 from server.execution.settings import ExecutionSettings
-from server.scheduling.scheduler import EngineThread
 
 
 @dataclass

@@ -17,7 +17,8 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from server.scheduling.scheduler import EngineThread, Scheduler
+from server.execution.engine_thread import EngineThread
+from server.scheduling.scheduler import Scheduler
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from server.engine.engine import Engine, SentenceJob
+from server.execution.engine_thread import EngineThread
 from server.quality.signals import Signals, score
-from server.scheduling.scheduler import EngineThread
 
 
 @dataclass

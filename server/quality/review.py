@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from model_store import Manifest
 from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.engine import Engine, Member, SentenceJob
+from server.execution.engine_thread import EngineThread
 from server.operations.metrics import Metrics
 from server.quality.batching import ScoringBatcher
 from server.quality.detectors import Issue, ReadsAsSource, detect, needs_coverage
@@ -32,7 +33,6 @@ from server.quality.estimator import Estimator
 from server.quality.estimators import EstimatorBook
 from server.quality.features import PASS_FEATURES, Candidate, features
 from server.quality.signals import Signals
-from server.scheduling.scheduler import EngineThread
 from server.settings import QualitySettings
 from server.textproc.languages import LanguageDetectors, language_pair
 

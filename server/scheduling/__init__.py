@@ -1,6 +1,6 @@
 """Async micro-batching: token budgets, max wait, bounded queue, deadlines, fairness."""
 
 from server.scheduling.batching import Pending, job_cost
-from server.scheduling.scheduler import BatchRunner, EngineThread, Scheduler
+from server.scheduling.scheduler import BatchRunner, Scheduler
 
-__all__ = ["BatchRunner", "EngineThread", "Pending", "Scheduler", "job_cost"]
+__all__ = ["BatchRunner", "Pending", "Scheduler", "job_cost"]

@@ -34,15 +34,10 @@ from collections.abc import Sequence
 from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.engine import SentenceJob
 from server.engine.live_batches import LiveBatches, LiveInbox, StepReport
+from server.execution.engine_thread import EngineThread
 from server.operations.metrics import Metrics
 from server.scheduling.batching import BatchLimits, Pending, form_batch
-from server.scheduling.scheduler import (
-    ADMISSION_MARGIN,
-    HEARTBEAT_S,
-    EngineThread,
-    Residency,
-    Scheduler,
-)
+from server.scheduling.scheduler import ADMISSION_MARGIN, HEARTBEAT_S, Residency, Scheduler
 from server.serving.errors import DeadlineExceeded
 from server.settings import SchedulerSettings
 

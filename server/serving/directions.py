@@ -23,12 +23,13 @@ from functools import partial
 
 from model_store import Store
 from server.engine.live_batches import LiveBatches
+from server.execution.engine_thread import EngineThread
 from server.operations.metrics import Metrics
 from server.quality.review import QualityReview
 from server.routing.policy import RoutingPolicy
 from server.scheduling.continuous import ContinuousScheduler
 from server.scheduling.preparation import PreparationGate
-from server.scheduling.scheduler import EngineThread, Scheduler
+from server.scheduling.scheduler import Scheduler
 from server.serving.admin import DomainAdmin
 from server.serving.errors import NotReady, UnsupportedLanguage
 from server.serving.glossaries import GlossaryBook

@@ -43,9 +43,9 @@ from server.engine.artifacts import build_engine, module_params
 from server.engine.engine import Engine, EngineOptions, SentenceJob
 from server.engine.families import Params, get_family
 from server.engine.residency import ResidencyError
+from server.execution.engine_thread import EngineThread
 from server.operations.metrics import Metrics
 from server.routing.classifier import Classifier, load_classifier
-from server.scheduling.scheduler import EngineThread
 from server.serving.errors import NotReady
 from server.serving.holds import ModuleHolds
 from server.serving.load_failures import FailureBook, describe

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from server.engine.backbone import Backbone, SelfAttentionCache
+from server.engine.backbone import Backbone
+from server.engine.decode_state import SelfAttentionCache
 from tests.tiny import random_backbone, tiny_config
 
 STEPS = 2 * SelfAttentionCache.CHUNK + 5  # crosses two capacity growths

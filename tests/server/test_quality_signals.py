@@ -11,10 +11,10 @@ import torch
 
 from server.decoding.search import SearchOptions
 from server.engine.engine import Engine, EngineOptions, Member, SentenceJob
+from server.execution.engine_thread import EngineThread
 from server.quality import signals as signals_module
 from server.quality.batching import ScoringBatcher
 from server.quality.signals import Signals, score
-from server.scheduling.scheduler import EngineThread
 from tests.tiny import ENGLISH, adapter_engine
 
 

@@ -1,5 +1,5 @@
 """Every tensor the server builds is built on the engine thread (one OpenMP team: see
-`server.scheduling.scheduler.EngineThread`), for the backbone, the modules loaded at
+`server.execution.engine_thread.EngineThread`), for the backbone, the modules loaded at
 start-up, a module version published while serving and an uploaded module's check."""
 
 from __future__ import annotations

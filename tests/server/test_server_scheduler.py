@@ -13,9 +13,10 @@ import pytest
 
 from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.engine import Member, SentenceJob
+from server.execution.engine_thread import EngineThread
 from server.operations.metrics import Metrics
 from server.scheduling.batching import job_cost
-from server.scheduling.scheduler import EngineThread, Scheduler
+from server.scheduling.scheduler import Scheduler
 from server.serving.errors import Busy, DeadlineExceeded
 from server.settings import SchedulerSettings
 
