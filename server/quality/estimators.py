@@ -38,6 +38,8 @@ def write_estimator(root: Path, backbone: str, estimator: Estimator) -> Path:
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
             out.write(estimator.to_json())
+        # mkstemp makes it 0600: a server running as another user than the sidecar reads it
+        os.chmod(temporary, 0o644)
         os.replace(temporary, target)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
