@@ -19,6 +19,7 @@ from model_store import BUILTIN_DIR, Store
 from server.decoding.search import SearchOptions
 from server.engine.artifacts import build_engine, module_params
 from server.engine.engine import Engine, EngineOptions, Member, SentenceJob
+from server.serving.state import ModuleRef
 from server.textproc.document import Document
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,9 +44,9 @@ def load_engine(store_dir: Path) -> tuple[Engine, dict[str, str]]:
         for name, version in store.active_domains().items():
             module = store.load("module", name, version,
                                 expected_fingerprint=loaded.manifest.backbone_fingerprint)
-            engine.register_module(f"{name}@{version}", dict(module.manifest.config),
-                                   module_params(module.files))
-            modules[name] = f"{name}@{version}"
+            key = ModuleRef(name, version).key
+            engine.register_module(key, dict(module.manifest.config), module_params(module.files))
+            modules[name] = key
         return engine, modules
     finally:
         store.close()

@@ -27,6 +27,7 @@ from server.engine.artifacts import build_engine
 from server.engine.engine import Engine, EngineOptions, Member, SentenceJob
 from server.engine.families import Params
 from server.scheduling.batching import job_cost, length_spread, similar_lengths
+from server.serving.state import ModuleRef
 from server.textproc.document import build_document
 
 ModuleLoader = Callable[[str, int], tuple[dict[str, Any], Params]]
@@ -39,7 +40,7 @@ class OfflineItem:
 
 
 def module_key(domain: str, version: int) -> str:
-    return f"{domain}@{version}"
+    return ModuleRef(domain, version).key
 
 
 def members_of(routing: Mapping[str, Any]) -> tuple[Member, ...]:
@@ -81,8 +82,7 @@ def register_missing(engine: Engine, items: Sequence[OfflineItem],
     for key in needed:
         if engine.modules.resident(key):
             continue
-        domain, _, version = key.rpartition("@")
-        config, params = load_module(domain, int(version))
+        config, params = load_module(*ModuleRef.parse(key))
         engine.register_module(key, config, params)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from server.serving.state import parse_module_id
+from server.serving.state import ModuleRef
 
 
 class ModuleHolds:
@@ -49,4 +49,4 @@ class ModuleHolds:
     def in_flight(self, domain: str) -> list[str]:
         """The held module ids of `domain`'s versions."""
         return [m for m, count in self._refs.items()
-                if count and parse_module_id(m)[0] == domain]
+                if count and ModuleRef.parse(m).domain == domain]

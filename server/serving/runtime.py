@@ -50,7 +50,7 @@ from server.serving.errors import NotReady
 from server.serving.holds import ModuleHolds
 from server.serving.load_failures import FailureBook, describe
 from server.serving.readiness import readiness
-from server.serving.state import DomainEntry, ServingState, module_id, parse_module_id
+from server.serving.state import DomainEntry, ModuleRef, ServingState
 from server.settings import EngineSettings, Settings
 
 log = logging.getLogger(__name__)
@@ -180,7 +180,7 @@ class Runtime:
         """Load, verify (fingerprint, shapes), register and activate one module version,
         ahead of serving it: an activation checks the version this way before it flips the
         registry, and the refresh that follows finds it ready."""
-        key = module_id(name, version)
+        key = ModuleRef(name, version).key
         entry = self._preloaded.get(key)
         if entry is None:
             entry = await self._register(name, version)
@@ -198,7 +198,7 @@ class Runtime:
     def _register_loaded(self, name: str, version: int, loaded: LoadedArtifact) -> DomainEntry:
         engine = self._engine()
         config = dict(loaded.manifest.config)
-        engine.register_module(module_id(name, version), config, module_params(loaded.files))
+        engine.register_module(ModuleRef(name, version).key, config, module_params(loaded.files))
         family = get_family(str(config.get("family")))
         size = family.parameter_count(engine.config, family.normalise(config))
         return DomainEntry(name, version, family.name, size, family.mixes_domains)
@@ -218,7 +218,7 @@ class Runtime:
         the store on the engine thread (the scheduler normally reloads it first, off it)."""
         self.metrics.module_reloads.labels(thread="engine").inc()
         log.warning("module %s was read on the engine thread, inside a batch", value)
-        return self._load_module(*parse_module_id(value))
+        return self._load_module(*ModuleRef.parse(value))
 
     async def _classifier(self, failures: dict[str, str],
                           wanted: set[tuple[str, int]]) -> Classifier | None:
@@ -353,7 +353,7 @@ class Runtime:
         """Read and verify an evicted module on a worker thread, then register it (a short
         call on the engine thread); its sentences then join a later batch."""
         self.metrics.module_reloads.labels(thread="worker").inc()
-        await self._register(*parse_module_id(module_id))
+        await self._register(*ModuleRef.parse(module_id))
 
     def residency(self) -> dict[str, int]:
         if self.engine is None:

@@ -4,20 +4,33 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from server.routing.classifier import Classifier
 
 
-def module_id(domain: str, version: int) -> str:
-    """The engine's name of a module version: `"<domain>@<version>"`."""
-    return f"{domain}@{version}"
+class ModuleRef(NamedTuple):
+    """One module version: the domain (the module's name) and its version. Its `key`,
+    `"<domain>@<version>"`, is the engine's name for it; `parse` is the one way back."""
+
+    domain: str
+    version: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.domain}@{self.version}"
+
+    @classmethod
+    def parse(cls, key: str) -> ModuleRef:
+        domain, _, version = key.rpartition("@")
+        if not domain or not version.isdigit():
+            raise ValueError(f"not a module id: {key!r} (expected '<domain>@<version>')")
+        return cls(domain, int(version))
 
 
-def parse_module_id(value: str) -> tuple[str, int]:
-    domain, _, version = value.rpartition("@")
-    if not domain or not version.isdigit():
-        raise ValueError(f"not a module id: {value!r} (expected '<domain>@<version>')")
-    return domain, int(version)
+def parse_module_id(value: str) -> ModuleRef:
+    """The module version an engine key names (`ModuleRef.parse`)."""
+    return ModuleRef.parse(value)
 
 
 @dataclass(frozen=True)
@@ -31,8 +44,12 @@ class DomainEntry:
     mixes_domains: bool = False  # a word-level mixture (contract.families capability)
 
     @property
+    def ref(self) -> ModuleRef:
+        return ModuleRef(self.name, self.version)
+
+    @property
     def module_id(self) -> str:
-        return module_id(self.name, self.version)
+        return self.ref.key
 
 
 @dataclass(frozen=True)
