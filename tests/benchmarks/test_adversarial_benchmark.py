@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from benchmarks.speed.adversarial import Phase, markdown, polite_texts, report
+from benchmarks.speed.adversarial_compare import BULK, BULK_PHASE, verdict
+from benchmarks.speed.adversarial_compare import markdown as compare_markdown
 from benchmarks.speed.adversaries import Outcome, bulk_batch
 
 
@@ -53,3 +56,28 @@ def test_the_bulk_batch_is_legal_but_heavy() -> None:
     items = body["items"]
     assert isinstance(items, list) and len(items) == 64
     assert all(880 <= len(item["text"]) <= 940 for item in items)
+
+
+def test_the_side_by_side_verdict_reads_the_bulk_phase() -> None:
+    """benchmarks/speed/adversarial_compare.py: per server, the mix + bulk polite ratio
+    against its own quiet phase, and whether every bulk request got a 200."""
+    def server(bulk_polite: float, bulk_status: int) -> dict[str, Any]:
+        quiet = Phase("quiet", [0.1, 0.1], [200, 200], [])
+        mix = Phase("mix", [0.2, 0.2], [200, 200], [Outcome("nested JSON", 422, 0.1)])
+        bulk = Phase(BULK_PHASE, [bulk_polite] * 2, [200, 200],
+                     [Outcome(BULK, bulk_status, 20.0), Outcome("24 MB body", 413, 0.2)])
+        results = report({"quiet": quiet, "mix": mix, BULK_PHASE: bulk}, tiny=True,
+                         data=None)
+        results["verdict"] = verdict(results)
+        return results
+
+    by_server = {"static": server(0.6, 504), "continuous": server(0.25, 200)}
+    static, continuous = by_server["static"]["verdict"], by_server["continuous"]["verdict"]
+    assert static["bulk_ratio"] == 6.0 and not static["bulk_ratio_met"]
+    assert not static["bulk_all_200"] and static["bulk_statuses"] == {"504": 1}
+    assert continuous["bulk_ratio"] == 2.5 and continuous["bulk_ratio_met"]
+    assert continuous["bulk_all_200"]
+    table = compare_markdown(by_server)
+    assert "| continuous | mix + bulk | 250.0 |" in table
+    assert "continuous: mix + bulk polite p50 2.50x quiet (target <= 3x: met)" in table
+    json.dumps(by_server)
