@@ -29,6 +29,19 @@ def sentence_benchmark_args(prog: str, doc: str,
     return parser.parse_args(argv)
 
 
+def precision_benchmark_parser(prog: str, doc: str, *,
+                               sentences: int) -> argparse.ArgumentParser:
+    """--data, --sentences, --threads and --out of a benchmark that compares numeric
+    precisions on test sentences (adapter_precision, cpu_bf16_quality)."""
+    parser = argparse.ArgumentParser(prog=prog, description=doc.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--sentences", type=int, default=sentences)
+    parser.add_argument("--threads", type=int, default=2,
+                        help="torch threads (1 decodes faster on a machine shared by others)")
+    parser.add_argument("--out", type=Path, default=RESULTS_DIR)
+    return parser
+
+
 def write_report(name: str, description: str, rows: Sequence[dict[str, Any]], table: str, *,
                  out: Path | None, tiny: bool) -> None:
     """`<name>.json` (description and rows) and `<name>.md` (`table`) in `out`, else in

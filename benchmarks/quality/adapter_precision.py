@@ -35,7 +35,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from benchmarks.common import RESULTS_DIR
+from benchmarks.common import precision_benchmark_parser
 from benchmarks.provenance import stamped
 from benchmarks.quality.data import domain_set
 from benchmarks.quality.decode import Decoder, DecodeSettings
@@ -154,14 +154,8 @@ def markdown(result: dict[str, Any], command: str) -> str:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.quality.adapter_precision",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=Path("../shared/data"))
-    parser.add_argument("--sentences", type=int, default=200)
-    parser.add_argument("--threads", type=int, default=2,
-                        help="torch threads (1 decodes faster on a machine shared by others)")
-    parser.add_argument("--out", type=Path, default=RESULTS_DIR)
-    return parser.parse_args(argv)
+    return precision_benchmark_parser("python -m benchmarks.quality.adapter_precision",
+                                      __doc__, sentences=200).parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from benchmarks.common import DEFAULT_DATA, RESULTS_DIR
+from benchmarks.common import precision_benchmark_parser
 from benchmarks.host import current_host
 from benchmarks.provenance import command_line, stamped
 from benchmarks.quality.adapter_precision import TOLERANCE, verdicts
@@ -93,14 +93,9 @@ def markdown(result: dict[str, Any]) -> str:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.quality.cpu_bf16_quality",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--sentences", type=int, default=100)
+    parser = precision_benchmark_parser("python -m benchmarks.quality.cpu_bf16_quality",
+                                        __doc__, sentences=100)
     parser.add_argument("--beam-size", type=int, default=1)
-    parser.add_argument("--threads", type=int, default=2,
-                        help="torch threads (1 decodes faster on a machine shared by others)")
-    parser.add_argument("--out", type=Path, default=RESULTS_DIR)
     return parser.parse_args(argv)
 
 
