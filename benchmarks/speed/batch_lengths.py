@@ -22,8 +22,8 @@ from benchmarks.common import sentence_benchmark_args, write_report
 from benchmarks.speed.data import read_test_sets
 from benchmarks.speed.model import synthetic_lines
 from benchmarks.speed.offline import pack, text_jobs
-from benchmarks.speed.serve_load import ServeConfig, seed_store
-from benchmarks.speed.store import backbone_files
+from benchmarks.speed.serve_load import ServeConfig
+from benchmarks.speed.store import backbone_files, seed_store
 from server.decoding.search import SearchOptions
 from server.engine.artifacts import build_engine
 from server.engine.engine import Engine, Member, SentenceJob

@@ -44,9 +44,8 @@ from benchmarks.provenance import stamped
 from benchmarks.speed.data import read_test_sets, training_lines
 from benchmarks.speed.loadstats import percentile
 from benchmarks.speed.model import quiet_libraries, synthetic_lines
-from benchmarks.speed.serve_load import token_counter
 from benchmarks.speed.server import live_server
-from benchmarks.speed.store import seed_default_store, seed_tiny_store
+from benchmarks.speed.store import seed_default_store, seed_tiny_store, token_counter
 
 SHORT_TOKENS = 10  # "short sentences": at most this many source tokens
 MAX_TOKENS = 80

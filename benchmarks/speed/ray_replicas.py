@@ -42,9 +42,9 @@ from benchmarks.provenance import stamped
 from benchmarks.speed.loadgen import LevelRun, LoadRequest, build_requests, run_level, warm_up
 from benchmarks.speed.loadstats import LevelStats, TokenCounter, summarise
 from benchmarks.speed.model import quiet_libraries
-from benchmarks.speed.serve_load import ServeConfig, seed_store, text_sets, token_counter
+from benchmarks.speed.serve_load import ServeConfig
 from benchmarks.speed.server import free_port, live_server
-from benchmarks.speed.store import StoreSpec
+from benchmarks.speed.store import StoreSpec, seed_store, text_sets, token_counter
 from server.ray_serve.__main__ import replica_environment
 from server.ray_serve.deployment import application
 from server.settings import Settings

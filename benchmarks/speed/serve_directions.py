@@ -50,16 +50,9 @@ from benchmarks.speed.loadgen import (
 )
 from benchmarks.speed.loadstats import TokenCounter, served_speed, summarise
 from benchmarks.speed.model import quiet_libraries
-from benchmarks.speed.serve_load import (
-    LoadPlan,
-    ServeConfig,
-    choose_plan,
-    seed_store,
-    text_sets,
-    token_counter,
-)
+from benchmarks.speed.serve_load import LoadPlan, ServeConfig, choose_plan
 from benchmarks.speed.server import live_server
-from benchmarks.speed.store import StoreSpec
+from benchmarks.speed.store import StoreSpec, seed_store, text_sets, token_counter
 
 COPY = "bench-copy"
 COPY_LANGUAGES = {"source": "en", "target": "de"}  # a label requests can name

@@ -44,6 +44,7 @@ import torch
 from benchmarks.common import RESULTS_DIR
 from benchmarks.provenance import stamped
 from benchmarks.speed import serve_load
+from benchmarks.speed import store as speed_store
 from benchmarks.speed.loadgen import Outcome, build_requests, run_level, served_domains, warm_up
 from benchmarks.speed.loadstats import markdown as load_markdown
 from benchmarks.speed.loadstats import saturation, write_results
@@ -246,10 +247,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                                     engine=EngineSettings(device=args.device, dtype=dtype))
     out = args.out or RESULTS_DIR
     quiet_libraries()
-    sets = serve_load.text_sets(args.data, per_set=plan.texts_per_set)
+    sets = speed_store.text_sets(args.data, per_set=plan.texts_per_set)
     with tempfile.TemporaryDirectory(prefix="serve-gpu-") as scratch_dir:
         scratch = Path(scratch_dir)
-        spec = serve_load.seed_store(scratch / "store", tiny=args.tiny, data=args.data)
+        spec = speed_store.seed_store(scratch / "store", tiny=args.tiny, data=args.data)
         counter = serve_load.token_counter(spec)
         result = serve_load.serve(spec, sets, plan, config, seed=args.seed,
                                   log=scratch / "server.log", count_tokens=counter)

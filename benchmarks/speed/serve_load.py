@@ -47,7 +47,7 @@ import httpx
 import torch
 
 from benchmarks.common import RESULTS_DIR
-from benchmarks.speed.data import read_test_sets, training_lines
+from benchmarks.speed.data import read_test_sets
 from benchmarks.speed.loadgen import (
     LevelRun,
     LoadRequest,
@@ -69,7 +69,7 @@ from benchmarks.speed.loadstats import (
     summarise,
     write_results,
 )
-from benchmarks.speed.model import quiet_libraries, synthetic_lines
+from benchmarks.speed.model import quiet_libraries
 from benchmarks.speed.offline import (
     OfflineItem,
     offline_engine,
@@ -79,13 +79,12 @@ from benchmarks.speed.offline import (
 )
 from benchmarks.speed.server import live_server
 from benchmarks.speed.store import (
-    TINY_DOMAINS,
     StoreSpec,
     backbone_files,
     load_module,
-    seed_default_store,
-    seed_tiny_store,
-    target_tokenizer,
+    seed_store,
+    text_sets,
+    token_counter,
 )
 from server.engine.engine import Engine, EngineOptions
 from server.execution.allocator import keep_freed_memory
@@ -165,20 +164,6 @@ def on_cpus(cpus: frozenset[int] | None) -> Iterator[None]:
         yield
     finally:
         pin_this_thread(before)
-
-
-def text_sets(data: Path | None, *, per_set: int) -> dict[str, list[str]]:
-    """The en-fr test sets, or synthetic text per tiny domain when there are none."""
-    sets = read_test_sets(data, per_set=per_set)
-    if sets:
-        return sets
-    return {domain: synthetic_lines(per_set, seed=seed)
-            for seed, domain in enumerate(TINY_DOMAINS, start=1)}
-
-
-def token_counter(spec: StoreSpec) -> TokenCounter:
-    tokenizer = target_tokenizer(backbone_files(spec))
-    return lambda text: len(tokenizer.encode([text], add_eos=False)[0])
 
 
 async def run_levels(base_url: str, requests: Sequence[LoadRequest], plan: LoadPlan, *,
@@ -360,12 +345,6 @@ def choose_plan(args: argparse.Namespace) -> tuple[str, LoadPlan]:
     if args.levels:
         plan = replace(plan, levels=tuple(int(v) for v in args.levels.split(",") if v.strip()))
     return mode, plan
-
-
-def seed_store(root: Path, *, tiny: bool, data: Path | None) -> StoreSpec:
-    if tiny:
-        return seed_tiny_store(root, lines=training_lines(data, per_file=500))
-    return seed_default_store(root)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.speed import model as speed_model
+from benchmarks.speed.data import read_test_sets, training_lines
+from benchmarks.speed.loadstats import TokenCounter
 from benchmarks.speed.systems import random_adapter
 from contract.artifacts import BACKBONE_CONFIG_FILE
 from contract.backbone import BackboneConfig
@@ -104,3 +106,23 @@ def load_module(spec: StoreSpec, name: str, version: int) -> tuple[dict[str, Any
         except StoreError as error:
             raise RuntimeError(f"cannot load module {name} v{version}: {error}") from error
         return dict(loaded.manifest.config), module_params(loaded.files)
+
+
+def text_sets(data: Path | None, *, per_set: int) -> dict[str, list[str]]:
+    """The en-fr test sets, or synthetic text per tiny domain when there are none."""
+    sets = read_test_sets(data, per_set=per_set)
+    if sets:
+        return sets
+    return {domain: speed_model.synthetic_lines(per_set, seed=seed)
+            for seed, domain in enumerate(TINY_DOMAINS, start=1)}
+
+
+def token_counter(spec: StoreSpec) -> TokenCounter:
+    tokenizer = target_tokenizer(backbone_files(spec))
+    return lambda text: len(tokenizer.encode([text], add_eos=False)[0])
+
+
+def seed_store(root: Path, *, tiny: bool, data: Path | None) -> StoreSpec:
+    if tiny:
+        return seed_tiny_store(root, lines=training_lines(data, per_file=500))
+    return seed_default_store(root)
