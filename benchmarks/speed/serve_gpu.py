@@ -251,7 +251,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="serve-gpu-") as scratch_dir:
         scratch = Path(scratch_dir)
         spec = speed_store.seed_store(scratch / "store", tiny=args.tiny, data=args.data)
-        counter = serve_load.token_counter(spec)
+        counter = speed_store.token_counter(spec)
         result = serve_load.serve(spec, sets, plan, config, seed=args.seed,
                                   log=scratch / "server.log", count_tokens=counter)
         ceiling = None
