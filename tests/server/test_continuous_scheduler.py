@@ -61,6 +61,12 @@ async def until_live(scheduler: ContinuousScheduler, count: int = 1) -> None:
         await asyncio.sleep(0.001)
 
 
+async def until_rows_left(scheduler: ContinuousScheduler, within_s: float = 10.0) -> None:
+    deadline = time.monotonic() + within_s
+    while scheduler.live.stats() != [(BEAM, 0, 0)] and time.monotonic() < deadline:
+        await asyncio.sleep(0.005)
+
+
 def later(seconds: float = 60.0) -> float:
     return time.monotonic() + seconds
 
@@ -101,7 +107,9 @@ def test_cancelled_and_expired_sentences_leave_at_the_next_step(engine: Engine) 
         with pytest.raises(DeadlineExceeded, match="while it was being translated"):
             await expiring
         await kept
-        # the longer sentences' rows did not stay behind the shorter one
+        # the longer sentences' rows did not stay behind the shorter one: they leave at the
+        # engine thread's next step (the loop's news of them reaches it through its inbox)
+        await until_rows_left(scheduler)
         assert scheduler.live.stats() == [(BEAM, 0, 0)]
         assert not engine.modules.in_use
 

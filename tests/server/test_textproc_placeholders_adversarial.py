@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from server.textproc import placeholders
@@ -27,8 +27,21 @@ ALPHABET = st.sampled_from(list("aZ_0159.,:;%$#+-'*@&<>/{}()[] \n\\\"lhdsfqz") +
 TEXTS = st.lists(ALPHABET, max_size=40).map("".join)
 
 
+_EMAIL_LOCAL_PART = re.compile(r"[\w.+-]+@")
+
+
+def starts_inside_a_run(text: str, start: int, end: int) -> bool:
+    r"""The one intended difference: an e-mail's local part now starts where its run of
+    [\w.+-] starts. The old pattern also began one inside a run that an earlier span had
+    cut ('www.www.www.@www.a': after the URL 'www.www.www', it took '.@www.a')."""
+    local_part = _EMAIL_LOCAL_PART.match(text, start)
+    return (start > 0 and local_part is not None and local_part.end() <= end
+            and re.match(r"[\w.+-]", text[start - 1]) is not None)
+
+
 def oracle_spans(text: str) -> list[tuple[int, int]]:
-    found = [(m.start(), m.end()) for m in ORACLE.finditer(text)]
+    found = [(m.start(), m.end()) for m in ORACLE.finditer(text)
+             if not starts_inside_a_run(text, m.start(), m.end())]
     found += list(placeholders._braces(text))
     found.sort(key=lambda span: (span[0], -span[1]))
     chosen: list[tuple[int, int]] = []
@@ -45,6 +58,7 @@ def test_the_oracle_really_is_the_old_pattern() -> None:
 
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(TEXTS)
+@example("www.www.www.@www.a")
 def test_linear_patterns_find_the_same_spans_as_before(text: str) -> None:
     assert find_spans(text) == oracle_spans(text)
 
