@@ -33,12 +33,12 @@ from server.routing.classifier import config_temperature
 from trainer.classifier import (
     Example,
     accuracy,
-    examples_from_bytes,
     examples_to_bytes,
     train_classifier,
 )
 from trainer.domain_job import JobFailed
 from trainer.pipeline import FLIP_ATTEMPTS, job_artifact
+from trainer.router_update import active_router
 from trainer.settings import RouterSettings
 
 log = logging.getLogger(__name__)
@@ -80,18 +80,15 @@ def retrain_router(store: Store, domain: str, *, train_sources: Sequence[str],
                    ) -> tuple[Manifest, int, RouterCheck] | str:
     """(the published, inactive classifier, the active version it replaces, its check),
     or a note saying why the router is left alone."""
-    base = store.registry.get_active("classifier", settings.name, backbone=backbone)
-    if base is None:
-        return f"no active classifier {settings.name!r}: the router was not retrained"
-    loaded = store.load("classifier", settings.name, base, backbone=backbone)
-    if CLASSIFIER_EXAMPLES_FILE not in loaded.files:
-        return (f"the active classifier {loaded.manifest.label} carries no "
-                f"{CLASSIFIER_EXAMPLES_FILE}: the router was not retrained")
+    active = active_router(store, settings.name, backbone)
+    if isinstance(active, str):
+        return f"{active}: the router was not retrained"
+    loaded, stored = active
+    base = loaded.manifest.version
     mine = job_artifact(store, "classifier", settings.name, job_id, backbone)
     if mine is not None and mine.provenance.get("based_on") == base:
         return mine, base, RouterCheck(**mine.scores["router_check"])
-    examples = corrected_examples(examples_from_bytes(loaded.files[CLASSIFIER_EXAMPLES_FILE]),
-                                  domain, train_sources)
+    examples = corrected_examples(stored, domain, train_sources)
     log.info("router: retraining on %d examples with %d corrected sources of %r",
              len(examples), len(train_sources), domain)
     model = train_classifier(examples, settings.classifier_settings())

@@ -22,9 +22,10 @@ from dataclasses import dataclass
 
 from contract.artifacts import CLASSIFIER_EXAMPLES_FILE, CLASSIFIER_MODEL_FILE
 from contract.tsv import Pair
-from model_store import Manifest, Store
+from model_store import LoadedArtifact, Manifest, Store
 from server.routing.classifier import config_temperature
 from trainer.classifier import (
+    Example,
     accuracy,
     examples_from_bytes,
     examples_to_bytes,
@@ -46,21 +47,30 @@ class RouterUpdate:
     temperature: float  # carried over from the base classifier
 
 
+def active_router(store: Store, name: str, backbone: str | None
+                  ) -> tuple[LoadedArtifact, list[Example]] | str:
+    """The active classifier `name` of `backbone` and the examples it was trained on, or
+    why a retraining has nothing to start from."""
+    base = store.registry.get_active("classifier", name, backbone=backbone)
+    if base is None:
+        return f"no active classifier {name!r}"
+    loaded = store.load("classifier", name, base, backbone=backbone)
+    if CLASSIFIER_EXAMPLES_FILE not in loaded.files:
+        return (f"the active classifier {loaded.manifest.label} carries no "
+                f"{CLASSIFIER_EXAMPLES_FILE}")
+    return loaded, examples_from_bytes(loaded.files[CLASSIFIER_EXAMPLES_FILE])
+
+
 def router_update(store: Store, domain: str, data: tuple[Sequence[Pair], Sequence[Pair]], *,
                   settings: RouterSettings, backbone: str | None = None) -> RouterUpdate | str:
     """A retrained classifier of `backbone` (default: the default backbone) that knows
     `domain`, or a note saying why there is none."""
-    base = store.registry.get_active("classifier", settings.name, backbone=backbone)
-    if base is None:
-        return (f"no active classifier {settings.name!r}: the router was not updated; "
-                f"requests reach {domain!r} by name only")
-    loaded = store.load("classifier", settings.name, base, backbone=backbone)
-    if CLASSIFIER_EXAMPLES_FILE not in loaded.files:
-        return (f"the active classifier {loaded.manifest.label} carries no "
-                f"{CLASSIFIER_EXAMPLES_FILE}: "
-                f"the router was not updated; requests reach {domain!r} by name only")
+    active = active_router(store, settings.name, backbone)
+    if isinstance(active, str):
+        return f"{active}: the router was not updated; requests reach {domain!r} by name only"
+    loaded, stored = active
+    base = loaded.manifest.version
     train_pairs, dev_pairs = data
-    stored = examples_from_bytes(loaded.files[CLASSIFIER_EXAMPLES_FILE])
     examples = updated_examples(stored, domain, [source for source, _ in train_pairs],
                                 max_lines=settings.max_examples_per_domain,
                                 balance=settings.balance,
