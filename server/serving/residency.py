@@ -110,8 +110,10 @@ class BackboneResidency:
                 if len(loaded) < self.limit:
                     await self._load(member)
                     continue
-                if not read and not (read := await member.runtime.read_backbone()):
-                    await self._load(member)  # reports why (no retry yet); nothing unloaded
+                if not read:
+                    if await member.runtime.read_backbone() is not None:
+                        await self._load(member)  # reports why (no retry yet); nothing unloaded
+                    read = True
                 # the least recently used, an idle one before any in use
                 victim = min(loaded, key=lambda m: (m.users > 0, m.last_used))
                 await self._unload(victim, deadline, waiting=member)

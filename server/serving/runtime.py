@@ -112,16 +112,14 @@ class Runtime:
         await self._collect()
 
     async def _load_backbone(self, failures: dict[str, str]) -> None:
-        """Read and verify the backbone (a worker thread: file I/O and hashing), then build
-        its tensors on the engine thread (see `EngineThread`: one OpenMP team)."""
-        waiting = self._failed.waiting(BACKBONE_KEY)
-        if waiting is not None:
-            failures["backbone"] = waiting.problem
+        """Read and verify the backbone (unless `read_backbone` has), then build its
+        tensors on the engine thread (see `EngineThread`: one OpenMP team)."""
+        if self._read_ahead is None and (problem := await self.read_backbone()) is not None:
+            failures["backbone"] = problem
             return
+        loaded, self._read_ahead = self._read_ahead, None
+        assert loaded is not None  # read just now or by the residency
         try:
-            loaded, self._read_ahead = self._read_ahead, None
-            if loaded is None:
-                loaded = await asyncio.to_thread(self.store.load_backbone, self.requested)
             self.engine = await self.engine_thread.run(self._build_engine, loaded.files)
             self.backbone = loaded.manifest
             self._failed.clear(BACKBONE_KEY)
@@ -130,21 +128,21 @@ class Runtime:
             failures["backbone"] = self._failed.record(BACKBONE_KEY, describe(error)).problem
             log.error("no backbone to serve: %s", error, exc_info=_trace(error))
 
-    async def read_backbone(self) -> bool:
-        """Read and verify the backbone's files (a worker thread) before the residency limit
-        unloads another backbone to make room for it, so that a damaged one fails here and
-        costs the healthy one nothing. The next load builds from the files read; False (the
-        failure recorded, with its backoff) when they cannot be read."""
-        if self._failed.waiting(BACKBONE_KEY) is not None:
-            return False
+    async def read_backbone(self) -> str | None:
+        """Read and verify the backbone's files (a worker thread: file I/O and hashing),
+        kept for the next load. The residency limit calls it before it unloads another
+        backbone to make room, so that a damaged one fails here and costs the healthy one
+        nothing. Why the files cannot be read (the failure recorded, with its backoff), or
+        None."""
+        waiting = self._failed.waiting(BACKBONE_KEY)
+        if waiting is not None:
+            return waiting.problem
         try:
             self._read_ahead = await asyncio.to_thread(self.store.load_backbone, self.requested)
-        except Exception as error:  # recorded: the next load reports it without retrying
-            self._failed.record(BACKBONE_KEY, describe(error))
-            log.error("backbone %s cannot be read: %s", self.requested, error,
-                      exc_info=_trace(error))
-            return False
-        return True
+        except Exception as error:  # retried with backoff; the server stays up
+            log.error("no backbone to serve: %s", error, exc_info=_trace(error))
+            return self._failed.record(BACKBONE_KEY, describe(error)).problem
+        return None
 
     def forget_read_backbone(self) -> None:
         """No room was made after all: do not keep the files read in memory."""
