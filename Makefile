@@ -41,6 +41,8 @@ HOST_FLAG := $(if $(HOST),--host $(HOST),)
 
 # --quick is passed to the benchmarks only when QUICK is set to something other than 0.
 QUICK_FLAG := $(if $(filter-out 0,$(QUICK)),--quick,)
+# make eval / eval-router DIRECTION=fr-en: the fr->en backbone (docs/DIRECTIONS.md)
+DIRECTION_FLAG := $(if $(DIRECTION),--direction $(DIRECTION),)
 
 .PHONY: venv venv-runtime run serve-ray bench-ray test lint bench-engine bench-serve bench-adversarial bench-adversarial-compare bench-mixed-lengths bench-live-engine bench-markup bench-glossary bench-documents bench-quality bench-corrections eval eval-router train-default learning-curve bench-backbone screenshots clean distclean
 
@@ -123,11 +125,11 @@ bench-corrections: $(DEV_STAMP)
 	$(PY) -m benchmarks.quality.corrections --data $(DATA) $(QUICK_FLAG)
 
 eval: $(DEV_STAMP)
-	$(PY) -m benchmarks.quality.evaluate --data $(DATA) $(QUICK_FLAG)
+	$(PY) -m benchmarks.quality.evaluate --data $(DATA) $(QUICK_FLAG) $(DIRECTION_FLAG)
 
 # The router alone: accuracy per domain, and open-genre BLEU of routing policies vs backbone.
 eval-router: $(DEV_STAMP)
-	$(PY) -m benchmarks.quality.router --data $(DATA)
+	$(PY) -m benchmarks.quality.router --data $(DATA) $(DIRECTION_FLAG)
 
 # The web page's screenshots in docs/images (embedded default model, a training job on
 # real finance pairs from DATA; Chromium at /usr/bin/chromium).

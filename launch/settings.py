@@ -1,7 +1,8 @@
 """The settings base of every process: the model store it shares with the others, and
 logging. Every field is an environment variable with the prefix `NMT_`; nested groups use
 `__`. The server's `Settings` and the sidecar's `SidecarSettings` extend it, so the shared
-variables (`NMT_STORE_DIR`, `NMT_REGISTRY_URL`, `NMT_BUILTIN_ARTIFACTS`, `NMT_LOG_LEVEL`)
+variables (`NMT_STORE_DIR`, `NMT_REGISTRY_URL`, `NMT_BUILTIN_ARTIFACTS`, `NMT_BUILTIN_DIR`,
+`NMT_LOG_LEVEL`)
 mean the same thing in both. docs/API.md lists every setting.
 """
 
@@ -32,8 +33,11 @@ class ProcessSettings(BaseSettings):
         "or postgresql+psycopg://USER:PASSWORD@HOST:PORT/DB (docs/REGISTRY.md)")
     builtin_artifacts: bool = Field(
         True, description="layer the package's built-in artifacts under the store")
+    builtin_dir: Path = Field(
+        BUILTIN_DIR, description="the built-in artifacts' directory (default: the package's "
+        "model_store/builtin; another one to try a publication before it ships)")
 
     def open_store(self) -> Store:
         """The model store these settings name."""
         return Store.open(self.store_dir, registry_url=self.registry_url,
-                          builtin_dir=BUILTIN_DIR if self.builtin_artifacts else None)
+                          builtin_dir=self.builtin_dir if self.builtin_artifacts else None)

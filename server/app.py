@@ -29,7 +29,7 @@ from server.operations.lifecycle import DrainMiddleware, Lifecycle
 from server.operations.metrics import Metrics
 from server.operations.replica import ReplicaHeaderMiddleware
 from server.operations.watchdog import Watchdog
-from server.quality.estimators import BUILTIN_QUALITY_DIR, QUALITY_DIR, EstimatorBook
+from server.quality.estimators import QUALITY_DIR, EstimatorBook
 from server.quality.review import QualityReview
 from server.serving.directions import (
     Directions,
@@ -71,7 +71,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     quality = QualityReview(
         engine_thread, settings.quality, metrics=metrics,
         max_beam=settings.decoding.max_beam_size, languages=app.state.language_detectors,
-        estimators=EstimatorBook([settings.store_dir / QUALITY_DIR, BUILTIN_QUALITY_DIR])
+        estimators=EstimatorBook([settings.store_dir / QUALITY_DIR,
+                                  settings.builtin_dir / QUALITY_DIR])
     ) if settings.quality.enabled else None
     # NMT_DIRECTIONS__RESIDENT: at most that many of them loaded at once (None: every one)
     residency = residency_for(settings, metrics, len(backbones))

@@ -45,20 +45,22 @@ class DevSet:
 
 
 def dev_sets(data_dir: Path, modules: Mapping[str, str | None], *, lines: int = DEV_LINES,
-             genre_lines: int = GENRE_DEV_LINES) -> list[DevSet]:
+             genre_lines: int = GENRE_DEV_LINES, source: str = "en",
+             target: str = "fr") -> list[DevSet]:
     """The dev set of every domain in `modules` (domain -> module id) that has one under
-    `<data>/en-fr/domains/`, then the genres' dev slices that exist (`lines` <= 0: all)."""
+    `<data>/en-fr/domains/`, then the genres' dev slices that exist (`lines` <= 0: all);
+    `source`/`target`: which side of the en-fr pairs the backbone translates from."""
     root = data_dir / "en-fr"
     found: list[DevSet] = []
     for domain, module_id in sorted(modules.items()):
         folder = root / "domains" / domain
-        if (folder / "dev.en").is_file():
-            pairs = Corpus(domain, folder / "dev.en", folder / "dev.fr").read()
+        if (folder / f"dev.{source}").is_file():
+            pairs = Corpus(domain, folder / f"dev.{source}", folder / f"dev.{target}").read()
             found.append(DevSet(domain, pairs[:lines] if lines > 0 else pairs, module_id))
     for genre in GENRES:
         folder = root / "extra" / genre
-        if (folder / "train.en").is_file() and genre_lines > 0:
-            pairs = Corpus(genre, folder / "train.en", folder / "train.fr").read()
+        if (folder / f"train.{source}").is_file() and genre_lines > 0:
+            pairs = Corpus(genre, folder / f"train.{source}", folder / f"train.{target}").read()
             found.append(DevSet(genre, pairs[-genre_lines:], None))
     return found
 
@@ -116,18 +118,23 @@ def fit_sets(sets: Sequence[tuple[str, Decoded]], fingerprint: str) -> Estimator
 
 
 def refit_builtin(builtin_dir: Path, data_dir: Path, *, lines: int = DEV_LINES,
-                  genre_lines: int = GENRE_DEV_LINES) -> Path:
-    """Fit the estimator of the built-in directory's backbone with its active modules and
-    write it to `<builtin_dir>/quality/<backbone>.json` (the one the package ships)."""
+                  genre_lines: int = GENRE_DEV_LINES, backbone: str | None = None,
+                  source: str = "en", target: str = "fr") -> Path:
+    """Fit the estimator of the built-in directory's backbone `backbone` (default: its only
+    one) with that backbone's active modules, on the dev sets of its direction (`source`
+    -> `target`), and write it to `<builtin_dir>/quality/<backbone>.json` (the one the
+    package ships)."""
     with tempfile.TemporaryDirectory(prefix="nmt-quality-fit-") as scratch, \
             Store.open(Path(scratch), builtin_dir=builtin_dir) as store:
-        loaded = store.load_backbone(None)
+        loaded = store.load_backbone(backbone)
+        scope = loaded.manifest.name
         fingerprint = loaded.manifest.backbone_fingerprint
         engine = build_engine(loaded.files, EngineOptions())
         modules: dict[str, str | None] = {}
-        for domain, version in sorted(store.active_domains().items()):
+        for domain, version in sorted(store.active_domains(scope).items()):
             try:
-                module = store.load("module", domain, version, expected_fingerprint=fingerprint)
+                module = store.load("module", domain, version, expected_fingerprint=fingerprint,
+                                    backbone=scope)
                 module_id = f"{domain}@{version}"
                 engine.register_module(module_id, dict(module.manifest.config),
                                        module_params(module.files))
@@ -135,7 +142,8 @@ def refit_builtin(builtin_dir: Path, data_dir: Path, *, lines: int = DEV_LINES,
                 log.warning("quality fit: module %s v%d left out: %s", domain, version, error)
                 continue
             modules[domain] = module_id
-        sets = dev_sets(data_dir, modules, lines=lines, genre_lines=genre_lines)
+        sets = dev_sets(data_dir, modules, lines=lines, genre_lines=genre_lines, source=source,
+                        target=target)
         estimator = fit_sets(decode_sets(engine, sets), fingerprint)
         path = write_estimator(builtin_dir / QUALITY_DIR, loaded.manifest.name, estimator)
     log.info("quality estimator of %s fitted on %s: %s", loaded.manifest.label,

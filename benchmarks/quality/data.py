@@ -3,6 +3,9 @@
 - known domains: `en-fr/domains/<domain>/{dev,test}.{en,fr}`;
 - open-domain genres: `en-fr/extra/<genre>/test.{en,fr}` (genres that have a test set);
 - a genre's dev slice: the last lines of its `train.{en,fr}` (never its test set).
+
+Every reader takes the `direction` it reads for (default en->fr; fr->en reads the same
+files French side first: trainer/recipes/directions.py).
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from trainer.data import Corpus
+from trainer.recipes.directions import EN_FR, Direction
 
 PAIR = "en-fr"
 SetKind = Literal["domain", "genre"]
@@ -31,10 +34,10 @@ class EvalSet:
         return len(self.sources)
 
 
-def read_pairs(directory: Path, split: str) -> list[tuple[str, str]]:
-    """Non-empty sentence pairs of `<directory>/<split>.{en,fr}`."""
-    corpus = Corpus(directory.name, directory / f"{split}.en", directory / f"{split}.fr")
-    return corpus.read()
+def read_pairs(directory: Path, split: str,
+               direction: Direction = EN_FR) -> list[tuple[str, str]]:
+    """Non-empty sentence pairs of `<directory>/<split>.{en,fr}`, `direction`'s source first."""
+    return direction.corpus(directory.name, directory, split).read()
 
 
 def _first(pairs: list[tuple[str, str]], limit: int) -> list[tuple[str, str]]:
@@ -61,24 +64,28 @@ def genre_names(data_dir: Path) -> list[str]:
     return sorted(d.name for d in root.iterdir() if (d / "test.en").is_file())
 
 
-def domain_set(data_dir: Path, domain: str, *, split: str = "test", limit: int = 0) -> EvalSet:
+def domain_set(data_dir: Path, domain: str, *, split: str = "test", limit: int = 0,
+               direction: Direction = EN_FR) -> EvalSet:
     """The first `limit` pairs (0: all) of a domain's split."""
-    pairs = read_pairs(data_dir / PAIR / "domains" / domain, split)
+    pairs = read_pairs(data_dir / PAIR / "domains" / domain, split, direction)
     return _as_set(domain, "domain", split, _first(pairs, limit))
 
 
-def genre_set(data_dir: Path, genre: str, *, limit: int = 0) -> EvalSet:
+def genre_set(data_dir: Path, genre: str, *, limit: int = 0,
+              direction: Direction = EN_FR) -> EvalSet:
     """The first `limit` pairs (0: all) of a genre's test set."""
-    pairs = read_pairs(data_dir / PAIR / "extra" / genre, "test")
+    pairs = read_pairs(data_dir / PAIR / "extra" / genre, "test", direction)
     return _as_set(genre, "genre", "test", _first(pairs, limit))
 
 
-def genre_dev_slice(data_dir: Path, genre: str, *, lines: int) -> EvalSet:
+def genre_dev_slice(data_dir: Path, genre: str, *, lines: int,
+                    direction: Direction = EN_FR) -> EvalSet:
     """The last `lines` pairs of a genre's train split: a held-out dev slice for tuning
     ensemble weights (the test set is never used for a choice)."""
-    pairs = read_pairs(data_dir / PAIR / "extra" / genre, "train")
+    pairs = read_pairs(data_dir / PAIR / "extra" / genre, "train", direction)
     return _as_set(genre, "genre", "dev-slice", pairs[-lines:] if lines > 0 else pairs)
 
 
-def domain_train_pairs(data_dir: Path, domain: str) -> list[tuple[str, str]]:
-    return read_pairs(data_dir / PAIR / "domains" / domain, "train")
+def domain_train_pairs(data_dir: Path, domain: str,
+                       direction: Direction = EN_FR) -> list[tuple[str, str]]:
+    return read_pairs(data_dir / PAIR / "domains" / domain, "train", direction)

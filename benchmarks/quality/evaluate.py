@@ -1,9 +1,11 @@
 """Multi-domain evaluation harness: one command reproduces the results table.
 
-    nmt-eval --data ../shared/data [--quick]     (make eval [QUICK=1]; or python -m
-    benchmarks.quality.evaluate)
+    nmt-eval --data ../shared/data [--quick] [--direction fr-en]
+    (make eval [QUICK=1] [DIRECTION=fr-en]; or python -m benchmarks.quality.evaluate)
 
-Writes `benchmarks/results/eval.{json,md}` (`eval-quick.*` with --quick): per known domain,
+Writes `benchmarks/results/eval.{json,md}` (`eval-quick.*` with --quick; another direction
+than en-fr: `eval-fr-en.*`, `eval-fr-en-quick.*`, its backbone `default-fr-en` and the same
+data read French side first): per known domain,
 BLEU and chrF (sacrebleu) of the generic backbone ("Mixed"), residual adapters with the
 true / the classifier's / a random wrong label, automatic routing as served, other module
 families when the store has them, the uniform and soft (classifier-weighted) ensembles,
@@ -71,8 +73,11 @@ from benchmarks.quality.systems import Router, classifier_report, routing_report
 from benchmarks.quality.targets import check_targets, summary
 from model_store import BUILTIN_DIR, NotFoundError, Store
 from server.settings import RoutingSettings
+from trainer.recipes.directions import DIRECTIONS, EN_FR, Direction
 
 T = TypeVar("T")
+# issue #43: the fr->en backbone averages >= 22 BLEU over the 7 domains' test sets at beam 4
+BACKBONE_FLOORS = {"fr-en": 22.0}
 MODES: dict[str, dict[str, Any]] = {
     "full": {"sentences": 0, "genre_sentences": 500, "beam": 4, "finetune_minutes": 4.0,
              "dev_lines": 200},
@@ -114,7 +119,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add("--store", type=Path, default=None,
         help="model store root (default: a scratch registry over the built-in artifacts)")
     add("--no-builtin", action="store_true", help="do not layer the built-in artifacts")
-    add("--backbone", default=None, help="backbone name (default: the store's only one)")
+    add("--builtin", type=Path, default=BUILTIN_DIR,
+        help="the built-in artifacts' directory (default: the package's; another one "
+             "evaluates a publication before it ships, e.g. the recipe's --out)")
+    add("--direction", choices=sorted(DIRECTIONS), default=EN_FR.name,
+        help="which side of the en-fr test sets is the source (default en-fr)")
+    add("--backbone", default=None,
+        help="backbone name (default: the direction's built-in one, default-<direction>, "
+             "when the store has it, else the store's only one)")
     add("--families-store", type=Path, default=None,
         help="a store with modules of other families (highway, gated, ldr) for the backbone")
     add("--out", type=Path, default=RESULTS_DIR, help="where eval(.quick).{json,md} go")
@@ -150,7 +162,7 @@ def open_stores(args: argparse.Namespace) -> Iterator[tuple[Store, Store | None]
         root = args.store
         if root is None:
             root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="nmt-eval-")))
-        builtin = None if args.no_builtin else BUILTIN_DIR
+        builtin = None if args.no_builtin else args.builtin
         store = stack.enter_context(Store.open(root, builtin_dir=builtin))
         families = None
         if args.families_store is not None:
@@ -173,9 +185,11 @@ def machine() -> dict[str, Any]:
 
 def build_context(args: argparse.Namespace, models: Models, run_dir: Path) -> Context:
     domains = domain_names(args.data)
+    direction = DIRECTIONS[args.direction]
     limit, genre_limit = _mode_value(args, "sentences"), _mode_value(args, "genre_sentences")
-    known = [domain_set(args.data, d, limit=limit) for d in domains]
-    genres = [genre_set(args.data, g, limit=genre_limit) for g in genre_names(args.data)]
+    known = [domain_set(args.data, d, limit=limit, direction=direction) for d in domains]
+    genres = [genre_set(args.data, g, limit=genre_limit, direction=direction)
+              for g in genre_names(args.data)]
     router = Router(models.served, models.classifier, settings=RoutingSettings())
     settings = DecodeSettings(beam_size=_mode_value(args, "beam"), batch_size=args.batch_size)
     cache = run_dir / "translations"
@@ -190,7 +204,7 @@ def build_context(args: argparse.Namespace, models: Models, run_dir: Path) -> Co
                          dev_lines=_mode_value(args, "dev_lines"), finetune=finetune,
                          finetune_domains=tuple(args.finetune_domains),
                          learnable_rounds=args.learnable_rounds,
-                         learnable_known=args.learnable_known)
+                         learnable_known=args.learnable_known, direction=direction)
     return Context(models, router, decoder, tuner, known, genres, options, list(models.notes))
 
 
@@ -199,6 +213,7 @@ def _meta(args: argparse.Namespace, ctx: Context, started: float) -> dict[str, A
     routing = RoutingSettings()
     return {
         "mode": "quick" if args.quick else "full", "data": str(args.data),
+        "direction": args.direction,
         "created_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "domains": [ds.name for ds in ctx.known], "genres": [ds.name for ds in ctx.genres],
         "sentences_per_domain": {ds.name: len(ds) for ds in ctx.known},
@@ -253,7 +268,8 @@ def evaluate(args: argparse.Namespace, models: Models, run_dir: Path) -> dict[st
     domains, genres = [ds.name for ds in ctx.known], [ds.name for ds in ctx.genres]
     accuracy = classifier.get("accuracy_report", {}).get("accuracy", {})
     targets = check_targets(bleu_table(known), bleu_table(open_rows), accuracy,
-                            domains=domains, genres=genres)
+                            domains=domains, genres=genres,
+                            backbone_floor=BACKBONE_FLOORS.get(args.direction))
     text = summary(bleu_table(known), bleu_table(open_rows), tuned["summary"], targets,
                    domains=domains, genres=genres)
     intervals = significance(ctx.statistics, domains=domains, genres=genres)
@@ -265,9 +281,23 @@ def evaluate(args: argparse.Namespace, models: Models, run_dir: Path) -> dict[st
             "summary": text, "notes": ctx.notes}
 
 
-def write_results(result: dict[str, Any], out: Path, *, quick: bool) -> tuple[Path, Path]:
+def results_stem(direction: str, *, quick: bool) -> str:
+    """eval, eval-quick; eval-fr-en, eval-fr-en-quick for another direction than en-fr."""
+    stem = "eval" if direction == EN_FR.name else f"eval-{direction}"
+    return f"{stem}-quick" if quick else stem
+
+
+def backbone_of(store: Store, direction: Direction) -> str | None:
+    """The direction's built-in backbone when the store has it, else None (the store's
+    only backbone: a store built for one model, whatever its name)."""
+    name = direction.backbone_name
+    return name if name in store.registry.list_names("backbone") else None
+
+
+def write_results(result: dict[str, Any], out: Path, *, quick: bool,
+                  direction: str = EN_FR.name) -> tuple[Path, Path]:
     out.mkdir(parents=True, exist_ok=True)
-    stem = "eval-quick" if quick else "eval"
+    stem = results_stem(direction, quick=quick)
     json_path, md_path = out / f"{stem}.json", out / f"{stem}.md"
     json_path.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n",
                          encoding="utf-8")
@@ -278,18 +308,21 @@ def write_results(result: dict[str, Any], out: Path, *, quick: bool) -> tuple[Pa
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
-    run_dir = (args.run_dir or Path("runs/eval")) / ("quick" if args.quick else "full")
+    direction = DIRECTIONS[args.direction]
+    default_run_dir = Path("runs/eval" if direction == EN_FR else f"runs/eval-{direction.name}")
+    run_dir = (args.run_dir or default_run_dir) / ("quick" if args.quick else "full")
     domains = domain_names(args.data)
     with open_stores(args) as (store, families_store):
         try:
-            models = load_models(store, backbone=args.backbone, domains=domains,
-                                 families_store=families_store)
+            models = load_models(store, backbone=args.backbone or backbone_of(store, direction),
+                                 domains=domains, families_store=families_store)
         except NotFoundError as error:
             raise SystemExit(f"cannot evaluate: {error}. The default model's artifacts "
                              "appear in model_store/builtin/ once `make train-default` has "
                              "published them; or pass --store DIR") from error
     result = evaluate(args, models, run_dir)
-    json_path, md_path = write_results(result, args.out, quick=args.quick)
+    json_path, md_path = write_results(result, args.out, quick=args.quick,
+                                       direction=args.direction)
     print(f"\n{result['summary']}\n\nwrote {json_path} and {md_path}")
 
 

@@ -95,15 +95,17 @@ def _register(engine: Engine, loaded: LoadedArtifact, module_id: str) -> None:
 
 
 def _load_served(store: Store, engine: Engine, fingerprint: str,
-                 notes: list[str]) -> dict[str, ModuleInfo]:
+                 notes: list[str], scope: str) -> dict[str, ModuleInfo]:
     served: dict[str, ModuleInfo] = {}
-    for domain, version in sorted(store.active_domains().items()):
+    for domain, version in sorted(store.active_domains(scope).items()):
         try:
-            if mixes_domains(_family_of(store.record("module", domain, version))):
+            if mixes_domains(_family_of(store.record("module", domain, version,
+                                                     backbone=scope))):
                 notes.append(f"module {domain} v{version} is a word-level mixture: evaluated "
                              "as the no-label mixing row, not as a served domain")
                 continue
-            loaded = store.load("module", domain, version, expected_fingerprint=fingerprint)
+            loaded = store.load("module", domain, version, expected_fingerprint=fingerprint,
+                                backbone=scope)
             module_id = _engine_id(loaded)
             info = _info(loaded, domain, engine, module_id)
             _register(engine, loaded, module_id)
@@ -114,12 +116,13 @@ def _load_served(store: Store, engine: Engine, fingerprint: str,
     return served
 
 
-def _family_candidates(store: Store, domains: Iterable[str],
-                       skip_family: str | None) -> dict[tuple[str, str], ArtifactRecord]:
-    """(family, domain) -> the newest module record of that family for that domain
-    (modules of `skip_family`, e.g. older versions of the served ones, are left out)."""
+def _family_candidates(store: Store, domains: Iterable[str], skip_family: str | None,
+                       scope: str | None) -> dict[tuple[str, str], ArtifactRecord]:
+    """(family, domain) -> the newest module record of that family for that domain among
+    backbone `scope`'s (None: every backbone's; modules of `skip_family`, e.g. older
+    versions of the served ones, are left out)."""
     chosen: dict[tuple[str, str], ArtifactRecord] = {}
-    for record in store.registry.list_artifacts("module"):
+    for record in store.registry.list_artifacts("module", backbone=scope):
         domain = domain_of(record.name, domains)
         family = _family_of(record)
         if domain is None or family == skip_family or mixes_domains(family):  # no domain's
@@ -134,12 +137,13 @@ def _load_families(stores: Mapping[str, Store], engine: Engine, models: Models,
                    domains: list[str]) -> None:
     for label, store in stores.items():
         skip = models.served_family if label == "store" else None
-        candidates = _family_candidates(store, domains, skip)
+        candidates = _family_candidates(store, domains, skip, _scope(models, label))
         for (family, domain), record in sorted(candidates.items()):
             key = family if family != models.served_family else f"{family}-{label}"
             try:
                 loaded = store.load("module", record.name, record.version,
-                                    expected_fingerprint=models.backbone.backbone_fingerprint)
+                                    expected_fingerprint=models.backbone.backbone_fingerprint,
+                                    backbone=record.backbone)
                 module_id = _engine_id(loaded, prefix=f"{label}:")
                 info = _info(loaded, domain, engine, module_id)
                 _register(engine, loaded, module_id)
@@ -154,10 +158,18 @@ def _family_of(record: ArtifactRecord) -> str:
     return str(record.manifest.config.get("family", ""))
 
 
-def mixing_candidate(store: Store) -> ArtifactRecord | None:
-    """The store's word-level mixture: the active one, else the newest published one."""
-    records = [r for r in store.registry.list_artifacts("module") if mixes_domains(_family_of(r))]
-    active = store.active_domains()
+def _scope(models: Models, label: str) -> str | None:
+    """The backbone whose modules a store's rows are read from: the evaluated one in the
+    evaluated store; the families store's own default (it is built for that backbone)."""
+    return models.backbone.name if label == "store" else None
+
+
+def mixing_candidate(store: Store, scope: str | None = None) -> ArtifactRecord | None:
+    """The word-level mixture of backbone `scope` (None: the default): the active one,
+    else the newest published one."""
+    records = [r for r in store.registry.list_artifacts("module", backbone=scope)
+               if mixes_domains(_family_of(r))]
+    active = store.active_domains(scope)
     serving = [r for r in records if active.get(r.name) == r.version]
     return max(serving or records, key=lambda r: (r.created_at, r.version), default=None)
 
@@ -165,12 +177,13 @@ def mixing_candidate(store: Store) -> ArtifactRecord | None:
 def _load_mixing(stores: Mapping[str, Store], engine: Engine, models: Models) -> None:
     """Register the first store's mixture (store before families store)."""
     for label, store in stores.items():
-        record = mixing_candidate(store)
+        record = mixing_candidate(store, _scope(models, label))
         if record is None:
             continue
         try:
             loaded = store.load("module", record.name, record.version,
-                                expected_fingerprint=models.backbone.backbone_fingerprint)
+                                expected_fingerprint=models.backbone.backbone_fingerprint,
+                                backbone=record.backbone)
             module_id = _engine_id(loaded, prefix=f"{label}:")
             info = _info(loaded, record.name, engine, module_id)
             _register(engine, loaded, module_id)
@@ -183,14 +196,14 @@ def _load_mixing(stores: Mapping[str, Store], engine: Engine, models: Models) ->
         return
 
 
-def _classifier(store: Store, notes: list[str]) -> FastTextClassifier | None:
+def _classifier(store: Store, notes: list[str], scope: str) -> FastTextClassifier | None:
     name = RoutingSettings().classifier
-    version = store.registry.get_active("classifier", name)
+    version = store.registry.get_active("classifier", name, backbone=scope)
     if version is None:
         notes.append(f"no active classifier {name!r}: predicted-label and routing rows skipped")
         return None
     try:
-        loaded = store.load("classifier", name, version)
+        loaded = store.load("classifier", name, version, backbone=scope)
         return load_classifier(loaded.files, loaded.manifest.config, version=version)
     except (StoreError, ValueError, OSError) as error:
         notes.append(f"classifier {name} v{version} failed to load: {error}")
@@ -212,9 +225,10 @@ def load_models(store: Store, *, backbone: str | None, domains: list[str],
     size = sum(t.numel() for t in parts.tensors.values())
     notes: list[str] = []
     fingerprint = loaded.manifest.backbone_fingerprint
-    served = _load_served(store, engine, fingerprint, notes)
+    scope = loaded.manifest.name  # its modules and router only, in a store of several
+    served = _load_served(store, engine, fingerprint, notes, scope)
     models = Models(loaded.manifest, loaded.files, engine, size, served, {},
-                    _classifier(store, notes), notes)
+                    _classifier(store, notes, scope), notes)
     stores = {"store": store} | ({"families-store": families_store} if families_store else {})
     _load_families(stores, engine, models, domains)
     _load_mixing(stores, engine, models)

@@ -2,6 +2,10 @@
 the BLEU of automatic routing policies against the plain backbone, on the default model.
 
     python -m benchmarks.quality.router --data ../shared/data [--classifier-dir DIR]
+        [--direction fr-en]     (make eval-router [DIRECTION=fr-en])
+
+`--direction fr-en` measures the fr->en backbone's router (`default-fr-en`) on the same sets
+read French side first, into router-fr-en.{json,md}.
 
 Sets: every known domain's dev and test split, and every open genre (a genre without a
 module: captions, conversation, news) as a dev slice (the last `--dev-lines` lines of its
@@ -37,7 +41,7 @@ from benchmarks.quality.data import (
     genre_set,
 )
 from benchmarks.quality.decode import GENERIC_MEMBERS, Decoder, DecodeSettings, Members
-from benchmarks.quality.evaluate import machine
+from benchmarks.quality.evaluate import backbone_of, machine
 from benchmarks.quality.models import load_models
 from benchmarks.quality.pipeline import write_results
 from benchmarks.quality.significance import paired_interval, sentence_statistics
@@ -48,6 +52,7 @@ from server.routing import FastTextClassifier, load_classifier
 from server.routing.classifier import LABEL_PREFIX
 from server.settings import RoutingSettings
 from trainer.evaluate import score
+from trainer.recipes.directions import DIRECTIONS, EN_FR
 
 REPO = Path(__file__).resolve().parents[2]
 TARGET_DOMAINS = ("medical", "law", "it", "religion")  # issue #24: >= 90 % on their tests
@@ -128,7 +133,8 @@ def generic_share(router: Router, sets: Sequence[EvalSet]) -> dict[str, float]:
 def evaluate(args: argparse.Namespace, store: Store) -> dict[str, Any]:
     started = time.perf_counter()
     domains = domain_names(args.data)
-    models = load_models(store, backbone=None, domains=domains)
+    direction = DIRECTIONS[args.direction]
+    models = load_models(store, backbone=backbone_of(store, direction), domains=domains)
     classifier = (candidate_classifier(args.classifier_dir) if args.classifier_dir
                   else models.classifier)
     if classifier is None:
@@ -136,16 +142,19 @@ def evaluate(args: argparse.Namespace, store: Store) -> dict[str, Any]:
     chosen = {name: POLICIES[name] for name in args.policies}
     routers = {name: Router(models.served, classifier, settings=settings)
                for name, settings in chosen.items()}
-    accuracy_sets = {"dev": [domain_set(args.data, d, split="dev") for d in domains],
-                     "test": [domain_set(args.data, d) for d in domains]}
+    accuracy_sets = {"dev": [domain_set(args.data, d, split="dev", direction=direction)
+                             for d in domains],
+                     "test": [domain_set(args.data, d, direction=direction) for d in domains]}
     sets = {
-        "dev": ([domain_set(args.data, d, split="dev", limit=args.domain_sentences)
+        "dev": ([domain_set(args.data, d, split="dev", limit=args.domain_sentences,
+                            direction=direction)
                  for d in domains] if args.domain_sentences else [],
-                [genre_dev_slice(args.data, g, lines=args.dev_lines)
+                [genre_dev_slice(args.data, g, lines=args.dev_lines, direction=direction)
                  for g in genre_names(args.data)]),
-        "test": ([domain_set(args.data, d, limit=args.domain_sentences) for d in domains]
-                 if args.domain_sentences else [],
-                 [genre_set(args.data, g, limit=args.sentences) for g in genre_names(args.data)]),
+        "test": ([domain_set(args.data, d, limit=args.domain_sentences, direction=direction)
+                  for d in domains] if args.domain_sentences else [],
+                 [genre_set(args.data, g, limit=args.sentences, direction=direction)
+                  for g in genre_names(args.data)]),
     }
     decoder = Decoder(models.engine, label=models.backbone.backbone_fingerprint[:16],
                       settings=DecodeSettings(beam_size=1), cache_dir=args.cache_dir)
@@ -164,7 +173,8 @@ def evaluate(args: argparse.Namespace, store: Store) -> dict[str, Any]:
                  for g in genres]).as_dict()
     results["meta"] = {
         "created_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "data": str(args.data), "sentences": args.sentences, "dev_lines": args.dev_lines,
+        "data": str(args.data), "direction": args.direction, "sentences": args.sentences,
+        "dev_lines": args.dev_lines,
         "backbone": f"{models.backbone.name} v{models.backbone.version}",
         "modules": {d: f"{i.family} v{i.version}" for d, i in sorted(models.served.items())},
         "classifier": (str(args.classifier_dir) if args.classifier_dir
@@ -247,11 +257,17 @@ def main(argv: Sequence[str] | None = None) -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results")
-    parser.add_argument("--name", default="router", help="results file name (json + md)")
+    parser.add_argument("--direction", choices=sorted(DIRECTIONS), default=EN_FR.name,
+                        help="the backbone's direction (its router, modules and test sides)")
+    parser.add_argument("--name", default=None,
+                        help="results file name (json + md; default router, "
+                             "router-<direction> for another direction than en-fr)")
     parser.add_argument("--store", type=Path, default=None,
                         help="a store to evaluate (default: the built-in one, read-only)")
     parser.add_argument("--no-builtin", action="store_true",
                         help="do not layer the built-in default model under --store")
+    parser.add_argument("--builtin", type=Path, default=BUILTIN_DIR,
+                        help="the built-in artifacts' directory (default: the package's)")
     parser.add_argument("--classifier-dir", type=Path, default=None,
                         help="a trained, unpublished classifier (the recipe's run dir)")
     parser.add_argument("--sentences", type=int, default=200,
@@ -268,7 +284,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="translations cache (a re-run reuses what did not change)")
     parser.add_argument("--note", default="", help="a line for the results (e.g. the load)")
     args = parser.parse_args(argv)
-    builtin = None if args.no_builtin else BUILTIN_DIR
+    if args.name is None:
+        args.name = "router" if args.direction == EN_FR.name else f"router-{args.direction}"
+    builtin = None if args.no_builtin else args.builtin
     with tempfile.TemporaryDirectory(prefix="nmt-router-") as scratch, \
             Store.open(args.store or Path(scratch), builtin_dir=builtin) as store:
         results = evaluate(args, store)

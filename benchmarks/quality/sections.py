@@ -33,6 +33,7 @@ from benchmarks.quality.systems import (
 from server.engine.engine import Member
 from server.routing import GENERIC
 from trainer.evaluate import score
+from trainer.recipes.directions import EN_FR, Direction
 
 MembersOf = Callable[[EvalSet], list[Members]]
 MIXING_KEY = "mixing"
@@ -49,6 +50,7 @@ class RunOptions:
     finetune_domains: tuple[str, ...]
     learnable_rounds: int
     learnable_known: bool  # also tune weights per known domain (on its dev split)
+    direction: Direction = EN_FR  # which side of the en-fr data is the source
 
     def as_dict(self) -> dict[str, Any]:
         values = asdict(self)
@@ -214,7 +216,8 @@ def finetuning(ctx: Context, known: Mapping[str, dict[str, Any]]) -> dict[str, A
         print(f"[fine-tuning] {domain}: {settings.minutes:g} min budget", flush=True)
         try:
             tuned = finetune(ctx.models.backbone_files,
-                             domain_train_pairs(ctx.options.data, domain), domain=domain,
+                             domain_train_pairs(ctx.options.data, domain,
+                                                ctx.options.direction), domain=domain,
                              fingerprint=ctx.models.backbone.backbone_fingerprint,
                              settings=settings, run_root=ctx.options.run_dir / "finetune")
         except ValueError as error:
@@ -260,12 +263,14 @@ def forgetting(rows: Mapping[str, dict[str, Any]], known: Mapping[str, dict[str,
 
 def _domain_dev(ctx: Context) -> Callable[[str], EvalSet]:
     return lambda name: domain_set(ctx.options.data, name, split="dev",
-                                   limit=ctx.options.dev_lines)
+                                   limit=ctx.options.dev_lines,
+                                   direction=ctx.options.direction)
 
 
 def _genre_dev(ctx: Context) -> Callable[[str], EvalSet]:
     return lambda name: genre_dev_slice(ctx.options.data, name,
-                                        lines=ctx.options.dev_lines)
+                                        lines=ctx.options.dev_lines,
+                                        direction=ctx.options.direction)
 
 
 def _weights_key(weights: Weights) -> str:

@@ -3,14 +3,15 @@ on every en-fr corpus of the shared data (7 domains + extra genres), joint sente
 `--direction fr-en` trains the French->English backbone from the same pairs reversed.
 
     python -m trainer.recipes.default_en_fr --data ../shared/data --run-dir runs/default-en-fr
-    python -m trainer.recipes.default_en_fr --direction fr-en --stage backbone  # reversed
+    python -m trainer.recipes.default_en_fr --direction fr-en  # reversed: every stage
 
 Every stage is resumable: re-running the command continues where it stopped. On a machine
 without the backbone's checkpoint, `--stage restore` rebuilds the run dir from the
 published built-in backbone (or from the committed snapshot of a backbone stage that
 spans sessions, when it is further along: `--stage snapshot` writes it); the later stages
 (adapters, classifier, publish) then run as usual, and the backbone stage warm-starts from
-it when given a larger --max-minutes.
+it when given a larger --max-minutes. Another direction publishes beside en-fr
+(direction_publication.py; the commands: docs/DIRECTIONS.md, "Training fr->en").
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ from trainer.recipes.default_stages import (
     restore_run_dir,
     train_adapter,
 )
+from trainer.recipes.direction_publication import publish_direction
 from trainer.recipes.directions import DIRECTIONS, EN_FR, Direction
 from trainer.recipes.publication import publish_builtin, publish_router
 from trainer.recipes.router_stage import train_router
@@ -100,9 +102,9 @@ SETTINGS = TrainSettings(lr=1e-3, warmup_steps=800, max_tokens=5000, max_epochs=
                          patience=0)
 
 
-# The stages that publish need a store holding several backbones; until then the other
-# direction trains its backbone (and snapshots it) only.
-OTHER_DIRECTION_STAGES = ("backbone", "snapshot", "restore")
+# publish-router republishes en-fr's router alone; another direction republishes its router
+# with `--stage publish` (which keeps an unchanged backbone and modules as they are).
+OTHER_DIRECTION_STAGES = STAGES + ("restore", "snapshot", "quality")
 
 
 def corpora(data_dir: Path, split: str = "train",
@@ -255,13 +257,10 @@ def main() -> None:
     args.run_dir = args.run_dir or Path(f"runs/default-{direction.name}")
     args.snapshot = args.snapshot or snapshot_dir(direction)
     stages: tuple[str, ...] = STAGES if args.stage == "all" else (args.stage,)
-    if direction != EN_FR:
-        stages = tuple(s for s in stages if s in OTHER_DIRECTION_STAGES)
-        if not stages:
-            parser.error(f"--direction {direction.name} trains, snapshots and restores its "
-                         f"backbone only (stages: {', '.join(OTHER_DIRECTION_STAGES)}); "
-                         "its adapters, router and publishing come with the store's support "
-                         "for several backbones")
+    if direction != EN_FR and not set(stages) <= set(OTHER_DIRECTION_STAGES):
+        parser.error(f"--direction {direction.name} has the stages "
+                     f"{', '.join(OTHER_DIRECTION_STAGES)}: its router is republished with "
+                     "`--stage publish`")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     torch.set_num_threads(args.threads)
     stop = stop_on_signals()
@@ -283,6 +282,11 @@ def snapshot_dir(direction: Direction) -> Path:
         f"snapshot-{direction.name}")
 
 
+def published(builtin: Path, direction: Direction) -> bool:
+    """Whether the built-in directory holds a version of `direction`'s backbone."""
+    return any((builtin / "backbones" / direction.backbone_name).glob("v*/manifest.json"))
+
+
 def share_vocabulary(builtin: Path, run_dir: Path) -> None:
     """The other direction reuses the published en-fr backbone's joint sentencepiece model:
     it was trained on both sides of the same pairs, and one vocabulary for both directions
@@ -300,8 +304,9 @@ def share_vocabulary(builtin: Path, run_dir: Path) -> None:
 def run_stages(args: argparse.Namespace, stages: tuple[str, ...],
                stop: threading.Event, direction: Direction = EN_FR) -> None:
     if "restore" in stages:
-        if direction == EN_FR:
-            restore_run_dir(args.run_dir, args.out, snapshot=args.snapshot)
+        if direction == EN_FR or published(args.out, direction):
+            restore_run_dir(args.run_dir, args.out, snapshot=args.snapshot,
+                            backbone=direction.backbone_name)
         else:
             restore_from_snapshot(args.run_dir, args.snapshot)
         # the encoded training set (the model card reads it)
@@ -320,14 +325,17 @@ def run_stages(args: argparse.Namespace, stages: tuple[str, ...],
                                             "max_minutes": args.adapter_minutes})
         for domain in args.domains:
             train_adapter(args.data, args.run_dir, domain, adapter_settings, config=ADAPTER,
-                          should_stop=stop.is_set)
+                          should_stop=stop.is_set, direction=direction)
     if "classifier" in stages:
-        train_router(args.data, args.run_dir, DOMAINS)
-    if "publish" in stages:
+        train_router(args.data, args.run_dir, DOMAINS, direction)
+    if "publish" in stages and direction == EN_FR:
         publish_builtin(args.data, args.run_dir, args.out, snapshot=args.snapshot)
+    elif "publish" in stages:
+        publish_direction(args.data, args.run_dir, args.out, direction, snapshot=args.snapshot)
     if "publish" in stages or "quality" in stages:
         # the quality estimator belongs to the backbone and modules just published
-        refit_builtin(args.out, args.data)
+        refit_builtin(args.out, args.data, backbone=direction.backbone_name,
+                      source=direction.source, target=direction.target)
     if "publish-router" in stages:
         publish_router(args.run_dir, args.out)
 

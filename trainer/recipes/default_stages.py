@@ -28,6 +28,7 @@ from trainer.data import Corpus, encode_pairs
 from trainer.evaluate import evaluate_texts
 from trainer.loop import Checkpoints, Progress, ShouldStop, TrainSettings
 from trainer.modules import train_module
+from trainer.recipes.directions import EN_FR, Direction
 from trainer.recipes.snapshot import load_snapshot, position
 
 log = logging.getLogger("trainer.recipes.default_en_fr")
@@ -37,9 +38,10 @@ ROUTER_NAME = "router"
 MAX_LEN = 128
 
 
-def domain_corpus(data_dir: Path, domain: str, split: str) -> Corpus:
-    base = data_dir / "en-fr" / "domains" / domain
-    return Corpus(domain, base / f"{split}.en", base / f"{split}.fr")
+def domain_corpus(data_dir: Path, domain: str, split: str,
+                  direction: Direction = EN_FR) -> Corpus:
+    """A domain's `split` pairs, `direction`'s source side first."""
+    return direction.corpus(domain, data_dir / "en-fr" / "domains" / domain, split)
 
 
 def load_trained_backbone(run_dir: Path) -> tuple[Backbone, Tokenizer]:
@@ -55,15 +57,16 @@ def load_trained_backbone(run_dir: Path) -> tuple[Backbone, Tokenizer]:
 
 
 def train_adapter(data_dir: Path, run_dir: Path, domain: str, settings: TrainSettings, *,
-                  config: dict[str, Any], should_stop: ShouldStop | None = None) -> None:
+                  config: dict[str, Any], should_stop: ShouldStop | None = None,
+                  direction: Direction = EN_FR) -> None:
     """Raises TrainingInterrupted (checkpoint saved) when `should_stop` asks for it."""
     out_dir = run_dir / "adapters" / domain
     if (out_dir / "result.json").exists():
         log.info("adapter %s: already trained", domain)
         return
     model, tokenizer = load_trained_backbone(run_dir)
-    train = domain_corpus(data_dir, domain, "train").read()
-    dev = domain_corpus(data_dir, domain, "dev").read()
+    train = domain_corpus(data_dir, domain, "train", direction).read()
+    dev = domain_corpus(data_dir, domain, "dev", direction).read()
     data = encode_pairs(train, tokenizer.processor, max_len=MAX_LEN)
     generic, _ = evaluate_texts(model, tokenizer, tokenizer, dev)
     log.info("adapter %s: %d pairs; backbone dev BLEU %.2f", domain, len(data), generic.bleu)
@@ -79,7 +82,8 @@ def train_adapter(data_dir: Path, run_dir: Path, domain: str, settings: TrainSet
     log.info("adapter %s: dev BLEU %.2f (backbone %.2f)", domain, result.dev.bleu, generic.bleu)
 
 
-def restore_run_dir(run_dir: Path, builtin: Path, *, snapshot: Path) -> bool:
+def restore_run_dir(run_dir: Path, builtin: Path, *, snapshot: Path,
+                    backbone: str = BACKBONE_NAME) -> bool:
     """Rebuild the backbone stage's outputs (config, vocabulary, weights, position) from
     the published built-in backbone, or from the recipe's committed snapshot when that is
     further along or of another architecture (trainer/recipes/snapshot.py), so later
@@ -92,9 +96,9 @@ def restore_run_dir(run_dir: Path, builtin: Path, *, snapshot: Path) -> bool:
     if checkpoint.exists():
         return False
     with tempfile.TemporaryDirectory() as tmp, Store.open(Path(tmp), builtin_dir=builtin) as store:
-        loaded = store.load_backbone(BACKBONE_NAME)
+        loaded = store.load_backbone(backbone)
     parts, spm_bytes = backbone_parts(loaded.files), loaded.files[SOURCE_SPM_FILE]
-    provenance = loaded.manifest.provenance  # written by _backbone_provenance
+    provenance = loaded.manifest.provenance  # written at publication (publication.py)
     progress = position({**provenance, "step": provenance.get("steps", 0),
                          "elapsed_s": provenance.get("train_seconds", 0.0)})
     source = f"the published {loaded.manifest.label}"

@@ -20,6 +20,11 @@ class Direction:
     def name(self) -> str:
         return f"{self.source}-{self.target}"
 
+    @property
+    def backbone_name(self) -> str:
+        """The name its published backbone has in the built-in store."""
+        return f"default-{self.name}"
+
     def corpus(self, name: str, folder: Path, split: str) -> Corpus:
         """The pairs of `folder`'s `split` files, source side first."""
         return Corpus(name, folder / f"{split}.{self.source}", folder / f"{split}.{self.target}")

@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 
 from contract.backbone import BackboneConfig
+from server.textproc.languages import language_name
+from trainer.recipes.directions import EN_FR, Direction
 
 LICENCES = """The 7 domains come from OPUS samples (EMEA and JRC-Acquis: EU documents, reuse with
 acknowledgement; KDE4: free-software documentation; TED2020 and QED: CC BY-NC-ND;
@@ -39,13 +41,17 @@ def write_model_card(out: Path, run_dir: Path, *, config: BackboneConfig, parame
                      domain_extras: Mapping[str, tuple[str, int]] | None = None,
                      sister_pairs: Mapping[str, Sequence[str]] | None = None,
                      averaged_steps: Sequence[int] = (),
-                     gpu_run: Mapping[str, Any] | None = None) -> None:
+                     gpu_run: Mapping[str, Any] | None = None,
+                     direction: Direction = EN_FR) -> Path:
     """`generic_lines`: the router's generic class's training lines; `domain_extras`: extra
     router lines per domain class (domain -> (genre, lines)); `sister_pairs`: language pairs
     whose English domain train splits some classes also learn from (pair -> domains);
     `averaged_steps`: the checkpoints whose mean the published backbone is, if it is one;
     `gpu_run`: the log of the GPU run the backbone and adapters come from
-    (trainer/gpu/run.py), if they do."""
+    (trainer/gpu/run.py), if they do; `direction`: the backbone's languages (en-fr's card is
+    MODEL_CARD.md, another direction's MODEL_CARD-<direction>.md beside it). Returns its path."""
+    source, target = language_name(direction.source), language_name(direction.target)
+    eval_stem = "eval" if direction == EN_FR else f"eval-{direction.name}"
     accuracy_path = run_dir / "classifier" / "accuracy.json"
     accuracy = json.loads(accuracy_path.read_text()) if accuracy_path.exists() else None
     router = (f"dev accuracy {accuracy['dev_accuracy']:.3f}; per domain: " + ", ".join(
@@ -57,7 +63,7 @@ def write_model_card(out: Path, run_dir: Path, *, config: BackboneConfig, parame
                    f"{accuracy['dev_nll']:.3f}, {accuracy['dev_nll_uncalibrated']:.3f} without)")
     extras = "".join(f"; the {domain} class also learns from {count:,} lines of the {genre} "
                      "corpus" for domain, (genre, count) in sorted((domain_extras or {}).items()))
-    extras += "".join(f"; the {', '.join(domains)} classes also learn from the English side "
+    extras += "".join(f"; the {', '.join(domains)} classes also learn from the {source} side "
                       f"of the {pair} data's train splits of their domains"
                       for pair, domains in (sister_pairs or {}).items())
     averaged = (f" The published weights are the mean of the checkpoints of steps "
@@ -67,10 +73,11 @@ def write_model_card(out: Path, run_dir: Path, *, config: BackboneConfig, parame
     lengths = np.load(run_dir / "train.npz")["tgt_len"]
     epoch_tokens = int(lengths.sum()) + len(lengths)  # + EOS per sentence
     lines = [
-        "# Model card: default-en-fr", "",
-        "The embedded default of nmt-server: an English→French Transformer backbone trained "
+        f"# Model card: {direction.backbone_name}", "",
+        f"{_role(direction)}: {'an' if source[0] in 'AEIOU' else 'a'} {source}→{target} "
+        "Transformer backbone trained "
         "from scratch, one residual adapter per domain, and a fastText router. Recipe: "
-        "`trainer/recipes/default_en_fr.py` (`make train-default`).", "",
+        f"`trainer/recipes/default_en_fr.py` ({_command(direction)}).", "",
         "## Architecture", "",
         f"- backbone: {config.encoder_layers}+{config.decoder_layers} layers, d={config.d_model}, "
         f"{config.n_heads} heads, FFN {config.d_ff}, {config.activation}, "
@@ -81,12 +88,13 @@ def write_model_card(out: Path, run_dir: Path, *, config: BackboneConfig, parame
         f"- domain modules: residual adapters (Bapna & Firat 2019; Pham et al. 2020) after "
         f"every layer, {adapter_parameters / 1e3:.0f}k parameters each "
         f"({100 * adapter_parameters / parameters:.1f}% of the backbone).",
-        "- router: fastText supervised classifier over the English source (word unigrams and "
+        f"- router: fastText supervised classifier over the {source} source (word unigrams and "
         "bigrams, 10 epochs, product-quantized) with one class per domain and a `generic` "
         "class learned from training genres that no module covers (captions, conversation, "
         f"news: {generic_lines:,} lines drawn across their train splits)" + extras + "; a "
         "confident prediction of a domain sends the text to its adapter, anything else to "
-        "the plain backbone (the server's default routing; `benchmarks/results/router.md`).", "",
+        "the plain backbone (the server's default routing; "
+        f"`benchmarks/results/{eval_stem.replace('eval', 'router')}.md`).", "",
         *(_gpu_budget(gpu_run, progress, epoch_tokens, len(lengths), averaged) if gpu_run
           else _cpu_budget(progress, epoch_tokens, len(lengths), averaged)),
         "- adapters (per domain, backbone frozen; each stops at its wall-clock budget or "
@@ -94,26 +102,46 @@ def write_model_card(out: Path, run_dir: Path, *, config: BackboneConfig, parame
         *_adapter_rows(run_dir), "",
         f"- router: {router}.", "",
         "Test-set scores of every system (generic, adapters, routing, ensembles) are in "
-        "`benchmarks/results/eval-quick.md` (`make eval QUICK=1`; `make eval` writes the "
-        "full table to `eval.md`).", "",
+        f"`benchmarks/results/{eval_stem}-quick.md` (`make eval{_eval_option(direction)} "
+        f"QUICK=1`; `make eval{_eval_option(direction)}` writes the full table to "
+        f"`{eval_stem}.md`).", "",
         "## Data and licences", "",
         "Trained on `shared/data/en-fr`: the 7 labelled domains (medical, law, it, subtitles, "
         "edu, ted, religion; ~5,000 pairs each) and ~530k pairs of extra genres (news, "
         "conversation, captions, biomedical, parliament, software UI and docs, package "
-        "descriptions, fiction, bible, medical terms, finance, lexicon). Dev and test splits "
-        "were never trained on.", "", LICENCES, "",
+        "descriptions, fiction, bible, medical terms, finance, lexicon)"
+        + ("" if direction == EN_FR else f", read {source} side first") + ". Dev and test "
+        "splits were never trained on.", "", LICENCES, "",
         "## Limitations", "",
         f"A small model trained for {_trained_for(gpu_run, hours)}, far from production "
         "quality (dev BLEU per domain in the adapters table above). The evaluation also measures "
         "how much the backbone uses its input: the "
         "section \"Backbone: reliance on the source\" of "
-        "`benchmarks/results/eval-quick.md` compares each reference's likelihood given its "
-        "own source and given another sentence's. The model exists so the server "
+        f"`benchmarks/results/{eval_stem}-quick.md` compares each reference's likelihood "
+        "given its own source and given another sentence's. The model exists so the server "
         "translates out of the box and so the multi-domain machinery can be measured; "
         "import an OPUS-MT model for quality.",
     ]
     out.mkdir(parents=True, exist_ok=True)
-    (out / "MODEL_CARD.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    path = out / ("MODEL_CARD.md" if direction == EN_FR else f"MODEL_CARD-{direction.name}.md")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _role(direction: Direction) -> str:
+    if direction == EN_FR:
+        return "The embedded default of nmt-server"
+    return "A further built-in direction of nmt-server, beside the default English→French"
+
+
+def _command(direction: Direction) -> str:
+    if direction == EN_FR:
+        return "`make train-default`"
+    return f"`--direction {direction.name}`; docs/DIRECTIONS.md"
+
+
+def _eval_option(direction: Direction) -> str:
+    return "" if direction == EN_FR else f" DIRECTION={direction.name}"
 
 
 def _storage(gpu_run: Mapping[str, Any] | None) -> str:

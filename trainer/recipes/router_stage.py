@@ -21,6 +21,7 @@ from trainer.classifier import (
     train_classifier,
 )
 from trainer.recipes.default_stages import domain_corpus
+from trainer.recipes.directions import EN_FR, Direction
 from trainer.settings import RouterSettings
 
 log = logging.getLogger("trainer.recipes.default_en_fr")
@@ -72,17 +73,17 @@ ROUTER_SETTINGS: ClassifierSettings = RouterSettings().classifier_settings()
 
 
 def generic_examples(data_dir: Path, *, train: int = GENERIC_TRAIN, dev: int = GENERIC_DEV,
-                     held_out: int = GENERIC_HELD_OUT
+                     held_out: int = GENERIC_HELD_OUT, language: str = "en"
                      ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """(train, dev) router examples of the "generic" class: per generic genre, the last `dev`
     of the last `held_out` lines of its train split for dev, and `train / genres` distinct
     lines drawn (seeded) from the lines before them for training (test splits are never
-    read)."""
+    read). `language`: the side of the pairs the router reads (its direction's source)."""
     train_out: list[tuple[str, str]] = []
     dev_out: list[tuple[str, str]] = []
     per_train = train // len(GENERIC_GENRES)
     for genre in GENERIC_GENRES:
-        path = data_dir / "en-fr" / "extra" / genre / "train.en"
+        path = data_dir / "en-fr" / "extra" / genre / f"train.{language}"
         lines = _text_lines(path)
         held_out = max(held_out, dev)
         pool = list(dict.fromkeys(lines[:-held_out]))  # distinct, in file order
@@ -96,15 +97,15 @@ def generic_examples(data_dir: Path, *, train: int = GENERIC_TRAIN, dev: int = G
 
 
 def domain_extra_examples(data_dir: Path, domains: tuple[str, ...],
-                          extras: dict[str, tuple[str, int]] | None = None
-                          ) -> list[tuple[str, str]]:
+                          extras: dict[str, tuple[str, int]] | None = None, *,
+                          language: str = "en") -> list[tuple[str, str]]:
     """Router examples labelled with a domain, drawn (seeded, distinct lines) from the extra
     genre `DOMAIN_EXTRAS` pairs it with; domains not in `domains` are skipped."""
     out: list[tuple[str, str]] = []
     for domain, (genre, count) in (DOMAIN_EXTRAS if extras is None else extras).items():
         if domain not in domains:
             continue
-        path = data_dir / "en-fr" / "extra" / genre / "train.en"
+        path = data_dir / "en-fr" / "extra" / genre / f"train.{language}"
         pool = list(dict.fromkeys(_text_lines(path)))
         if len(pool) < count:
             raise ValueError(f"{path}: {len(pool)} distinct lines, need {count}")
@@ -113,18 +114,24 @@ def domain_extra_examples(data_dir: Path, domains: tuple[str, ...],
     return out
 
 
-def train_router(data_dir: Path, run_dir: Path, domains: tuple[str, ...]) -> None:
+def train_router(data_dir: Path, run_dir: Path, domains: tuple[str, ...],
+                 direction: Direction = EN_FR) -> None:
+    """The router of `direction`'s backbone: it reads the source side of every example."""
     out_dir = run_dir / "classifier"
     if (out_dir / "accuracy.json").exists():
         log.info("classifier: already trained")
         return
     out_dir.mkdir(parents=True, exist_ok=True)
-    examples = [(d, s) for d in domains for s, _ in domain_corpus(data_dir, d, "train").read()]
-    dev = [(d, s) for d in domains for s, _ in domain_corpus(data_dir, d, "dev").read()]
-    generic_train, generic_dev = generic_examples(data_dir)
-    examples += (generic_train + domain_extra_examples(data_dir, domains)
+    language = direction.source
+    examples = [(d, s) for d in domains
+                for s, _ in domain_corpus(data_dir, d, "train", direction).read()]
+    dev = [(d, s) for d in domains
+           for s, _ in domain_corpus(data_dir, d, "dev", direction).read()]
+    generic_train, generic_dev = generic_examples(data_dir, language=language)
+    examples += (generic_train + domain_extra_examples(data_dir, domains, language=language)
                  + sister_pair_examples(data_dir, tuple(d for d in domains
-                                                        if d in SISTER_DOMAINS)))
+                                                        if d in SISTER_DOMAINS),
+                                        language=language))
     dev += generic_dev
     model_bytes = train_classifier(examples, ROUTER_SETTINGS)
     (out_dir / CLASSIFIER_MODEL_FILE).write_bytes(model_bytes)
@@ -142,19 +149,21 @@ def train_router(data_dir: Path, run_dir: Path, domains: tuple[str, ...]) -> Non
 
 
 def sister_pair_examples(data_dir: Path, domains: tuple[str, ...],
-                         pairs: tuple[str, ...] = SISTER_PAIRS) -> list[tuple[str, str]]:
-    """Router examples labelled with a domain from the English side of that domain's train
-    split in each of `pairs` (distinct lines; domains a pair lacks are skipped). Every line
-    of an en-fr dev or test split is left out: those are the router's dev set and the
-    benchmarks' test sets."""
+                         pairs: tuple[str, ...] = SISTER_PAIRS, *,
+                         language: str = "en") -> list[tuple[str, str]]:
+    """Router examples labelled with a domain from the `language` side of that domain's
+    train split in each of `pairs` (distinct lines; domains a pair lacks, or a pair without
+    that language, such as en-de for a French router, are skipped). Every line of an en-fr
+    dev or test split is left out: those are the router's dev set and the benchmarks' test
+    sets."""
     en_fr = data_dir / "en-fr" / "domains"
     folders = sorted(en_fr.iterdir()) if en_fr.is_dir() else []
     held = {line for folder in folders for split in ("dev", "test")
-            for line in _text_lines(folder / f"{split}.en", missing_ok=True)}
+            for line in _text_lines(folder / f"{split}.{language}", missing_ok=True)}
     out: list[tuple[str, str]] = []
     for pair in pairs:
         for domain in domains:
-            lines = _text_lines(data_dir / pair / "domains" / domain / "train.en",
+            lines = _text_lines(data_dir / pair / "domains" / domain / f"train.{language}",
                                 missing_ok=True)
             out += [(domain, line) for line in dict.fromkeys(lines) if line not in held]
     return out
