@@ -288,10 +288,17 @@ def results_stem(direction: str, *, quick: bool) -> str:
 
 
 def backbone_of(store: Store, direction: Direction) -> str | None:
-    """The direction's built-in backbone when the store has it, else None (the store's
-    only backbone: a store built for one model, whatever its name)."""
+    """The direction's built-in backbone when the store has it; else, for en-fr, None (the
+    store's only backbone: a store built for one model, whatever its name). Another
+    direction's backbone must be there: any other would be scored on the wrong side."""
     name = direction.backbone_name
-    return name if name in store.registry.list_names("backbone") else None
+    if name in store.registry.list_names("backbone"):
+        return name
+    if direction == EN_FR:
+        return None
+    raise SystemExit(f"no backbone {name} to evaluate {direction.name} with: publish it "
+                     "first (the recipe's --stage publish), or pass --builtin the directory "
+                     "a dry run published into, or --backbone NAME")
 
 
 def write_results(result: dict[str, Any], out: Path, *, quick: bool,

@@ -16,7 +16,7 @@ from benchmarks.quality.data import domain_set, genre_dev_slice, genre_set
 from benchmarks.quality.evaluate import main, results_stem
 from model_store import Store
 from tests.benchmarks.test_evaluate import build_data
-from tests.trainer.builtin_directions import FR_EN_NAME, build_both
+from tests.trainer.builtin_directions import FR_EN_NAME, build_both, build_en_fr
 from trainer.recipes.directions import FR_EN
 
 
@@ -71,3 +71,17 @@ def test_the_router_tables_of_fr_en_have_their_own_files(setup: Path) -> None:
     assert set(results["classifier"]["test"]["accuracy"]) == {"it", "law", "medical",
                                                                "religion"}
     assert (setup / "router-out" / "router-fr-en.md").is_file()
+
+
+def test_a_direction_whose_backbone_is_not_published_is_refused(tmp_path: Path) -> None:
+    build_data(tmp_path / "data")
+    build_en_fr(tmp_path / "builtin", tmp_path / "factory")
+    for run in (lambda: main(["--data", str(tmp_path / "data"), "--quick", "--direction",
+                              "fr-en", "--builtin", str(tmp_path / "builtin"),
+                              "--out", str(tmp_path / "out")]),
+                lambda: router.main(["--data", str(tmp_path / "data"), "--direction", "fr-en",
+                                     "--builtin", str(tmp_path / "builtin"),
+                                     "--out", str(tmp_path / "out")])):
+        with pytest.raises(SystemExit, match="no backbone default-fr-en to evaluate fr-en"):
+            run()
+    assert not (tmp_path / "out").exists()  # nothing half-written

@@ -1,5 +1,5 @@
 """The default recipe's second direction: fr->en reads the same en-fr pairs reversed, and
-its backbone travels between machines by its own snapshot (it is not published yet)."""
+its backbone travels between machines by its own snapshot until it is published."""
 
 from __future__ import annotations
 
