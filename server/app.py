@@ -78,7 +78,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     residency = residency_for(settings, metrics, len(backbones))
     default = await open_direction(store, settings, backbone=backbones[0], metrics=metrics,
                                    engine_thread=engine_thread, quality=quality,
-                                   residency=residency)
+                                   residency=residency, text_worker=layout.text_worker)
     opened = [default]
     for name in backbones[1:]:
         opened.append(await open_direction(
@@ -94,8 +94,6 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.engine_thread = engine_thread
     app.state.glossaries = default.glossaries
     app.state.translator = default.translator
-    if settings.limits.start_preparation_worker:
-        app.state.translator.preparation.start_worker()
     documents = DocumentService(app.state.translator, settings.documents,
                                 app.state.directions)
     app.state.document_jobs = DocumentJobs(

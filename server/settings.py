@@ -17,7 +17,7 @@ from pydantic_settings import SettingsConfigDict
 
 from launch.settings import ProcessSettings
 from server.corrections.settings import CorrectionSettings
-from server.execution.settings import ExecutionSettings, moved_from_engine
+from server.execution.settings import ExecutionSettings, moved_into_execution
 from server.serving.direction_settings import DirectionSettings
 
 # Hard bounds of the request schemas (server/api/schemas.py): the limits below may be set
@@ -93,10 +93,6 @@ class LimitSettings(BaseModel):
         400_000, ge=1,
         description="characters being routed, split and tokenized at once, all requests "
                     "together; beyond it requests get 429")
-    start_preparation_worker: bool = Field(
-        True, description="start the worker process that splits large requests' texts "
-                          "when the server starts; false: at the first large request, "
-                          "which then waits for it (1.6 s here)")
     max_upload_bytes: int = Field(
         2 << 30, ge=1, description="size of an uploaded module artifact (tar.gz)")
     max_domain_upload_bytes: int = Field(
@@ -313,8 +309,8 @@ class Settings(ProcessSettings):
 
     @model_validator(mode="before")
     @classmethod
-    def _execution_was_engine(cls, values: Any) -> Any:
-        return moved_from_engine(values)  # NMT_ENGINE__FRONT_CPUS & co. still count
+    def _execution_had_other_names(cls, values: Any) -> Any:
+        return moved_into_execution(values)  # NMT_ENGINE__FRONT_CPUS & co. still count
 
     @model_validator(mode="after")
     def _ensemble_fits_slots(self) -> Settings:

@@ -1,9 +1,12 @@
-"""`NMT_EXECUTION__*`: which thread runs what, on which CPUs, at which priority, and the
-allocator the engine decodes under (server/execution/layout.py applies them at start).
+"""`NMT_EXECUTION__*`: which thread runs what, on which CPUs, at which priority, the
+allocator the engine decodes under and the text worker process
+(server/execution/layout.py applies them at start).
 
-These four were engine settings first: `NMT_ENGINE__GIL_SWITCH_INTERVAL_MS`,
-`NMT_ENGINE__FRONT_NICENESS`, `NMT_ENGINE__FRONT_CPUS` and `NMT_ENGINE__KEEP_FREED_MEMORY`
-(and `engine={...}` in code) still set them: `moved_from_engine` takes them over.
+Their former names still set them (deprecated; docs/API.md, "Settings"): the first four
+were engine settings, `NMT_ENGINE__GIL_SWITCH_INTERVAL_MS`, `NMT_ENGINE__FRONT_NICENESS`,
+`NMT_ENGINE__FRONT_CPUS` and `NMT_ENGINE__KEEP_FREED_MEMORY` (and `engine={...}` in code),
+and `start_text_worker` was `NMT_LIMITS__START_PREPARATION_WORKER`: `moved_into_execution`
+takes them over.
 """
 
 from __future__ import annotations
@@ -52,19 +55,34 @@ class ExecutionSettings(BaseModel):
                           "saturation fell "
                           "by about two thirds); the process then keeps about its peak "
                           "memory")
+    start_text_worker: bool = Field(
+        True, description="start the text worker process (server/execution/text_worker.py), "
+                          "which splits large requests' texts, in the background when the "
+                          "server starts; false: at the first large request, which then "
+                          "waits for it (1.6 s here)")
 
 
-def moved_from_engine(values: Any) -> Any:
-    """The server settings' raw values with the engine group's former execution fields
+# former names: (group, field) -> the execution field it sets
+FORMER_NAMES = {("engine", name): name for name in (
+    "gil_switch_interval_ms", "front_niceness", "front_cpus", "keep_freed_memory")}
+FORMER_NAMES[("limits", "start_preparation_worker")] = "start_text_worker"
+
+
+def moved_into_execution(values: Any) -> Any:
+    """The server settings' raw values with the former names' fields (`FORMER_NAMES`)
     moved into the execution group (an explicit `execution` value wins)."""
-    if not isinstance(values, dict) or not isinstance(values.get("engine"), dict):
+    if not isinstance(values, dict):
         return values
-    engine = dict(values["engine"])
-    moved = {name: engine.pop(name) for name in list(engine)
-             if name in ExecutionSettings.model_fields}
+    values = dict(values)
+    moved: dict[str, Any] = {}
+    for (group, name), field in FORMER_NAMES.items():
+        given = values.get(group)
+        if isinstance(given, dict) and name in given:
+            moved[field] = given[name]
+            values[group] = {key: value for key, value in given.items() if key != name}
     if not moved:
         return values
     execution = values.get("execution")
     if isinstance(execution, ExecutionSettings):
         execution = execution.model_dump(exclude_unset=True)
-    return {**values, "engine": engine, "execution": {**moved, **(execution or {})}}
+    return {**values, "execution": {**moved, **(execution or {})}}

@@ -19,47 +19,39 @@ Larger requests are prepared on threads of their own (never the event loop, neve
 engine thread), awaited under the request's deadline; a request past its deadline stops
 between texts.
 
-Large requests hand their Python-heavy text work (splitting and masking, `apart`) to a
-worker process, which has a GIL of its own and the serving threads' lower CPU priority
-(server/execution/priorities.py). In the server's process that work held the GIL half of the time
-beside a flood of large texts; at a low priority it held it while it waited for a core,
-and the engine thread waited with it. The worker starts in the background when the
-server starts (`start_worker`): started at the first large request instead, it made that
-request wait 1.6-1.7 s here, against 36 ms for the next one. If it dies, the next call
-starts another, and the call that saw it die works in its thread.
+Large requests hand their Python-heavy text work (splitting and masking, `apart`) to the
+text worker process (server/execution/text_worker.py), which has a GIL of its own and the
+serving threads' lower CPU priority; the execution layout starts and stops it. Without
+one (tools, tests of the gate alone) that work runs in the preparation thread.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-import logging
-import multiprocessing
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
-from server.execution.priorities import lower_process_to, own_niceness
+from server.execution.text_worker import TextWorker
 from server.serving.errors import Busy, DeadlineExceeded
 
 T = TypeVar("T")
 SMALL_CHARS = 2_000  # about a millisecond of preparation
-log = logging.getLogger(__name__)
 
 
 class PreparationGate:
-    def __init__(self, *, max_chars: int, retry_after_s: int, threads: int = 1) -> None:
+    def __init__(self, *, max_chars: int, retry_after_s: int, threads: int = 1,
+                 worker: TextWorker | None = None) -> None:
         self.max_chars = max_chars
         self.retry_after_s = retry_after_s
         self._executor = ThreadPoolExecutor(max_workers=threads,
                                             thread_name_prefix="nmt-prepare")
         self._lock = threading.Lock()
         self._chars = 0  # characters admitted and not yet prepared
-        self._worker: ProcessPoolExecutor | None = None  # started by `start_worker`/`apart`
-        self._closed = False
+        self.worker = worker  # the text worker process's owner (server/execution/)
 
     @property
     def chars(self) -> int:
@@ -96,74 +88,25 @@ class PreparationGate:
         its text work in the worker process (`apart`), rather than on the event loop."""
         return chars > SMALL_CHARS
 
-    def start_worker(self) -> None:
-        """Start the worker process now, in the background, from the large requests'
-        thread (so at the priority `apart` gives it); nothing once the gate is closed."""
-        with self._lock:
-            if not self._closed:
-                self._executor.submit(self._warm_worker)
-
-    def _warm_worker(self) -> None:
-        worker = self._worker_process()
-        if worker is None:  # closed meanwhile
-            return
-        try:
-            worker.submit(int).result()
-        except Exception as error:  # the worker died, or the gate closed meanwhile
-            if not self._closed:
-                log.warning("the text preparation worker did not start (%r); the first "
-                            "large request starts another", error)
-                self._drop(worker)
-
     def apart(self, deadline: float, function: Callable[..., T], *args: object) -> T:
-        """`function(*args)` in the worker process, waited for until `deadline`; called
-        from a preparation thread. `function` and `args` must pickle, and `function` must
-        import without torch (the worker is a fresh interpreter)."""
-        worker = self._worker_process()
-        if worker is None:  # the server is stopping
+        """`function(*args)` in the text worker process, waited for until `deadline`;
+        called from a preparation thread. `function` and `args` must pickle, and
+        `function` must import without torch (the worker is a fresh interpreter)."""
+        if self.worker is None:
             return function(*args)
-        future = worker.submit(function, *args)
         try:
-            return future.result(timeout=max(0.0, deadline - time.monotonic()))
+            return self.worker.run(deadline, function, *args)
         except TimeoutError:
-            future.cancel()
             raise DeadlineExceeded("the request's deadline passed while its texts were "
                                    "split") from None
-        except BrokenProcessPool:
-            log.warning("the text preparation worker died; starting another, this "
-                        "request's texts are prepared in the server process")
-            self._drop(worker)
-            return function(*args)
-
-    def _worker_process(self) -> ProcessPoolExecutor | None:
-        """The worker, started if need be; None once the gate is closed."""
-        with self._lock:
-            if self._closed:
-                return None
-            if self._worker is None:
-                # spawn, not fork: the server process has threads (fork copies their locks)
-                self._worker = ProcessPoolExecutor(
-                    max_workers=1, mp_context=multiprocessing.get_context("spawn"),
-                    initializer=lower_process_to, initargs=(own_niceness(),))
-            return self._worker
-
-    def _drop(self, worker: ProcessPoolExecutor) -> None:
-        """Forget a broken worker (the next call starts another)."""
-        with self._lock:
-            if self._worker is worker:
-                self._worker = None
-        worker.shutdown(wait=False, cancel_futures=True)
 
     def _release(self, chars: int, _future: Future[object] | None = None) -> None:
         with self._lock:
             self._chars -= chars
 
     def close(self) -> None:
-        with self._lock:  # first: `start_worker` then submits nothing more
-            worker, self._worker, self._closed = self._worker, None, True
+        """Stop the preparation threads (the text worker is the execution layout's)."""
         self._executor.shutdown(wait=False, cancel_futures=True)
-        if worker is not None:
-            worker.shutdown(wait=False, cancel_futures=True)
 
 
 def check_deadline(deadline: float) -> None:

@@ -24,6 +24,7 @@ from functools import partial
 from model_store import Store
 from server.engine.live_batches import LiveBatches
 from server.execution.engine_thread import EngineThread
+from server.execution.text_worker import TextWorker
 from server.operations.metrics import Metrics
 from server.quality.review import QualityReview
 from server.routing.policy import RoutingPolicy
@@ -235,9 +236,11 @@ async def open_direction(store: Store, settings: Settings, *, backbone: str | No
                          metrics: Metrics, engine_thread: EngineThread,
                          preparation: PreparationGate | None = None,
                          quality: QualityReview | None = None,
-                         residency: BackboneResidency | None = None) -> Direction:
+                         residency: BackboneResidency | None = None,
+                         text_worker: TextWorker | None = None) -> Direction:
     """Load one backbone with its modules and router (under `residency`: making room for
-    it), and start its scheduler."""
+    it), and start its scheduler. `preparation`: the gate of another direction (one for
+    all); without one, a gate of its own that hands large texts to `text_worker`."""
     runtime = Runtime(store, settings, metrics=metrics, engine_thread=engine_thread,
                       backbone=backbone)
     if residency is None:
@@ -263,6 +266,8 @@ async def open_direction(store: Store, settings: Settings, *, backbone: str | No
     translator = make_translator(
         runtime, scheduler, policy, limits=settings.limits, decoding=settings.decoding,
         timeout_s=settings.scheduler.request_timeout_s, metrics=metrics,
-        glossaries=glossaries, preparation=preparation, quality=quality)
+        glossaries=glossaries, quality=quality, preparation=preparation or PreparationGate(
+            max_chars=settings.limits.max_preparing_chars,
+            retry_after_s=settings.scheduler.retry_after_s, worker=text_worker))
     admin = DomainAdmin(store, runtime, drain_timeout_s=settings.drain_timeout_s)
     return Direction(runtime, scheduler, translator, glossaries, admin)

@@ -5,7 +5,7 @@
    (server/scheduling/preparation.py: 429 beyond it; a small request on the event loop,
    a large one on a preparation thread): route every text (policy +
    classifier), split it into sentences (server/textproc/sentences.py; a large request's
-   texts in the preparation worker process) and tokenize them, within the caps on sentences and
+   texts in the text worker process) and tokenize them, within the caps on sentences and
    source tokens per request (413);
 3. hold the routed module versions (runtime) so they stay loaded until the request ends;
 4. submit every sentence to the scheduler and await them under the request's deadline;
@@ -82,7 +82,8 @@ class Translator:
         self.glossaries = glossaries
         self.terms = terms
         self.quality = quality
-        # one gate (and text worker process) for all directions: passed in by the others
+        # one gate for all directions (open_direction's); without one, a gate of its own
+        # with no text worker process (large texts are split on its thread)
         self.preparation = preparation or PreparationGate(
             max_chars=limits.max_preparing_chars, retry_after_s=scheduler.settings.retry_after_s)
 
@@ -205,7 +206,7 @@ class Translator:
 
     def _documents(self, items: Sequence[Item], glossaries: Sequence[Glossary | None],
                    deadline: float) -> list[Document | TooManySentences] | None:
-        """A large request's documents, built in the preparation worker process up to
+        """A large request's documents, built in the text worker process up to
         the text that crosses the sentence cap; None for a small one (built here)."""
         if not PreparationGate.is_large(sum(len(item.text) for item in items)):
             return None

@@ -21,7 +21,7 @@ def settings(store: Path, **extra: Any) -> Settings:
     return Settings(store_dir=store, builtin_artifacts=True, poll_interval_s=0.05,
                     engine={"keep_freed_memory": False},
                     decoding={"beam_size": 1, "max_length": 8},
-                    limits={"start_preparation_worker": False}, **extra)
+                    execution={"start_text_worker": False}, **extra)
 
 
 def test_an_imported_marian_model_is_served_beside_the_builtin_default(

@@ -104,7 +104,7 @@ def make_settings(root: Path, **overrides: Any) -> Settings:
         "decoding": {"beam_size": 1, "max_length": 8},
         "scheduler": {"max_wait_ms": 2.0, "request_timeout_s": 30.0},
         # a worker process per app would cost every test ~1.4 s of CPU; its tests ask for it
-        "limits": {"start_preparation_worker": False},
+        "execution": {"start_text_worker": False},
         # below the threshold: the ensemble, which these tests exercise through HTTP (the
         # default, the plain backbone, has tests of its own)
         "routing": {"fallback": "ensemble"},

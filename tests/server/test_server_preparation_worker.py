@@ -1,7 +1,8 @@
-"""Large requests' text work runs in a worker process (server/scheduling/preparation.py):
-its own process at the calling thread's priority, bounded by the deadline, replaced when
-it dies; the documents it builds stop at the sentence cap and translate as documents built
-in the server's process do."""
+"""Large requests' text work runs in the text worker process (server/execution/
+text_worker.py; server/scheduling/preparation.py hands it the work): its own process at
+the calling thread's priority, bounded by the deadline, replaced when it dies; the
+documents it builds stop at the sentence cap and translate as documents built in the
+server's process do."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from fastapi.testclient import TestClient
 
 from server.app import create_app
 from server.execution.priorities import lower_own_priority, own_niceness
+from server.execution.text_worker import TextWorker
 from server.scheduling.preparation import SMALL_CHARS, PreparationGate
 from server.serving.errors import DeadlineExceeded
 from server.textproc.document import Document
@@ -38,8 +40,17 @@ def exit_unless_in(parent: int) -> str:
 
 
 @pytest.fixture
-def gate() -> Iterator[PreparationGate]:
-    found = PreparationGate(max_chars=1_000_000, retry_after_s=1)
+def worker() -> Iterator[TextWorker]:
+    found = TextWorker()
+    try:
+        yield found
+    finally:
+        found.close()
+
+
+@pytest.fixture
+def gate(worker: TextWorker) -> Iterator[PreparationGate]:
+    found = PreparationGate(max_chars=1_000_000, retry_after_s=1, worker=worker)
     try:
         yield found
     finally:
@@ -97,20 +108,22 @@ def new_children(known: set[int], *, timeout: float = 60.0) -> set[int]:
         time.sleep(0.05)
 
 
-def test_a_started_worker_is_the_one_large_requests_use(gate: PreparationGate) -> None:
+def test_a_started_worker_is_the_one_large_requests_use(worker: TextWorker,
+                                                        gate: PreparationGate) -> None:
     known = {child.pid for child in multiprocessing.active_children() if child.pid}
-    gate.start_worker()  # returns at once; the worker starts on the large requests' thread
+    worker.start()  # returns at once; the worker starts on a thread of the caller's
     started = new_children(known)
     assert len(started) == 1
     assert gate.apart(later(), os.getpid) in started
     assert new_children(known | started, timeout=0.5) == set()  # no second one
 
 
-def test_a_closed_gate_starts_no_worker_and_works_in_its_thread() -> None:
-    gate = PreparationGate(max_chars=1_000, retry_after_s=1)
-    gate.close()
+def test_a_closed_worker_starts_no_process_and_work_runs_in_its_thread() -> None:
+    worker = TextWorker()
+    gate = PreparationGate(max_chars=1_000, retry_after_s=1, worker=worker)
+    worker.close()
     known = {child.pid for child in multiprocessing.active_children() if child.pid}
-    gate.start_worker()
+    worker.start()
     assert gate.apart(later(), os.getpid) == os.getpid()
     assert new_children(known, timeout=0.5) == set()
 
@@ -119,12 +132,26 @@ def test_a_closed_gate_starts_no_worker_and_works_in_its_thread() -> None:
 def test_the_server_starts_the_worker_unless_told_not_to(tmp_path: Path,
                                                          at_start: bool) -> None:
     settings = make_settings(build_store(tmp_path / "store"),
-                             limits={"start_preparation_worker": at_start})
+                             execution={"start_text_worker": at_start})
     known = {child.pid for child in multiprocessing.active_children() if child.pid}
     with TestClient(create_app(settings)) as http:
         assert http.get("/health/ready").status_code == 200
         started = new_children(known, timeout=60.0 if at_start else 0.5)
         assert len(started) == (1 if at_start else 0)
+
+
+def test_the_server_stops_its_worker_when_it_stops(tmp_path: Path) -> None:
+    settings = make_settings(build_store(tmp_path / "store"),
+                             execution={"start_text_worker": True})
+    known = {child.pid for child in multiprocessing.active_children() if child.pid}
+    with TestClient(create_app(settings)) as http:
+        assert http.get("/health/ready").status_code == 200
+        started = new_children(known)
+        assert len(started) == 1
+    deadline = time.monotonic() + 60
+    while started & {child.pid for child in multiprocessing.active_children()}:
+        assert time.monotonic() < deadline, "the text worker outlived the server"
+        time.sleep(0.05)
 
 
 @pytest.fixture

@@ -109,3 +109,20 @@ def test_execution_settings_keep_their_engine_names(monkeypatch: pytest.MonkeyPa
     assert given.execution.gil_switch_interval_ms == 0.25 and given.engine.device == "cuda"
     with pytest.raises(ValidationError, match="front_cpus"):
         Settings(engine={"front_cpus": -1})
+
+
+def test_the_text_worker_setting_keeps_its_limits_name(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`start_text_worker` was `NMT_LIMITS__START_PREPARATION_WORKER` (deprecated): both
+    names set it; the execution name wins where both are given."""
+    monkeypatch.setenv("NMT_LIMITS__START_PREPARATION_WORKER", "false")
+    assert not Settings().execution.start_text_worker
+    monkeypatch.setenv("NMT_EXECUTION__START_TEXT_WORKER", "true")
+    assert Settings().execution.start_text_worker
+    monkeypatch.delenv("NMT_EXECUTION__START_TEXT_WORKER")
+    monkeypatch.delenv("NMT_LIMITS__START_PREPARATION_WORKER")
+    given = Settings(limits={"start_preparation_worker": False, "max_text_chars": 50})
+    assert not given.execution.start_text_worker and given.limits.max_text_chars == 50
+    assert Settings().execution.start_text_worker
+    with pytest.raises(ValidationError, match="start_text_worker"):
+        Settings(limits={"start_preparation_worker": "sometimes"})
