@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from functools import cache
+from pathlib import Path
 
 import sentencepiece as spm
 import torch
 
 from contract.backbone import BackboneConfig
-from server.engine.artifacts import backbone_files, build_engine
+from model_store import Store
+from server.engine.artifacts import backbone_files, build_engine, module_files
 from server.engine.backbone import Backbone
 from server.engine.engine import Engine, EngineOptions
 from server.engine.families import Params, get_family
+from server.engine.families.mixing import WordMixing
 
 ENGLISH = [
     "the patient takes one tablet a day", "do not use this medicine after the expiry date",
@@ -94,3 +98,23 @@ def adapter_engine(options: EngineOptions, count: int = 3) -> Engine:
         engine.register_module(f"m{seed}", *random_module(tiny_config(), "adapter", seed=seed,
                                                           bottleneck=8))
     return engine
+
+
+def publish_word_mixture(root: Path, name: str, *, backbone: str, domains: Sequence[str],
+                         spread: float) -> None:
+    """A word-level mixture (family "mixing") over `domains`, for the tiny backbone of
+    seed 0 published as `backbone`, its mixing weights perturbed by noise of `spread` so
+    that proportions differ between words; published and activated as `name`."""
+    family = WordMixing()
+    config = family.normalise({"family": "mixing", "domains": list(domains), "sides": "both"})
+    weights = random_backbone(tiny_config(), 0).state_dict()  # tiny_backbone_files()'s
+    params = family.initial(tiny_config(), config, torch.Generator(), weights=weights)
+    generator = torch.Generator().manual_seed(3)
+    for key, tensor in params.items():
+        if key.endswith((".w", ".r")):
+            tensor.add_(torch.randn(tensor.shape, generator=generator) * spread)
+    with Store.open(root, builtin_dir=None) as store:
+        fingerprint = store.record("backbone", backbone).fingerprint
+        manifest = store.publish("module", name, module_files(params), config=config,
+                                 backbone_fingerprint=fingerprint)
+        store.activate("module", name, manifest.version)

@@ -7,7 +7,7 @@ import contextlib
 import os
 from collections.abc import Iterator
 
-from playwright.sync_api import Browser, sync_playwright
+from playwright.sync_api import Browser, Page, sync_playwright
 
 from tests.services import require_executable
 
@@ -26,3 +26,19 @@ def chromium() -> Iterator[Browser]:
             yield browser
         finally:
             browser.close()
+
+
+@contextlib.contextmanager
+def page_at(browser: Browser, base: str, *, timeout_ms: int) -> Iterator[Page]:
+    """A page of its own context (a fresh session storage) on `base`, waiting up to
+    `timeout_ms` for anything (the machine may be busy); fails if the page threw."""
+    context = browser.new_context(base_url=base)
+    context.set_default_timeout(timeout_ms)
+    opened = context.new_page()
+    errors: list[str] = []
+    opened.on("pageerror", lambda error: errors.append(str(error)))
+    try:
+        yield opened
+    finally:
+        context.close()
+    assert errors == [], f"the page threw: {errors}"

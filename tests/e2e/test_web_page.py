@@ -12,21 +12,18 @@ from typing import Any
 
 import httpx
 import pytest
-import torch
 from playwright.sync_api import Browser, Page, expect
 
 from model_store import Store, pack_artifact_dir
 from server.engine.artifacts import module_files
-from server.engine.families.mixing import WordMixing
-from tests.e2e.browser import chromium
+from tests.e2e.browser import chromium, page_at
 from tests.e2e.processes import live_server, start_sidecar, stop
-from tests.tiny import random_backbone, random_module, tiny_config
+from tests.tiny import random_module, tiny_config
 from tests.trainer.helpers import (
     BACKBONE,
     FAST_JOB,
     NEW_DOMAIN,
     TOKEN,
-    WORDS,
     admin_headers,
     build_store,
     new_domain_pairs,
@@ -59,16 +56,8 @@ def base(store_root: Path) -> Iterator[str]:
 
 @pytest.fixture
 def page(browser: Browser, base: str) -> Iterator[Page]:
-    context = browser.new_context(base_url=base)  # a fresh session storage per test
-    context.set_default_timeout(TIMEOUT_MS)
-    opened = context.new_page()
-    errors: list[str] = []
-    opened.on("pageerror", lambda error: errors.append(str(error)))
-    try:
+    with page_at(browser, base, timeout_ms=TIMEOUT_MS) as opened:  # a fresh session storage
         yield opened
-    finally:
-        context.close()
-    assert errors == [], f"the page threw: {errors}"
 
 
 def api(base: str, method: str, path: str, **kwargs: Any) -> httpx.Response:
@@ -315,55 +304,6 @@ def test_add_a_domain_from_tsv_and_follow_its_training_job(page: Page, base: str
     assert job.locator("progress").evaluate("bar => bar.value") == 1
     expect(page.locator("#domains-body")).to_contain_text(NEW_DOMAIN)
     assert NEW_DOMAIN in served(base)
-
-
-def publish_mixture(root: Path, name: str) -> None:
-    """A word-level mixture over the fixture's domains, perturbed so proportions differ."""
-    family = WordMixing()
-    config = family.normalise({"family": "mixing", "domains": list(WORDS), "sides": "both"})
-    backbone = random_backbone(tiny_config(), 0)  # the weights of the fixture's backbone
-    params = family.initial(tiny_config(), config, torch.Generator(),
-                            weights=backbone.state_dict())
-    generator = torch.Generator().manual_seed(3)
-    for key, tensor in params.items():
-        if key.endswith((".w", ".r")):
-            tensor.add_(torch.randn(tensor.shape, generator=generator) * 0.5)
-    with Store.open(root, builtin_dir=None) as store:
-        fingerprint = store.record("backbone", BACKBONE).fingerprint
-        manifest = store.publish("module", name, module_files(params), config=config,
-                                 backbone_fingerprint=fingerprint)
-        store.activate("module", name, manifest.version)
-
-
-def test_a_word_level_mixture_shows_its_proportions_as_a_heatmap(
-        browser: Browser, tmp_path: Path) -> None:
-    root = build_store(tmp_path / "store")
-    publish_mixture(root, "mixed")
-    with live_server(server_settings(root, routing={"mixture": "mixed"})) as url:
-        context = browser.new_context(base_url=url)
-        context.set_default_timeout(TIMEOUT_MS)
-        page = context.new_page()
-        errors: list[str] = []
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.goto("/")
-        text = "the patient takes a tablet. click the button."
-        translate_on_page(page, text)
-        expect(page.locator("#routing-summary")).to_contain_text("Word-level mixture mixed")
-        answer = api(url, "POST", "/translate", json={"text": text, "explain": True}).json()
-        page.get_by_role("link", name="Why", exact=True).click()
-        tables = page.locator("table.heatmap")
-        expect(tables).to_have_count(len(answer["proportions"]["sentences"]))
-        assert errors == [], f"the page threw: {errors}"
-        first = answer["proportions"]["sentences"][0]
-        rows = tables.first.locator("tbody tr")
-        expect(rows).to_have_count(len(WORDS))
-        expect(rows.first.locator("td")).to_have_count(len(first["pieces"]))
-        layers = page.get_by_label("Encoder layer")
-        expect(layers.locator("option")).to_have_count(len(first["layers"]) + 1)
-        layers.select_option(label="Layer 2")
-        cell = rows.nth(1).locator("td").first  # second domain, first piece, layer 2
-        expect(cell).to_have_text(str(round(first["layers"][1][0][1] * 100)))
-        context.close()
 
 
 SRT = "1\n00:00:01,000 --> 00:00:02,000\nClick the button.\n"

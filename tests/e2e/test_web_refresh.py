@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import Browser, expect
 
 from model_store import Store
-from tests.e2e.browser import chromium
+from tests.e2e.browser import chromium, page_at
 from tests.e2e.processes import live_server, start_sidecar, stop
 from tests.trainer.helpers import (
     NEW_DOMAIN,
@@ -70,12 +70,7 @@ def test_the_operate_view_shows_the_last_refresh_and_its_gate_scores(
         assert (last["state"], last["gate"], last["active"]) == ("published", "passed", True)
         assert summary["domains"][NEW_DOMAIN]["new"] == 0  # all used by the refresh
 
-        context = browser.new_context(base_url=base)
-        context.set_default_timeout(TIMEOUT_MS)
-        page = context.new_page()
-        errors: list[str] = []
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        try:
+        with page_at(browser, base, timeout_ms=TIMEOUT_MS) as page:
             page.goto("/#operate")
             page.get_by_label("Admin token").fill(TOKEN)
             page.get_by_role("button", name="Sign in").click()
@@ -101,6 +96,3 @@ def test_the_operate_view_shows_the_last_refresh_and_its_gate_scores(
             counts = page.locator("#corrections-body tr").filter(
                 has=page.get_by_role("rowheader", name=NEW_DOMAIN, exact=True))
             expect(counts.locator("td")).to_have_text(["0", "0", "20", "0", "0"])
-        finally:
-            context.close()
-        assert errors == [], f"the page threw: {errors}"

@@ -16,10 +16,10 @@ from conftest import make_client, make_settings
 from fastapi.testclient import TestClient
 from libretranslate_aio import LibreTranslate
 from libretranslate_aio.exceptions import BadRequestError
-from test_server_directions import EN_FR, build_two_directions
 from uvicorn_live import serving
 
 from server.app import create_app
+from tests.two_directions import EN_FR, build_two_directions
 
 FRENCH = ["Le patient prend un comprimé chaque jour avec un verre d'eau.",
           "La dose est adaptée pour les enfants de moins de six ans.",

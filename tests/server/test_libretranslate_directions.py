@@ -13,10 +13,10 @@ import pytest
 from conftest import make_settings
 from libretranslate_aio import LibreTranslate
 from libretranslatepy import LibreTranslateAPI
-from test_server_directions import EN_FR, ENGLISH, FRENCH, build_two_directions
 from uvicorn_live import serving
 
 from server.app import create_app
+from tests.two_directions import EN_FR, ENGLISH, FRENCH, build_two_directions
 
 
 @pytest.fixture(scope="module")

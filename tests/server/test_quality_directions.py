@@ -9,10 +9,10 @@ from typing import Any
 
 from conftest import make_client
 from fastapi.testclient import TestClient
-from test_server_directions import EN_FR, ENGLISH, FR_EN, FRENCH, build_two_directions
 
 from server.quality.estimator import Estimator
 from server.quality.estimators import QUALITY_DIR, write_estimator
+from tests.two_directions import EN_FR, ENGLISH, FR_EN, FRENCH, build_two_directions
 
 # a constant estimator (every weight 0): its score cannot come from the prior by chance
 CONSTANT = 0.777

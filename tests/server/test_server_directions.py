@@ -5,39 +5,18 @@ languages is served by the default direction exactly as a server of that backbon
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import admin_headers, make_client, module_archive, module_artifact
+from conftest import admin_headers, make_client, module_archive
 from fastapi.testclient import TestClient
 
 from model_store import Store
-from tests.tiny import tiny_backbone_files
+from tests.two_directions import EN_FR, ENGLISH, FR_EN, FRENCH, build_two_directions
 
-EN_FR, FR_EN = "tiny-en-fr", "tiny-fr-en"
-# backbone -> {domain: module seed}: the same domain name on both, different weights
-MODULES = {EN_FR: {"medical": 1, "law": 2}, FR_EN: {"medical": 5}}
-ENGLISH = "The patient takes one tablet every day with a glass of water."
-FRENCH = "Le patient prend un comprimé chaque jour avec un grand verre d'eau."
 GERMAN = "Der Patient nimmt jeden Tag eine Tablette mit einem Glas Wasser ein."
-
-
-def build_two_directions(root: Path) -> Path:
-    with Store.open(root, builtin_dir=None) as store:
-        for seed, name in enumerate((EN_FR, FR_EN)):
-            files = tiny_backbone_files(seed=seed)
-            backbone = store.publish("backbone", name, files,
-                                     config=json.loads(files["config.json"]))
-            store.activate("backbone", name, backbone.version)
-            for domain, module_seed in MODULES[name].items():
-                config, module = module_artifact(module_seed)
-                published = store.publish("module", domain, module, config=config,
-                                          backbone_fingerprint=backbone.backbone_fingerprint)
-                store.activate("module", domain, published.version, backbone=name)
-    return root
 
 
 @pytest.fixture(scope="module")

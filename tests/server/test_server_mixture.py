@@ -9,36 +9,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
 from conftest import BACKBONE, DOMAINS, build_store, make_client
 from fastapi.testclient import TestClient
 
-from model_store import Store
-from server.engine.artifacts import module_files
-from server.engine.families.mixing import WordMixing
 from server.routing.policy import RoutingPolicy
 from server.settings import RoutingSettings
-from tests.tiny import random_backbone, tiny_config
+from tests.tiny import publish_word_mixture, tiny_config
 
 MIXTURE = "mixed"
 TEXT = "The patient takes one tablet a day."
 
 
 def publish_mixture(root: Path, name: str = MIXTURE) -> None:
-    family = WordMixing()
-    config = family.normalise({"family": "mixing", "domains": list(DOMAINS), "sides": "both"})
-    backbone = random_backbone(tiny_config(), 0)  # the weights of tiny_backbone_files()
-    params = family.initial(tiny_config(), config, torch.Generator(),
-                            weights=backbone.state_dict())
-    generator = torch.Generator().manual_seed(3)
-    for key, tensor in params.items():
-        if key.endswith((".w", ".r")):
-            tensor.add_(torch.randn(tensor.shape, generator=generator) * 0.2)
-    with Store.open(root, builtin_dir=None) as store:
-        fingerprint = store.record("backbone", BACKBONE).fingerprint
-        manifest = store.publish("module", name, module_files(params), config=config,
-                                 backbone_fingerprint=fingerprint)
-        store.activate("module", name, manifest.version)
+    publish_word_mixture(root, name, backbone=BACKBONE, domains=list(DOMAINS), spread=0.2)
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,9 @@ import pytest
 from conftest import admin_headers, make_client
 from fastapi.testclient import TestClient
 from test_server_damage import flip_a_byte
-from test_server_directions import EN_FR, ENGLISH, FR_EN, FRENCH, alone, build_two_directions
+from test_server_directions import alone
+
+from tests.two_directions import EN_FR, ENGLISH, FR_EN, FRENCH, build_two_directions
 
 TO_FRENCH = {"text": ENGLISH, "domain": "medical"}
 TO_ENGLISH = {"text": FRENCH, "domain": "medical", "source": "fr", "target": "en"}

@@ -4,30 +4,12 @@ file downloaded is the one the public API answers for the same upload and fields
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.browser import chromium
-from tests.e2e.processes import live_server
-from tests.e2e.test_web_directions import EN_FR, FRENCH, _page, build_store
-from tests.trainer.helpers import server_settings
-
-
-@pytest.fixture(scope="module")
-def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    root = build_store(tmp_path_factory.mktemp("web-direction-documents") / "store")
-    with live_server(server_settings(root, backbone=EN_FR)) as url:
-        yield url
-
-
-@pytest.fixture
-def page(base: str) -> Iterator[Page]:
-    with chromium() as browser:
-        yield from _page(browser, base)
+from tests.two_directions import FRENCH
 
 
 def test_a_file_goes_to_the_chosen_direction_and_says_what_was_detected(
