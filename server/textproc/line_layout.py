@@ -16,7 +16,7 @@ the count of lines is kept whatever the words.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal, get_args
 
@@ -47,26 +47,46 @@ def layout_of(raw: str) -> LineLayout | None:
 def lay_out(text: str, layout: LineLayout) -> str:
     """`text` (one line) written on the layout's lines."""
     text = _BREAK.sub(" ", text)
-    spaces = [i for i in range(1, len(text) - 1)
-              if text[i] == " " and text[i - 1] != " " and text[i + 1] != " "]
-    total = sum(layout.widths) or 1
-    cuts: list[int] = []
-    done = 0
-    for width in layout.widths[:-1]:
-        done += width
-        target = len(text) * done / total
-        later = [s for s in spaces if not cuts or s > cuts[-1]]
-        if not later:
-            break
-        cuts.append(min(later, key=lambda s: abs(s - target)))
-    out: list[str] = []
-    start = 0
-    for cut, joint in zip(cuts, layout.joints, strict=False):
-        out += [text[start:cut], joint]
-        start = cut + 1
-    out.append(text[start:])
-    out += layout.joints[len(cuts):]  # fewer places to cut than lines: empty lines
+    lines = cut_lines(text, breakable_spaces(text), layout.widths)
+    out = [lines[0]]
+    for line, joint in zip(lines[1:], layout.joints, strict=False):
+        out += [joint, line]
+    out += layout.joints[len(lines) - 1:]  # fewer places to cut than lines: empty lines
     return "".join(out)
+
+
+def breakable_spaces(text: str, candidates: Iterable[int] | None = None) -> list[int]:
+    """Offsets of the spaces (of `candidates`, by default all) where `text` may be cut onto
+    another line: between two words, never at its ends or in a run of spaces."""
+    found = range(len(text)) if candidates is None else candidates
+    return sorted(i for i in found if 0 < i < len(text) - 1 and text[i] == " "
+                  and text[i - 1] != " " and text[i + 1] != " ")
+
+
+def cut_lines(text: str, spaces: Sequence[int], widths: Sequence[int]) -> list[str]:
+    """`text` cut at `len(widths) - 1` of `spaces` (at every one if there are no more),
+    each cut nearest the point where the source's line ended, in proportion of the
+    lengths, while enough spaces are left for the cuts after it."""
+    count = len(widths)
+    if count == 1 or not spaces:
+        return [text]
+    if len(spaces) <= count - 1:  # as many lines as there are words, at most
+        bounds = [-1, *spaces, len(text)]
+        return [text[bounds[i] + 1:bounds[i + 1]] for i in range(len(bounds) - 1)]
+    total = sum(widths) or count
+    cuts: list[int] = []
+    reached = 0
+    for number in range(1, count):
+        reached += widths[number - 1]
+        target = len(text) * reached / total
+        left = count - 1 - number  # cuts still to make after this one
+        options = [s for position, s in enumerate(spaces)
+                   if (not cuts or s > cuts[-1]) and len(spaces) - position - 1 >= left]
+        if not options:
+            break
+        cuts.append(min(options, key=lambda s: abs(s - target)))
+    bounds = [-1, *cuts, len(text)]
+    return [text[bounds[i] + 1:bounds[i + 1]] for i in range(len(bounds) - 1)]
 
 
 def paragraphs(parts: Sequence[Part]) -> list[str | list[Part]]:

@@ -46,3 +46,11 @@ def test_fewer_words_than_lines_still_gives_every_line() -> None:
 def test_one_line_needs_no_layout() -> None:
     assert layout_of("no break here") is None
     assert build_document("A. B.\n", split="off").units[0].layout is None
+
+
+def test_enough_words_fill_every_line() -> None:
+    """Each cut leaves enough spaces for the cuts after it (the cuts Markdown's lines get,
+    server/documents/formats/md_lines.py): no empty line while words remain."""
+    layout = layout_of("le le bb x\npatient\npatient\nccc le\nccc ccc a dddd x")
+    assert layout is not None
+    assert lay_out("x ccc x dddd dddd", layout) == "x\nccc\nx\ndddd\ndddd"

@@ -3,7 +3,8 @@
 A paragraph (or list item, quote, heading) of n source lines is translated as one text, so
 that a sentence wrapped over lines is one sentence to the model, and comes back as n
 lines: the translation is cut at spaces of its words (never inside inline code, a link's
-target or an image) where the source's lines end, in proportion to their lengths. What
+target or an image) where the source's lines end, in proportion to their lengths (the
+cuts of plain text's lines, server/textproc/line_layout.py: `cut_lines`). What
 lies between two source lines (the line ending and the next line's `> ` or indentation)
 is written between the translated lines as it was, and a hard line break (a line ending
 in two spaces or a backslash) stays a hard break with its own marker, at the break the
@@ -18,6 +19,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
+
+from server.textproc.line_layout import breakable_spaces, cut_lines
 
 PieceKind = Literal["text", "kept", "hard"]
 # text: written words (its spaces may become line breaks); kept: inline code, a link's
@@ -68,7 +71,7 @@ def lay_out(pieces: Sequence[Piece], layout: LineLayout) -> str:
     out: list[str] = []
     for number, (lines, group) in enumerate(zip(groups, translated, strict=True)):
         text, spaces = _flatten(group)
-        written = _wrap(text, spaces, [layout.widths[i] for i in lines])
+        written = cut_lines(text, spaces, [layout.widths[i] for i in lines])
         for index, line in enumerate(written):
             if index:
                 out.append(layout.joints[lines[index - 1]])
@@ -125,32 +128,4 @@ def _flatten(pieces: Sequence[Piece]) -> tuple[str, list[int]]:
     stripped = text.lstrip()
     shift = len(text) - len(stripped)
     stripped = stripped.rstrip()
-    spaces = sorted(i - shift for i in breakable
-                    if 0 < i - shift < len(stripped) - 1
-                    and stripped[i - shift - 1] != " " and stripped[i - shift + 1] != " ")
-    return stripped, spaces
-
-
-def _wrap(text: str, spaces: Sequence[int], widths: Sequence[int]) -> list[str]:
-    """`text` cut at `len(widths) - 1` of `spaces` (fewer if there are fewer), each cut
-    nearest the point where the source's line ended, in proportion of the lengths."""
-    count = len(widths)
-    if count == 1 or not spaces:
-        return [text]
-    if len(spaces) <= count - 1:  # as many lines as there are words, at most
-        bounds = [-1, *spaces, len(text)]
-        return [text[bounds[i] + 1:bounds[i + 1]] for i in range(len(bounds) - 1)]
-    total = sum(widths) or count
-    cuts: list[int] = []
-    reached = 0
-    for number in range(1, count):
-        reached += widths[number - 1]
-        target = len(text) * reached / total
-        left = count - 1 - number  # cuts still to make after this one
-        options = [s for position, s in enumerate(spaces)
-                   if (not cuts or s > cuts[-1]) and len(spaces) - position - 1 >= left]
-        if not options:
-            break
-        cuts.append(min(options, key=lambda s: abs(s - target)))
-    bounds = [-1, *cuts, len(text)]
-    return [text[bounds[i] + 1:bounds[i + 1]] for i in range(len(bounds) - 1)]
+    return stripped, breakable_spaces(stripped, (i - shift for i in breakable))
