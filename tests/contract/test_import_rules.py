@@ -21,7 +21,7 @@ def imports_of(path: Path) -> set[str]:
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found.add(node.module)
-            # `from server import listeners`, `from server.serving import errors`
+            # `from server.serving import errors`
             found |= {f"{node.module}.{alias.name}" for alias in node.names
                       if (ROOT / node.module.replace(".", "/") / f"{alias.name}.py").exists()}
     return found
@@ -99,7 +99,7 @@ def test_text_processing_runs_without_torch() -> None:
 
 def test_the_server_root_keeps_only_the_app_its_entry_point_and_settings() -> None:
     root = {path.name for path in (ROOT / "server").glob("*.py")}
-    assert root == {"__init__.py", "__main__.py", "app.py", "listeners.py", "settings.py"}
+    assert root == {"__init__.py", "__main__.py", "app.py", "settings.py"}
 
 
 def test_every_server_package_is_in_the_architecture_layout() -> None:
