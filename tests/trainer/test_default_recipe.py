@@ -1,6 +1,7 @@
 """The default model's recipe stages that run without the shared corpora: rebuilding the
-run dir from a published backbone (and warm-starting the backbone stage from it), and the
-router's "generic" examples and fastText settings (the sidecar's defaults)."""
+run dir from a published backbone (and warm-starting the backbone stage from it),
+snapshots and publication (the router's examples and settings:
+test_default_recipe_router.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from pathlib import Path
 import pytest
 import sentencepiece as spm
 import torch
-from pydantic import ValidationError
 from safetensors.torch import save_file
 
 from contract.artifacts import CLASSIFIER_EXAMPLES_FILE
@@ -31,7 +31,7 @@ from tests.tiny import (
 )
 from tests.trainer.test_trainer_backbone import SETTINGS
 from trainer.average import average_checkpoints
-from trainer.classifier import ClassifierSettings, examples_to_bytes
+from trainer.classifier import examples_to_bytes
 from trainer.data import EncodedPairs, encode_pairs, save_encoded
 from trainer.recipes.default_en_fr import (
     DOMAINS,
@@ -48,17 +48,11 @@ from trainer.recipes.default_stages import (
 )
 from trainer.recipes.publication import averaged_steps, publish_builtin, publish_router
 from trainer.recipes.router_stage import (
-    GENERIC_GENRES,
     GENERIC_LABEL,
     GENERIC_TRAIN,
-    ROUTER_SETTINGS,
-    domain_extra_examples,
-    generic_examples,
-    sister_pair_examples,
 )
 from trainer.recipes.snapshot import load_snapshot, save_snapshot
 from trainer.run import train
-from trainer.settings import RouterSettings, SidecarSettings
 
 
 def published_builtin(root: Path) -> dict[str, bytes]:
@@ -121,90 +115,6 @@ def test_prepare_keeps_each_corpus_size_beside_an_older_encoded_set(tmp_path: Pa
     assert encoded.corpora.names == (*DOMAINS, "news")
     assert encoded.corpora.pairs == tuple(1 + n % 3 for n in range(len(DOMAINS) + 1))
     assert (run_dir / "train.corpora.json").exists()
-
-
-def write_genres(data: Path, lines: int) -> None:
-    for genre in GENERIC_GENRES:
-        folder = data / "en-fr" / "extra" / genre
-        folder.mkdir(parents=True)
-        (folder / "train.en").write_text("".join(f"{genre} line {i}\n" for i in range(lines)))
-
-
-def test_generic_examples_draw_train_from_the_body_and_dev_from_the_tail(
-        tmp_path: Path) -> None:
-    write_genres(tmp_path, lines=20)
-    train_examples, dev_examples = generic_examples(tmp_path, train=9, dev=2, held_out=5)
-    assert len(train_examples) == 9 and len(dev_examples) == 6
-    assert {label for label, _ in train_examples + dev_examples} == {GENERIC_LABEL}
-    assert ("generic", "news line 19") in dev_examples
-    # training lines come from lines 0-14 (the last 5 are held out), drawn across them
-    numbers = [int(text.rsplit(" ", 1)[1]) for _, text in train_examples]
-    news = sorted(int(text.rsplit(" ", 1)[1]) for _, text in train_examples
-                  if text.startswith("news"))
-    assert max(numbers) < 15 and len(news) == 3 and news != [0, 1, 2]
-    assert not {text for _, text in train_examples} & {text for _, text in dev_examples}
-    assert generic_examples(tmp_path, train=9, dev=2, held_out=5)[0] == train_examples
-
-
-def test_generic_examples_skip_repeated_lines(tmp_path: Path) -> None:
-    write_genres(tmp_path, lines=8)
-    news = tmp_path / "en-fr" / "extra" / "news" / "train.en"
-    news.write_text("same\n" * 6 + "tail a\ntail b\n")
-    with pytest.raises(ValueError, match="1 distinct lines before the held-out 2, need 3"):
-        generic_examples(tmp_path, train=9, dev=2, held_out=2)
-
-
-def test_generic_examples_refuse_a_genre_that_is_too_small(tmp_path: Path) -> None:
-    write_genres(tmp_path, lines=4)
-    with pytest.raises(ValueError, match="need 3"):
-        generic_examples(tmp_path, train=9, dev=2, held_out=2)
-
-
-def test_domain_extra_examples_label_distinct_seeded_lines_of_the_paired_genre(
-        tmp_path: Path) -> None:
-    folder = tmp_path / "en-fr" / "extra" / "biomedical"
-    folder.mkdir(parents=True)
-    (folder / "train.en").write_text("".join(f"abstract {i % 12}\n" for i in range(30)) + "\n")
-    extras = {"medical": ("biomedical", 5), "law": ("parliament", 3)}
-    drawn = domain_extra_examples(tmp_path, ("medical", "it"), extras)  # law: not a domain here
-    assert len(drawn) == 5 and {label for label, _ in drawn} == {"medical"}
-    assert len({text for _, text in drawn}) == 5
-    assert [text for _, text in drawn] != [f"abstract {i}" for i in range(5)]  # drawn, not the head
-    assert domain_extra_examples(tmp_path, ("medical",), extras) == drawn
-    with pytest.raises(ValueError, match="12 distinct lines, need 13"):
-        domain_extra_examples(tmp_path, ("medical",), {"medical": ("biomedical", 13)})
-
-
-def test_the_sidecar_retrains_routers_with_the_recipes_settings() -> None:
-    # A router retrained when a domain is added must be trained as the shipped one was.
-    assert RouterSettings().classifier_settings() == ROUTER_SETTINGS
-    assert ClassifierSettings() == ROUTER_SETTINGS
-
-
-def test_the_router_settings_row_of_the_api_docs_shows_the_defaults() -> None:
-    docs = (Path(__file__).resolve().parents[2] / "docs" / "API.md").read_text()
-    row = next(line for line in docs.splitlines()
-               if line.startswith("| `NMT_TRAINER__ROUTER__EPOCH`"))
-    names_cell, _, defaults_cell = (cell.strip() for cell in row.strip("|").split("|")[:3])
-    names = [name.strip("`_").lower() for name in names_cell.split(", ")]
-    names[0] = names[0].removeprefix("nmt_trainer__router__")
-    defaults = [value.strip("`") for value in defaults_cell.split(", ")]
-    settings = RouterSettings()
-    shown = {name: str(getattr(settings, name)).lower() for name in names}
-    assert dict(zip(names, defaults, strict=True)) == shown
-
-
-def test_router_settings_follow_the_environment_within_bounds(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("NMT_TRAINER__ROUTER__WORD_NGRAMS", "1")
-    monkeypatch.setenv("NMT_TRAINER__ROUTER__MINN", "3")
-    monkeypatch.setenv("NMT_TRAINER__ROUTER__MAXN", "5")
-    router = SidecarSettings().trainer.router.classifier_settings()
-    assert (router.word_ngrams, router.minn, router.maxn) == (1, 3, 5)
-    assert router.epoch == ROUTER_SETTINGS.epoch
-    for invalid in ({"word_ngrams": 0}, {"minn": 6, "maxn": 5}):
-        with pytest.raises(ValidationError):
-            RouterSettings(**invalid)
 
 
 def trained_run_dir(tmp_path: Path, builtin: Path) -> Path:
@@ -462,22 +372,6 @@ def test_the_backbone_stage_refuses_a_run_dir_of_another_architecture(tmp_path: 
     restore_run_dir(run_dir, builtin, snapshot=tmp_path / "snapshot")
     with pytest.raises(ValueError, match="another architecture .* new --run-dir"):
         train_backbone(tmp_path / "no-data", run_dir, SETTINGS)
-
-
-def test_sister_pair_examples_add_distinct_english_lines_but_never_en_fr_dev_or_test(
-        tmp_path: Path) -> None:
-    def write(path: Path, lines: list[str]) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("".join(f"{line}\n" for line in lines))
-
-    write(tmp_path / "en-fr" / "domains" / "medical" / "test.en", ["Take one tablet."])
-    write(tmp_path / "en-fr" / "domains" / "law" / "dev.en", ["Article 3"])
-    write(tmp_path / "en-de" / "domains" / "medical" / "train.en",
-          ["Store below 25 C.", "Take one tablet.", "Article 3", "Store below 25 C.", " "])
-    write(tmp_path / "en-de" / "domains" / "law" / "train.en", ["Annex II"])
-    drawn = sister_pair_examples(tmp_path, ("medical", "law", "ted"))  # ted: not in en-de here
-    assert drawn == [("medical", "Store below 25 C."), ("law", "Annex II")]
-    assert sister_pair_examples(tmp_path, ("medical",), pairs=()) == []
 
 
 def test_prepare_refuses_an_encoded_set_whose_vocabulary_was_replaced(tmp_path: Path) -> None:
