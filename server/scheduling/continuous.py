@@ -26,7 +26,6 @@ again: admission promised it its deadline.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Sequence
@@ -37,7 +36,7 @@ from server.engine.live_batches import LiveBatches, LiveInbox, StepReport
 from server.execution.engine_thread import EngineThread
 from server.operations.metrics import Metrics
 from server.scheduling.batching import BatchLimits, Pending, form_batch
-from server.scheduling.scheduler import ADMISSION_MARGIN, HEARTBEAT_S, Residency, Scheduler
+from server.scheduling.scheduler import ADMISSION_MARGIN, Residency, Scheduler
 from server.serving.errors import DeadlineExceeded
 from server.settings import SchedulerSettings
 
@@ -97,12 +96,8 @@ class ContinuousScheduler(Scheduler):
             self._feed()
             if self._tickets or self._posted:
                 await self._run_engine()
-            elif self._reloads:  # what waits, waits for a module: the reload wakes us
-                self._wake.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), HEARTBEAT_S)
             else:
-                await asyncio.sleep(0)  # let cancellation callbacks run
+                await self._idle()
 
     async def _run_engine(self) -> None:
         """The engine thread steps until no row is live (or RUN_S passed); joins and

@@ -233,12 +233,19 @@ class Scheduler:
             batch = self._take_batch()
             if batch:
                 await self._execute(batch)
-            elif self._reloads:  # what waits, waits for a module: the reload wakes us
-                self._wake.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), HEARTBEAT_S)
             else:
-                await asyncio.sleep(0)  # let cancellation callbacks run
+                await self._idle()
+
+    async def _idle(self) -> None:
+        """Nothing to run now: wait for a reload if what waits, waits for a module (the
+        reload wakes the loop, or a heartbeat passes); else let cancellation callbacks
+        run."""
+        if self._reloads:
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), HEARTBEAT_S)
+        else:
+            await asyncio.sleep(0)
 
     async def _wait_for_work(self) -> None:
         """Return when the oldest sentence should run: budget full, or `max_wait_ms` past
