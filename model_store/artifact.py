@@ -117,22 +117,25 @@ def verify_artifact(
     key: str,
     *,
     expect: ArtifactId | None = None,
-    expected_fingerprint: str | None = None,
+    expected_fingerprint: str | frozenset[str] | None = None,
     label: str | None = None,
 ) -> LoadedArtifact:
     """Read and verify the artifact directory `key`; raise one ArtifactError listing
-    every problem (files, sizes, hashes, unexpected files, fingerprints, identity)."""
+    every problem (files, sizes, hashes, unexpected files, fingerprints, identity).
+    `expected_fingerprint`: the one, or the set (model_store/compact.py), accepted."""
     label = label or (expect.label if expect else key)
     manifest = _read_manifest(storage, key, label)
     problems = _identity_problems(manifest, expect)
     files, file_problems = _read_files(storage, key, manifest)
     problems += file_problems
     problems += _content_problems(manifest, files)
-    wanted = expected_fingerprint
-    if wanted is not None and manifest.backbone_fingerprint != wanted:
+    wanted = ({expected_fingerprint} if isinstance(expected_fingerprint, str)
+              else expected_fingerprint)
+    if wanted is not None and manifest.backbone_fingerprint not in wanted:
+        expected = " or ".join(short_hash(f) for f in sorted(wanted))
         problems.append(
             f"backbone_fingerprint: built for {short_hash(manifest.backbone_fingerprint)}, "
-            f"expected {short_hash(wanted)}"
+            f"expected {expected}"
         )
     if problems:
         raise ArtifactError(label, problems)

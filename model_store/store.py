@@ -200,7 +200,7 @@ class Store:
         path: Path,
         expected_kind: ArtifactKind | None = None,
         *,
-        expected_fingerprint: str | None = None,
+        expected_fingerprint: str | frozenset[str] | None = None,
         label: str | None = None,
         backbone: str | None = None,
     ) -> Manifest:
@@ -234,7 +234,7 @@ class Store:
         name: str,
         version: int | None = None,
         *,
-        expected_fingerprint: str | None = None,
+        expected_fingerprint: str | frozenset[str] | None = None,
         backbone: str | None = None,
     ) -> LoadedArtifact:
         """Load and verify one version (default: the active one) of `backbone`'s artifact

@@ -71,7 +71,7 @@ def build_engine(files: Mapping[str, bytes], options: EngineOptions | None = Non
 def module_params(files: Mapping[str, bytes]) -> Params:
     if MODULE_WEIGHTS_FILE not in files:
         raise ValueError(f"module artifact lacks {MODULE_WEIGHTS_FILE!r}")
-    return {k: v.float() for k, v in tensors_from_bytes(files[MODULE_WEIGHTS_FILE]).items()}
+    return dequantize_rows(tensors_from_bytes(files[MODULE_WEIGHTS_FILE]))
 
 
 def backbone_files(config: BackboneConfig, tensors: Mapping[str, Tensor], *,
@@ -92,6 +92,11 @@ def backbone_files(config: BackboneConfig, tensors: Mapping[str, Tensor], *,
     return files
 
 
-def module_files(params: Params, *, half: bool = False) -> dict[str, bytes]:
-    return {MODULE_WEIGHTS_FILE: tensors_to_bytes(params, half=half)}
+def module_files(params: Params, *, half: bool = False,
+                 int8_rows: bool = False) -> dict[str, bytes]:
+    """The files of a module artifact (the inverse of `module_params`). `int8_rows` stores
+    the banks `[layers, in, out]` as int8 with per-output-column scales (row_int8.py)."""
+    weights = (tensors_to_bytes(quantize_rows(params, rank=3)) if int8_rows
+               else tensors_to_bytes(params, half=half))
+    return {MODULE_WEIGHTS_FILE: weights}
 

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from model_store import Manifest
+from model_store.compact import served_fingerprints
 from model_store.store import BUILTIN_DIR
 from server.quality.estimator import PRIOR, Estimator, EstimatorError
 
@@ -69,7 +70,7 @@ class EstimatorBook:
                 return known[0]
             stamps = self._stamps(backbone.name)
             if known is None or stamps != known[1]:
-                known = (self._read(backbone.name, fingerprint), stamps, now)
+                known = (self._read(backbone.name, served_fingerprints(backbone)), stamps, now)
             self._found[fingerprint] = (known[0], stamps, now)
             return known[0]
 
@@ -77,7 +78,9 @@ class EstimatorBook:
         paths = [estimator_path(root, name) for root in self.roots]
         return [p.stat().st_mtime if p.is_file() else -1.0 for p in paths]
 
-    def _read(self, name: str, fingerprint: str) -> Estimator:
+    def _read(self, name: str, fingerprints: frozenset[str]) -> Estimator:
+        """The first estimator fitted for the backbone (or the one it re-stores compactly:
+        model_store/compact.py)."""
         for root in self.roots:
             path = estimator_path(root, name)
             if not path.is_file():
@@ -87,7 +90,7 @@ class EstimatorBook:
             except (OSError, EstimatorError) as error:
                 log.error("quality estimator %s unusable: %s", path, error)
                 continue
-            if estimator.backbone_fingerprint == fingerprint:
+            if estimator.backbone_fingerprint in fingerprints:
                 log.info("quality estimator of %s: %s", name, path)
                 return estimator
             log.warning("quality estimator %s was fitted for another backbone", path)

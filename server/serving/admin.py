@@ -19,6 +19,7 @@ from typing import IO, Any
 from contract.backbone import BackboneConfig
 from contract.manifest import check_name
 from model_store import LocalStorage, Manifest, Store, unpack_artifact, verify_artifact
+from model_store.compact import served_fingerprints
 from server.engine.artifacts import module_params
 from server.engine.families import get_family
 from server.engine.residency import check_params
@@ -85,11 +86,11 @@ class DomainAdmin:
         engine, backbone = self.runtime.engine, self.runtime.backbone
         if engine is None or backbone is None:
             raise NotReady("no backbone is loaded: uploads are verified against it")
-        fingerprint = backbone.backbone_fingerprint
+        fingerprints = served_fingerprints(backbone)  # a compact re-store's too
         with tempfile.TemporaryDirectory(prefix="nmt-upload-") as scratch:
             root = unpack_artifact(archive, Path(scratch) / "artifact")
             loaded = verify_artifact(LocalStorage(root), "", label="upload",
-                                     expected_fingerprint=fingerprint)
+                                     expected_fingerprint=fingerprints)
             manifest = loaded.manifest
             problems: list[str] = []
             if manifest.kind != "module":
@@ -105,7 +106,7 @@ class DomainAdmin:
                 raise InvalidArtifact(f"upload is invalid: {len(problems)} problem(s): "
                                       + "; ".join(problems), field="body")
             return self.store.import_artifact_dir(root, "module", label="upload",
-                                                  expected_fingerprint=fingerprint,
+                                                  expected_fingerprint=fingerprints,
                                                   backbone=backbone.name)
 
     async def activate(self, name: str, version: int) -> DomainEntry:

@@ -37,6 +37,7 @@ from functools import partial
 from typing import Any
 
 from model_store import LoadedArtifact, Manifest, Store, StoreError
+from model_store.compact import served_fingerprints
 from server.decoding.search import Hypothesis, SearchOptions
 from server.engine import host_paths
 from server.engine.artifacts import build_engine, module_params
@@ -203,8 +204,9 @@ class Runtime:
 
     def _load_artifact(self, name: str, version: int) -> LoadedArtifact:
         """A module version read and verified against the serving backbone."""
-        fingerprint = self.backbone.backbone_fingerprint if self.backbone else None
-        return self.store.load("module", name, version, expected_fingerprint=fingerprint,
+        # a compact re-store also serves the modules of the backbone it re-stores
+        fingerprints = served_fingerprints(self.backbone) if self.backbone else None
+        return self.store.load("module", name, version, expected_fingerprint=fingerprints,
                                backbone=self.scope)
 
     def _load_module(self, name: str, version: int) -> tuple[dict[str, Any], Params]:

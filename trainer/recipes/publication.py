@@ -65,12 +65,12 @@ def publish_builtin(data_dir: Path, run_dir: Path, out: Path, *, snapshot: Path)
 
 
 def _published_files(run_dir: Path, model: Backbone) -> dict[str, bytes]:
-    """The backbone's artifact files as publish writes them: float16 weights, or int8 with
-    per-row scales where a GPU run's restore chose them (trainer/gpu/restore.py)."""
+    """The backbone's artifact files as publish writes them: the matrices int8 with per-row
+    scales, the rest float16 (server/engine/row_int8.quantize_rows: within 0.1 BLEU of
+    float16, benchmarks/results/compact_weights.md), so both directions fit the repository."""
     spm_bytes = (run_dir / "spm.model").read_bytes()
-    int8_rows = (gpu_run(run_dir) or {}).get("storage") == "int8-rows"
     return backbone_files(model.config, model.state_dict(), source_spm=spm_bytes,
-                          target_spm=spm_bytes, half=True, int8_rows=int8_rows)
+                          target_spm=spm_bytes, int8_rows=True)
 
 
 def gpu_run(run_dir: Path) -> dict[str, Any] | None:
@@ -193,7 +193,7 @@ def _unchanged(store: Store, kind: ArtifactKind, name: str, files: dict[str, byt
 def _publish_adapter(store: Store, result_path: Path, fingerprint: str) -> None:
     result = json.loads(result_path.read_text())
     params = load_file(str(result_path.parent / MODULE_WEIGHTS_FILE))
-    files = module_files(params, half=True)
+    files = module_files(params, int8_rows=True)  # banks int8, as the backbone
     if _unchanged(store, "module", result["domain"], files, fingerprint):
         return
     store.publish("module", result["domain"], files,

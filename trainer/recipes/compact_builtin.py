@@ -1,0 +1,119 @@
+"""Re-store the built-in directory's float weights compactly (issue #43): every active
+backbone whose `model.safetensors` holds no int8 yet becomes a new version with its
+matrices as int8 rows (server/engine/row_int8.py), and its modules and routers new
+versions for it: the modules' banks int8 too, the routers' files as they are.
+
+    python -m trainer.recipes.compact_builtin [--out model_store/builtin]
+
+The new backbone version names the one it re-stores in `provenance.compact_of`
+(model_store/compact.py), so the modules an operator trained on the float16 version keep
+serving on it; it keeps that version's creation time, so which backbone is the default
+(the oldest) does not change. Each new version replaces the older ones of its name in
+`--out` (as the publish stage does); a store that registered them moves to the new ones on
+its next open (`Store.register_builtins`). The publish stage itself ships int8 from then
+on (trainer/recipes/publication.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shutil
+import tempfile
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+from contract.artifacts import BACKBONE_WEIGHTS_FILE
+from contract.manifest import MANIFEST_FILE, Manifest
+from contract.tensors import tensors_from_bytes, tensors_to_bytes
+from model_store import BUILTIN_DIR, Store
+from model_store.compact import COMPACT_OF
+from server.engine.artifacts import module_files, module_params
+from server.engine.row_int8 import SCALE_SUFFIX, quantize_rows
+
+log = logging.getLogger(__name__)
+STORAGE = "int8-rows"
+
+
+def compact_builtin(out: Path) -> list[Path]:
+    """Re-store `out`'s float backbones (and their modules and routers) compactly; returns
+    the version directories written."""
+    created: dict[str, datetime] = {}
+    with tempfile.TemporaryDirectory() as tmp, Store.open(Path(tmp), builtin_dir=out) as store:
+        for name in sorted(store.active_backbones()):
+            loaded = store.load("backbone", name)
+            tensors = tensors_from_bytes(loaded.files[BACKBONE_WEIGHTS_FILE])
+            if any(key.endswith(SCALE_SUFFIX) for key in tensors):
+                log.info("%s is compact already", loaded.label)
+                continue
+            old = loaded.manifest
+            files = {**loaded.files,
+                     BACKBONE_WEIGHTS_FILE: tensors_to_bytes(quantize_rows(tensors))}
+            compact_of = {"version": old.version, "backbone_fingerprint":
+                          old.backbone_fingerprint, "storage": STORAGE}
+            new = store.publish("backbone", name, files, config=old.config,
+                                provenance={**old.provenance, COMPACT_OF: compact_of},
+                                scores=old.scores)
+            created[f"backbones/{name}/v{new.version}"] = old.created_at
+            _republish_dependents(store, name, new.backbone_fingerprint)
+        written = _install(Path(tmp), out)
+    for key, created_at in created.items():  # the default backbone stays the oldest
+        path = out / key / MANIFEST_FILE
+        manifest = Manifest.from_json(path.read_bytes())
+        path.write_bytes(manifest.model_copy(update={"created_at": created_at}).to_json())
+    return written
+
+
+def _republish_dependents(store: Store, backbone: str, fingerprint: str) -> None:
+    """Every active module (banks as int8) and classifier (files as they are) of
+    `backbone`, as a new version built for `fingerprint`."""
+    for domain in sorted(store.active_domains(backbone)):
+        loaded = store.load("module", domain, backbone=backbone)
+        files = module_files(module_params(loaded.files), int8_rows=True)
+        _publish_like(store, loaded.manifest, files, fingerprint, backbone)
+    for name in sorted(store.registry.active_versions("classifier", backbone=backbone)):
+        loaded = store.load("classifier", name, backbone=backbone)
+        _publish_like(store, loaded.manifest, dict(loaded.files), fingerprint, backbone)
+
+
+def _publish_like(store: Store, manifest: Manifest, files: dict[str, bytes],
+                  fingerprint: str, backbone: str) -> None:
+    new = store.publish(manifest.kind, manifest.name, files, config=manifest.config,
+                        provenance=manifest.provenance, scores=manifest.scores,
+                        backbone_fingerprint=fingerprint, backbone=backbone)
+    log.info("%s -> %s", manifest.label, new.label)
+
+
+def _install(tmp: Path, out: Path) -> list[Path]:
+    """Copy the versions published into the scratch store `tmp` (both layouts) to `out`,
+    each replacing the older versions of its name."""
+    installed: list[Path] = []
+    for manifest in sorted(tmp.rglob(MANIFEST_FILE)):
+        source = manifest.parent
+        relative = source.relative_to(tmp)
+        if relative.parts[0].startswith("."):  # staging
+            continue
+        target = out / relative
+        shutil.copytree(source, target)
+        for old in target.parent.iterdir():
+            if old != target:
+                shutil.rmtree(old)
+        installed.append(target)
+    return installed
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m trainer.recipes.compact_builtin",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=BUILTIN_DIR,
+                        help="the built-in directory to re-store (default: the package's)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    for path in compact_builtin(args.out):
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
