@@ -90,7 +90,7 @@ def measure(data: Path, builtin: Path, *, sentences: int, beam_size: int) -> dic
                   for storage in STORAGES}
     bleu: dict[str, dict[str, float]] = {}
     for system in ("backbone", "module"):
-        for storage, decoder in decoders.items():
+        for storage in decoders:
             bleu[f"{system} {storage}"] = {}
         for domain in domains:
             dataset = domain_set(data, domain, limit=sentences)
@@ -119,9 +119,11 @@ def markdown(result: dict[str, Any]) -> str:
     names = list(next(iter(bleu.values())))
     lines = ["# Built-in weights stored compactly: int8 against float16", "",
              f"Built-in default ({result['backbone']}), first {result['sentences']} test "
-             f"sentences per domain, {result['decode']}; BLEU (sacrebleu). Host: "
-             f"{result['host']['label']}. `backbone`: the plain backbone; `module`: each "
-             "domain's served adapter on it (int8: the adapter's banks int8 too).", "",
+             f"sentences per domain, {result['decode']}; BLEU (sacrebleu). float16: its files "
+             "as stored; int8: the same weights re-encoded as the publish stage ships them "
+             "and dequantized by the serving load path. `backbone`: the plain backbone; "
+             "`module`: each domain's served adapter on it (int8: the adapter's banks int8 "
+             "too).", "",
              "| system | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]
     for system, scores in bleu.items():
         lines.append(f"| {system} | " + " | ".join(f"{scores[n]:.2f}" for n in names) + " |")
@@ -130,8 +132,10 @@ def markdown(result: dict[str, Any]) -> str:
                      + " | ".join(f"{deltas[n]:+.2f}" for n in names) + " |")
     verdict = "yes" if result["within"] else "**no**"
     lines += ["", f"Average within {TOLERANCE} BLEU of float16, for both systems: {verdict}.",
-              "", "| storage | backbone file | modules (7) | load (median of 5) "
-              "| float32 tensors in memory |", "|---|---:|---:|---:|---:|"]
+              "", "Load: the backbone's files to float32 tensors and tokenizers "
+              "(`backbone_parts`, median of 5); in memory both are float32.", "",
+              "| storage | backbone file | modules (7) | load | float32 tensors in memory |",
+              "|---|---:|---:|---:|---:|"]
     for storage, sizes in result["bytes"].items():
         modules = sum(v for k, v in sizes.items() if k.startswith("module "))
         lines.append(f"| {storage} | {sizes['backbone'] / 1e6:.2f} MB | {modules / 1e6:.2f} MB"

@@ -30,11 +30,13 @@ SCALE_SUFFIX = "::row_scale"
 MIN_ELEMENTS = 4096  # smaller matrices are not worth a scale vector
 
 
-def quantize_rows(tensors: Mapping[str, Tensor], *, rank: int = 2) -> dict[str, Tensor]:
+def quantize_rows(tensors: Mapping[str, Tensor], *, rank: int = 2,
+                  min_elements: int = MIN_ELEMENTS) -> dict[str, Tensor]:
     """int8 + float32 scales for the float tensors of `rank` (2: a backbone's matrices,
     per row; 3: a module's banks, per layer and output column), float16 for the other
-    float tensors (a module's `[layers, dim]` vectors stay float16). The conversion the
-    built-in publish stage applies to every backbone and module it ships."""
+    float tensors (a module's `[layers, dim]` vectors stay float16), as are matrices of
+    fewer than `min_elements` weights. The conversion the built-in publish stage applies
+    to every backbone and module it ships."""
     if rank not in (2, 3):
         raise ValueError(f"rank {rank}: 2 (backbone matrices) or 3 (module banks)")
     out: dict[str, Tensor] = {}
@@ -43,7 +45,7 @@ def quantize_rows(tensors: Mapping[str, Tensor], *, rank: int = 2) -> dict[str, 
             out[name] = tensor
             continue
         matrix = tensor[0] if tensor.dim() == 3 else tensor  # one layer's matrix of a bank
-        if tensor.dim() != rank or matrix.numel() < MIN_ELEMENTS:
+        if tensor.dim() != rank or matrix.numel() < min_elements:
             out[name] = tensor.half()
             continue
         weight = tensor.detach().half().float()

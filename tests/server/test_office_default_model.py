@@ -34,7 +34,7 @@ FILES: dict[str, Callable[[], bytes]] = {
 @pytest.fixture(scope="module")
 def default_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
     settings = Settings(store_dir=tmp_path_factory.mktemp("office-default") / "store",
-                        builtin_artifacts=True, decoding={"beam_size": 1},
+                        builtin_artifacts=True,  # decoded as served: beam 4
                         scheduler={"request_timeout_s": 600})  # a busy CI machine
     with TestClient(create_app(settings)) as client:
         yield client

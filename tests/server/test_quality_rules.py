@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from model_store import Manifest
+from model_store.compact import COMPACT_OF
 from server.quality import casing
 from server.quality.detectors import detect
 from server.quality.estimator import PRIOR, Estimator, EstimatorError, fit
@@ -153,6 +154,18 @@ def test_the_book_uses_the_first_file_fitted_for_the_backbone(tmp_path: Path) ->
     assert book.get(manifest("c" * 64)) is PRIOR
     assert book.get(None) is PRIOR
     assert sorted(p.name for p in (tmp_path / "store").iterdir()) == ["tiny.json"]
+
+
+def test_a_compact_restore_uses_the_estimator_of_the_version_it_restores(
+        tmp_path: Path) -> None:
+    restored, compact = "a" * 64, "d" * 64
+    fitted = fit([{"lp_mean": -1.0}, {"lp_mean": -2.0}], [0.8, 0.4], names=("lp_mean",))
+    write_estimator(tmp_path, "tiny", replace(fitted, backbone_fingerprint=restored,
+                                              threshold=0.3))
+    backbone = manifest(compact).model_copy(update={"provenance": {COMPACT_OF: {
+        "version": 1, "backbone_fingerprint": restored, "storage": "int8-rows"}}})
+    assert EstimatorBook([tmp_path]).get(backbone).threshold == 0.3
+    assert EstimatorBook([tmp_path]).get(manifest(compact)) is PRIOR
 
 
 @pytest.mark.parametrize(("text", "shouted", "folded"), [

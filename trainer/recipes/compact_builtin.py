@@ -110,8 +110,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="the built-in directory to re-store (default: the package's)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    for path in compact_builtin(args.out):
-        print(path)
+    written = compact_builtin(args.out)
+    log.info("written: %s", ", ".join(str(p) for p in written) or "nothing (compact already)")
     return 0
 
 
