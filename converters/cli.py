@@ -85,15 +85,19 @@ def export_ct2_backbone(args: argparse.Namespace) -> str:
 
 
 def backbone_for(store: Store, module: Manifest) -> LoadedArtifact:
-    """The backbone a module was built for: the one with its fingerprint, active first."""
+    """The backbone a module was built for: the one with its fingerprint, or a compact
+    re-store of that one (model_store/compact.py), active first, then the newest."""
+    from model_store.compact import served_fingerprints
+
     wanted = module.backbone_fingerprint
     active = store.registry.active_versions("backbone")
-    matching = [r for r in store.registry.list_artifacts("backbone") if r.fingerprint == wanted]
+    matching = [r for r in store.registry.list_artifacts("backbone")
+                if wanted in served_fingerprints(r.manifest)]
     if not matching:
         raise CliError(f"{module.label} was built for backbone {wanted[:12]}, which is not "
                        "in the store")
     best = min(matching, key=lambda r: (active.get(r.name) != r.version, -r.version))
-    return store.load("backbone", best.name, best.version, expected_fingerprint=wanted)
+    return store.load("backbone", best.name, best.version, expected_fingerprint=best.fingerprint)
 
 
 def export_ct2_module(args: argparse.Namespace) -> str:

@@ -2,8 +2,9 @@
 load: half the disk of float16 for the matrices, so the built-in directions keep the
 repository small (issues #47, #43). Symmetric quantization: each output channel c is
 stored as round(w_c / s_c) in [-127, 127] with s_c = max|w_c| / 127, so each weight is
-off by at most s_c / 2. The weights are rounded to float16 first, so a float32 checkpoint
-and its float16 artifact quantize to the same bytes (a republish finds them unchanged).
+off by at most s_c / 2. The weights are rounded to float16 first, so a float32 checkpoint,
+its float16 artifact and the weights loaded from its int8 artifact all quantize to the
+same bytes (a republish from a restored run finds the backbone unchanged).
 Vectors (biases, norms), small matrices and integer tensors are not quantized (float16,
 integers as they are).
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from contract.tensors import tensors_to_bytes
+from contract.tensors import tensors_from_bytes, tensors_to_bytes
 from server.engine.artifacts import (
     backbone_files,
     backbone_parts,
@@ -96,3 +96,16 @@ def test_float16_and_float32_artifacts_load_as_before() -> None:
         loaded = module_params(module_files(params, half=half))
         assert all(torch.equal(loaded[k], v.half().float() if half else v)
                    for k, v in params.items())
+
+
+@pytest.mark.parametrize("rank", [2, 3])
+def test_weights_loaded_from_a_compact_file_quantize_to_the_same_bytes(rank: int) -> None:
+    # a run restored from the published artifact republishes it unchanged (same version,
+    # same fingerprint), as with float16 before
+    generator = torch.Generator().manual_seed(3)
+    shape = (96, 128) if rank == 2 else (3, 96, 128)
+    weight = torch.randn(shape, generator=generator) * torch.rand(shape[:-1] + (1,),
+                                                                  generator=generator) * 4
+    stored = tensors_to_bytes(quantize_rows({"w": weight, "b": torch.randn(96)}, rank=rank))
+    loaded = dequantize_rows(tensors_from_bytes(stored))
+    assert tensors_to_bytes(quantize_rows(loaded, rank=rank)) == stored

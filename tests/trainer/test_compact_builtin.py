@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from contract.artifacts import BACKBONE_WEIGHTS_FILE, MODULE_WEIGHTS_FILE
+from converters.cli import backbone_for
 from model_store import ArtifactError, Store
 from model_store.compact import COMPACT_OF, served_fingerprints
 from server.engine.artifacts import backbone_files, build_engine, module_files, module_params
@@ -96,6 +97,9 @@ def test_a_store_of_the_float16_builtins_moves_to_the_compact_ones_and_keeps_its
         # the operator's module serves on the compact re-store, not on another backbone
         with pytest.raises(ArtifactError, match="backbone_fingerprint"):
             store.load("module", "cooking", expected_fingerprint=new.backbone_fingerprint)
+        # the CTranslate2 export of the operator's module finds the backbone it serves on
+        assert backbone_for(store, store.record("module", "cooking").manifest).label == \
+            new.label
         after = {domain: _translations(store, domain) for domain in ("medical", "cooking")}
     assert after == before
     assert compact_builtin(builtin) == []  # compact already: nothing to do
