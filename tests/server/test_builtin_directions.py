@@ -90,7 +90,10 @@ def test_make_run_serves_every_backbone_the_package_ships(tmp_path: Path) -> Non
         assert sorted(modules) == shipped  # every direction's modules have a backbone
         for backbone, domains in modules.items():
             assert store.active_domains(backbone) == domains, backbone
-        assert store.registry.default_backbone() == BACKBONE_NAME
+        # the default backbone is the one with the oldest manifest: an en-fr backbone
+        # republished after fr-en's would make fr->en the default of every new store
+        assert store.registry.default_backbone() == BACKBONE_NAME, \
+            "en->fr must stay the default direction: republish default-fr-en after it"
         served = served_backbones(store, None, every=True)
     # en->fr stays the default direction (None: a store's only backbone)
     assert served[0] in (None, BACKBONE_NAME) and len(served) == len(shipped)
