@@ -32,6 +32,7 @@ from trainer.recipes.default_stages import (
 )
 from trainer.recipes.direction_publication import publish_direction
 from trainer.recipes.directions import EN_FR, FR_EN
+from trainer.recipes.publication import adapter_files
 from trainer.recipes.router_stage import generic_examples, sister_pair_examples
 
 
@@ -63,6 +64,9 @@ def test_publish_puts_fr_en_beside_en_fr_and_leaves_en_fr_as_it_was(tmp_path: Pa
         *(p.relative_to(builtin).as_posix() for p in written)])
     after = files_of(builtin)
     assert {k: v for k, v in after.items() if k in before} == before  # en-fr untouched
+    module = f"directions/{FR_EN_NAME}/modules/medical/v1/module.safetensors"
+    assert after[module] == adapter_files(run_dir / "adapters" / "medical")[
+        "module.safetensors"]  # stored as en-fr's are (int8 banks)
     card = (builtin / "MODEL_CARD-fr-en.md").read_text()
     assert card.startswith(f"# Model card: {FR_EN_NAME}\n")
     assert "a French→English Transformer backbone" in card

@@ -7,7 +7,7 @@ in the layout of docs/DIRECTIONS.md:
     directions/default-fr-en/classifiers/router/v<n>/
     MODEL_CARD-fr-en.md
 
-The files are written as en-fr's are (publication.py's `_published_files`, `module_files`):
+The files are written as en-fr's are (publication.py's `_published_files`, `adapter_files`):
 only where to put them and what their provenance says differ. Every name is looked up
 within this direction's backbone: both directions have a `medical` module and a `router`.
 """
@@ -21,16 +21,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from safetensors.torch import load_file
-
-from contract.artifacts import (
-    CLASSIFIER_EXAMPLES_FILE,
-    CLASSIFIER_MODEL_FILE,
-    MODULE_WEIGHTS_FILE,
-)
+from contract.artifacts import CLASSIFIER_EXAMPLES_FILE, CLASSIFIER_MODEL_FILE
 from model_store import ArtifactKind, Manifest, Store
 from model_store.hashing import sha256_hex
-from server.engine.artifacts import module_files
 from trainer.recipes.default_stages import ROUTER_NAME, load_trained_backbone
 from trainer.recipes.directions import Direction
 from trainer.recipes.model_card import write_model_card
@@ -38,6 +31,7 @@ from trainer.recipes.publication import (
     CALIBRATION_SCORES,
     _adapter_size,
     _published_files,
+    adapter_files,
     averaged_steps,
     gpu_run,
 )
@@ -134,7 +128,7 @@ def _publish_adapter(store: Store, result_path: Path, fingerprint: str,
                      direction: Direction) -> list[Manifest]:
     result = json.loads(result_path.read_text())
     domain, backbone = result["domain"], direction.backbone_name
-    files = module_files(load_file(str(result_path.parent / MODULE_WEIGHTS_FILE)), half=True)
+    files = adapter_files(result_path.parent)
     if _unchanged(store, "module", domain, files, fingerprint, backbone):
         return []
     return [store.publish(

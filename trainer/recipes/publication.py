@@ -73,6 +73,12 @@ def _published_files(run_dir: Path, model: Backbone) -> dict[str, bytes]:
                           target_spm=spm_bytes, int8_rows=True)
 
 
+def adapter_files(adapter_dir: Path) -> dict[str, bytes]:
+    """A trained adapter's artifact files as publish writes them: its banks int8, as the
+    backbone (every direction's publication reads them here)."""
+    return module_files(load_file(str(adapter_dir / MODULE_WEIGHTS_FILE)), int8_rows=True)
+
+
 def gpu_run(run_dir: Path) -> dict[str, Any] | None:
     """The log of the GPU run a run dir was restored from (trainer/gpu/restore.py), if any."""
     path = run_dir / "gpu_run.json"
@@ -192,8 +198,7 @@ def _unchanged(store: Store, kind: ArtifactKind, name: str, files: dict[str, byt
 
 def _publish_adapter(store: Store, result_path: Path, fingerprint: str) -> None:
     result = json.loads(result_path.read_text())
-    params = load_file(str(result_path.parent / MODULE_WEIGHTS_FILE))
-    files = module_files(params, int8_rows=True)  # banks int8, as the backbone
+    files = adapter_files(result_path.parent)
     if _unchanged(store, "module", result["domain"], files, fingerprint):
         return
     store.publish("module", result["domain"], files,
