@@ -4,5 +4,6 @@
   served load (`serve_load`, make bench-serve), adding a domain end to end (`hot_add`);
 - `benchmarks.quality`: BLEU / chrF evaluation of the served system (`evaluate`, make eval,
   nmt-eval);
-- `benchmarks.common`: the paths both share.
+- `benchmarks.locations`: the paths both share; `benchmarks.sentence_runs`: the options
+  and report files of the benchmarks that decode test sentences offline.
 """

@@ -38,9 +38,10 @@ from typing import Any
 
 import httpx
 
-from benchmarks.common import DEFAULT_DATA, REPO, write_report
 from benchmarks.documents import corpus
 from benchmarks.documents.coverage import measure
+from benchmarks.locations import DEFAULT_DATA, REPO
+from benchmarks.sentence_runs import write_report
 from benchmarks.speed.server import live_server
 from benchmarks.speed.store import seed_default_store, seed_tiny_store
 from server.documents import formats

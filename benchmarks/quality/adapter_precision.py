@@ -35,10 +35,10 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from benchmarks.common import precision_benchmark_parser
 from benchmarks.provenance import stamped
 from benchmarks.quality.data import domain_set
 from benchmarks.quality.decode import Decoder, DecodeSettings
+from benchmarks.sentence_runs import precision_benchmark_parser
 from model_store import BUILTIN_DIR, Store
 from server.engine.artifacts import build_engine, module_params
 from server.engine.engine import Engine, EngineOptions, Member

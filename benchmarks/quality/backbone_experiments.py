@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 
-from benchmarks.common import DEFAULT_DATA, RESULTS_DIR
+from benchmarks.locations import DEFAULT_DATA, RESULTS_DIR
 from benchmarks.provenance import stamped
 from benchmarks.quality.checkpoint_scores import RunFiles, score_model, score_sets, summary
 from benchmarks.quality.data import domain_names

@@ -28,12 +28,12 @@ from typing import Any
 
 import torch
 
-from benchmarks.common import precision_benchmark_parser
 from benchmarks.host import current_host
 from benchmarks.provenance import command_line, stamped
 from benchmarks.quality.adapter_precision import TOLERANCE
 from benchmarks.quality.data import domain_set
 from benchmarks.quality.decode import Decoder, DecodeSettings
+from benchmarks.sentence_runs import precision_benchmark_parser
 from contract.artifacts import BACKBONE_WEIGHTS_FILE
 from contract.tensors import tensors_from_bytes, tensors_to_bytes
 from model_store import BUILTIN_DIR, Store

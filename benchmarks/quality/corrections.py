@@ -49,7 +49,7 @@ from typing import Any
 import httpx
 import torch
 
-from benchmarks.common import DEFAULT_DATA, RESULTS_DIR
+from benchmarks.locations import DEFAULT_DATA, RESULTS_DIR
 from benchmarks.provenance import command_line, host_label, stamped
 from benchmarks.quality.corrections_report import markdown
 from benchmarks.speed.server import live_server

@@ -27,12 +27,12 @@ from typing import Any
 
 import torch
 
-from benchmarks.common import precision_benchmark_parser
 from benchmarks.host import current_host
 from benchmarks.provenance import command_line, stamped
 from benchmarks.quality.adapter_precision import TOLERANCE, verdicts
 from benchmarks.quality.data import domain_set
 from benchmarks.quality.decode import Decoder, DecodeSettings
+from benchmarks.sentence_runs import precision_benchmark_parser
 from model_store import BUILTIN_DIR, Store
 from server.engine.artifacts import build_engine, module_params
 from server.engine.engine import EngineOptions, Member

@@ -50,7 +50,7 @@ from typing import Any, TypeVar
 
 import torch
 
-from benchmarks.common import DEFAULT_DATA, RESULTS_DIR
+from benchmarks.locations import DEFAULT_DATA, RESULTS_DIR
 from benchmarks.provenance import stamped
 from benchmarks.quality.calibration import calibration_report
 from benchmarks.quality.data import domain_names, domain_set, genre_names, genre_set

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import sacrebleu
 
-from benchmarks.common import DEFAULT_DATA, RESULTS_DIR
+from benchmarks.locations import DEFAULT_DATA, RESULTS_DIR
 from benchmarks.provenance import stamped
 from benchmarks.quality.data import domain_names, domain_set, genre_set
 from benchmarks.quality.models import load_models

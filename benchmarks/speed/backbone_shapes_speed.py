@@ -25,7 +25,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.common import RESULTS_DIR
+from benchmarks.locations import RESULTS_DIR
 from benchmarks.provenance import stamped
 from benchmarks.speed.measure import DECODES, Row, measure
 from benchmarks.speed.systems import Runner, Workload, engine_runner

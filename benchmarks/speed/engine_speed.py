@@ -57,8 +57,8 @@ from typing import Any
 
 import torch
 
-from benchmarks.common import RESULTS_DIR
 from benchmarks.host import ctranslate2_info, current_host
+from benchmarks.locations import RESULTS_DIR
 from benchmarks.speed import model as speed_model
 from benchmarks.speed.data import training_lines
 from benchmarks.speed.measure import DECODES, Row, measure

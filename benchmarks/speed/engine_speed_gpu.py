@@ -46,7 +46,7 @@ from typing import Any
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from benchmarks.common import RESULTS_DIR
+from benchmarks.locations import RESULTS_DIR
 from benchmarks.provenance import stamped
 from benchmarks.speed import model as speed_model
 from benchmarks.speed.engine_speed import FULL, TINY, BenchConfig, workload

@@ -25,7 +25,7 @@ import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from benchmarks.common import REPO
+from benchmarks.locations import REPO
 
 PYTHON_VERSION = "3.12"
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_26_x86_64",

@@ -41,7 +41,7 @@ from typing import Any
 import httpx
 import torch
 
-from benchmarks.common import DEFAULT_DATA, REPO, RESULTS_DIR
+from benchmarks.locations import DEFAULT_DATA, REPO, RESULTS_DIR
 from benchmarks.provenance import stamped
 from benchmarks.speed.server import live_server
 from model_store import BUILTIN_DIR, Store

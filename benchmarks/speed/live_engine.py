@@ -41,7 +41,7 @@ from typing import Any
 
 import torch
 
-from benchmarks.common import DEFAULT_DATA, RESULTS_DIR
+from benchmarks.locations import DEFAULT_DATA, RESULTS_DIR
 from benchmarks.provenance import stamped
 from benchmarks.speed.data import read_test_sets
 from benchmarks.speed.model import quiet_libraries, synthetic_lines

@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from benchmarks.common import sentence_benchmark_args, write_report
+from benchmarks.sentence_runs import sentence_benchmark_args, write_report
 from benchmarks.speed.data import read_test_sets
 from benchmarks.speed.model import synthetic_lines
 from benchmarks.speed.offline import pack, text_jobs

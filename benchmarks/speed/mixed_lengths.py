@@ -39,7 +39,7 @@ from typing import Any
 
 import aiohttp
 
-from benchmarks.common import RESULTS_DIR
+from benchmarks.locations import RESULTS_DIR
 from benchmarks.provenance import stamped
 from benchmarks.speed.data import read_test_sets, training_lines
 from benchmarks.speed.loadstats import percentile

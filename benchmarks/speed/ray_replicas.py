@@ -37,7 +37,7 @@ import httpx
 import ray
 from ray import serve
 
-from benchmarks.common import RESULTS_DIR
+from benchmarks.locations import RESULTS_DIR
 from benchmarks.provenance import stamped
 from benchmarks.speed.loadgen import LevelRun, LoadRequest, build_requests, run_level, warm_up
 from benchmarks.speed.loadstats import LevelStats, TokenCounter, summarise

@@ -38,7 +38,7 @@ from typing import Any
 
 import torch
 
-from benchmarks.common import write_report
+from benchmarks.sentence_runs import write_report
 from benchmarks.speed.data import read_test_sets
 from benchmarks.speed.loadgen import (
     LevelRun,

@@ -41,7 +41,7 @@ from typing import Any
 import httpx
 import torch
 
-from benchmarks.common import RESULTS_DIR
+from benchmarks.locations import RESULTS_DIR
 from benchmarks.provenance import stamped
 from benchmarks.speed import serve_load
 from benchmarks.speed import store as speed_store

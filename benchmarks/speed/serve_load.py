@@ -46,7 +46,7 @@ from typing import Any
 import httpx
 import torch
 
-from benchmarks.common import RESULTS_DIR
+from benchmarks.locations import RESULTS_DIR
 from benchmarks.speed.data import read_test_sets
 from benchmarks.speed.loadgen import (
     LevelRun,

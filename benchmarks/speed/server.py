@@ -19,7 +19,7 @@ from pathlib import Path
 
 import httpx
 
-from benchmarks.common import REPO
+from benchmarks.locations import REPO
 
 
 class ServerFailed(RuntimeError):

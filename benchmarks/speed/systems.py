@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from transformers import MarianMTModel
 
-from benchmarks.common import REPO
+from benchmarks.locations import REPO
 from contract.backbone import BackboneConfig
 from server.decoding.search import SearchOptions
 from server.engine.engine import Engine, Member, SentenceJob

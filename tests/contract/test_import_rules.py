@@ -106,3 +106,21 @@ def test_every_server_package_is_in_the_architecture_layout() -> None:
     layout = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
     packages = sorted(p.parent.name for p in (ROOT / "server").glob("*/__init__.py"))
     assert [p for p in packages if f"\n  {p}/" not in layout] == []
+
+
+def test_every_package_is_named_in_the_architecture_layout() -> None:
+    """Each package of ours (a folder with an `__init__.py`, tests aside) is named, as
+    `name/`, in the layout block at the top of docs/ARCHITECTURE.md."""
+    text = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    layout = text.split("```", 2)[1]
+    packages = {init.parent for top in OURS for init in (ROOT / top).rglob("__init__.py")}
+    assert sorted(str(p.relative_to(ROOT)) for p in packages
+                  if f"{p.name}/" not in layout) == []
+
+
+def test_no_module_is_named_for_being_shared_rather_than_for_its_job() -> None:
+    vague = {"util", "utils", "common", "misc", "helper", "helpers"}
+    found = [str(path.relative_to(ROOT)) for top in (*OURS, "tests")
+             for path in (ROOT / top).rglob("*.py")
+             if path.stem in vague or path.stem.endswith(tuple(f"_{v}" for v in vague))]
+    assert found == []

@@ -18,7 +18,7 @@ import uvicorn
 
 from server.app import create_app
 from server.settings import Settings
-from tests.trainer.helpers import BACKBONE, TOKEN, sidecar_env
+from tests.trainer.sidecar_store import BACKBONE, TOKEN, sidecar_env
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -25,7 +25,7 @@ import pytest
 
 from model_store import pack_artifact_dir
 from tests.e2e.processes import REPO, answers, free_port, start_server, stop, wait_for
-from tests.trainer.helpers import WORDS, admin_headers, build_store
+from tests.trainer.sidecar_store import WORDS, admin_headers, build_store
 
 IN_FLIGHT = 6
 

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 
 from tests.e2e.processes import live_server, start_sidecar, stop, wait_for
-from tests.trainer.helpers import (
+from tests.trainer.sidecar_store import (
     FAST_JOB,
     NEW_DOMAIN,
     NEW_TEXT,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.speed import hot_add
-from tests.trainer.helpers import FAST_JOB, ROUTER, build_store, new_domain_pairs
+from tests.trainer.sidecar_store import FAST_JOB, ROUTER, build_store, new_domain_pairs
 
 
 def fake_data(root: Path) -> Path:

@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 
 from model_store import Store
 from server.app import create_app
-from tests.trainer.helpers import (
+from tests.trainer.sidecar_store import (
     admin_headers,
     build_store,
     new_domain_pairs,

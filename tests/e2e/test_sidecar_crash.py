@@ -13,7 +13,7 @@ import torch
 
 from model_store import Store
 from tests.e2e.processes import start_sidecar, stop, wait_for
-from tests.trainer.helpers import NEW_DOMAIN, build_store, submit, worker_settings
+from tests.trainer.sidecar_store import NEW_DOMAIN, build_store, submit, worker_settings
 from trainer.domain_job import run_dir_of
 from trainer.sidecar import Sidecar
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from model_store import Store
 from tests.e2e.processes import start_sidecar
 from tests.postgres import PostgresServer
-from tests.trainer.helpers import NEW_DOMAIN, build_store, submit
+from tests.trainer.sidecar_store import NEW_DOMAIN, build_store, submit
 
 DOMAINS = (NEW_DOMAIN, "scripture")
 

@@ -14,7 +14,7 @@ from tests.e2e.browser import chromium
 from tests.e2e.processes import live_server
 from tests.e2e.test_web_page import TIMEOUT_MS, api, translate_on_page
 from tests.tiny import publish_word_mixture
-from tests.trainer.helpers import BACKBONE, WORDS, build_store, server_settings
+from tests.trainer.sidecar_store import BACKBONE, WORDS, build_store, server_settings
 
 
 @pytest.fixture(scope="module")

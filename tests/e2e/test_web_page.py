@@ -19,7 +19,7 @@ from server.engine.artifacts import module_files
 from tests.e2e.browser import chromium, page_at
 from tests.e2e.processes import live_server, start_sidecar, stop
 from tests.tiny import random_module, tiny_config
-from tests.trainer.helpers import (
+from tests.trainer.sidecar_store import (
     BACKBONE,
     FAST_JOB,
     NEW_DOMAIN,

@@ -16,7 +16,8 @@ from playwright.sync_api import Browser, expect
 from model_store import Store
 from tests.e2e.browser import chromium, page_at
 from tests.e2e.processes import live_server, start_sidecar, stop
-from tests.trainer.helpers import (
+from tests.trainer.refresh_fixtures import fresh_sources, translate
+from tests.trainer.sidecar_store import (
     NEW_DOMAIN,
     TOKEN,
     admin_headers,
@@ -24,7 +25,6 @@ from tests.trainer.helpers import (
     server_settings,
     submit,
 )
-from tests.trainer.refresh_fixtures import fresh_sources, translate
 
 TIMEOUT_MS = 60_000
 

@@ -4,7 +4,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from model_store_helpers import publish_backbone
+from tiny_artifacts import publish_backbone
 
 from model_store import Manifest, Store
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from model_store_helpers import publish_module, store_root
+from tiny_artifacts import publish_module, store_root
 
 from model_store import (
     ArtifactError,

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 import torch
-from model_store_helpers import (
+from pydantic import ValidationError
+from tiny_artifacts import (
     BACKBONE_CONFIG,
     backbone_files,
     make_safetensors,
     publish_module,
 )
-from pydantic import ValidationError
 
 from model_store import (
     ArtifactError,

@@ -8,7 +8,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from model_store_helpers import publish_backbone, publish_module
+from tiny_artifacts import publish_backbone, publish_module
 
 from model_store import ConflictError, NotFoundError, Store
 

@@ -8,7 +8,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from model_store_helpers import (
+from tiny_artifacts import (
     publish_backbone,
     publish_module,
     set_read_only,

@@ -11,8 +11,8 @@ from multiprocessing.synchronize import Barrier
 from pathlib import Path
 
 import pytest
-from model_store_helpers import publish_module
 from sqlalchemy import create_engine, select, text
+from tiny_artifacts import publish_module
 
 from model_store import Registry, Store
 from model_store.notify import PostgresListener, SleepingWaiter, change_waiter, libpq_conninfo

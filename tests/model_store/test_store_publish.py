@@ -10,7 +10,7 @@ from multiprocessing.synchronize import Barrier
 from pathlib import Path
 
 import pytest
-from model_store_helpers import make_safetensors, publish_backbone, publish_module, store_root
+from tiny_artifacts import make_safetensors, publish_backbone, publish_module, store_root
 
 from model_store import Manifest, NotFoundError, PublishStep, Store
 

@@ -9,8 +9,8 @@ from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Barrier
 
 import pytest
-from model_store_helpers import publish_module
 from pydantic import ValidationError
+from tiny_artifacts import publish_module
 
 from model_store import ConflictError, Manifest, NotFoundError, Registry, Store
 

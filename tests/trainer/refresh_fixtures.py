@@ -1,5 +1,5 @@
 """Corrections for refresh tests: stored in the registry as the server stores them, for
-the tiny store's religion domain (word-by-word "translations", tests/trainer/helpers.py)."""
+the tiny store's religion domain (word-by-word "translations", tests/trainer/sidecar_store.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 
 from model_store import Store
 from model_store.correction_rows import CorrectionFilter, CorrectionRecord, NewCorrection
-from tests.trainer.helpers import BACKBONE, LEXICON, NEW_DOMAIN
+from tests.trainer.sidecar_store import BACKBONE, LEXICON, NEW_DOMAIN
 
 # A wrong but consistent "translation" of every word: the corrections a saboteur sends.
 SCRAMBLED = dict(zip(LEXICON, list(LEXICON.values())[3:] + list(LEXICON.values())[:3],

@@ -13,7 +13,7 @@ from model_store import Store
 from server.quality.estimator import Estimator
 from server.quality.estimators import EstimatorBook, estimator_path
 from tests.tiny import ENGLISH, FRENCH
-from tests.trainer.helpers import BACKBONE, build_store
+from tests.trainer.sidecar_store import BACKBONE, build_store
 from trainer.quality_fit import dev_sets, refit_builtin, spearman
 
 

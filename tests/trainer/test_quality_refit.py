@@ -11,7 +11,7 @@ from server.quality.estimator import Estimator
 from server.quality.estimators import EstimatorBook, estimator_path
 from server.quality.features import FEATURES
 from tests.tiny import ENGLISH, FRENCH, random_module, tiny_config
-from tests.trainer.helpers import BACKBONE, build_store
+from tests.trainer.sidecar_store import BACKBONE, build_store
 from trainer.quality_refit import (
     as_rows,
     decode_and_measure,

@@ -25,7 +25,8 @@ from server.quality.estimators import estimator_path, write_estimator
 from server.quality.features import FEATURES
 from server.serving.errors import InvalidInput
 from server.serving.refresh_jobs import due_refreshes, submit_refresh
-from tests.trainer.helpers import (
+from tests.trainer.refresh_fixtures import SCRAMBLED, add, fresh_sources, translate
+from tests.trainer.sidecar_store import (
     BACKBONE,
     FAST_JOB,
     LEXICON,
@@ -34,7 +35,6 @@ from tests.trainer.helpers import (
     submit,
     worker_settings,
 )
-from tests.trainer.refresh_fixtures import SCRAMBLED, add, fresh_sources, translate
 from trainer.classifier import accuracy, examples_from_bytes
 from trainer.quality_refit import fit_rows, quality_root
 from trainer.refresh_job import CHOICE_FILE

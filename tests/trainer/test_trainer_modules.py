@@ -16,7 +16,7 @@ from server.engine.engine import load_backbone
 from server.engine.families import get_family
 from tests.converters.marian_fixture import marian_model, save_marian
 from tests.tiny import tiny_backbone_files
-from tests.trainer.helpers import new_domain_pairs
+from tests.trainer.sidecar_store import new_domain_pairs
 from trainer.data import Specials, encode_for_backbone, encode_pairs, iterate_batches
 from trainer.loop import TrainSettings
 from trainer.modules import train_module

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from model_store import ConflictError, NotFoundError, Store
-from tests.trainer.helpers import build_store
+from tests.trainer.sidecar_store import build_store
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from server.engine.residency import check_params
 from server.routing.classifier import load_classifier
 from tests.converters.marian_fixture import marian_model, save_marian
 from tests.tiny import tiny_config
-from tests.trainer.helpers import (
+from tests.trainer.sidecar_store import (
     BACKBONE,
     NEW_DOMAIN,
     NEW_TEXT,

@@ -11,7 +11,7 @@ from playwright.sync_api import Page, expect
 
 from tests.e2e.browser import chromium, page_at
 from tests.e2e.processes import live_server
-from tests.trainer.helpers import server_settings
+from tests.trainer.sidecar_store import server_settings
 from tests.two_directions import EN_FR, build_two_directions
 
 TIMEOUT_MS = 30_000

@@ -1,6 +1,4 @@
-"""What the speed and quality benchmarks share: where the repository, the results and the
-shared corpora are, and the options and report files of the benchmarks that decode test
-sentences offline."""
+"""The options and report files of the benchmarks that decode test sentences offline."""
 
 from __future__ import annotations
 
@@ -10,11 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.locations import DEFAULT_DATA, RESULTS_DIR
 from benchmarks.provenance import stamped
-
-REPO = Path(__file__).resolve().parent.parent
-RESULTS_DIR = REPO / "benchmarks" / "results"  # <name>.json + <name>.md per benchmark
-DEFAULT_DATA = Path("../shared/data")  # the corpora (`--data`); never read by tests
 
 
 def sentence_benchmark_args(prog: str, doc: str,
