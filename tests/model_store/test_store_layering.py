@@ -143,8 +143,9 @@ def test_package_builtin_dir_is_layered(tmp_path: Path, registry_url: str) -> No
     before = snapshot(BUILTIN_DIR)
     shipped = {
         f"builtin:{path.parent.relative_to(BUILTIN_DIR).as_posix()}"
-        for path in BUILTIN_DIR.glob("*s/*/v*/manifest.json")
-    }
+        for pattern in ("*s/*/v*/manifest.json", "directions/*/*s/*/v*/manifest.json")
+        for path in BUILTIN_DIR.glob(pattern)
+    }  # a further direction's modules and router live under directions/<backbone>/
 
     with Store.open(tmp_path / "store", registry_url=registry_url) as store:
         registered = {record.location for record in store.registry.list_artifacts()}
