@@ -46,8 +46,9 @@ def test_an_imported_marian_model_is_served_beside_the_builtin_default(
         german_alone = alone.post("/translate", json={"text": TEXT}).json()
 
     assert [(d["source"], d["target"], d["backbone"], d["default"]) for d in listed] == [
-        ("en", "fr", "default-en-fr", True), ("en", "de", "opus-en-de", False)]
-    assert "medical" in listed[0]["domains"] and listed[1]["domains"] == []
+        ("en", "fr", "default-en-fr", True), ("fr", "en", "default-fr-en", False),
+        ("en", "de", "opus-en-de", False)]  # the package ships en->fr and fr->en
+    assert "medical" in listed[0]["domains"] and listed[2]["domains"] == []
     assert german.status_code == 200 and french.status_code == 200
     assert german.json()["translation"] == german_alone["translation"]
     assert named.json() == french.json()  # the default direction, named or not
