@@ -9,7 +9,8 @@ replaces that one, `NMT_ADMIN_TOKEN` is its token (the files' `export NMT_ADMIN_
 lines configure a server, so they are skipped), and placeholders a reader fills in (a
 job id) are filled in from earlier answers. The store is the server tests' tiny one with
 the domains the examples name, a word-level mixture served for requests without a domain
-(the mixture section's example), and the files the examples upload."""
+(the mixture section's example), a tiny fr->en backbone beside it (the README's French
+example), and the files the examples upload."""
 
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ from uvicorn_live import serving
 
 from model_store import Store
 from server.app import create_app
+from tests.tiny import tiny_backbone_files
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 # README.md, docs/API.md, and every other page of docs/ that shows a curl example
@@ -116,6 +118,12 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
                                 backbone_fingerprint=fingerprint,
                                 provenance={"data": "shared/data en-fr/domains/medical/train"})
         store.activate("module", "medical", shipped.version)
+        # the README's French example (`source: auto`) needs a fr->en direction, as the
+        # package ships one; published last, so `tiny` stays the default direction
+        files = tiny_backbone_files(seed=7)
+        french = store.publish("backbone", "tiny-fr-en", files,
+                               config=json.loads(files["config.json"]))
+        store.activate("backbone", "tiny-fr-en", french.version)
     publish_mixture(root)
     files = scratch / "files"
     files.mkdir()
@@ -148,8 +156,8 @@ def is_curl(command: Command) -> bool:
     return command.text.lstrip().startswith("curl")
 
 
-# Pages whose examples need more than this one-direction store (a fr->en and an en->de
-# backbone): their own tests serve them.
+# Pages whose examples need more than this store (an en->de backbone too): their own
+# tests serve them.
 NEEDS_ANOTHER_STORE = ("docs/DIRECTIONS.md",)
 DOCUMENTS = [*MAIN_DOCUMENTS, *(
     name for name in sorted(str(path.relative_to(REPOSITORY))
