@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import shutil
 import tempfile
 from collections.abc import Sequence
 from datetime import datetime
@@ -31,6 +30,7 @@ from model_store import BUILTIN_DIR, Store
 from model_store.compact import COMPACT_OF
 from server.engine.artifacts import module_files, module_params
 from server.engine.row_int8 import SCALE_SUFFIX, quantize_rows
+from trainer.recipes.publication import install_published
 
 log = logging.getLogger(__name__)
 STORAGE = "int8-rows"
@@ -57,7 +57,7 @@ def compact_builtin(out: Path) -> list[Path]:
                                 scores=old.scores)
             created[f"backbones/{name}/v{new.version}"] = old.created_at
             _republish_dependents(store, name, new.backbone_fingerprint)
-        written = _install(Path(tmp), out)
+        written = install_published(Path(tmp), out)
     for key, created_at in created.items():  # the default backbone stays the oldest
         path = out / key / MANIFEST_FILE
         manifest = Manifest.from_json(path.read_bytes())
@@ -83,24 +83,6 @@ def _publish_like(store: Store, manifest: Manifest, files: dict[str, bytes],
                         provenance=manifest.provenance, scores=manifest.scores,
                         backbone_fingerprint=fingerprint, backbone=backbone)
     log.info("%s -> %s", manifest.label, new.label)
-
-
-def _install(tmp: Path, out: Path) -> list[Path]:
-    """Copy the versions published into the scratch store `tmp` (both layouts) to `out`,
-    each replacing the older versions of its name."""
-    installed: list[Path] = []
-    for manifest in sorted(tmp.rglob(MANIFEST_FILE)):
-        source = manifest.parent
-        relative = source.relative_to(tmp)
-        if relative.parts[0].startswith("."):  # staging
-            continue
-        target = out / relative
-        shutil.copytree(source, target)
-        for old in target.parent.iterdir():
-            if old != target:
-                shutil.rmtree(old)
-        installed.append(target)
-    return installed
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ from trainer.recipes.publication import (
     adapter_files,
     averaged_steps,
     gpu_run,
+    install_version,
 )
 from trainer.recipes.router_stage import DOMAIN_EXTRAS, GENERIC_GENRES, GENERIC_TRAIN
 from trainer.recipes.snapshot import remove_if_superseded
@@ -94,12 +94,7 @@ def _install(store: Store, tmp: Path, out: Path, manifest: Manifest, backbone: s
     scope = None if manifest.kind == "backbone" else backbone
     location = store.record(manifest.kind, manifest.name, manifest.version,
                             backbone=scope).location
-    target = out / built_in_path(manifest, backbone)
-    shutil.copytree(tmp / location, target)
-    for old in target.parent.iterdir():
-        if old != target:
-            shutil.rmtree(old)
-    return target
+    return install_version(tmp / location, out / built_in_path(manifest, backbone))
 
 
 def _active_with(store: Store, kind: ArtifactKind, name: str, files: dict[str, bytes], *,

@@ -20,6 +20,7 @@ from contract.artifacts import (
     MODULE_WEIGHTS_FILE,
 )
 from contract.backbone import BackboneConfig
+from contract.manifest import MANIFEST_FILE
 from model_store import ArtifactKind, Manifest, Store
 from model_store.hashing import sha256_hex
 from server.engine.artifacts import backbone_files, module_files
@@ -57,7 +58,7 @@ def publish_builtin(data_dir: Path, run_dir: Path, out: Path, *, snapshot: Path)
         for result_path in sorted((run_dir / "adapters").glob("*/result.json")):
             _publish_adapter(store, result_path, fingerprint)
         _publish_router(store, run_dir / "classifier", fingerprint)
-        published = _install(Path(tmp), out)
+        published = install_published(Path(tmp), out)
     remove_if_superseded(snapshot, published_step=progress["step"], published_config=model.config)
     _write_card(run_dir, out, model, progress)
     log.info("built-in artifacts written to %s: %s", out,
@@ -110,7 +111,7 @@ def publish_router(run_dir: Path, out: Path) -> None:
         same_backbone = model is not None and _active_with(
             store, "backbone", BACKBONE_NAME, _published_files(run_dir, model)) is not None
         _publish_router(store, run_dir / "classifier", fingerprint)
-        published = _install(Path(tmp), out)
+        published = install_published(Path(tmp), out)
     if model is not None and same_backbone:
         _write_card(run_dir, out, model,
                     json.loads((run_dir / "backbone" / "progress.json").read_text()))
@@ -121,18 +122,23 @@ def publish_router(run_dir: Path, out: Path) -> None:
              ", ".join(str(p.relative_to(out)) for p in published) or "unchanged")
 
 
-def _install(tmp: Path, out: Path) -> list[Path]:
-    """Copy the versions published into the scratch store `tmp` to `out`: the new version
-    in, every older one of that name out. Returns their paths under `out`."""
-    installed: list[Path] = []
-    for source in sorted(p.parent for p in tmp.glob("*s/*/v*/manifest.json")):
-        target = out / source.relative_to(tmp)
-        shutil.copytree(source, target)
-        for old in target.parent.iterdir():
-            if old != target:
-                shutil.rmtree(old)
-        installed.append(target)
-    return installed
+def install_version(source: Path, target: Path) -> Path:
+    """Copy one version directory to `target` and remove the older versions of that name
+    beside it (a built-in directory holds the newest only)."""
+    shutil.copytree(source, target)
+    for old in target.parent.iterdir():
+        if old != target:
+            shutil.rmtree(old)
+    return target
+
+
+def install_published(tmp: Path, out: Path) -> list[Path]:
+    """Copy the versions published into the scratch store `tmp` (flat and
+    `directions/<backbone>/` layouts alike; its staging directories skipped) to `out`.
+    Returns their paths under `out`."""
+    return [install_version(manifest.parent, out / manifest.parent.relative_to(tmp))
+            for manifest in sorted(tmp.rglob(MANIFEST_FILE))
+            if not manifest.relative_to(tmp).parts[0].startswith(".")]
 
 
 def _backbone_version(store: Store, files: dict[str, bytes], config: BackboneConfig,
