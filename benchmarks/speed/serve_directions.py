@@ -4,12 +4,14 @@
                                           [--levels N] [--out DIR]
     make bench-serve DIRECTIONS=1 [QUICK=1]
 
-The built-in store ships one direction (en->fr). A second one is made by publishing a copy
-of its backbone, with a copy of each of its active modules and its router, as another
-backbone (`bench-copy`, registered as en->de so that requests can name it: it translates
-English into French exactly as the original). The server then holds two backbones, each
-with its own engine, modules and scheduler, batched separately (a batch never mixes
-backbones) and sharing the one engine thread: what serving two real directions costs.
+A second direction is made by publishing a copy of the default direction's backbone
+(en->fr), with a copy of each of its active modules and its router, as another backbone
+(`bench-copy`, registered as en->de so that requests can name it: it translates English
+into French exactly as the original; the shipped fr->en direction would do as a second
+one, but its texts cost differently, so the ratio would mix the two directions' speeds).
+The server then holds these backbones, each with its own engine, modules and scheduler,
+batched separately (a batch never mixes backbones) and sharing the one engine thread: what
+serving two directions costs.
 
 One live server, the same drawn requests (serve_load's: single and batch requests, domains
 mixed) and the same number of closed-loop clients, in interleaved rounds:
@@ -20,7 +22,9 @@ mixed) and the same number of closed-loop clients, in interleaved rounds:
 
 The verdict is the median over rounds of split / one target tokens/s (steady window, as
 serve_load counts them); the target is >= 0.9x. Each round also checks that the copy
-answers a request as the original does (same weights: the same translation).
+answers a request as the original does (same weights: the same translation), and reports
+each run's engine batches from the server's metrics (sentences per batch, the share of the
+run the engine spent decoding), which tell smaller batches from an idle engine.
 Writes results/serve_directions.{json,md} (`--tiny`: results/tmp/).
 """
 
@@ -48,9 +52,9 @@ from benchmarks.speed.loadgen import (
     served_domains,
     warm_up,
 )
-from benchmarks.speed.loadstats import TokenCounter, served_speed, summarise
+from benchmarks.speed.loadstats import BatchShape, TokenCounter, served_speed, summarise
 from benchmarks.speed.model import quiet_libraries
-from benchmarks.speed.serve_load import LoadPlan, ServeConfig, choose_plan
+from benchmarks.speed.serve_load import LoadPlan, ServeConfig, batch_shape, choose_plan
 from benchmarks.speed.server import live_server
 from benchmarks.speed.store import StoreSpec, seed_store, text_sets, token_counter
 
@@ -102,6 +106,10 @@ class Round:
     split_errors: int
     compared: int  # requests answered in both runs
     identical: int  # ... with the same translations
+    one_batch: float = 0.0  # sentences per engine batch
+    split_batch: float = 0.0
+    one_busy: float = 0.0  # share of the run's wall time the engine spent in batches
+    split_busy: float = 0.0
 
     @property
     def ratio(self) -> float:
@@ -130,10 +138,13 @@ def measure(spec: StoreSpec, sets: dict[str, list[str]], plan: LoadPlan,
             if number % 2 == 0:  # ABBA: a drifting host weighs on both alike
                 order.reverse()
             runs: dict[str, LevelRun] = {}
+            shapes: dict[str, BatchShape] = {}
             for label, requests in order:
+                before = batch_shape(base_url)
                 runs[label] = asyncio.run(run_level(
                     base_url, requests, concurrency=clients, max_requests=plan.round_requests,
                     max_seconds=plan.max_seconds, timeout_s=timeout_s))
+                shapes[label] = batch_shape(base_url).since(before)
             stats = {label: summarise(runs[label], one if label == "one" else both,
                                       count_tokens=count_tokens) for label in runs}
             alone = translations(runs["one"], len(one))
@@ -142,11 +153,20 @@ def measure(spec: StoreSpec, sets: dict[str, list[str]], plan: LoadPlan,
             rounds.append(Round(
                 number, served_speed(stats["one"]), served_speed(stats["split"]),
                 sum(stats["one"].errors.values()), sum(stats["split"].errors.values()),
-                len(common), sum(alone[i] == mixed[i] for i in common)))
+                len(common), sum(alone[i] == mixed[i] for i in common),
+                shapes["one"].sentences_per_batch, shapes["split"].sentences_per_batch,
+                busy_share(shapes["one"], runs["one"]), busy_share(shapes["split"],
+                                                                   runs["split"])))
             last = rounds[-1]
             print(f"  round {number}/{plan.pairs}: one {last.one_tokens_per_s:,.1f} tokens/s, "
-                  f"split {last.split_tokens_per_s:,.1f}: {last.ratio:.2f}x", flush=True)
+                  f"split {last.split_tokens_per_s:,.1f}: {last.ratio:.2f}x; sentences per "
+                  f"batch {last.one_batch:.1f} / {last.split_batch:.1f}, engine busy "
+                  f"{last.one_busy:.0%} / {last.split_busy:.0%}", flush=True)
     return rounds
+
+
+def busy_share(shape: BatchShape, run: LevelRun) -> float:
+    return shape.engine_s / run.wall_s if run.wall_s else 0.0
 
 
 def table(rounds: Sequence[Round], *, description: str) -> str:
@@ -157,11 +177,13 @@ def table(rounds: Sequence[Round], *, description: str) -> str:
              f"**Split / one: {ratio:.2f}x** (median of {len(rounds)} rounds; target >= "
              f"{TARGET}x: {verdict} it).", "",
              "| round | one direction, tokens/s | split over two, tokens/s | ratio | errors "
-             "(one / split) | copy answers identical |",
-             "|---:|---:|---:|---:|---:|---:|"]
+             "(one / split) | copy answers identical | sentences per batch (one / split) "
+             "| engine busy (one / split) |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|"]
     lines += [f"| {r.number} | {r.one_tokens_per_s:,.1f} | {r.split_tokens_per_s:,.1f} | "
               f"{r.ratio:.2f}x | {r.one_errors} / {r.split_errors} | "
-              f"{r.identical} of {r.compared} |" for r in rounds]
+              f"{r.identical} of {r.compared} | {r.one_batch:.1f} / {r.split_batch:.1f} | "
+              f"{r.one_busy:.0%} / {r.split_busy:.0%} |" for r in rounds]
     return "\n".join(lines) + "\n"
 
 
