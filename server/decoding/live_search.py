@@ -105,9 +105,13 @@ def _beam(sentences: list[LiveSentence], log_probs: Tensor, options: SearchOptio
         offset += width
     for width in sorted(set(widths)):
         chosen = [i for i, w in enumerate(widths) if w == width]
-        rows = torch.tensor([starts[i] + k for i in chosen for k in range(width)],
-                            dtype=torch.long, device=log_probs.device)
-        part = log_probs.index_select(0, rows)
+        first, count = starts[chosen[0]], len(chosen) * width
+        if chosen[-1] - chosen[0] + 1 == len(chosen):  # one stretch of rows: a view
+            part = log_probs[first: first + count]  # summed in place: the step's own tensor
+        else:
+            part = log_probs.index_select(0, torch.tensor(
+                [starts[i] + k for i in chosen for k in range(width)],
+                dtype=torch.long, device=log_probs.device))
         if width > 1:  # before the first step no scores are added, as in `beam_search`
             scores = torch.tensor([x for i in chosen for x in sentences[i].scores],
                                   device=log_probs.device)

@@ -73,6 +73,9 @@ class DecoderLayer(nn.Module):
         if x.shape[1] != 1:
             raise ValueError("incremental decoding takes one target position per step")
         k, v = state.self_cache.append(self.index, state.length, k, v)
+        if state.row_runs is not None and state.self_bias is not None:
+            return self.self_attn.attend_runs(k, v, state.self_bias, state.row_runs, q=q,
+                                              project=project)
         # One query sees every cached position: no causal mask is needed (fixed-shape
         # steps see the whole capacity, the positions not yet decoded masked by a bias).
         return self.self_attn.attend(x, k, v, mask=state.self_bias, project=project, q=q)

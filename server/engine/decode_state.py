@@ -147,6 +147,9 @@ class DecoderState:
     # -inf after it). None in ordinary decoding.
     position: Tensor | None = None
     self_bias: Tensor | None = None
+    # Live rows (server/engine/live_rows.py): runs of rows (start, end, positions) whose
+    # self-attention reads only their own first `positions` keys. None: every row reads all.
+    row_runs: list[tuple[int, int, int]] | None = None
 
     def set_memory_mask(self, mask: Tensor, dtype: torch.dtype) -> None:
         self.memory_mask = mask

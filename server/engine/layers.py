@@ -91,6 +91,21 @@ def attention_step(q: Tensor, key: Tensor, value: Tensor, mask: Tensor | None) -
     return torch.matmul(torch.softmax(scores, dim=-1), value)
 
 
+RowRun = tuple[int, int, int]  # rows [start, end) attend over their first `positions` keys
+
+
+def attention_step_runs(q: Tensor, key: Tensor, value: Tensor, bias: Tensor,
+                        runs: list[RowRun]) -> Tensor:
+    """`attention_step` of rows that attend over different numbers of positions (live rows
+    of different ages): each run of rows reads only its own oldest row's positions instead
+    of the whole batch's, the rest of its span masked by `bias` as before. Masked positions
+    add exact zeros, so a row's result is its one-run result."""
+    parts = [attention_step(q[start:end], key[start:end, :, :positions],
+                            value[start:end, :, :positions], bias[start:end, ..., :positions])
+             for start, end, positions in runs]
+    return parts[0] if len(parts) == 1 else torch.cat(parts)
+
+
 class Attention(nn.Module):
     """Multi-head attention; projections q/k/v/o with biases (Marian, OpenNMT-py)."""
 
@@ -132,6 +147,15 @@ class Attention(nn.Module):
         """Keys and values of `x`: each [batch, heads, len, head_dim]."""
         return (self.split_heads(apply(project, f"{self.name}.k", x, self.k_proj)),
                 self.split_heads(apply(project, f"{self.name}.v", x, self.v_proj)))
+
+    def attend_runs(self, key: Tensor, value: Tensor, bias: Tensor, runs: list[RowRun], *,
+                    q: Tensor, project: Project | None = None) -> Tensor:
+        """A decoding step's self-attention over rows in runs of their own spans
+        (`attention_step_runs`); q: [rows, heads, 1, head_dim]."""
+        batch, heads, length, dim = q.shape
+        out = attention_step_runs(q, key, value, bias, runs)
+        out = out.transpose(1, 2).reshape(batch, length, heads * dim)
+        return apply(project, f"{self.name}.o", out, self.o_proj)
 
     def attend(self, query: Tensor, key: Tensor, value: Tensor, *, mask: Tensor | None,
                causal: bool = False, group_size: int = 1,
