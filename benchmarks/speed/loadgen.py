@@ -118,12 +118,17 @@ async def _send(session: aiohttp.ClientSession, index: int, request: LoadRequest
 
 async def run_level(base_url: str, requests: Sequence[LoadRequest], *, concurrency: int,
                     max_requests: int, max_seconds: float,
-                    timeout_s: float = 600.0) -> LevelRun:
+                    timeout_s: float = 600.0, groups: int = 1) -> LevelRun:
     """Send up to `max_requests` requests (cycling through `requests`) with `concurrency`
-    clients for at most `max_seconds` of sending."""
+    clients for at most `max_seconds` of sending. `groups` > 1: client k sends only the
+    requests whose index is k modulo `groups` (a client keeps to one kind of request, as
+    a user keeps to one language pair); `len(requests)` must then be a multiple of it."""
     if concurrency < 1 or max_requests < 1 or not requests:
         raise ValueError("need concurrency >= 1, max_requests >= 1 and some requests")
-    counter = itertools.count()
+    if groups < 1 or len(requests) % groups:
+        raise ValueError(f"groups must be >= 1 and divide the {len(requests)} requests")
+    counters = [itertools.count(group, groups) for group in range(groups)]
+    sent = itertools.count()
     outcomes: list[Outcome] = []
     connector = aiohttp.TCPConnector(limit=concurrency)
     async with aiohttp.ClientSession(base_url, connector=connector,
@@ -132,17 +137,18 @@ async def run_level(base_url: str, requests: Sequence[LoadRequest], *, concurren
         stop_at = start + max_seconds
         last_send = 0.0
 
-        async def client_loop() -> None:
+        async def client_loop(number: int) -> None:
             nonlocal last_send
+            own = counters[number % groups]
             while time.perf_counter() < stop_at:
-                index = next(counter)
-                if index >= max_requests:
+                if next(sent) >= max_requests:
                     return
+                index = next(own)
                 last_send = time.perf_counter() - start
                 outcome = await _send(client, index, requests[index % len(requests)])
                 outcomes.append(replace(outcome, answered_s=time.perf_counter() - start))
 
-        await asyncio.gather(*(client_loop() for _ in range(concurrency)))
+        await asyncio.gather(*(client_loop(number) for number in range(concurrency)))
         wall = time.perf_counter() - start
     outcomes.sort(key=lambda outcome: outcome.index)
     return LevelRun(concurrency, wall, outcomes, last_send)

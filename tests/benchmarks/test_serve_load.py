@@ -103,6 +103,20 @@ def test_a_level_stops_after_its_duration(live: str) -> None:
     assert all(outcome.status == 200 for outcome in run.outcomes)
 
 
+@pytest.mark.slow
+def test_clients_keep_to_their_group_of_requests(live: str) -> None:
+    requests = build_requests(SETS, list(TINY_DOMAINS), count=6, seed=2)
+    alone = asyncio.run(run_level(live, requests, concurrency=1, max_requests=4,
+                                  max_seconds=600, groups=2))
+    assert [o.index for o in alone.outcomes] == [0, 2, 4, 6]  # client 0: even ones only
+    pair = asyncio.run(run_level(live, requests, concurrency=2, max_requests=6,
+                                 max_seconds=600, groups=2))
+    assert len(pair.outcomes) == 6 and {o.index % 2 for o in pair.outcomes} == {0, 1}
+    with pytest.raises(ValueError, match="divide the 5 requests"):
+        asyncio.run(run_level(live, requests[:5], concurrency=2, max_requests=4,
+                              max_seconds=1, groups=2))
+
+
 def test_requests_mix_shapes_and_domains() -> None:
     requests = build_requests(SETS, ["it", "law", "medical"], count=200, seed=0)
     assert len(requests) == 200
