@@ -17,14 +17,16 @@ from model_store import Store
 from server.engine.artifacts import build_engine
 from server.engine.backbone import Backbone
 from tests.tiny import ENGLISH, FRENCH, spm_bytes
+from tests.trainer.builtin_directions import FR_EN_NAME, build_both
 from tests.trainer.test_default_recipe import published_builtin, write_router
 from trainer.gpu import run as gpu_run
 from trainer.gpu.adapters import ADAPTER, AdapterSettings
 from trainer.gpu.batches import DeviceBatches, Specials
 from trainer.gpu.pack import pack
 from trainer.gpu.packed import read_pack
-from trainer.gpu.restore import restore
+from trainer.gpu.restore import publish, restore
 from trainer.gpu.shards import SHARD_LIMIT, read_shards, shard_plan, write_shards
+from trainer.quality_fit import refit_builtin
 from trainer.recipes import default_en_fr as recipe
 from trainer.recipes.default_stages import BACKBONE_NAME, ROUTER_NAME
 from trainer.recipes.publication import publish_builtin, publish_router
@@ -207,3 +209,51 @@ def test_restore_publishes_the_run_as_the_next_built_in_version_keeping_the_rout
     card = (builtin / "MODEL_CARD.md").read_text()
     assert f"minutes on one {report['device']}" in card
     assert f"{report['backbone']['target_tokens'] / 1e6:.1f}M target tokens seen" in card
+
+
+def test_restore_publishes_en_fr_beside_fr_en_which_stays_bit_identical(
+        tiny_run: Path, packed: Path, tmp_path: Path) -> None:
+    """The shipped store holds both directions: publishing the GPU run's en->fr keeps it the
+    default direction (the oldest backbone), puts its modules and router in en->fr's flat
+    layout, refits its quality estimator, and leaves every fr->en file as it was."""
+    builtin = build_both(tmp_path)
+    router_run = tmp_path / "router-run"
+    write_router(router_run, temperature=2.0)  # en->fr's router, with the scores it ships
+    publish_router(router_run, builtin)
+    (builtin / "MODEL_CARD-fr-en.md").write_text("fr->en's card\n")
+    data = tiny_data(tmp_path / "data")
+    refit_builtin(builtin, data, backbone=FR_EN_NAME, source="fr", target="en")
+    fr_en = {p.relative_to(builtin).as_posix(): p.read_bytes() for p in builtin.rglob("*")
+             if p.is_file() and (FR_EN_NAME in p.as_posix() or p.name.endswith("-fr-en.md"))}
+    assert any(name.startswith("directions/") for name in fr_en)
+    assert f"quality/{FR_EN_NAME}.json" in fr_en
+    run_dir = tmp_path / "run"
+    restore(tiny_run, packed, data, run_dir, builtin=builtin)
+    publish(data, run_dir, builtin)  # what `python -m trainer.gpu.restore --publish` runs
+
+    after = {p.relative_to(builtin).as_posix(): p.read_bytes() for p in builtin.rglob("*")
+             if p.is_file()}
+    assert {k: v for k, v in after.items() if k in fr_en} == fr_en  # fr->en untouched
+    assert {k for k in after if FR_EN_NAME in k or k.endswith("-fr-en.md")} == set(fr_en)
+    shipped = sorted(k.rsplit("/", 1)[0] for k in after if k.endswith("/manifest.json"))
+    assert [k for k in shipped if FR_EN_NAME not in k] == sorted(
+        [f"backbones/{BACKBONE_NAME}/v2", f"classifiers/{ROUTER_NAME}/v3",
+         "modules/medical/v2", *(f"modules/{d}/v1" for d in recipe.DOMAINS if d != "medical")])
+    with Store.open(tmp_path / "serving", builtin_dir=builtin) as store:
+        assert store.registry.default_backbone() == BACKBONE_NAME
+        assert store.active_backbones() == {BACKBONE_NAME: 2, FR_EN_NAME: 1}
+        backbone = store.load_backbone(BACKBONE_NAME).manifest
+        assert backbone.config["d_model"] == gpu_run.TINY.d_model
+        assert set(store.active_domains()) == set(recipe.DOMAINS)
+        assert store.active_domains(FR_EN_NAME) == {"medical": 1}
+        for domain in recipe.DOMAINS:
+            module = store.load("module", domain, backbone=BACKBONE_NAME).manifest
+            assert module.backbone_fingerprint == backbone.backbone_fingerprint
+        router = store.load("classifier", ROUTER_NAME, backbone=BACKBONE_NAME).manifest
+        assert router.backbone_fingerprint == backbone.backbone_fingerprint
+        assert router.config["temperature"] == 2.0
+        estimator = json.loads(after[f"quality/{BACKBONE_NAME}.json"])
+        assert estimator["backbone_fingerprint"] == backbone.backbone_fingerprint
+        fr_en_backbone = store.load_backbone(FR_EN_NAME).manifest
+        assert store.load("classifier", ROUTER_NAME, backbone=FR_EN_NAME).manifest \
+            .backbone_fingerprint == fr_en_backbone.backbone_fingerprint

@@ -10,9 +10,10 @@ steps), adapters/<domain>/ (module.safetensors, result.json with dev BLEU scored
 the CPU), classifier/ (the built-in router, unchanged: it reads only the source) and
 gpu_run.json (the run's log, and the storage chosen here). Storage: int8 with per-row
 scales (server/engine/row_int8.py) when the 7 domains' dev BLEU stays within 0.1 of the
-float32 weights, float16 otherwise; both scores are kept. fr-en stops at the run dir: the
-recipe publishes only en-fr until the store holds several backbones (`python -m
-trainer.recipes.default_en_fr --direction fr-en --stage snapshot --run-dir DIR` keeps it).
+float32 weights, float16 otherwise; both scores are kept. `--publish` (en-fr) ships the run
+dir beside fr->en, which it leaves as it is, and refits en->fr's quality estimator; a fr-en
+run dir is published by the recipe (`python -m trainer.recipes.default_en_fr --direction
+fr-en --stage publish --run-dir DIR`).
 """
 
 from __future__ import annotations
@@ -49,9 +50,10 @@ from trainer.gpu.packed import Pack, read_pack
 from trainer.gpu.run import RUN_FILE
 from trainer.gpu.shards import read_shards
 from trainer.loop import Checkpoints, Progress
+from trainer.quality_fit import refit_builtin
 from trainer.recipes import default_en_fr as recipe
-from trainer.recipes.default_stages import ROUTER_NAME
-from trainer.recipes.directions import DIRECTIONS
+from trainer.recipes.default_stages import BACKBONE_NAME, ROUTER_NAME
+from trainer.recipes.directions import DIRECTIONS, EN_FR
 from trainer.recipes.publication import publish_builtin
 from trainer.recipes.snapshot import SNAPSHOT_DIR
 from trainer.sampling import CorpusSizes
@@ -145,7 +147,8 @@ def keep_router(builtin: Path, run_dir: Path) -> None:
     (its accuracy.json rebuilt from the published manifest): publishing ships it again,
     unchanged, for the new backbone."""
     with tempfile.TemporaryDirectory() as tmp, Store.open(Path(tmp), builtin_dir=builtin) as store:
-        loaded = store.load("classifier", ROUTER_NAME)
+        # named: fr->en ships a router of the same name for its own backbone
+        loaded = store.load("classifier", ROUTER_NAME, backbone=BACKBONE_NAME)
     out = run_dir / "classifier"
     out.mkdir(parents=True, exist_ok=True)
     for name in (CLASSIFIER_MODEL_FILE, CLASSIFIER_EXAMPLES_FILE):
@@ -183,6 +186,16 @@ def restore(shards: Path, pack_dir: Path, data_dir: Path, run_dir: Path, *,
     return report
 
 
+def publish(data_dir: Path, run_dir: Path, builtin: Path) -> None:
+    """Ship a restored en-fr run dir as the recipe's publish stage does: the next built-in
+    versions (en->fr stays the default direction, fr->en is left as it is), then the quality
+    estimator refitted for the backbone and modules just published (it holds the
+    backbone's fingerprint)."""
+    publish_builtin(data_dir, run_dir, builtin, snapshot=SNAPSHOT_DIR)
+    refit_builtin(builtin, data_dir, backbone=BACKBONE_NAME, source=EN_FR.source,
+                  target=EN_FR.target)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m trainer.gpu.restore", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -201,9 +214,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = restore(args.shards, args.pack, args.data, args.run_dir, builtin=args.builtin)
     if args.publish:
         if report["pack"]["direction"] != "en-fr":
-            parser.error("only en-fr publishes for now: keep fr-en with the recipe's "
-                         "--direction fr-en --stage snapshot")
-        publish_builtin(args.data, args.run_dir, args.builtin, snapshot=SNAPSHOT_DIR)
+            parser.error("only en-fr publishes from a GPU run for now: publish fr-en's "
+                         "run dir with the recipe's --direction fr-en --stage publish")
+        publish(args.data, args.run_dir, args.builtin)
     return 0
 
 

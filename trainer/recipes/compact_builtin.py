@@ -24,13 +24,13 @@ from datetime import datetime
 from pathlib import Path
 
 from contract.artifacts import BACKBONE_WEIGHTS_FILE
-from contract.manifest import MANIFEST_FILE, Manifest
+from contract.manifest import Manifest
 from contract.tensors import tensors_from_bytes, tensors_to_bytes
 from model_store import BUILTIN_DIR, Store
 from model_store.compact import COMPACT_OF
 from server.engine.artifacts import module_files, module_params
 from server.engine.row_int8 import SCALE_SUFFIX, quantize_rows
-from trainer.recipes.publication import install_published
+from trainer.recipes.publication import install_published, keep_created_at
 
 log = logging.getLogger(__name__)
 STORAGE = "int8-rows"
@@ -59,9 +59,7 @@ def compact_builtin(out: Path) -> list[Path]:
             _republish_dependents(store, name, new.backbone_fingerprint)
         written = install_published(Path(tmp), out)
     for key, created_at in created.items():  # the default backbone stays the oldest
-        path = out / key / MANIFEST_FILE
-        manifest = Manifest.from_json(path.read_bytes())
-        path.write_bytes(manifest.model_copy(update={"created_at": created_at}).to_json())
+        keep_created_at(out / key, created_at)
     return written
 
 

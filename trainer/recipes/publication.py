@@ -8,6 +8,7 @@ import json
 import logging
 import shutil
 import tempfile
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -47,22 +48,39 @@ def publish_builtin(data_dir: Path, run_dir: Path, out: Path, *, snapshot: Path)
     each name. Built-in versions are immutable: a retrained module ships as a new version,
     and stores that served the old built-in version move to it on their next open
     (`Store.register_builtins`). A backbone whose files did not change keeps its version,
-    so the modules of every store stay valid for it. A backbone snapshot that is no further
-    along than the published backbone is removed."""
+    so the modules of every store stay valid for it; a new one keeps the creation time of
+    the one it replaces, so en->fr stays the default direction. A backbone snapshot that is
+    no further along than the published backbone is removed."""
     model, tokenizer = load_trained_backbone(run_dir)
     progress = json.loads((run_dir / "backbone" / "progress.json").read_text())
     files = _published_files(run_dir, model)
     builtin = out if out.is_dir() else None
     with tempfile.TemporaryDirectory() as tmp, Store.open(Path(tmp), builtin_dir=builtin) as store:
+        active = store.registry.get_active("backbone", BACKBONE_NAME)
+        replaced = None if active is None else store.record(
+            "backbone", BACKBONE_NAME, active).manifest.created_at
         fingerprint = _backbone_version(store, files, model.config, progress)
         for result_path in sorted((run_dir / "adapters").glob("*/result.json")):
             _publish_adapter(store, result_path, fingerprint)
         _publish_router(store, run_dir / "classifier", fingerprint)
         published = install_published(Path(tmp), out)
+    if replaced is not None:
+        for path in published:
+            if path.parent == out / "backbones" / BACKBONE_NAME:
+                keep_created_at(path, replaced)
     remove_if_superseded(snapshot, published_step=progress["step"], published_config=model.config)
     _write_card(run_dir, out, model, progress)
     log.info("built-in artifacts written to %s: %s", out,
              ", ".join(str(p.relative_to(out)) for p in published))
+
+
+def keep_created_at(version: Path, created_at: datetime) -> None:
+    """Give a built-in backbone version the creation time of the one it replaces: the
+    default direction is the oldest backbone registered (model_store/registry.py
+    `default_backbone`), so en->fr must stay older than fr->en when it ships anew."""
+    path = version / MANIFEST_FILE
+    manifest = Manifest.from_json(path.read_bytes())
+    path.write_bytes(manifest.model_copy(update={"created_at": created_at}).to_json())
 
 
 def _published_files(run_dir: Path, model: Backbone) -> dict[str, bytes]:
