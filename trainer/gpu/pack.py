@@ -4,8 +4,10 @@ recipe's maximum length and corpus temperature, plus the 7 domains' dev splits.
 
     python -m trainer.gpu.pack --data ../shared/data --direction en-fr --out .gpu
 
-`--out` (default `.gpu`, ignored by git) is what the device call carries; the command
-prints its size beside the working tree's against the 64 MiB a call may take. The
+`--out` (default `.gpu`, ignored by git) is what the device call carries: it must lie in
+the checkout the session was started in (the device tool sends that one, also for a
+helper's call; docs/GPU.md). The command prints its size beside that checkout's working
+tree against the 64 MiB a call may take, and fails when they do not fit. The
 domains' train splits are the pack's first corpora: the GPU run trains each adapter on its
 domain's slice. Format: trainer/gpu/packed.py.
 """
@@ -122,6 +124,17 @@ def tree_bytes(repo: Path) -> int:
                if name and (repo / name).is_file())
 
 
+def carrying_checkout(out: Path) -> Path:
+    """The git checkout the pack sits in: the device call sends that checkout's files with
+    the pack (the one the session was started in, not a helper's worktree)."""
+    found = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=out.resolve().parent,
+                           capture_output=True, text=True, check=False)
+    if found.returncode != 0:
+        raise ValueError(f"{out} is not inside a git checkout: a device call carries the "
+                         "pack from the checkout the session was started in")
+    return Path(found.stdout.strip())
+
+
 def folder_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
 
@@ -148,14 +161,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 spm_path=args.spm or default_spm(run_dir), temperature=args.temperature,
                 preset=args.preset)
     packed = folder_bytes(args.out)
-    repo = Path(__file__).resolve().parents[2]
+    repo = carrying_checkout(args.out)
     tree = tree_bytes(repo)
     log.info("packed %s pairs of %d corpora (%s, T=%s) into %s: %.1f MiB in %.0f s",
              f"{sum(info.pairs):,}", len(info.names), info.direction, info.temperature,
              args.out, packed / 2**20, time.monotonic() - started)
     verdict = "fits" if tree + packed <= CARRY_LIMIT else "DOES NOT FIT"
-    log.info("a device call carries the working tree (%.1f MiB) + the pack: %.1f of %.0f MiB: "
-             "%s", tree / 2**20, (tree + packed) / 2**20, CARRY_LIMIT / 2**20, verdict)
+    log.info("a device call from %s carries its working tree (%.1f MiB) + the pack: %.1f of "
+             "%.0f MiB: %s", repo, tree / 2**20, (tree + packed) / 2**20, CARRY_LIMIT / 2**20,
+             verdict)
     return 0 if tree + packed <= CARRY_LIMIT else 1
 
 
