@@ -4,6 +4,7 @@ to end with a tiny shape under a 30-second budget, and what it brings back."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +23,7 @@ from tests.trainer.test_default_recipe import published_builtin, write_router
 from trainer.gpu import run as gpu_run
 from trainer.gpu.adapters import ADAPTER, AdapterSettings
 from trainer.gpu.batches import DeviceBatches, Specials
-from trainer.gpu.pack import pack
+from trainer.gpu.pack import carrying_checkout, pack
 from trainer.gpu.packed import read_pack
 from trainer.gpu.restore import publish, restore
 from trainer.gpu.shards import SHARD_LIMIT, read_shards, shard_plan, write_shards
@@ -257,3 +258,13 @@ def test_restore_publishes_en_fr_beside_fr_en_which_stays_bit_identical(
         fr_en_backbone = store.load_backbone(FR_EN_NAME).manifest
         assert store.load("classifier", ROUTER_NAME, backbone=FR_EN_NAME).manifest \
             .backbone_fingerprint == fr_en_backbone.backbone_fingerprint
+
+
+def test_the_fit_check_measures_the_checkout_that_holds_the_pack(tmp_path: Path) -> None:
+    """The device call sends the session's checkout with the pack: the check measures the
+    checkout the pack is written into, and refuses a pack outside any checkout."""
+    if not (REPO / ".git").exists() or shutil.which("git") is None:
+        pytest.skip("not a git checkout")
+    assert carrying_checkout(REPO / ".gpu-not-written") == REPO
+    with pytest.raises(ValueError, match="not inside a git checkout"):
+        carrying_checkout(tmp_path / "nowhere" / ".gpu")

@@ -127,7 +127,8 @@ def tree_bytes(repo: Path) -> int:
 def carrying_checkout(out: Path) -> Path:
     """The git checkout the pack sits in: the device call sends that checkout's files with
     the pack (the one the session was started in, not a helper's worktree)."""
-    found = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=out.resolve().parent,
+    folder = next(p for p in out.resolve().parents if p.is_dir())
+    found = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=folder,
                            capture_output=True, text=True, check=False)
     if found.returncode != 0:
         raise ValueError(f"{out} is not inside a git checkout: a device call carries the "
