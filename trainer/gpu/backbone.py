@@ -104,7 +104,9 @@ def train_backbone(model: Backbone, train: DeviceBatches, dev: DeviceBatches, *,
                               sizes=sizes, temperature=temperature)
         for number, rows in enumerate(batches):
             now = clock.now()
-            if now >= end_s and result.steps > 0:  # one step at least: the path runs
+            # past the budget, stop once the curve has two points (on a starved CPU the
+            # first step can outlast the budget; two points show the trend)
+            if now >= end_s and len(result.curve) >= 2:
                 result.epochs = epoch + number / len(batches)
                 done = True
                 break
