@@ -19,12 +19,7 @@ mixed) and the same number of closed-loop clients, in interleaved rounds:
 - *one*: every request to the default direction (no languages named);
 - *split*: every other request names the copy (`source: en, target: de`), the rest go to
   the default direction; half the clients send the one kind, half the other (a client
-  keeps to its language pair, as a user or a document's job does). Clients that switched
-  direction at random with every request measured 0.87-0.91x here: a client answered by
-  one direction's batch whose next request goes to the other finds that direction's batch
-  just cut (it starts as the engine frees) and waits a whole extra batch, so each
-  direction's batches held 26-28 sentences against one direction's 32, and this engine
-  decodes batches of 27 at ~0.9x the tokens/s of batches of 32.
+  keeps to its language pair, as a user or a document's job does).
 
 The verdict is the median over rounds of split / one target tokens/s (steady window, as
 serve_load counts them); the target is >= 0.9x. Each round also checks that the copy
