@@ -266,6 +266,11 @@ class Store:
                 raise ConflictError(f"several backbones; name one of: {', '.join(names)}")
         return self.load("backbone", name)
 
+    def load_default_backbone(self) -> LoadedArtifact:
+        """The active version of the default direction's backbone (the oldest registered,
+        `Registry.default_backbone`), however many backbones the store holds."""
+        return self.load_backbone(self.registry.default_backbone() or None)
+
     def record(self, kind: ArtifactKind, name: str, version: int | None = None, *,
                backbone: str | None = None) -> ArtifactRecord:
         """The registry row of a version (default: the active one), or NotFoundError."""

@@ -92,7 +92,7 @@ def register_variants(engine: Engine, store: Store, domains: Sequence[str]) -> d
 def measure(data: Path, *, sentences: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="adapter-precision-") as root, \
             Store.open(Path(root), builtin_dir=BUILTIN_DIR) as store:
-        loaded = store.load_backbone(store.registry.default_backbone())  # the default direction
+        loaded = store.load_default_backbone()
         engine = build_engine(loaded.files, EngineOptions(host_capacity=64))
         domains = sorted(store.active_domains())
         families = register_variants(engine, store, domains)

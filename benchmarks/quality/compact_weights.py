@@ -64,7 +64,7 @@ def load_seconds(files: Mapping[str, bytes], rounds: int = 5) -> float:
 def measure(data: Path, builtin: Path, *, sentences: int, beam_size: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="compact-weights-") as root, \
             Store.open(Path(root), builtin_dir=builtin) as store:
-        loaded = store.load_backbone(store.registry.default_backbone())  # the default direction
+        loaded = store.load_default_backbone()
         files = {"float16": dict(loaded.files), "int8": compact_backbone(loaded.files)}
         domains = sorted(store.active_domains())
         settings = DecodeSettings(beam_size=beam_size)

@@ -45,7 +45,7 @@ PATHS = {"float32": EngineOptions(host_capacity=64),
 def measure(data: Path, *, sentences: int, beam_size: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="cpu-bf16-") as root, \
             Store.open(Path(root), builtin_dir=BUILTIN_DIR) as store:
-        loaded = store.load_backbone(store.registry.default_backbone())  # the default direction
+        loaded = store.load_default_backbone()
         domains = sorted(store.active_domains())
         settings = DecodeSettings(beam_size=beam_size)
         decoders: dict[str, Decoder] = {}

@@ -38,7 +38,7 @@ def load_engine(store_dir: Path) -> tuple[Engine, dict[str, str]]:
     the engine and domain -> engine module id."""
     store = Store.open(store_dir, builtin_dir=BUILTIN_DIR)
     try:
-        loaded = store.load_backbone(store.registry.default_backbone())  # the default direction
+        loaded = store.load_default_backbone()
         engine = build_engine(loaded.files, EngineOptions())
         modules: dict[str, str] = {}
         for name, version in store.active_domains().items():

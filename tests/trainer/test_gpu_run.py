@@ -25,12 +25,14 @@ from trainer.gpu.adapters import ADAPTER, AdapterSettings
 from trainer.gpu.batches import DeviceBatches, Specials
 from trainer.gpu.pack import carrying_checkout, pack
 from trainer.gpu.packed import read_pack
-from trainer.gpu.restore import publish, restore
+from trainer.gpu.restore import restore
 from trainer.gpu.shards import SHARD_LIMIT, read_shards, shard_plan, write_shards
 from trainer.quality_fit import refit_builtin
 from trainer.recipes import default_en_fr as recipe
 from trainer.recipes.default_stages import BACKBONE_NAME, ROUTER_NAME
+from trainer.recipes.directions import EN_FR
 from trainer.recipes.publication import publish_builtin, publish_router
+from trainer.recipes.snapshot import SNAPSHOT_DIR
 
 EXTRAS = ("news", "software-ui")
 REPO = Path(__file__).resolve().parents[2]
@@ -230,7 +232,8 @@ def test_restore_publishes_en_fr_beside_fr_en_which_stays_bit_identical(
     assert f"quality/{FR_EN_NAME}.json" in fr_en
     run_dir = tmp_path / "run"
     restore(tiny_run, packed, data, run_dir, builtin=builtin)
-    publish(data, run_dir, builtin)  # what `python -m trainer.gpu.restore --publish` runs
+    # what `python -m trainer.gpu.restore --publish` runs
+    recipe.publish(data, run_dir, builtin, EN_FR, snapshot=SNAPSHOT_DIR)
 
     after = {p.relative_to(builtin).as_posix(): p.read_bytes() for p in builtin.rglob("*")
              if p.is_file()}

@@ -50,11 +50,9 @@ from trainer.gpu.packed import Pack, read_pack
 from trainer.gpu.run import RUN_FILE
 from trainer.gpu.shards import read_shards
 from trainer.loop import Checkpoints, Progress
-from trainer.quality_fit import refit_builtin
 from trainer.recipes import default_en_fr as recipe
 from trainer.recipes.default_stages import BACKBONE_NAME, ROUTER_NAME
 from trainer.recipes.directions import DIRECTIONS, EN_FR
-from trainer.recipes.publication import publish_builtin
 from trainer.recipes.snapshot import SNAPSHOT_DIR
 from trainer.sampling import CorpusSizes
 
@@ -186,16 +184,6 @@ def restore(shards: Path, pack_dir: Path, data_dir: Path, run_dir: Path, *,
     return report
 
 
-def publish(data_dir: Path, run_dir: Path, builtin: Path) -> None:
-    """Ship a restored en-fr run dir as the recipe's publish stage does: the next built-in
-    versions (en->fr stays the default direction, fr->en is left as it is), then the quality
-    estimator refitted for the backbone and modules just published (it holds the
-    backbone's fingerprint)."""
-    publish_builtin(data_dir, run_dir, builtin, snapshot=SNAPSHOT_DIR)
-    refit_builtin(builtin, data_dir, backbone=BACKBONE_NAME, source=EN_FR.source,
-                  target=EN_FR.target)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m trainer.gpu.restore", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -216,7 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if report["pack"]["direction"] != "en-fr":
             parser.error("only en-fr publishes from a GPU run for now: publish fr-en's "
                          "run dir with the recipe's --direction fr-en --stage publish")
-        publish(args.data, args.run_dir, args.builtin)
+        recipe.publish(args.data, args.run_dir, args.builtin, EN_FR, snapshot=SNAPSHOT_DIR)
     return 0
 
 

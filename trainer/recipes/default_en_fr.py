@@ -282,6 +282,19 @@ def snapshot_dir(direction: Direction) -> Path:
         f"snapshot-{direction.name}")
 
 
+def publish(data_dir: Path, run_dir: Path, out: Path, direction: Direction, *,
+            snapshot: Path) -> None:
+    """The publish stage: the run dir's next built-in versions (en->fr stays the default
+    direction), then the quality estimator refitted for them (it belongs to the backbone
+    and modules just published)."""
+    if direction == EN_FR:
+        publish_builtin(data_dir, run_dir, out, snapshot=snapshot)
+    else:
+        publish_direction(data_dir, run_dir, out, direction, snapshot=snapshot)
+    refit_builtin(out, data_dir, backbone=direction.backbone_name, source=direction.source,
+                  target=direction.target)
+
+
 def published(builtin: Path, direction: Direction) -> bool:
     """Whether the built-in directory holds a version of `direction`'s backbone."""
     return any((builtin / "backbones" / direction.backbone_name).glob("v*/manifest.json"))
@@ -328,12 +341,9 @@ def run_stages(args: argparse.Namespace, stages: tuple[str, ...],
                           should_stop=stop.is_set, direction=direction)
     if "classifier" in stages:
         train_router(args.data, args.run_dir, DOMAINS, direction)
-    if "publish" in stages and direction == EN_FR:
-        publish_builtin(args.data, args.run_dir, args.out, snapshot=args.snapshot)
-    elif "publish" in stages:
-        publish_direction(args.data, args.run_dir, args.out, direction, snapshot=args.snapshot)
-    if "publish" in stages or "quality" in stages:
-        # the quality estimator belongs to the backbone and modules just published
+    if "publish" in stages:
+        publish(args.data, args.run_dir, args.out, direction, snapshot=args.snapshot)
+    elif "quality" in stages:
         refit_builtin(args.out, args.data, backbone=direction.backbone_name,
                       source=direction.source, target=direction.target)
     if "publish-router" in stages:

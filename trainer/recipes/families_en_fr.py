@@ -55,7 +55,7 @@ def settings_for(lr: float, minutes: float) -> TrainSettings:
 
 
 def load_builtin(store: Store) -> tuple[Backbone, Tokenizer, str]:
-    loaded = store.load_backbone(store.registry.default_backbone())  # the default direction
+    loaded = store.load_default_backbone()
     parts = backbone_parts(loaded.files)
     model = load_backbone(parts.config, parts.tensors)
     return model, parts.source_tokenizer, loaded.manifest.backbone_fingerprint
