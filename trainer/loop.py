@@ -68,6 +68,10 @@ class TrainSettings:
     patience: int = DEFAULTS.patience
     # corpus temperature sampling (trainer/sampling.py); 1 = every pair once per epoch
     temperature: float = 1.0
+    # cooldown: from this step the learning rate falls linearly to 0 over cooldown_steps,
+    # and training stops there (0 = inverse square-root decay to the end)
+    cooldown_from: int = 0
+    cooldown_steps: int = 0
 
     @classmethod
     def from_options(cls, options: TrainingOptions, *, bf16: bool, log_every: int,
@@ -110,7 +114,18 @@ class Progress:
 
 
 def lr_at(step: int, settings: TrainSettings) -> float:
-    """Linear warm-up then inverse square-root decay (Vaswani et al. 2017)."""
+    """Linear warm-up then inverse square-root decay (Vaswani et al. 2017), then, where a
+    cooldown is set, a linear fall to 0: annealing a constant or slowly decaying rate to
+    zero at the end recovers most of what a schedule planned for the whole run would give
+    (Hägele et al. 2024, "Scaling Laws and Compute-Optimal Training Beyond Fixed Training
+    Durations")."""
+    if settings.cooldown_steps > 0 and step > settings.cooldown_from:
+        left = 1.0 - (step - settings.cooldown_from) / settings.cooldown_steps
+        return _decay(settings.cooldown_from, settings) * max(left, 0.0)
+    return _decay(step, settings)
+
+
+def _decay(step: int, settings: TrainSettings) -> float:
     step = max(step, 1)
     return settings.lr * min(step / settings.warmup_steps,
                              math.sqrt(settings.warmup_steps / step))

@@ -68,6 +68,7 @@ from trainer.settings import WorkerSettings
 from trainer.sidecar import Sidecar
 
 SHIPPED_STEPS, SHIPPED_PAIRS = 516, 4899  # the shipped medical module's provenance
+DEFAULT_BASELINE_LINES = 3000
 REQUEST_OPTIONS = {"beam_size": 1, "max_length": 48}
 
 
@@ -330,9 +331,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--domain", default="medical")
-    parser.add_argument("--baseline-lines", type=int, default=3000)
+    parser.add_argument("--baseline-lines", type=int, default=DEFAULT_BASELINE_LINES,
+                        help="a domain module of this many lines stands in for the shipped "
+                             "one (another number writes corrections-<lines>.md)")
     parser.add_argument("--baseline-steps", type=int, default=0,
-                        help="0: the shipped module's steps scaled to the lines")
+                        help="the baseline's step cap (it also stops at the recipe's epoch "
+                             "limit or when dev BLEU stops improving); 0: the shipped "
+                             "module's steps scaled to the lines")
     parser.add_argument("--counts", default="200,500,1000",
                         help="corrections received before each refresh (cumulative)")
     parser.add_argument("--original-pairs", type=int, default=500,
@@ -359,7 +364,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     torch.manual_seed(1)
     with tempfile.TemporaryDirectory(prefix="bench-corrections-") as tmp:
         result = run(args, Path(tmp) / "store")
-    name = "corrections-quick" if args.quick else "corrections"
+    name = ("corrections-quick" if args.quick else "corrections"
+            if args.baseline_lines == DEFAULT_BASELINE_LINES
+            else f"corrections-{args.baseline_lines}")
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{name}.json").write_text(json.dumps(
         {"command": command_line(), "host": host_label(),

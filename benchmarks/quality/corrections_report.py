@@ -39,6 +39,19 @@ def _router(job: dict[str, Any]) -> str:
             f"{check['held_after']:.0%}")
 
 
+def _baseline_training(base: dict[str, Any]) -> str:
+    """How long the baseline trained and what stopped it (its job's own report)."""
+    cap = base["job"]["options"]["max_steps"]
+    trained = base["job"]["scores"].get("training", {})
+    if "steps" not in trained:
+        return f"at most {cap} steps"
+    stopped = {"max_steps": f"the cap of {cap} steps", "max_epochs": "its epoch limit",
+               "max_minutes": "its time budget",
+               "early stopping": "early stopping (dev BLEU no longer improved)"}
+    reason = trained.get("stop_reason", "")
+    return f"{trained['steps']} steps, ended by {stopped.get(reason, reason)}"
+
+
 def markdown(result: dict[str, Any], args: argparse.Namespace) -> str:
     base, shipped = result["baseline"], result["shipped"]
     domain = args.domain
@@ -48,7 +61,7 @@ def markdown(result: dict[str, Any], args: argparse.Namespace) -> str:
         f"**How it is simulated.** The shipped {domain} module was trained on the whole "
         f"train split, so no unused in-domain pairs are left. The bench trains its own "
         f"baseline {domain} module on the first {base['lines']} lines of the train split "
-        f"(the shipped recipe's adapter settings, {base['job']['options']['max_steps']} steps; the "
+        f"(the shipped recipe's adapter settings: {_baseline_training(base)}; the "
         "shipped module's 516 steps over 4,899 pairs scaled to the lines would be "
         f"{round(516 * base['lines'] / 4899)}), through the "
         "sidecar as a domain job, and it stands in for the shipped module. Corrections are "

@@ -14,7 +14,11 @@ batched separately (a batch never mixes backbones) and sharing the one engine th
 serving two directions costs.
 
 One live server, the same drawn requests (serve_load's: single and batch requests, domains
-mixed) and the same number of closed-loop clients, in interleaved rounds:
+mixed) and the same number of closed-loop clients, in interleaved rounds. The number is
+twice serve_load's saturation level (64 in the full plan): half of it, kept to one
+direction, fills that direction's queue as one direction's is filled at saturation, so the
+comparison is of two saturated directions against one (at 64 clients each direction of the
+split waits with about one batch's worth and runs smaller batches).
 
 - *one*: every request to the default direction (no languages named);
 - *split*: every other request names the copy (`source: en, target: de`), the rest go to
@@ -192,7 +196,12 @@ def table(rounds: Sequence[Round], *, description: str) -> str:
 def main(args: Any) -> int:
     """Run with serve_load's parsed arguments (`--directions`)."""
     mode, plan = choose_plan(args)
-    clients = plan.levels[-1]  # the plan's saturation level (serve_load's highest)
+    # serve_load's highest level saturates one direction: two batches' worth wait. Split
+    # over two directions the same clients leave each direction's queue about one batch's
+    # worth, and its batches shrink (27 sentences against 32 at 64 clients, rounds of
+    # 0.74-0.98x: history/NOTES.md). Both runs get the level that saturates each direction
+    # of the split; `--levels N` sets it.
+    clients = plan.levels[-1] if args.levels else plan.levels[-1] * 2
     config = ServeConfig(beam_size=args.beam_size, continuous=args.continuous)
     quiet_libraries()
     sets = text_sets(args.data, per_set=plan.texts_per_set)
@@ -207,7 +216,9 @@ def main(args: Any) -> int:
     description = (
         f"Live `python -m server` on loopback serving `{original}` and `{COPY}` (a copy of "
         f"it with its modules and router: two backbones, batched separately), {mode} plan: "
-        f"{clients} closed-loop clients (in the split run, half keep to each direction), "
+        f"{clients} closed-loop clients in both runs (in the split run, half keep to each "
+        f"direction: each direction's queue as full as one direction's at serve_load's "
+        f"saturation level, {clients // 2}), "
         f"at most {plan.round_requests} requests or "
         f"{plan.max_seconds:g} s per run, beam {config.beam_size}, texts: {texts}; rounds "
         f"alternate which run goes first. Host: {platform.processor() or platform.machine()}"

@@ -15,8 +15,8 @@ import torch
 from server.engine.backbone import Backbone
 from tests.tiny import ENGLISH, FRENCH, spm_bytes, tiny_config
 from trainer.data import encode_pairs
-from trainer.loop import TrainSettings, bf16_autocast, native_bf16, stop_on_signals
-from trainer.recipes.default_en_fr import backbone_trainable
+from trainer.loop import TrainSettings, bf16_autocast, lr_at, native_bf16, stop_on_signals
+from trainer.recipes.default_en_fr import backbone_trainable, cooldown
 from trainer.run import train
 from trainer.sampling import CorpusSizes
 
@@ -78,3 +78,21 @@ def test_a_termination_signal_asks_the_run_to_stop() -> None:
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
+
+
+def test_a_cooldown_takes_the_rate_linearly_to_zero_and_ends_the_run(tmp_path: Path) -> None:
+    plain = TrainSettings(lr=1e-3, warmup_steps=100)
+    cooled = TrainSettings(lr=1e-3, warmup_steps=100, cooldown_from=400, cooldown_steps=200)
+    assert lr_at(400, cooled) == lr_at(400, plain) == pytest.approx(5e-4)
+    assert lr_at(500, cooled) == pytest.approx(2.5e-4)  # half-way down
+    assert lr_at(600, cooled) == 0.0 and lr_at(700, cooled) == 0.0
+    assert lr_at(50, cooled) == lr_at(50, plain)  # warm-up untouched
+
+    with pytest.raises(SystemExit, match="needs a checkpoint"):
+        cooldown(tmp_path, None, 500)
+    (tmp_path / "backbone").mkdir()
+    (tmp_path / "backbone" / "progress.json").write_text('{"step": 1234}')
+    assert cooldown(tmp_path, None, 500) == {"cooldown_from": 1234, "cooldown_steps": 500,
+                                             "max_steps": 1734}
+    assert cooldown(tmp_path, 1000, 500)["max_steps"] == 1500
+    assert cooldown(tmp_path, None, 0) == {}

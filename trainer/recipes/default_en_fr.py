@@ -107,6 +107,22 @@ SETTINGS = TrainSettings(lr=1e-3, warmup_steps=800, max_tokens=5000, max_epochs=
 OTHER_DIRECTION_STAGES = STAGES + ("restore", "snapshot", "quality")
 
 
+def cooldown(run_dir: Path, start: int | None, steps: int) -> dict[str, int]:
+    """The loop settings of a cooldown (trainer/loop.py lr_at) that starts at `start` or,
+    by default, at the step of the run's checkpoint."""
+    if steps <= 0:
+        return {}
+    if start is None:
+        progress = run_dir / "backbone" / "progress.json"
+        if not progress.exists():
+            raise SystemExit(f"--cooldown-steps without --cooldown-from needs a checkpoint "
+                             f"to start from; {progress} does not exist")
+        start = int(json.loads(progress.read_text())["step"])
+        log.info("cooldown from step %d (the checkpoint's) over %d steps: resume with "
+                 "--cooldown-from %d", start, steps, start)
+    return {"cooldown_from": start, "cooldown_steps": steps, "max_steps": start + steps}
+
+
 def corpora(data_dir: Path, split: str = "train",
             direction: Direction = EN_FR) -> list[Corpus]:
     en_fr = data_dir / "en-fr"
@@ -241,6 +257,12 @@ def main() -> None:
     parser.add_argument("--temperature", type=_temperature, default=SETTINGS.temperature,
                         help="corpus sampling temperature of the backbone stage: corpus c "
                              "is drawn with probability ~ size_c ** (1/T); 1 = by size")
+    parser.add_argument("--cooldown-steps", type=int, default=0,
+                        help="backbone stage: from --cooldown-from (default: the step the "
+                             "run resumes at) the learning rate falls linearly to 0 over "
+                             "this many steps, then training stops")
+    parser.add_argument("--cooldown-from", type=int, default=None,
+                        help="the step a cooldown starts at; give it again when resuming")
     parser.add_argument("--adapter-minutes", type=float, default=ADAPTER_SETTINGS.max_minutes,
                         help="wall-clock budget of each domain's adapter")
     parser.add_argument("--domains", nargs="*", default=list(DOMAINS))
@@ -328,7 +350,9 @@ def run_stages(args: argparse.Namespace, stages: tuple[str, ...],
         if direction != EN_FR:
             share_vocabulary(args.out, args.run_dir)
         settings = TrainSettings(**{**SETTINGS.__dict__, "max_minutes": args.max_minutes,
-                                    "temperature": args.temperature})
+                                    "temperature": args.temperature,
+                                    **cooldown(args.run_dir, args.cooldown_from,
+                                               args.cooldown_steps)})
         train_backbone(args.data, args.run_dir, settings, should_stop=stop.is_set,
                        direction=direction)
     if "snapshot" in stages:
