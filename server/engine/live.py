@@ -28,6 +28,7 @@ from torch import Tensor
 from server.decoding.live_search import LiveSentence, advance
 from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.engine import Engine, SentenceJob, check_lengths, pad_rows, with_ids
+from server.engine.live_graphs import LiveGraphs
 from server.engine.live_rows import LiveRows
 from server.engine.residency import Lease
 from server.engine.slots import BatchHooks, ModuleBank, runs_of
@@ -85,6 +86,11 @@ class LiveDecoder:
         self._hooks: BatchHooks | None = None
         self._hooks_stale = True
         self._no_memory = torch.empty(0, device=engine.device)
+        # Steps over the buffers' whole capacity, CUDA graphs on CUDA (live_graphs.py):
+        # as the engine's static batches take fixed steps (by default on CUDA only).
+        self.graphs = (LiveGraphs(engine, self.rows, start_id=self.options.start_id,
+                                  capture=engine.device.type == "cuda")
+                       if engine.fixed_steps else None)
 
     @property
     def live(self) -> int:
@@ -206,6 +212,20 @@ class LiveDecoder:
                     hyp_of.append(hyps)
                     weights.append(entry.log_weights[number])
                 hyps += 1
+        if self.graphs is not None:
+            log_probs = self.graphs.step(tokens, self.group_keys,
+                                         torch.tensor(rows, device=engine.device))
+        else:
+            log_probs = self._eager_log_probs(tokens, rows)
+        if len(rows) == hyps:  # one member per sentence
+            return log_probs
+        return mix_members(log_probs, torch.tensor(hyp_of, device=engine.device),
+                           torch.tensor(weights, device=engine.device), hyps)
+
+    def _eager_log_probs(self, tokens: list[int], rows: list[int]) -> Tensor:
+        """Log-probs of rows `rows`, from a step over the live rows only (in runs of
+        their own spans, `LiveRows.state`)."""
+        engine = self.engine
         state = self.rows.state()
         ids = torch.tensor(tokens, dtype=torch.long, device=engine.device)
         hidden = engine.model.decode(ids[:, None], self._no_memory, state.memory_mask,
@@ -214,11 +234,7 @@ class LiveDecoder:
         if len(rows) != last.shape[0] or rows != list(range(len(rows))):
             # Gather before the output projection: d_model wide, not vocabulary wide.
             last = last.index_select(0, torch.tensor(rows, device=engine.device))
-        log_probs = torch.log_softmax(engine.project(last).float(), dim=-1)
-        if len(rows) == hyps:  # one member per sentence
-            return log_probs
-        return mix_members(log_probs, torch.tensor(hyp_of, device=engine.device),
-                           torch.tensor(weights, device=engine.device), hyps)
+        return torch.log_softmax(engine.project(last).float(), dim=-1)
 
     def _batch_hooks(self) -> BatchHooks | None:
         if self._hooks_stale:

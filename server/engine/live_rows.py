@@ -82,15 +82,24 @@ class LiveRows:
         self.self_kv = self._zeros(POSITION_CHUNK, 2 * layers, ROW_CHUNK, heads, head_dim)
         self.cross = self._zeros(2 * layers, ROW_CHUNK // group + 1, heads, SOURCE_CHUNK,
                                  head_dim)
-        self.cross_bias = self._zeros(ROW_CHUNK // group + 1, 1, 1, SOURCE_CHUNK)
+        self.cross_bias = self._closed(ROW_CHUNK // group + 1, SOURCE_CHUNK)
         self.ages = torch.zeros(self.self_kv.shape[2], dtype=torch.long, device=device)
         self.row_index = torch.arange(self.self_kv.shape[2], device=device)
         # Per row: 0 at the positions it has reached, -inf after; kept up to date by
         # add/advance/remove, so a step slices it instead of building a mask.
-        self.self_bias = self._zeros(ROW_CHUNK, 1, 1, POSITION_CHUNK).fill_(-float("inf"))
+        self.self_bias = self._closed(ROW_CHUNK, POSITION_CHUNK)
 
     def _zeros(self, *shape: int) -> Tensor:
         return torch.zeros(shape, dtype=self.dtype, device=self.device)
+
+    def _closed(self, rows: int, positions: int) -> Tensor:
+        """A bias [rows, 1, 1, positions] for rows nobody uses yet: -inf but at position 0.
+        Graph steps (live_graphs.py) decode the buffers' whole capacity, unused rows
+        included; an all -inf row would make NaNs (softmax of nothing), written into its
+        keys and values, where a later occupant would read 0 * NaN at a masked position."""
+        bias = self._zeros(rows, 1, 1, positions).fill_(-float("inf"))
+        bias[..., 0] = 0.0
+        return bias
 
     @property
     def count(self) -> int:
@@ -132,7 +141,7 @@ class LiveRows:
             self.self_kv = grown
             ages = torch.zeros(rows, dtype=torch.long, device=self.device)
             ages[: self.count] = self.ages[: self.count]
-            bias = self._zeros(rows, 1, 1, self.self_bias.shape[-1]).fill_(-float("inf"))
+            bias = self._closed(rows, self.self_bias.shape[-1])
             bias[: self.count] = self.self_bias[: self.count]
             self.self_bias = bias
             self.ages, self.row_index = ages, torch.arange(rows, device=self.device)
@@ -144,7 +153,7 @@ class LiveRows:
             cross = self._zeros(2 * self.layers, capacity, self.heads, sources, self.head_dim)
             old = self.cross.shape[3]
             cross[:, : self.groups, :, :old] = self.cross[:, : self.groups]
-            bias = self._zeros(capacity, 1, 1, sources).fill_(-float("inf"))
+            bias = self._closed(capacity, sources)
             bias[: self.groups, ..., :old] = self.cross_bias[: self.groups]
             self.cross, self.cross_bias = cross, bias
 

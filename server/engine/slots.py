@@ -54,6 +54,7 @@ class ModuleBank:
         # modules in the batch halves the bytes and makes one call (engine_speed.md).
         self.grouped_dtype = grouped_dtype if family.grouped_sites else None
         self._stacked: tuple[tuple[int, ...], Params] | None = None
+        self.writes = 0  # slot writes so far: a copy made before one may be stale
         self.shapes = family.shapes(backbone, config)
         self.tensors = {name: torch.zeros((n_slots, *shape), device=device, dtype=dtype)
                         for name, shape in self.shapes.items()}
@@ -84,6 +85,7 @@ class ModuleBank:
         for name, target in self.tensors.items():
             target[slot].copy_(params[name])
         self._stacked = None
+        self.writes += 1
         for name in self.int8_weights:
             weights, scales = int8_groups.pack(self.tensors[name][slot])
             self.int8_weights[name][:, slot] = weights
@@ -252,6 +254,13 @@ class BatchHooks:
     def embed(self, side: Side, ids: Tensor, embedded: Tensor) -> Tensor:
         return self._apply("embed", embedded, lambda run, x: self._family(run).embed(
             run.bank.view(run.slot), side, ids[run.start: run.end], x))
+
+    def grouped_copies(self) -> Params | None:
+        """The grouped bank's copies of this batch's modules (gathered now, if they were
+        not): a step captured as a CUDA graph reads them, so the graph's owner keeps them
+        alive and gathers them before the capture (which may not copy from the host)."""
+        groups = self._grouped
+        return groups.bank.stacked(groups.slots) if groups is not None else None
 
     def after_layer(self, side: Side, index: int, hidden: Tensor) -> Tensor:
         groups = self._grouped
