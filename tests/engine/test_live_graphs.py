@@ -9,15 +9,20 @@ within its own tolerance (benchmarks/speed/gpu_serve_run.sh runs these)."""
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.engine import Engine, EngineOptions, Member, SentenceJob
 from server.engine.live import LiveDecoder
-from server.engine.live_graphs import GraphCounts
+from server.engine.live_graphs import GraphCounts, LiveGraphs
 from server.engine.live_rows import POSITION_CHUNK, ROW_CHUNK
+from server.engine.slots import BatchHooks
 from tests.engine.test_device_agreement import (
+    ADAPTER_MIX,
     FLOAT32,
     HALF,
     MEMBERS,
@@ -117,6 +122,58 @@ def test_unused_capacity_rows_stay_finite(made: dict) -> None:
         finished = decoder.step()
     assert [t for t, _ in finished] == [ticket]
     assert_same([finished[0][1]], engine_with(EngineOptions(), made).translate([late], search))
+
+
+# Operations a CUDA graph capture refuses or records wrongly: a read back to the host
+# (`.item()`, `nonzero`, boolean indexing and other data-dependent shapes), and tensors
+# made from host data (a copy from the host, frozen into the graph at capture).
+HOST_BOUND = {"aten._local_scalar_dense", "aten.item", "aten.nonzero", "aten.masked_select",
+              "aten.unique", "aten._unique2", "aten.lift_fresh", "aten.lift_fresh_copy",
+              "aten.tolist", "aten.equal", "aten.is_nonzero"}
+
+
+class StepOps(TorchDispatchMode):
+    """Records the operations a step runs, and whether any indexes with booleans."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: set[str] = set()
+        self.boolean_indices = 0
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (),
+                           kwargs: Any = None) -> Any:
+        name = str(func.overloadpacket)  # aten.index_put_, not its overload
+        self.names.add(name)
+        if name in ("aten.index", "aten.index_put", "aten.index_put_"):
+            indices = args[1]
+            self.boolean_indices += sum(isinstance(i, torch.Tensor) and i.dtype == torch.bool
+                                        for i in indices)
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("options", [EngineOptions(fixed_steps=True),
+                                     EngineOptions(fixed_steps=True, module_grouped=True)],
+                         ids=["per-module", "grouped"])
+def test_a_step_never_waits_for_the_host(made: dict, options: EngineOptions,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a capture would record, rehearsed on the CPU: the step of every family, of
+    mixtures and ensembles, reads nothing back to the host and makes no tensor from host
+    data (tokens go in through the static tensor, before the step)."""
+    recorded = StepOps()
+    body = LiveGraphs._body
+
+    def watched(self: LiveGraphs, hooks: BatchHooks | None) -> torch.Tensor:
+        with recorded:
+            return body(self, hooks)
+
+    monkeypatch.setattr(LiveGraphs, "_body", watched)
+    decoder = LiveDecoder(engine_with(options, made), SearchOptions(beam_size=2))
+    decoder.join([SentenceJob(SOURCES[i % len(SOURCES)], members, 6)
+                  for i, members in enumerate(MEMBERS + ADAPTER_MIX)])
+    for _ in range(3):
+        decoder.step()
+    assert "aten.index_put_" in recorded.names and "aten.log_softmax" in recorded.names
+    assert not recorded.names & HOST_BOUND and recorded.boolean_indices == 0
 
 
 def assert_within(got: list[list[Hypothesis]], want: list[list[Hypothesis]],
