@@ -23,7 +23,9 @@ TEXT = {"text": "The patient takes one tablet a day.", "domain": "medical"}
 @pytest.fixture
 def client(store_root: Path) -> Iterator[TestClient]:
     # A 500 is an answer to check here, not an exception to re-raise in the test.
-    app = create_app(make_settings(store_root, liveness_stall_s=0.5))
+    # 2 s: short enough for the stuck-call test, long enough that a heartbeat a loaded
+    # 2-core host delays does not fail liveness in the tests that expect it alive
+    app = create_app(make_settings(store_root, liveness_stall_s=2.0))
     with TestClient(app, raise_server_exceptions=False) as client:
         yield client
 
@@ -75,8 +77,8 @@ def test_a_stuck_engine_call_fails_liveness_until_it_returns(
     assert live(client).status_code == 200
     with ThreadPoolExecutor(1) as pool:
         pending = pool.submit(client.post, "/translate", json=TEXT)
-        # a heartbeat a loaded host delays past the tests' 0.5 s bound may answer 503 for
-        # a moment before the call starts: wait for the engine thread's own reason
+        # a heartbeat a loaded host delays past the bound may answer 503 for a moment
+        # before the call starts: wait for the engine thread's own reason
         wait_until(lambda: "engine thread: one call has run for" in live(client).text)
         answer = live(client)
         assert answer.status_code == 503
