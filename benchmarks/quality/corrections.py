@@ -364,9 +364,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     torch.manual_seed(1)
     with tempfile.TemporaryDirectory(prefix="bench-corrections-") as tmp:
         result = run(args, Path(tmp) / "store")
-    name = ("corrections-quick" if args.quick else "corrections"
-            if args.baseline_lines == DEFAULT_BASELINE_LINES
-            else f"corrections-{args.baseline_lines}")
+    if args.quick:
+        name = "corrections-quick"
+    elif args.baseline_lines == DEFAULT_BASELINE_LINES:
+        name = "corrections"
+    else:
+        name = f"corrections-{args.baseline_lines}"
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{name}.json").write_text(json.dumps(
         {"command": command_line(), "host": host_label(),

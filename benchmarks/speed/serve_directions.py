@@ -196,11 +196,8 @@ def table(rounds: Sequence[Round], *, description: str) -> str:
 def main(args: Any) -> int:
     """Run with serve_load's parsed arguments (`--directions`)."""
     mode, plan = choose_plan(args)
-    # serve_load's highest level saturates one direction: two batches' worth wait. Split
-    # over two directions the same clients leave each direction's queue about one batch's
-    # worth, and its batches shrink (27 sentences against 32 at 64 clients, rounds of
-    # 0.74-0.98x: history/NOTES.md). Both runs get the level that saturates each direction
-    # of the split; `--levels N` sets it.
+    # twice serve_load's saturation level: each direction of the split saturated (the
+    # module docstring says why; `--levels N` sets it)
     clients = plan.levels[-1] if args.levels else plan.levels[-1] * 2
     config = ServeConfig(beam_size=args.beam_size, continuous=args.continuous)
     quiet_libraries()

@@ -56,6 +56,8 @@ from trainer.loop import (
 from trainer.quality_fit import refit_builtin
 from trainer.recipes.default_stages import (
     BACKBONE_NAME,
+    backbone_progress,
+    backbone_progress_path,
     restore_from_snapshot,
     restore_run_dir,
     train_adapter,
@@ -113,11 +115,11 @@ def cooldown(run_dir: Path, start: int | None, steps: int) -> dict[str, int]:
     if steps <= 0:
         return {}
     if start is None:
-        progress = run_dir / "backbone" / "progress.json"
-        if not progress.exists():
+        if not backbone_progress_path(run_dir).exists():
             raise SystemExit(f"--cooldown-steps without --cooldown-from needs a checkpoint "
-                             f"to start from; {progress} does not exist")
-        start = int(json.loads(progress.read_text())["step"])
+                             f"to start from; {backbone_progress_path(run_dir)} does not "
+                             f"exist")
+        start = int(backbone_progress(run_dir)["step"])
         log.info("cooldown from step %d (the checkpoint's) over %d steps: resume with "
                  "--cooldown-from %d", start, steps, start)
     return {"cooldown_from": start, "cooldown_steps": steps, "max_steps": start + steps}

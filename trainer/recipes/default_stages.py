@@ -44,6 +44,18 @@ def domain_corpus(data_dir: Path, domain: str, split: str,
     return direction.corpus(domain, data_dir / "en-fr" / "domains" / domain, split)
 
 
+def backbone_progress_path(run_dir: Path) -> Path:
+    """Where the backbone stage's checkpoint records its progress (trainer/loop.py
+    `Checkpoints`, in the stage's folder `backbone`)."""
+    return run_dir / "backbone" / "progress.json"
+
+
+def backbone_progress(run_dir: Path) -> dict[str, Any]:
+    """The backbone stage's progress as its last checkpoint saved it (step, epoch, ...)."""
+    loaded: dict[str, Any] = json.loads(backbone_progress_path(run_dir).read_text())
+    return loaded
+
+
 def load_trained_backbone(run_dir: Path) -> tuple[Backbone, Tokenizer]:
     config = BackboneConfig.from_dict(json.loads((run_dir / BACKBONE_CONFIG_FILE).read_text()))
     model = Backbone(config)

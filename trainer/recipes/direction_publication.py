@@ -23,7 +23,7 @@ from typing import Any
 from contract.artifacts import CLASSIFIER_EXAMPLES_FILE, CLASSIFIER_MODEL_FILE
 from model_store import ArtifactKind, Manifest, Store
 from model_store.hashing import sha256_hex
-from trainer.recipes.default_stages import ROUTER_NAME, load_trained_backbone
+from trainer.recipes.default_stages import ROUTER_NAME, backbone_progress, load_trained_backbone
 from trainer.recipes.directions import Direction
 from trainer.recipes.model_card import write_model_card
 from trainer.recipes.publication import (
@@ -51,7 +51,7 @@ def publish_direction(data_dir: Path, run_dir: Path, out: Path, direction: Direc
     is removed, as for en-fr."""
     name = direction.backbone_name
     model, _ = load_trained_backbone(run_dir)
-    progress = json.loads((run_dir / "backbone" / "progress.json").read_text())
+    progress = backbone_progress(run_dir)
     files = _published_files(run_dir, model)
     builtin = out if out.is_dir() else None
     with tempfile.TemporaryDirectory() as tmp, Store.open(Path(tmp), builtin_dir=builtin) as store:

@@ -27,7 +27,12 @@ from model_store.hashing import sha256_hex
 from server.engine.artifacts import backbone_files, module_files
 from server.engine.backbone import Backbone
 from trainer.average import checkpoint_step
-from trainer.recipes.default_stages import BACKBONE_NAME, ROUTER_NAME, load_trained_backbone
+from trainer.recipes.default_stages import (
+    BACKBONE_NAME,
+    ROUTER_NAME,
+    backbone_progress,
+    load_trained_backbone,
+)
 from trainer.recipes.model_card import write_model_card
 from trainer.recipes.router_stage import (
     DOMAIN_EXTRAS,
@@ -52,7 +57,7 @@ def publish_builtin(data_dir: Path, run_dir: Path, out: Path, *, snapshot: Path)
     the one it replaces, so en->fr stays the default direction. A backbone snapshot that is
     no further along than the published backbone is removed."""
     model, tokenizer = load_trained_backbone(run_dir)
-    progress = json.loads((run_dir / "backbone" / "progress.json").read_text())
+    progress = backbone_progress(run_dir)
     files = _published_files(run_dir, model)
     builtin = out if out.is_dir() else None
     with tempfile.TemporaryDirectory() as tmp, Store.open(Path(tmp), builtin_dir=builtin) as store:
@@ -132,7 +137,7 @@ def publish_router(run_dir: Path, out: Path) -> None:
         published = install_published(Path(tmp), out)
     if model is not None and same_backbone:
         _write_card(run_dir, out, model,
-                    json.loads((run_dir / "backbone" / "progress.json").read_text()))
+                    backbone_progress(run_dir))
     else:
         log.warning("the run dir holds another backbone than the built-in one, or none: "
                     "model card left as is")
