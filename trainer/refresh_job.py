@@ -8,7 +8,9 @@ its original data plus the corrections translators sent for it (issue #49).
    the run directory so that a resumed job trains on the same set;
 3. train (state `running`): the served module's weights are the starting point; the
    original pairs (a seeded sample) once and each correction `correction_weight` times
-   per epoch; dev + held-back corrections choose the best step;
+   per epoch; dev + held-back corrections choose the best step; the corrections earlier
+   refreshes trained on are replayed with the original pairs (weighted like new ones), so
+   that a refresh does not forget what the last one learnt;
 4. gate (state `evaluating`, trainer/refresh_gate.py) against the served module;
 5. publish the version (inactive when refused: the job fails with the reason and the
    scores, and the corrections stay unused); passed: retrain the router with the
@@ -31,7 +33,7 @@ from typing import Any
 from contract.training import training_options
 from contract.tsv import Pair
 from model_store import Manifest, Store
-from model_store.correction_rows import TRAINABLE, CorrectionFilter
+from model_store.correction_rows import TRAINABLE, CorrectionFilter, CorrectionRecord
 from server.engine.artifacts import module_files, module_params
 from trainer.correction_set import (
     CorrectionSet,
@@ -69,7 +71,10 @@ def run_refresh_job(ctx: JobContext) -> dict[str, Any]:
     run_dir = run_dir_of(store, job.id)
     chosen = choose_corrections(store, job.domain, owner, run_dir, dev=dev, own=original,
                                 settings=refresh, seed=options.seed)
-    summary = chosen.summary()
+    rng = random.Random(options.seed)
+    earlier = earlier_corrections(store, job.domain, owner, chosen=chosen, dev=dev,
+                                  limit=refresh.max_original_pairs, rng=rng)
+    summary = chosen.summary() | {"replayed_corrections": len(earlier)}
 
     def report(fields: dict[str, Any]) -> None:
         scores = dict(fields.get("scores", {})) | {"refresh": summary}
@@ -79,13 +84,12 @@ def run_refresh_job(ctx: JobContext) -> dict[str, Any]:
     if not chosen.train or not chosen.held_out:
         raise JobFailed(f"not enough usable corrections: {explain_empty(chosen, refresh)}",
                         scores={"refresh": summary})
-    rng = random.Random(options.seed)
     replay = rng.sample(original, min(len(original), refresh.max_original_pairs))
     held_out = correction_pairs(chosen.held_out)
-    train = replay + correction_pairs(chosen.train) * refresh.correction_weight
-    log.info("refreshing %s v%d: %d corrections (x%d), %d held back, %d original pairs",
-             job.domain, base_version, len(chosen.train), refresh.correction_weight,
-             len(held_out), len(replay))
+    train = replay + (correction_pairs(chosen.train) + earlier) * refresh.correction_weight
+    log.info("refreshing %s v%d: %d new and %d earlier corrections (x%d), %d held back, "
+             "%d original pairs", job.domain, base_version, len(chosen.train), len(earlier),
+             refresh.correction_weight, len(held_out), len(replay))
     trained = train_job_module(backbone, dict(job.config["module"]), options,
                                data=(train, dev + held_out), run_dir=run_dir,
                                settings=ctx.settings, report=report,
@@ -149,6 +153,25 @@ def _parallel(folder: Path, split: str, source: str, target: str) -> list[Pair]:
     if len(left) != len(right):
         raise JobFailed(f"{folder}/{split}.{source} and .{target} differ in line count")
     return [(s, t) for s, t in zip(left, right, strict=True) if s.strip() and t.strip()]
+
+
+def earlier_corrections(store: Store, domain: str, backbone: str, *, chosen: CorrectionSet,
+                        dev: Sequence[Pair], limit: int, rng: random.Random) -> list[Pair]:
+    """The corrections earlier refreshes of the domain trained on (still trainable, not
+    deleted), one per source, the newest winning; a source corrected again in this
+    refresh, or now in the dev set, is left to the new correction; a seeded sample of at
+    most `limit`."""
+    records = store.registry.list_corrections(CorrectionFilter(domain=domain,
+                                                               backbone=backbone))
+    taken = {r.source for r in chosen.train + chosen.held_out + chosen.merged}
+    taken.update(s for s, _ in dev)
+    latest: dict[str, CorrectionRecord] = {}
+    for record in sorted(records, key=lambda r: r.created_at):
+        if record.used_in is not None and record.status in TRAINABLE \
+                and record.source not in taken:
+            latest[record.source] = record
+    pairs = correction_pairs(latest.values())
+    return rng.sample(pairs, limit) if len(pairs) > limit else pairs
 
 
 def choose_corrections(store: Store, domain: str, backbone: str, run_dir: Path, *,

@@ -26,7 +26,9 @@ class RefreshSettings(BaseModel):
                                      "epoch (the domain's own pairs once)")
     max_original_pairs: int = Field(
         2000, ge=0, description="the domain's own pairs replayed with the corrections (a "
-                                "seeded sample; they keep the module from forgetting)")
+                                "seeded sample; they keep the module from forgetting), and "
+                                "at most as many of the corrections earlier refreshes "
+                                "trained on")
     held_out_fraction: float = Field(
         0.2, gt=0, lt=1, description="corrections held back as extra dev data; the gate "
                                      "needs the refresh to score better on them")

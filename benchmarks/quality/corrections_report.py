@@ -74,7 +74,7 @@ def markdown(result: dict[str, Any], args: argparse.Namespace) -> str:
         "arrived (cumulative: each "
         "refresh trains on the corrections no earlier refresh used, from the module served "
         f"then, {args.refresh_epochs} epoch(s); {args.original_pairs} of the baseline's own "
-        "pairs replayed, corrections x4, "
+        "pairs and the corrections earlier refreshes used replayed, corrections x4, "
         "20% held back for the gate). Test: the "
         f"{domain} test split ({result['test_lines']} lines, greedy, sacrebleu).",
         "",

@@ -134,6 +134,32 @@ def test_refresh_publishes_the_next_version_and_marks_the_corrections(store: Sto
         run_refresh(store)
 
 
+
+def test_the_next_refresh_replays_the_corrections_the_last_one_learnt(store: Store) -> None:
+    """Refreshed from the served module with the original pairs replayed, a refresh would
+    forget the corrections of the one before: it trains on them again, one per source,
+    a source corrected anew taking the new correction."""
+    sources = fresh_sources(80, avoid=own_sources(store), seed=11)
+    add(store, sources[:20], key="key-a")
+    add(store, sources[20:40], key="key-b")
+    first = run_refresh(store, **LENIENT)
+    assert first.state == "published", (first.error, first.scores)
+    assert first.scores["refresh"]["replayed_corrections"] == 0
+    recorrected = lambda s: f"{translate(s)} !"  # noqa: E731
+    add(store, sources[:5], key="key-c", correct=recorrected)
+    add(store, sources[40:60], key="key-a")
+    add(store, sources[60:], key="key-b")
+    second = run_refresh(store, **LENIENT)
+    assert second.state == "published", (second.error, second.scores)
+    assert second.scores["refresh"]["train"] + second.scores["refresh"]["held_out"] == 45
+    assert second.scores["refresh"]["replayed_corrections"] == 35
+    more = fresh_sources(40, avoid=own_sources(store) + sources, seed=12)
+    add(store, more[:20], key="key-c")
+    add(store, more[20:], key="key-d")
+    capped = run_refresh(store, **LENIENT, max_original_pairs=10)
+    assert capped.state == "published", (capped.error, capped.scores)
+    assert capped.scores["refresh"]["replayed_corrections"] == 10
+
 def test_corrections_routed_elsewhere_teach_the_router_the_domain_the_corrector_chose(
         store: Store) -> None:
     """Sources the router had learnt as another domain, corrected for the religion domain
