@@ -19,6 +19,7 @@ import torch
 
 from launch.startup import add_store_flags, given, start
 from trainer.loop import stop_on_signals
+from trainer.priority import lower_priority
 from trainer.settings import SidecarSettings
 from trainer.sidecar import Sidecar
 
@@ -44,6 +45,7 @@ def overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run_sidecar(settings: SidecarSettings, *, once: bool) -> int:
+    lower_priority(settings.trainer.niceness)
     if settings.trainer.threads:
         torch.set_num_threads(settings.trainer.threads)
     stop = stop_on_signals()

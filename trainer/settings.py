@@ -90,6 +90,11 @@ class WorkerSettings(BaseModel):
                                  "worker and is taken over (and resumed)")
     max_attempts: int = Field(3, ge=1, description="claims of a job before it is failed")
     threads: int = Field(0, ge=0, description="torch CPU threads (0: torch's default)")
+    niceness: int = Field(10, ge=0, le=19,
+                          description="the sidecar runs this many nice levels below the "
+                                      "priority it was started with, so that a server on "
+                                      "the same host keeps the CPU it needs while a module "
+                                      "trains (trainer/priority.py); 0: the same priority")
     checkpoint_every_s: float = Field(60.0, ge=0, description="training checkpoint period")
     progress_every_steps: int = Field(10, ge=1, description="steps between progress reports")
     bf16: bool = Field(True, description="CPU bf16 autocast while training, where the "

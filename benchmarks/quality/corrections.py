@@ -15,7 +15,7 @@ saw: the machine output is the baseline's translation, the correction the refere
 
 Everything else is the real path, in a scratch store layered on the built-in artifacts:
 1. `python -m server` on the store (keys off); this process (the sidecar's job runner)
-   then runs 10 nice levels below it, as a deployment runs a sidecar; the baseline job
+   then runs below it, as `python -m trainer` does (trainer/priority.py); the baseline job
    is run by the sidecar's job runner (`Sidecar.run(once=True)`), which also retrains
    the router for it;
 2. stages (cumulative, as corrections arrive): the next corrections are sent with
@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import secrets
 import tempfile
@@ -62,6 +61,7 @@ from server.engine.families import get_family
 from server.engine.single import SingleModuleHooks
 from server.serving.admin_jobs import parse_job_config
 from trainer.evaluate import evaluate_texts
+from trainer.priority import lower_priority
 from trainer.recipes.default_en_fr import ADAPTER, ADAPTER_SETTINGS
 from trainer.refresh_settings import RefreshSettings
 from trainer.settings import WorkerSettings
@@ -258,18 +258,6 @@ def stage(bench: Bench, http: httpx.Client, load_texts: Sequence[str], count: in
     return row
 
 
-def yield_to_server(step: int = 10) -> None:
-    """Lower this process's priority (every thread: Linux nices threads one by one) below
-    the server's, as a deployment runs the training sidecar below the serving process."""
-    tasks = Path("/proc/self/task")
-    for task in tasks.iterdir() if tasks.is_dir() else ():
-        tid = int(task.name)
-        try:
-            os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + step)
-        except OSError:  # a thread that just ended
-            continue
-
-
 def run(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     folder = args.data / "en-fr" / "domains" / args.domain
     train, dev, test = (read_pairs(folder, split) for split in ("train", "dev", "test"))
@@ -287,7 +275,7 @@ def run(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     with live_server(settings, args.out / "tmp" / "corrections" / "server.log") as url, \
             httpx.Client(base_url=url, timeout=120,
                          headers={"Authorization": f"Bearer {token}"}) as http:
-        yield_to_server()
+        lower_priority(WorkerSettings().niceness)  # where `python -m trainer` runs
         others = sorted(others_before)
         translations_before = other_translations(http, others, texts[:5])
         baseline_job = bench.train_baseline(base_train, dev)
