@@ -275,7 +275,7 @@ def run(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     with live_server(settings, args.out / "tmp" / "corrections" / "server.log") as url, \
             httpx.Client(base_url=url, timeout=120,
                          headers={"Authorization": f"Bearer {token}"}) as http:
-        lower_priority(WorkerSettings().niceness)  # where `python -m trainer` runs
+        lower_priority(bench.settings.niceness)  # where `python -m trainer` runs
         others = sorted(others_before)
         translations_before = other_translations(http, others, texts[:5])
         baseline_job = bench.train_baseline(base_train, dev)

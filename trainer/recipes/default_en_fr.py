@@ -115,10 +115,10 @@ def cooldown(run_dir: Path, start: int | None, steps: int) -> dict[str, int]:
     if steps <= 0:
         return {}
     if start is None:
-        if not backbone_progress_path(run_dir).exists():
+        progress = backbone_progress_path(run_dir)
+        if not progress.exists():
             raise SystemExit(f"--cooldown-steps without --cooldown-from needs a checkpoint "
-                             f"to start from; {backbone_progress_path(run_dir)} does not "
-                             f"exist")
+                             f"to start from; {progress} does not exist")
         start = int(backbone_progress(run_dir)["step"])
         log.info("cooldown from step %d (the checkpoint's) over %d steps: resume with "
                  "--cooldown-from %d", start, steps, start)
