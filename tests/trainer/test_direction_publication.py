@@ -70,7 +70,7 @@ def test_publish_puts_fr_en_beside_en_fr_and_leaves_en_fr_as_it_was(tmp_path: Pa
     card = (builtin / "MODEL_CARD-fr-en.md").read_text()
     assert card.startswith(f"# Model card: {FR_EN_NAME}\n")
     assert "a French→English Transformer backbone" in card
-    assert "over the French source" in card and "eval-fr-en-quick.md" in card
+    assert "over the French source" in card and "benchmarks/results/eval-fr-en.md" in card
     assert "English side of the en-de" not in card  # no sister pair has French
     assert published(builtin, FR_EN)
 

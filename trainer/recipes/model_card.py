@@ -102,9 +102,8 @@ def write_model_card(out: Path, run_dir: Path, *, config: BackboneConfig, parame
         *_adapter_rows(run_dir), "",
         f"- router: {router}.", "",
         "Test-set scores of every system (generic, adapters, routing, ensembles) are in "
-        f"`benchmarks/results/{eval_stem}-quick.md` (`make eval{_eval_option(direction)} "
-        f"QUICK=1`; `make eval{_eval_option(direction)}` writes the full table to "
-        f"`{eval_stem}.md`).", "",
+        f"`benchmarks/results/{eval_stem}.md` (`make eval{_eval_option(direction)}`; "
+        f"`QUICK=1` writes a shorter table to `{eval_stem}-quick.md`).", "",
         "## Data and licences", "",
         "Trained on `shared/data/en-fr`: the 7 labelled domains (medical, law, it, subtitles, "
         "edu, ted, religion; ~5,000 pairs each) and ~530k pairs of extra genres (news, "
@@ -117,7 +116,7 @@ def write_model_card(out: Path, run_dir: Path, *, config: BackboneConfig, parame
         "quality (dev BLEU per domain in the adapters table above). The evaluation also measures "
         "how much the backbone uses its input: the "
         "section \"Backbone: reliance on the source\" of "
-        f"`benchmarks/results/{eval_stem}-quick.md` compares each reference's likelihood "
+        f"`benchmarks/results/{eval_stem}.md` compares each reference's likelihood "
         "given its own source and given another sentence's. The model exists so the server "
         "translates out of the box and so the multi-domain machinery can be measured; "
         "import an OPUS-MT model for quality.",
