@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import socket
 import subprocess
@@ -61,6 +62,14 @@ def start_sidecar(root: Path, log: Path, *args: str, **env: str) -> subprocess.P
              *args],
             cwd=REPO, env=os.environ | {"PYTHONPATH": str(REPO)} | sidecar_env(root, **env),
             stdout=out, stderr=subprocess.STDOUT)
+
+
+def step_of(run_dir: Path) -> int:
+    """The training step a run dir's progress.json records; 0 before the first one."""
+    try:
+        return int(json.loads((run_dir / "progress.json").read_text())["step"])
+    except (FileNotFoundError, json.JSONDecodeError, KeyError):
+        return 0
 
 
 def server_env(root: Path, port: int, **extra: str) -> dict[str, str]:

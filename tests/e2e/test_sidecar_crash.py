@@ -4,7 +4,6 @@ and the published module is bit-identical to an uninterrupted run with the same 
 
 from __future__ import annotations
 
-import json
 import signal
 import sqlite3
 from pathlib import Path
@@ -12,19 +11,12 @@ from pathlib import Path
 import torch
 
 from model_store import Store
-from tests.e2e.processes import start_sidecar, stop, wait_for
+from tests.e2e.processes import start_sidecar, step_of, stop, wait_for
 from tests.trainer.sidecar_store import NEW_DOMAIN, build_store, submit, worker_settings
 from trainer.domain_job import run_dir_of
 from trainer.sidecar import Sidecar
 
 LONG = {"max_epochs": 25, "eval_every": 1000}  # long enough to be interrupted twice
-
-
-def step_of(run_dir: Path) -> int:
-    try:
-        return int(json.loads((run_dir / "progress.json").read_text())["step"])
-    except (FileNotFoundError, json.JSONDecodeError, KeyError):
-        return 0
 
 
 def reference_module(root: Path) -> str:

@@ -3,7 +3,6 @@ running sidecar, read from /proc while a job trains, carries the configured nice
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -11,19 +10,12 @@ from pathlib import Path
 import pytest
 
 from model_store import Store
-from tests.e2e.processes import start_sidecar, stop, wait_for
+from tests.e2e.processes import start_sidecar, step_of, stop, wait_for
 from tests.trainer.sidecar_store import build_store, submit
 from trainer.domain_job import run_dir_of
 
 LEVELS = 3
 LONG = {"max_epochs": 25, "eval_every": 1000}  # still training when the threads are read
-
-
-def step_of(run_dir: Path) -> int:
-    try:
-        return int(json.loads((run_dir / "progress.json").read_text())["step"])
-    except (FileNotFoundError, json.JSONDecodeError, KeyError):
-        return 0
 
 
 def thread_niceness(pid: int) -> dict[int, int]:
