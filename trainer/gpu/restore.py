@@ -133,7 +133,8 @@ def write_adapters(run_dir: Path, model: Backbone, tokenizer: Tokenizer,
                                    hooks=SingleModuleHooks(family, params))
         plain = backbone[domain]
         (out / "result.json").write_text(json.dumps(
-            {"domain": domain, "config": summary["config"], "pairs": summary["pairs"],
+            {"domain": domain, "config": summary["config"],
+             "lr": report["adapter_settings"]["lr"], "pairs": summary["pairs"],
              "dev": scores.as_dict(), "backbone_dev": plain.as_dict(),
              "steps": summary["steps"], "stop_reason": summary["stop_reason"],
              "train_seconds": summary["seconds"], "dev_loss": summary["dev_loss"]}, indent=1))

@@ -267,6 +267,14 @@ def main() -> None:
                         help="the step a cooldown starts at; give it again when resuming")
     parser.add_argument("--adapter-minutes", type=float, default=ADAPTER_SETTINGS.max_minutes,
                         help="wall-clock budget of each domain's adapter")
+    parser.add_argument("--adapter-steps", type=int, default=ADAPTER_SETTINGS.max_steps,
+                        help="step budget of each domain's adapter (the first budget spent "
+                             "stops it)")
+    parser.add_argument("--adapter-lr", type=float, default=ADAPTER_SETTINGS.lr,
+                        help="peak learning rate of each domain's adapter")
+    parser.add_argument("--adapter-bottleneck", type=_bottleneck, nargs="*", default=[],
+                        metavar="DOMAIN=SIZE", help="a domain's adapter bottleneck, "
+                        f"if not {ADAPTER['bottleneck']}")
     parser.add_argument("--domains", nargs="*", default=list(DOMAINS))
     parser.add_argument("--out", type=Path, default=BUILTIN_DIR,
                         help="where the publish stage writes the built-in artifacts")
@@ -292,6 +300,15 @@ def main() -> None:
         run_stages(args, stages, stop, direction)
     except TrainingInterrupted as interrupted:
         log.info("%s; checkpoint saved: the same command resumes it", interrupted)
+
+
+def _bottleneck(text: str) -> tuple[str, int]:
+    domain, _, size = text.partition("=")
+    if domain not in DOMAINS or not size.isdigit() or not 8 <= int(size) <= 1024:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not DOMAIN=SIZE with a domain of {', '.join(DOMAINS)} and a "
+            "size from 8 to 1024")
+    return domain, int(size)
 
 
 def _temperature(text: str) -> float:
@@ -360,10 +377,13 @@ def run_stages(args: argparse.Namespace, stages: tuple[str, ...],
     if "snapshot" in stages:
         save_snapshot(args.run_dir, args.snapshot)
     if "adapters" in stages:
-        adapter_settings = TrainSettings(**{**ADAPTER_SETTINGS.__dict__,
-                                            "max_minutes": args.adapter_minutes})
+        adapter_settings = TrainSettings(**{
+            **ADAPTER_SETTINGS.__dict__, "max_minutes": args.adapter_minutes,
+            "max_steps": args.adapter_steps, "lr": args.adapter_lr})
+        bottlenecks = dict(args.adapter_bottleneck)
         for domain in args.domains:
-            train_adapter(args.data, args.run_dir, domain, adapter_settings, config=ADAPTER,
+            config = ADAPTER | {"bottleneck": bottlenecks.get(domain, ADAPTER["bottleneck"])}
+            train_adapter(args.data, args.run_dir, domain, adapter_settings, config=config,
                           should_stop=stop.is_set, direction=direction)
     if "classifier" in stages:
         train_router(args.data, args.run_dir, DOMAINS, direction)

@@ -86,7 +86,7 @@ def train_adapter(data_dir: Path, run_dir: Path, domain: str, settings: TrainSet
                           settings=settings, run_dir=out_dir, should_stop=should_stop)
     save_file({k: v.contiguous() for k, v in result.params.items()},
               str(out_dir / MODULE_WEIGHTS_FILE))
-    summary = {"domain": domain, "config": result.config, "pairs": len(data),
+    summary = {"domain": domain, "config": result.config, "lr": settings.lr, "pairs": len(data),
                "dev": result.dev.as_dict(), "backbone_dev": generic.as_dict(),
                "steps": result.progress.step, "stop_reason": result.progress.stop_reason,
                "train_seconds": round(result.progress.elapsed_s, 1)}

@@ -26,18 +26,27 @@ artifact: fine for evaluation and demos; check these licences before commercial 
 
 
 def _adapter_rows(run_dir: Path) -> list[str]:
-    rows = ["| domain | pairs | backbone dev BLEU | adapter dev BLEU | adapter dev chrF | "
-            "steps | seconds |", "|---|---|---|---|---|---|---|"]
+    rows = ["| domain | pairs | bottleneck | peak lr | backbone dev BLEU | adapter dev BLEU | "
+            "adapter dev chrF | steps | seconds |", "|---|---|---|---|---|---|---|---|---|"]
     for path in sorted((run_dir / "adapters").glob("*/result.json")):
         r: dict[str, Any] = json.loads(path.read_text())
-        rows.append(f"| {r['domain']} | {r['pairs']} | {r['backbone_dev']['bleu']:.1f} | "
-                    f"{r['dev']['bleu']:.1f} | {r['dev']['chrf']:.1f} | {r['steps']} | "
-                    f"{r['train_seconds']:.0f} |")
+        lr = f"{r.get('lr', 1e-3):g}"  # unrecorded: the recipe's rate before it was an option
+        rows.append(f"| {r['domain']} | {r['pairs']} | {r['config']['bottleneck']} | {lr} | "
+                    f"{r['backbone_dev']['bleu']:.1f} | {r['dev']['bleu']:.1f} | "
+                    f"{r['dev']['chrf']:.1f} | {r['steps']} | {r['train_seconds']:.0f} |")
     return rows
 
 
+def _sizes(adapters: Sequence[int], backbone: int) -> tuple[str, str]:
+    """("598k", "6.0%"), or ranges ("598k to 1,189k", "6.0% to 12.0%") for several sizes."""
+    ends = sorted({adapters[0], adapters[-1]}) if adapters else [0]
+    return (" to ".join(f"{n / 1e3:,.0f}k" for n in ends),
+            " to ".join(f"{100 * n / backbone:.1f}%" for n in ends))
+
+
 def write_model_card(out: Path, run_dir: Path, *, config: BackboneConfig, parameters: int,
-                     adapter_parameters: int, progress: dict[str, Any], generic_lines: int,
+                     adapter_parameters: Sequence[int], progress: dict[str, Any],
+                     generic_lines: int,
                      domain_extras: Mapping[str, tuple[str, int]] | None = None,
                      sister_pairs: Mapping[str, Sequence[str]] | None = None,
                      averaged_steps: Sequence[int] = (),
@@ -51,6 +60,7 @@ def write_model_card(out: Path, run_dir: Path, *, config: BackboneConfig, parame
     (trainer/gpu/run.py), if they do; `direction`: the backbone's languages (en-fr's card is
     MODEL_CARD.md, another direction's MODEL_CARD-<direction>.md beside it). Returns its path."""
     source, target = language_name(direction.source), language_name(direction.target)
+    counts, shares = _sizes(adapter_parameters, parameters)
     eval_stem = "eval" if direction == EN_FR else f"eval-{direction.name}"
     accuracy_path = run_dir / "classifier" / "accuracy.json"
     accuracy = json.loads(accuracy_path.read_text()) if accuracy_path.exists() else None
@@ -86,8 +96,8 @@ def write_model_card(out: Path, run_dir: Path, *, config: BackboneConfig, parame
         f"(unigram, byte fallback), all embeddings shared: {parameters / 1e6:.2f}M parameters "
         f"({_storage(gpu_run)}).",
         f"- domain modules: residual adapters (Bapna & Firat 2019; Pham et al. 2020) after "
-        f"every layer, {adapter_parameters / 1e3:.0f}k parameters each "
-        f"({100 * adapter_parameters / parameters:.1f}% of the backbone).",
+        f"every layer, {counts} parameters each ({shares} of the backbone; each domain's "
+        "bottleneck is in the adapters table below).",
         f"- router: fastText supervised classifier over the {source} source (word unigrams and "
         "bigrams, 10 epochs, product-quantized) with one class per domain and a `generic` "
         "class learned from training genres that no module covers (captions, conversation, "
@@ -97,8 +107,8 @@ def write_model_card(out: Path, run_dir: Path, *, config: BackboneConfig, parame
         f"`benchmarks/results/{eval_stem.replace('eval', 'router')}.md`).", "",
         *(_gpu_budget(gpu_run, progress, epoch_tokens, len(lengths), averaged) if gpu_run
           else _cpu_budget(progress, epoch_tokens, len(lengths), averaged)),
-        "- adapters (per domain, backbone frozen; each stops at its wall-clock budget or "
-        "when dev BLEU stops improving, and keeps its best dev checkpoint):", "",
+        "- adapters (per domain, backbone frozen; each stops at its step or wall-clock "
+        "budget or when dev BLEU stops improving, and keeps its best dev checkpoint):", "",
         *_adapter_rows(run_dir), "",
         f"- router: {router}.", "",
         "Test-set scores of every system (generic, adapters, routing, ensembles) are in "

@@ -184,9 +184,10 @@ def averaged_steps(run_dir: Path) -> list[int]:
     return [checkpoint_step(Path(path)) for path in saved.get("averaged", [])]
 
 
-def _adapter_size(run_dir: Path) -> int:
-    found = sorted((run_dir / "adapters").glob("*/module.safetensors"))
-    return sum(t.numel() for t in load_file(str(found[0])).values()) if found else 0
+def _adapter_size(run_dir: Path) -> list[int]:
+    """Each distinct adapter size, smallest first (domains may have other bottlenecks)."""
+    found = (run_dir / "adapters").glob("*/module.safetensors")
+    return sorted({sum(t.numel() for t in load_file(str(path)).values()) for path in found})
 
 
 def _backbone_provenance(progress: dict[str, Any]) -> dict[str, Any]:
