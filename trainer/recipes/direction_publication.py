@@ -28,7 +28,7 @@ from trainer.recipes.directions import Direction
 from trainer.recipes.model_card import write_model_card
 from trainer.recipes.publication import (
     CALIBRATION_SCORES,
-    _adapter_size,
+    _adapter_sizes,
     _published_files,
     adapter_files,
     averaged_steps,
@@ -71,7 +71,7 @@ def publish_direction(data_dir: Path, run_dir: Path, out: Path, direction: Direc
     remove_if_superseded(snapshot, published_step=progress["step"], published_config=model.config)
     card = write_model_card(out, run_dir, config=model.config,
                             parameters=sum(p.numel() for p in model.parameters()),
-                            adapter_parameters=_adapter_size(run_dir), progress=progress,
+                            adapter_sizes=_adapter_sizes(run_dir), progress=progress,
                             generic_lines=GENERIC_TRAIN, domain_extras=DOMAIN_EXTRAS,
                             sister_pairs={}, averaged_steps=averaged_steps(run_dir),
                             gpu_run=gpu_run(run_dir), direction=direction)

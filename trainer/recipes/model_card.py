@@ -45,7 +45,7 @@ def _sizes(adapters: Sequence[int], backbone: int) -> tuple[str, str]:
 
 
 def write_model_card(out: Path, run_dir: Path, *, config: BackboneConfig, parameters: int,
-                     adapter_parameters: Sequence[int], progress: dict[str, Any],
+                     adapter_sizes: Sequence[int], progress: dict[str, Any],
                      generic_lines: int,
                      domain_extras: Mapping[str, tuple[str, int]] | None = None,
                      sister_pairs: Mapping[str, Sequence[str]] | None = None,
@@ -60,7 +60,7 @@ def write_model_card(out: Path, run_dir: Path, *, config: BackboneConfig, parame
     (trainer/gpu/run.py), if they do; `direction`: the backbone's languages (en-fr's card is
     MODEL_CARD.md, another direction's MODEL_CARD-<direction>.md beside it). Returns its path."""
     source, target = language_name(direction.source), language_name(direction.target)
-    counts, shares = _sizes(adapter_parameters, parameters)
+    counts, shares = _sizes(adapter_sizes, parameters)
     eval_stem = "eval" if direction == EN_FR else f"eval-{direction.name}"
     accuracy_path = run_dir / "classifier" / "accuracy.json"
     accuracy = json.loads(accuracy_path.read_text()) if accuracy_path.exists() else None

@@ -112,7 +112,7 @@ def gpu_run(run_dir: Path) -> dict[str, Any] | None:
 def _write_card(run_dir: Path, out: Path, model: Backbone, progress: dict[str, Any]) -> None:
     write_model_card(out, run_dir, config=model.config,
                      parameters=sum(p.numel() for p in model.parameters()),
-                     adapter_parameters=_adapter_size(run_dir), progress=progress,
+                     adapter_sizes=_adapter_sizes(run_dir), progress=progress,
                      generic_lines=GENERIC_TRAIN, domain_extras=DOMAIN_EXTRAS,
                      sister_pairs={pair: SISTER_DOMAINS for pair in SISTER_PAIRS},
                      averaged_steps=averaged_steps(run_dir), gpu_run=gpu_run(run_dir))
@@ -184,7 +184,7 @@ def averaged_steps(run_dir: Path) -> list[int]:
     return [checkpoint_step(Path(path)) for path in saved.get("averaged", [])]
 
 
-def _adapter_size(run_dir: Path) -> list[int]:
+def _adapter_sizes(run_dir: Path) -> list[int]:
     """Each distinct adapter size, smallest first (domains may have other bottlenecks)."""
     found = (run_dir / "adapters").glob("*/module.safetensors")
     return sorted({sum(t.numel() for t in load_file(str(path)).values()) for path in found})
