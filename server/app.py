@@ -20,13 +20,13 @@ from server.api.body_limit import BodyLimitMiddleware
 from server.api.errors import install_error_handlers
 from server.api.middleware import MetricsMiddleware
 from server.api.openapi_security import document_api_keys
+from server.core.metrics import Metrics
 from server.corrections.desk import CorrectionDesk
 from server.documents.jobs import DocumentJobs, job_root
 from server.documents.service import DocumentService
 from server.engine import host_paths
 from server.execution.layout import ExecutionLayout
 from server.operations.lifecycle import DrainMiddleware, Lifecycle
-from server.operations.metrics import Metrics
 from server.operations.replica import ReplicaHeaderMiddleware
 from server.operations.watchdog import Watchdog
 from server.quality.estimators import QUALITY_DIR, EstimatorBook

@@ -9,7 +9,7 @@ import math
 import time
 
 from model_store import Manifest, Store, StoreError
-from server.serving.errors import ServingError
+from server.core.errors import ServingError
 from server.serving.refresh_jobs import due_refreshes, submit_refresh
 from trainer.refresh_settings import RefreshSettings
 

@@ -44,9 +44,9 @@ from benchmarks.locations import DEFAULT_DATA, REPO
 from benchmarks.sentence_runs import write_report
 from benchmarks.speed.server import live_server
 from benchmarks.speed.store import seed_default_store, seed_tiny_store
+from server.core.settings import DocumentSettings
 from server.documents import formats
 from server.documents.formats.base import ReadOptions, Segment
-from server.settings import DocumentSettings
 
 BATCH_ITEMS = 64
 TIMEOUT_S = 1800.0

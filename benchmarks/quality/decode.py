@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.quality.data import EvalSet
+from server.core.settings import DecodingSettings
 from server.decoding.search import SearchOptions
 from server.engine.engine import Engine, Member, SentenceJob
-from server.settings import DecodingSettings
 
 Members = tuple[Member, ...]
 GENERIC_MEMBERS: Members = (Member(None, 1.0),)

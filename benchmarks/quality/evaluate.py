@@ -72,7 +72,7 @@ from benchmarks.quality.significance import significance
 from benchmarks.quality.systems import Router, classifier_report, routing_report
 from benchmarks.quality.targets import check_targets, summary
 from model_store import BUILTIN_DIR, NotFoundError, Store
-from server.settings import RoutingSettings
+from server.core.settings import RoutingSettings
 from trainer.recipes.directions import DIRECTIONS, EN_FR, Direction
 
 T = TypeVar("T")

@@ -23,11 +23,11 @@ from typing import Any
 from contract.artifacts import MODULE_WEIGHTS_FILE
 from contract.families import mixes_domains
 from model_store import ArtifactRecord, LoadedArtifact, Manifest, Store, StoreError
+from server.core.settings import RoutingSettings
 from server.engine.artifacts import backbone_parts, build_engine, module_params
 from server.engine.engine import Engine, EngineOptions
 from server.engine.families import ModuleConfigError, get_family
 from server.routing.classifier import FastTextClassifier, load_classifier
-from server.settings import RoutingSettings
 
 
 @dataclass(frozen=True)

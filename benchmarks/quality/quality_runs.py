@@ -14,16 +14,16 @@ import torch
 
 from benchmarks.quality.data import EvalSet
 from model_store import Manifest
+from server.core.metrics import Metrics
+from server.core.settings import QualitySettings
 from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.engine import Engine, SentenceJob
 from server.execution.engine_thread import EngineThread
-from server.operations.metrics import Metrics
 from server.quality.detectors import detect, needs_coverage
 from server.quality.estimators import EstimatorBook
 from server.quality.features import Candidate, features
 from server.quality.review import Assessment, QualityReview
 from server.quality.signals import score
-from server.settings import QualitySettings
 from server.textproc.languages import LanguageDetectors
 from trainer.quality_refit import BATCH, BEAM, Decoded, decode, decode_and_measure
 

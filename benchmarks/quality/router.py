@@ -48,9 +48,9 @@ from benchmarks.quality.significance import paired_interval, sentence_statistics
 from benchmarks.quality.systems import Router, classifier_report, single
 from contract.artifacts import CLASSIFIER_MODEL_FILE
 from model_store import BUILTIN_DIR, Store
+from server.core.settings import RoutingSettings
 from server.routing import FastTextClassifier, load_classifier
 from server.routing.classifier import LABEL_PREFIX
-from server.settings import RoutingSettings
 from trainer.evaluate import score
 from trainer.recipes.directions import DIRECTIONS, EN_FR
 

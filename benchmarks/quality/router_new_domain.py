@@ -29,8 +29,8 @@ from typing import Any
 from benchmarks.locations import DEFAULT_DATA, RESULTS_DIR
 from benchmarks.provenance import stamped
 from contract.artifacts import CLASSIFIER_EXAMPLES_FILE, CLASSIFIER_MODEL_FILE
+from server.core.settings import RoutingSettings
 from server.routing.classifier import config_temperature, load_classifier
-from server.settings import RoutingSettings
 from trainer.classifier import Example, examples_from_bytes, train_classifier
 from trainer.recipes.default_en_fr import DOMAINS
 from trainer.router_balance import Balance, updated_examples

@@ -19,9 +19,9 @@ from typing import Any
 from benchmarks.quality.data import EvalSet
 from benchmarks.quality.decode import GENERIC_MEMBERS, Members
 from benchmarks.quality.models import ModuleInfo
+from server.core.settings import RoutingSettings
 from server.engine.engine import Member
 from server.routing import GENERIC, Classifier, RoutingDecision, RoutingPolicy
-from server.settings import RoutingSettings
 
 UNSURE_SCALE = 1.0 - 1e-6
 

@@ -54,9 +54,9 @@ from benchmarks.speed.server import live_server
 from benchmarks.speed.store import StoreSpec, backbone_files, load_module
 from model_store import Store
 from model_store.archive import pack_artifact_dir
+from server.core.settings import EngineSettings
 from server.decoding.search import SearchOptions
 from server.engine.engine import Member
-from server.settings import EngineSettings
 from server.textproc.document import build_document
 
 PLAN = serve_load.LoadPlan((1, 8, 64), max_requests=400, max_seconds=25.0,

@@ -86,12 +86,12 @@ from benchmarks.speed.store import (
     text_sets,
     token_counter,
 )
+from server.core.settings import DecodingSettings, EngineSettings, SchedulerSettings
 from server.engine.engine import Engine, EngineOptions
 from server.execution.allocator import keep_freed_memory
 from server.execution.placement import Placement, pin_this_thread, plan_placement, this_threads_cpus
 from server.execution.settings import ExecutionSettings
 from server.serving.runtime import engine_options
-from server.settings import DecodingSettings, EngineSettings, SchedulerSettings
 
 RESULTS = RESULTS_DIR
 

@@ -17,9 +17,9 @@ from model_store import Registry
 from model_store.api_keys import ApiKeyRecord
 from server.access.keys import hash_key
 from server.access.limiter import RateLimiter
-from server.operations.metrics import Metrics
-from server.serving.errors import Forbidden, RateLimited, TooLarge, Unauthorized
-from server.settings import AccessSettings
+from server.core.errors import Forbidden, RateLimited, TooLarge, Unauthorized
+from server.core.metrics import Metrics
+from server.core.settings import AccessSettings
 
 
 @dataclass(frozen=True)

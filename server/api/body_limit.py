@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from server.operations.metrics import Metrics
+from server.core.metrics import Metrics
 
 SETTING = "NMT_LIMITS__MAX_BODY_BYTES"
 LINGER_S = 2.0  # longest a refused body is read and dropped

@@ -16,10 +16,10 @@ from fastapi import Depends, Query, Request
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from server.access import AccessGuard
-from server.operations.metrics import Metrics
+from server.core.errors import Forbidden, NotFound, Unauthorized
+from server.core.metrics import Metrics
 from server.serving.admin import DomainAdmin
 from server.serving.directions import Direction, Directions
-from server.serving.errors import Forbidden, NotFound, Unauthorized
 from server.serving.glossaries import GlossaryBook
 from server.serving.residency import BackboneResidency
 from server.serving.runtime import Runtime

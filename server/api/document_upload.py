@@ -12,7 +12,7 @@ from starlette.formparsers import MultiPartException, MultiPartParser
 from starlette.requests import Request
 
 from server.api.uploads import capped
-from server.serving.errors import InvalidInput, TooLarge
+from server.core.errors import InvalidInput, TooLarge
 
 MULTIPART_SLACK = 64 * 1024  # form fields and part headers beside the file itself
 

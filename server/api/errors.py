@@ -15,9 +15,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from model_store import ArtifactError, ConflictError, InflationError, NotFoundError, StoreError
 from server.api.schemas import DecodingOptions
-from server.operations.metrics import Metrics
+from server.core import errors
+from server.core.metrics import Metrics
 from server.operations.replica import REPLICA_HEADER, replica_name
-from server.serving import errors
 
 log = logging.getLogger(__name__)
 

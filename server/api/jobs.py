@@ -17,8 +17,8 @@ from starlette.formparsers import MultiPartException, MultiPartParser
 from model_store import Job, JobState
 from server.api.deps import ResidentDirectionDep, SettingsDep, require_admin
 from server.api.schemas import ErrorResponse
+from server.core.errors import InvalidInput, TooLarge
 from server.serving.admin_jobs import DomainUpload, JobAdmin
-from server.serving.errors import InvalidInput, TooLarge
 
 router = APIRouter(prefix="/admin", tags=["admin", "jobs"], dependencies=[Depends(require_admin)],
                    responses={401: {"model": ErrorResponse, "description": "no bearer token"},

@@ -6,7 +6,7 @@ import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from server.operations.metrics import Metrics
+from server.core.metrics import Metrics
 
 
 class MetricsMiddleware:

@@ -19,8 +19,8 @@ from server.api.deps import AdminDirectionDep, require_admin
 from server.api.jobs import JobResponse, job_response
 from server.api.routes_corrections import DeskDep
 from server.api.schemas import DomainName, ErrorResponse, Strict
+from server.core.errors import InvalidInput, NotReady
 from server.corrections.refreshes import LastRefresh, last_refreshes
-from server.serving.errors import InvalidInput, NotReady
 from server.serving.refresh_jobs import REFRESH_TRAINING, submit_refresh
 
 router = APIRouter(prefix="/admin/corrections", tags=["admin", "corrections"],

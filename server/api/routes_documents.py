@@ -19,6 +19,7 @@ from server.api.deps import AccessDep, ApiKeyDep, SettingsDep
 from server.api.document_upload import DocumentUpload, read_document_upload
 from server.api.routes_translate import until_disconnected
 from server.api.schemas import ErrorResponse, Routing
+from server.core.errors import InvalidInput
 from server.documents.direction import DocumentRequest, detection_summary, open_directed
 from server.documents.formats import FORMATS, supported_extensions
 from server.documents.jobs import DocumentJob, DocumentJobs
@@ -29,7 +30,6 @@ from server.documents.service import (
     routing_summary,
 )
 from server.routing.policy import DomainSpec, RoutingDecision
-from server.serving.errors import InvalidInput
 from server.textproc.languages import Detection
 
 router = APIRouter(tags=["documents"])

@@ -23,7 +23,7 @@ from server.api.schemas import (
     GlossaryInfo,
     GlossaryUpload,
 )
-from server.serving.errors import InvalidInput, TooLarge
+from server.core.errors import InvalidInput, TooLarge
 from server.textproc.glossary import parse_table
 
 router = APIRouter(prefix="/admin/glossaries", tags=["admin"],

@@ -6,7 +6,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from server.api.deps import DirectionsDep
-from server.serving.errors import NotReady
+from server.core.errors import NotReady
 from server.textproc.languages import language_name
 
 router = APIRouter(tags=["translation"])

@@ -35,9 +35,9 @@ from server.api.schemas import (
     TranslateRequest,
     TranslateResponse,
 )
+from server.core.errors import NotReady
 from server.quality.policy import QualityRequest
 from server.routing.policy import RoutingDecision
-from server.serving.errors import NotReady
 from server.serving.glossaries import GlossaryChoice
 from server.serving.requests import DecodingRequest, Item, ItemResult
 from server.serving.translation import Translator

@@ -14,8 +14,8 @@ from pydantic import (
     model_validator,
 )
 
+from server.core.settings import MAX_BATCH_ITEMS, MAX_TEXT_CHARS
 from server.routing.policy import RoutingMode
-from server.settings import MAX_BATCH_ITEMS, MAX_TEXT_CHARS
 
 DOMAIN_DESCRIPTION = (
     'A served domain name; "generic" (plain backbone); absent, null or "auto" (routed '

@@ -17,7 +17,7 @@ from starlette.datastructures import UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 from starlette.requests import Request
 
-from server.serving.errors import InvalidInput, TooLarge
+from server.core.errors import InvalidInput, TooLarge
 
 SPOOL_BYTES = 1 << 20
 COPY_CHUNK = 1 << 20

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from model_store import ConflictError, Registry
 from model_store.correction_rows import CorrectionRecord, NewCorrection
 from server.access import KeyIdentity
+from server.core.errors import Forbidden, InvalidInput, NotReady, UnknownDomain
+from server.core.settings import CorrectionSettings
 from server.corrections.plausibility import implausible, normalised
-from server.corrections.settings import CorrectionSettings
 from server.routing.policy import GENERIC, RoutingPolicy
-from server.serving.errors import Forbidden, InvalidInput, NotReady, UnknownDomain
 from server.serving.runtime import Runtime
 from server.textproc.languages import LanguageDetectors, LanguagePair, language_pair
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import unicodedata
 
-from server.corrections.settings import CorrectionSettings
+from server.core.settings import CorrectionSettings
 from server.textproc.languages import LanguageDetector, LanguagePair
 
 

@@ -19,11 +19,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from server.core.errors import InvalidInput, NotReady
 from server.documents.formats.base import Segment
 from server.documents.service import DocumentOptions, DocumentService, OpenedDocument
 from server.routing.policy import DomainSpec
 from server.serving.directions import AUTO, Direction
-from server.serving.errors import InvalidInput, NotReady
 from server.textproc.document import build_document
 from server.textproc.languages import Detection, language_pair
 

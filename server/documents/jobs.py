@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from server.core.errors import Conflict, NotFound, ServingError
 from server.documents.direction import detection_summary
 from server.documents.service import (
     DocumentOptions,
@@ -41,7 +42,6 @@ from server.documents.service import (
     routing_summary,
 )
 from server.operations.replica import replica_name
-from server.serving.errors import Conflict, NotFound, ServingError
 from server.textproc.languages import Detection
 
 log = logging.getLogger(__name__)

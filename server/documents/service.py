@@ -26,6 +26,16 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
 
+from server.core.errors import (
+    Busy,
+    DeadlineExceeded,
+    InvalidInput,
+    NotReady,
+    TooLarge,
+    UnsupportedLanguage,
+    UnsupportedMediaType,
+)
+from server.core.settings import DocumentSettings
 from server.documents import formats
 from server.documents.formats.base import (
     DocumentError,
@@ -40,19 +50,9 @@ from server.documents.formats.base import (
 from server.documents.quality_report import UnitQuality, merged, summary
 from server.routing.policy import AUTO, DomainSpec, RoutingDecision
 from server.serving.directions import Directions
-from server.serving.errors import (
-    Busy,
-    DeadlineExceeded,
-    InvalidInput,
-    NotReady,
-    TooLarge,
-    UnsupportedLanguage,
-    UnsupportedMediaType,
-)
 from server.serving.glossaries import GlossaryChoice
 from server.serving.requests import DecodingRequest, Item, ItemResult
 from server.serving.translation import Translator
-from server.settings import DocumentSettings
 from server.textproc.document import build_document
 from server.textproc.sentences import split_text
 

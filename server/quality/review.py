@@ -23,17 +23,17 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from model_store import Manifest
+from server.core.metrics import Metrics
+from server.core.settings import QualitySettings
 from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.engine import Engine, Member, SentenceJob
 from server.execution.engine_thread import EngineThread
-from server.operations.metrics import Metrics
 from server.quality.batching import ScoringBatcher
 from server.quality.detectors import Issue, ReadsAsSource, detect, needs_coverage
 from server.quality.estimator import Estimator
 from server.quality.estimators import EstimatorBook
 from server.quality.features import PASS_FEATURES, Candidate, features
 from server.quality.signals import Signals
-from server.settings import QualitySettings
 from server.textproc.languages import LanguageDetectors, language_pair
 
 RunJobs = Callable[[list[SentenceJob], SearchOptions], Awaitable[list[list[Hypothesis]]]]

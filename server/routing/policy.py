@@ -35,9 +35,9 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from server.core.errors import InvalidInput, UnknownDomain
+from server.core.settings import RoutingSettings
 from server.routing.classifier import Classifier
-from server.serving.errors import InvalidInput, UnknownDomain
-from server.settings import RoutingSettings
 
 # how a text was routed: the policy decides it, the API returns it (schemas.Routing.mode)
 RoutingMode = Literal["explicit", "classifier", "ensemble", "generic", "mixture"]

@@ -30,15 +30,15 @@ import logging
 import time
 from collections.abc import Sequence
 
+from server.core.errors import DeadlineExceeded
+from server.core.metrics import Metrics
+from server.core.settings import SchedulerSettings
 from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.engine import SentenceJob
 from server.engine.live_batches import LiveBatches, LiveInbox, StepReport
 from server.execution.engine_thread import EngineThread
-from server.operations.metrics import Metrics
 from server.scheduling.batching import BatchLimits, Pending, form_batch
 from server.scheduling.scheduler import ADMISSION_MARGIN, Residency, Scheduler
-from server.serving.errors import DeadlineExceeded
-from server.settings import SchedulerSettings
 
 log = logging.getLogger(__name__)
 RUN_S = 0.5  # one engine call steps at most this long (then the loop beats and re-enters)

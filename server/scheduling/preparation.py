@@ -35,8 +35,8 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
+from server.core.errors import Busy, DeadlineExceeded
 from server.execution.text_worker import TextWorker
-from server.serving.errors import Busy, DeadlineExceeded
 
 T = TypeVar("T")
 SMALL_CHARS = 2_000  # about a millisecond of preparation

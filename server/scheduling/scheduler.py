@@ -40,10 +40,12 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol, TypeVar
 
+from server.core.errors import Busy, DeadlineExceeded, NotReady
+from server.core.metrics import Metrics
+from server.core.settings import SchedulerSettings
 from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.engine import SentenceJob
 from server.execution.engine_thread import EngineThread
-from server.operations.metrics import Metrics
 from server.scheduling.batching import (
     BatchLimits,
     Lane,
@@ -52,8 +54,6 @@ from server.scheduling.batching import (
     job_cost,
     length_spread,
 )
-from server.serving.errors import Busy, DeadlineExceeded, NotReady
-from server.settings import SchedulerSettings
 
 BatchRunner = Callable[[Sequence[SentenceJob], SearchOptions], list[list[Hypothesis]]]
 

@@ -20,10 +20,10 @@ from contract.backbone import BackboneConfig
 from contract.manifest import check_name
 from model_store import LocalStorage, Manifest, Store, unpack_artifact, verify_artifact
 from model_store.compact import served_fingerprints
+from server.core.errors import InvalidArtifact, InvalidInput, NotFound, NotReady
 from server.engine.artifacts import module_params
 from server.engine.families import get_family
 from server.engine.residency import check_params
-from server.serving.errors import InvalidArtifact, InvalidInput, NotFound, NotReady
 from server.serving.runtime import Runtime
 from server.serving.state import DomainEntry
 

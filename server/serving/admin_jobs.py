@@ -30,8 +30,8 @@ from contract.training import (
 )
 from contract.tsv import DataError, Pair, hold_out, pairs_to_bytes, parse_pairs
 from model_store import ConflictError, Job, JobState, Manifest, NotFoundError, Store
+from server.core.errors import Conflict, InvalidInput, NotFound, NotReady
 from server.serving.admin import check_domain_name
-from server.serving.errors import Conflict, InvalidInput, NotFound, NotReady
 from server.serving.runtime import Runtime
 
 

@@ -22,17 +22,17 @@ from dataclasses import dataclass
 from functools import partial
 
 from model_store import Store
+from server.core.errors import NotReady, UnsupportedLanguage
+from server.core.metrics import Metrics
 from server.engine.live_batches import LiveBatches
 from server.execution.engine_thread import EngineThread
 from server.execution.text_worker import TextWorker
-from server.operations.metrics import Metrics
 from server.quality.review import QualityReview
 from server.routing.policy import RoutingPolicy
 from server.scheduling.continuous import ContinuousScheduler
 from server.scheduling.preparation import PreparationGate
 from server.scheduling.scheduler import Scheduler
 from server.serving.admin import DomainAdmin
-from server.serving.errors import NotReady, UnsupportedLanguage
 from server.serving.glossaries import GlossaryBook
 from server.serving.residency import BackboneResidency, ResidentTranslator
 from server.serving.runtime import Runtime

@@ -20,8 +20,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from model_store import ConflictError, GlossaryRecord, Registry
-from server.serving.errors import Conflict, InvalidInput, NotFound
-from server.settings import LimitSettings
+from server.core.errors import Conflict, InvalidInput, NotFound
+from server.core.settings import LimitSettings
 from server.textproc.glossary import Glossary, build_glossary
 
 log = logging.getLogger(__name__)

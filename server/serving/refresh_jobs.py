@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from contract.training import TRAIN_FILE, TrainingOptions, job_key
 from model_store import ConflictError, Job, Manifest, Store
-from server.serving.errors import Conflict, InvalidInput, NotFound
+from server.core.errors import Conflict, InvalidInput, NotFound
 
 Trigger = Literal["admin", "corrections"]
 SHARED_DATA = "shared/data "  # how the shipped recipes name their data in provenance

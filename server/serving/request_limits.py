@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from contract.families import mixture_families
+from server.core.errors import InvalidInput, NotReady, TooLarge
+from server.core.settings import DecodingSettings, LimitSettings
 from server.decoding.search import SearchOptions
-from server.serving.errors import InvalidInput, NotReady, TooLarge
 from server.serving.requests import DecodingRequest, Item, Prepared
-from server.settings import DecodingSettings, LimitSettings
 
 
 def check_limits(items: Sequence[Item], limits: LimitSettings) -> None:

@@ -29,10 +29,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from server.operations.metrics import Metrics
+from server.core.errors import NotReady
+from server.core.metrics import Metrics
 from server.scheduling.continuous import ContinuousScheduler
 from server.scheduling.scheduler import Scheduler
-from server.serving.errors import NotReady
 from server.serving.requests import ItemResult
 from server.serving.runtime import Runtime
 from server.serving.translation import Translator

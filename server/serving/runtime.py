@@ -38,6 +38,9 @@ from typing import Any
 
 from model_store import LoadedArtifact, Manifest, Store, StoreError
 from model_store.compact import served_fingerprints
+from server.core.errors import NotReady
+from server.core.metrics import Metrics
+from server.core.settings import EngineSettings
 from server.decoding.search import Hypothesis, SearchOptions
 from server.engine import host_paths
 from server.engine.artifacts import build_engine, module_params
@@ -45,14 +48,12 @@ from server.engine.engine import Engine, EngineOptions, SentenceJob
 from server.engine.families import Params, get_family
 from server.engine.residency import ResidencyError
 from server.execution.engine_thread import EngineThread
-from server.operations.metrics import Metrics
 from server.routing.classifier import Classifier, load_classifier
-from server.serving.errors import NotReady
 from server.serving.holds import ModuleHolds
 from server.serving.load_failures import FailureBook, describe
 from server.serving.readiness import readiness
 from server.serving.state import DomainEntry, ModuleRef, ServingState
-from server.settings import EngineSettings, Settings
+from server.settings import Settings
 
 log = logging.getLogger(__name__)
 

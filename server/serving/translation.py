@@ -26,16 +26,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
+from server.core.errors import DeadlineExceeded, NotReady, TooLarge
+from server.core.metrics import Metrics
+from server.core.settings import DecodingSettings, LimitSettings
 from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.engine import Engine, Member, SentenceJob
-from server.operations.metrics import Metrics
 from server.quality import casing, policy
 from server.quality.policy import QualityRequest
 from server.quality.review import Assessment, QualityReview
 from server.routing.policy import RoutingDecision, RoutingPolicy
 from server.scheduling.preparation import PreparationGate, check_deadline
 from server.scheduling.scheduler import Scheduler
-from server.serving.errors import DeadlineExceeded, NotReady, TooLarge
 from server.serving.glossaries import GlossaryBook
 from server.serving.request_limits import (
     RequestCaps,
@@ -55,7 +56,6 @@ from server.serving.requests import (
 from server.serving.results import Decode, n_best_alternatives, per_item
 from server.serving.runtime import Runtime
 from server.serving.state import ServingState
-from server.settings import DecodingSettings, LimitSettings
 from server.textproc.document import Document, build_document
 from server.textproc.documents import DocumentSpec, TooManySentences, build_documents
 from server.textproc.glossary import Glossary

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from server.serving.errors import InvalidInput
+from server.core.errors import InvalidInput
 from server.textproc.parts import Part, Term, Text
 
 _LANGUAGE = re.compile(r"^[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{2,8})*$")

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from benchmarks.quality.router import POLICIES, main, served_policy
-from server.settings import RoutingSettings
+from server.core.settings import RoutingSettings
 from tests.benchmarks.test_evaluate import DOMAINS, GENRES, build_data, build_store
 
 

@@ -37,9 +37,9 @@ from benchmarks.speed.offline import members_of, pack
 from benchmarks.speed.serve_load import ServeConfig, offline
 from benchmarks.speed.server import ServerFailed, live_server
 from benchmarks.speed.store import TINY_DOMAINS, StoreSpec, seed_tiny_store, token_counter
+from server.core.metrics import Metrics
 from server.decoding.search import SearchOptions
 from server.engine.engine import Member, SentenceJob
-from server.operations.metrics import Metrics
 from server.scheduling.batching import length_spread
 
 SETS = {

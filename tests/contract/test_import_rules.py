@@ -21,7 +21,7 @@ def imports_of(path: Path) -> set[str]:
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found.add(node.module)
-            # `from server.serving import errors`
+            # `from server.core import errors`
             found |= {f"{node.module}.{alias.name}" for alias in node.names
                       if (ROOT / node.module.replace(".", "/") / f"{alias.name}.py").exists()}
     return found
@@ -54,6 +54,159 @@ def offenders(package: str, forbidden: tuple[str, ...], *,
 
 
 
+# The server's floors, lowest first (docs/ARCHITECTURE.md, "Floors"): a package imports
+# only packages on a lower floor, never one on its own floor or above it. server.core holds
+# what every floor shares (error types, metric handles, settings sections).
+FLOORS: dict[str, int] = {
+    "server.core": 0,
+    "server.decoding": 1, "server.execution": 1, "server.textproc": 1,
+    "server.engine": 2, "server.settings": 2,
+    "server.quality": 3, "server.routing": 3, "server.scheduling": 3,
+    "server.serving": 4,
+    "server.access": 5, "server.operations": 5,
+    "server.corrections": 6, "server.documents": 6,
+    "server.api": 7, "server.web": 7,
+    "server.app": 8,
+    "server.__main__": 9, "server.ray_serve": 9,
+}
+
+
+def floor_package(module: str) -> str | None:
+    """The floor-map entry a `server.*` module belongs to (None: not a server module)."""
+    parts = module.split(".")
+    if parts[0] != "server" or len(parts) < 2:
+        return None
+    return ".".join(parts[:2])
+
+
+def climbing_imports() -> dict[str, list[str]]:
+    """Each server module's imports of a package on its own floor or above (its own
+    package aside)."""
+    out: dict[str, list[str]] = {}
+    for path, imported in modules_under("server"):
+        own = floor_package(".".join(Path(path).with_suffix("").parts))
+        if own is None or own not in FLOORS:
+            continue
+        bad = sorted(m for m in imported
+                     if (target := floor_package(m)) is not None and target != own
+                     and target in FLOORS and FLOORS[target] >= FLOORS[own])
+        if bad:
+            out[path] = bad
+    return out
+
+
+def test_every_server_package_has_a_floor() -> None:
+    packages = {f"server.{p.parent.name}" for p in (ROOT / "server").glob("*/__init__.py")}
+    modules = {f"server.{p.stem}" for p in (ROOT / "server").glob("*.py")
+               if p.stem != "__init__"}
+    assert sorted((packages | modules) - set(FLOORS)) == []
+
+
+def test_no_server_module_imports_from_its_own_floor_or_above() -> None:
+    assert climbing_imports() == {}
+
+
+def test_the_rule_catches_an_upward_import(tmp_path: Path) -> None:
+    """The check reads real files: an engine module importing the serving layer is found."""
+    module = tmp_path / "climb.py"
+    module.write_text("from server.serving.translation import Translator\n"
+                      "from server.core import errors\n", encoding="utf-8")
+    imported = imports_of(module)
+    own = "server.engine"
+    assert sorted(m for m in imported if (t := floor_package(m)) and t != own
+                  and FLOORS[t] >= FLOORS[own]) == ["server.serving.translation"]
+
+
+@pytest.mark.parametrize("lower", ["server.engine", "server.decoding", "server.scheduling",
+                                   "server.routing", "server.textproc", "server.quality",
+                                   "server.execution"])
+@pytest.mark.parametrize("upper", ["server.serving", "server.api", "server.documents",
+                                   "server.corrections"])
+def test_the_core_floors_never_import_the_request_layers(lower: str, upper: str) -> None:
+    assert FLOORS[lower] < FLOORS[upper]
+    assert offenders(lower, (upper,)) == {}
+
+
+def module_graph() -> dict[str, set[str]]:
+    """Every module of ours -> the modules of ours it imports (relative imports resolved,
+    `from package import module` counted as the module)."""
+    files: dict[str, Path] = {}
+    for top in OURS:
+        for path in (ROOT / top).rglob("*.py"):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            files[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph: dict[str, set[str]] = {}
+    for name, path in files.items():
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets |= {a.name for a in node.names if a.name in files}
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    package = name.split(".") if path.name == "__init__.py" \
+                        else name.split(".")[:-1]
+                    package = package[:len(package) - node.level + 1]
+                    base = ".".join([*package, *([node.module] if node.module else [])])
+                for alias in node.names:
+                    if f"{base}.{alias.name}" in files:
+                        targets.add(f"{base}.{alias.name}")
+                    elif base in files:
+                        targets.add(base)
+        graph[name] = targets - {name}
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected groups of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                group = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.append(member)
+                    if member == node:
+                        break
+                if len(group) > 1:
+                    cycles.append(sorted(group))
+    return cycles
+
+
+def test_no_import_cycle_anywhere_in_the_repository() -> None:
+    assert import_cycles(module_graph()) == []
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert import_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
 @pytest.mark.parametrize(("package", "forbidden", "allowed"), [
     # contract imports nothing of ours; model_store only contract; launch only model_store
     ("contract", OURS, ()),
@@ -61,18 +214,7 @@ def offenders(package: str, forbidden: tuple[str, ...], *,
     ("launch", OURS, ("model_store",)),
     # the server imports nothing from the processes and tools built on it
     ("server", ("trainer", "converters", "benchmarks"), ()),
-    # the layers: api -> serving -> routing, scheduling -> engine -> decoding; the
-    # outcomes (server/serving/errors.py) are every layer's
-    ("server.decoding", ("server",), ()),
-    ("server.engine", ("server",), ("server.decoding",)),
-    ("server.scheduling", ("server.serving", "server.api", "server.routing"),
-     ("server.serving.errors",)),
-    ("server.routing", ("server.serving", "server.api", "server.scheduling", "server.engine"),
-     ("server.serving.errors",)),
-    ("server.serving.errors", OURS, ()),
-    # the execution layout stands below every layer that runs on it
-    ("server.execution", ("server",), ()),
-    ("server.textproc", ("server",), ("server.serving.errors",)),
+    ("server.core", OURS, ()),
     # trainer and converters use the engine, decoding, routing features, the quality
     # estimator and the registry's refresh jobs, never the running server's parts
     ("trainer", ("server.api", "server.app", "server.scheduling", "server.execution",
@@ -98,6 +240,7 @@ def test_text_processing_runs_without_torch() -> None:
 
 
 def test_the_server_root_keeps_only_the_app_its_entry_point_and_settings() -> None:
+    """The settings tree composes the sections of server/core/settings.py."""
     root = {path.name for path in (ROOT / "server").glob("*.py")}
     assert root == {"__init__.py", "__main__.py", "app.py", "settings.py"}
 

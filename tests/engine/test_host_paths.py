@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from server.core.settings import EngineSettings
 from server.engine import host_paths
 from server.engine.host_paths import HostFeatures, UnsupportedPath, choose, read_flags
-from server.settings import EngineSettings
 
 ENGINES = ("qnnpack", "none", "onednn", "x86", "fbgemm")
 BASE = {"fpu", "sse4_2", "avx2", "fma"}

@@ -14,16 +14,16 @@ from typing import TypeVar
 
 import pytest
 
+from server.core.errors import DeadlineExceeded
+from server.core.metrics import Metrics
+from server.core.settings import SchedulerSettings
 from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.artifacts import build_engine
 from server.engine.engine import Engine, EngineOptions, Member, SentenceJob
 from server.engine.live_batches import LiveBatches, LiveInbox, StepReport
 from server.execution.engine_thread import EngineThread
-from server.operations.metrics import Metrics
 from server.scheduling.batching import Pending
 from server.scheduling.continuous import ContinuousScheduler
-from server.serving.errors import DeadlineExceeded
-from server.settings import SchedulerSettings
 from tests.server.conftest import build_store, make_client
 from tests.tiny import tiny_backbone_files
 

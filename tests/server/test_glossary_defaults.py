@@ -6,8 +6,8 @@ import asyncio
 from pathlib import Path
 
 from model_store import Registry
+from server.core.settings import LimitSettings
 from server.serving.glossaries import GlossaryBook
-from server.settings import LimitSettings
 
 
 def books(tmp_path: Path) -> tuple[Registry, GlossaryBook, GlossaryBook]:

@@ -33,7 +33,7 @@ from uvicorn_live import serving
 from model_store import Store
 from server.api.libretranslate.errors import to_libretranslate
 from server.app import create_app
-from server.serving.errors import Busy, DeadlineExceeded, InvalidInput, NotReady, TooLarge
+from server.core.errors import Busy, DeadlineExceeded, InvalidInput, NotReady, TooLarge
 from tests.tiny import tiny_backbone_files
 
 ENGLISH = "The patient takes one tablet a day and the council adopted this regulation."

@@ -14,15 +14,15 @@ from typing import Any
 import pytest
 from test_quality_rules import manifest
 
+from server.core.metrics import Metrics
+from server.core.settings import QualitySettings
 from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.engine import Engine, EngineOptions, Member, SentenceJob
 from server.execution.engine_thread import EngineThread
-from server.operations.metrics import Metrics
 from server.quality.estimator import PRIOR
 from server.quality.estimators import EstimatorBook, write_estimator
 from server.quality.features import DECODE_FEATURES, PASS_FEATURES, Candidate, features
 from server.quality.review import Assessment, QualityReview
-from server.settings import QualitySettings
 from server.textproc.languages import LanguageDetectors
 from tests.tiny import ENGLISH, adapter_engine
 

@@ -18,7 +18,7 @@ from uvicorn_live import serving
 from benchmarks.speed.adversaries import raw_post
 from server.api.body_limit import BodyLimitMiddleware
 from server.app import create_app
-from server.operations.metrics import Metrics
+from server.core.metrics import Metrics
 
 LIMIT = 4096
 

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from server.api.deps import get_translator
 from server.app import create_app
-from server.serving.errors import Busy, DeadlineExceeded, NotReady
+from server.core.errors import Busy, DeadlineExceeded, NotReady
 
 
 def error_of(response: Any, status: int) -> dict[str, Any]:

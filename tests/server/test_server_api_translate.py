@@ -9,7 +9,7 @@ import pytest
 from conftest import make_client
 from fastapi.testclient import TestClient
 
-from server.settings import RoutingSettings
+from server.core.settings import RoutingSettings
 
 MEDICAL_TEXT = "The patient takes one tablet a day."
 AMBIGUOUS_TEXT = "the patient council"  # medical and law keywords: posteriors ~0.48 each

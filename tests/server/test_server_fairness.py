@@ -10,9 +10,9 @@ import time
 import pytest
 from test_server_scheduler import GREEDY, FakeEngine, job, later, run
 
+from server.core.errors import Busy, DeadlineExceeded
 from server.scheduling.preparation import SMALL_CHARS, PreparationGate, check_deadline
 from server.scheduling.scheduler import Scheduler
-from server.serving.errors import Busy, DeadlineExceeded
 
 
 def test_a_large_request_shares_every_batch_with_a_later_small_one() -> None:

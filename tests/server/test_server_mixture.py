@@ -12,8 +12,8 @@ import pytest
 from conftest import BACKBONE, DOMAINS, build_store, make_client
 from fastapi.testclient import TestClient
 
+from server.core.settings import RoutingSettings
 from server.routing.policy import RoutingPolicy
-from server.settings import RoutingSettings
 from tests.tiny import publish_word_mixture, tiny_config
 
 MIXTURE = "mixed"

@@ -6,9 +6,9 @@ import math
 
 import pytest
 
+from server.core.errors import InvalidInput, UnknownDomain
+from server.core.settings import RoutingSettings
 from server.routing.policy import RoutingPolicy
-from server.serving.errors import InvalidInput, UnknownDomain
-from server.settings import RoutingSettings
 
 DOMAINS = {"medical": 3, "law": 1, "it": 2}
 

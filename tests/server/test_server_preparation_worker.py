@@ -20,10 +20,10 @@ from conftest import build_store, make_settings
 from fastapi.testclient import TestClient
 
 from server.app import create_app
+from server.core.errors import DeadlineExceeded
 from server.execution.priorities import lower_own_priority, own_niceness
 from server.execution.text_worker import TextWorker
 from server.scheduling.preparation import SMALL_CHARS, PreparationGate
-from server.serving.errors import DeadlineExceeded
 from server.textproc.document import Document
 from server.textproc.documents import DocumentSpec, TooManySentences, build_documents
 

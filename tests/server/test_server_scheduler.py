@@ -11,14 +11,14 @@ from typing import TypeVar
 
 import pytest
 
+from server.core.errors import Busy, DeadlineExceeded
+from server.core.metrics import Metrics
+from server.core.settings import SchedulerSettings
 from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.engine import Member, SentenceJob
 from server.execution.engine_thread import EngineThread
-from server.operations.metrics import Metrics
 from server.scheduling.batching import job_cost
 from server.scheduling.scheduler import Scheduler
-from server.serving.errors import Busy, DeadlineExceeded
-from server.settings import SchedulerSettings
 
 T = TypeVar("T")
 GREEDY = SearchOptions()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from server.serving.errors import InvalidInput
+from server.core.errors import InvalidInput
 from server.textproc.glossary import Glossary, build_glossary, parse_table
 from server.textproc.parts import Keep, Term, Text
 

@@ -19,11 +19,11 @@ from contract.training import RUN_DIR, TRAIN_FILE, job_key
 from contract.tsv import pairs_from_bytes
 from model_store import Store
 from model_store.correction_rows import CorrectionFilter
+from server.core.errors import InvalidInput
 from server.engine.artifacts import module_params
 from server.quality.estimator import Estimator
 from server.quality.estimators import estimator_path, write_estimator
 from server.quality.features import FEATURES
-from server.serving.errors import InvalidInput
 from server.serving.refresh_jobs import due_refreshes, submit_refresh
 from tests.trainer.refresh_fixtures import SCRAMBLED, add, fresh_sources, translate
 from tests.trainer.sidecar_store import (

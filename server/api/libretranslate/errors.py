@@ -17,8 +17,8 @@ from fastapi.routing import APIRoute
 
 from model_store import StoreError
 from server.api.errors import HttpError, to_http
-from server.operations.metrics import Metrics
-from server.serving.errors import ServingError
+from server.core.errors import ServingError
+from server.core.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
