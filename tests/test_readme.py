@@ -1,5 +1,6 @@
 """README.md is for users: short, no lab notebook (no issue numbers, no runs or sessions),
-and every relative link in it and in docs/ leads to a file that exists. (Every curl
+every result in its table says whether it meets its own target, and every relative link
+in it and in docs/ leads to a file that exists. (Every curl
 example in them runs against a live server: tests/server/test_doc_examples.py.)"""
 
 from __future__ import annotations
@@ -33,6 +34,26 @@ def test_the_readme_shows_the_quick_start_and_one_screenshot() -> None:
     assert "make run" in text and "make test" in text and "HOST=0.0.0.0" in text
     images = re.findall(r"!\[[^\]]+\]\((docs/images/[^)]+)\)", text)
     assert len(images) == 1 and (ROOT / images[0]).is_file()
+
+
+def numbers_rows() -> list[dict[str, str]]:
+    """The rows of the README's results table, by column name."""
+    section = README.read_text().split("## Numbers", 1)[1].split("\n## ", 1)[0]
+    lines = [line for line in section.splitlines() if line.startswith("|")]
+    header = [cell.strip() for cell in lines[0].strip("|").split("|")]
+    return [dict(zip(header, (cell.strip() for cell in line.strip("|").split("|")), strict=True))
+            for line in lines[2:]]
+
+
+def test_each_result_says_whether_it_meets_its_own_target() -> None:
+    rows = numbers_rows()
+    assert len(rows) >= 10
+    for row in rows:
+        verdicts = re.findall(r"\b(met|missed)\b", row["target"])
+        assert verdicts and re.search(r"\d", row["target"]), row["what"]  # the target itself
+    missed = [row["what"] for row in rows if "missed" in row["target"]]
+    section = README.read_text().split("## Numbers", 1)[1]
+    assert not missed or "**Missed:**" in section, "the rows that miss are not named"
 
 
 @pytest.mark.parametrize("document", LINKED, ids=lambda p: str(p.relative_to(ROOT)))

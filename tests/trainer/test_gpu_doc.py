@@ -19,7 +19,9 @@ PAGE = ROOT / "docs" / "GPU.md"
 PREFIXES = {"nice", "timeout"}  # wrappers before the command, with their own arguments
 
 
-class Parsed(Exception):  # noqa: N818 - not an error: how a parse reports success
+class Parsed(Exception):
+    """Not an error: how a parse reports that it succeeded, before `main` goes on."""
+
     def __init__(self, namespace: argparse.Namespace) -> None:
         super().__init__("parsed")
         self.namespace = namespace
