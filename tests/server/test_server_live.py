@@ -143,7 +143,8 @@ def test_python_m_server_starts_and_serves(tmp_path: Path) -> None:
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT)
     try:
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=5) as http:
+        # a loaded 2-core host may take over 5 s to answer the first request
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:
             def ready() -> bool:
                 assert process.poll() is None, process.stdout.read() if process.stdout else ""
                 try:
