@@ -2,7 +2,8 @@
 #
 #   make run  [HOST=0.0.0.0] [PORT=8000]   runtime install into .venv, then start the server
 #                                           (on 127.0.0.1, or NMT_HOST, unless HOST is given)
-#   make test                               dev install, ruff, mypy, pytest
+#   make test                               dev install, system packages, ruff, mypy, pytest
+#   make system-packages                    the Debian packages the tests use (apt, as root)
 #   make bench-engine [QUICK=1] [DATA=..]   engine speed against peers
 #   make bench-markup / bench-glossary [QUICK=1] [DATA=..]   tags, placeholders, glossary terms
 #   make bench-documents [DOCS=folder] [FORMATS=docx,..] [QUICK=1]  whole files vs /translate/batch
@@ -29,6 +30,15 @@ REPLICAS ?= 2
 # for exactly this pin; it then satisfies the pyproject pin without pulling CUDA packages.
 TORCH_PIN := torch==2.13.0
 
+# The Debian packages of the programs the tests run (tests/services.py says which program
+# needs which; tests/contract/test_system_programs.py checks that each is listed here). Run
+# as root where apt exists, `make test` installs the missing ones; elsewhere it names them,
+# and each test that needs one skips, naming its package. dpkg-query tells what is missing,
+# so a machine that has them all stays offline.
+SYSTEM_PACKAGES := postgresql chromium libreoffice-writer-nogui libreoffice-calc-nogui \
+                   libreoffice-impress-nogui pandoc gcc libc6-dev curl git make
+APT_GET ?= apt-get
+
 # An editable install maps the top-level packages that exist when it runs: reinstall when
 # pyproject.toml changes or when a package appears.
 INSTALL_DEPS  := pyproject.toml $(wildcard contract/__init__.py launch/__init__.py server/__init__.py model_store/__init__.py \
@@ -44,7 +54,7 @@ QUICK_FLAG := $(if $(filter-out 0,$(QUICK)),--quick,)
 # make eval / eval-router DIRECTION=fr-en: the fr->en backbone (docs/DIRECTIONS.md)
 DIRECTION_FLAG := $(if $(DIRECTION),--direction $(DIRECTION),)
 
-.PHONY: venv venv-runtime run serve-ray bench-ray test lint bench-engine bench-serve bench-adversarial bench-adversarial-compare bench-mixed-lengths bench-live-engine bench-markup bench-glossary bench-documents bench-quality bench-corrections eval eval-router train-default learning-curve bench-backbone screenshots clean distclean
+.PHONY: venv venv-runtime system-packages run serve-ray bench-ray test lint bench-engine bench-serve bench-adversarial bench-adversarial-compare bench-mixed-lengths bench-live-engine bench-markup bench-glossary bench-documents bench-quality bench-corrections eval eval-router train-default learning-curve bench-backbone screenshots clean distclean
 
 venv: $(DEV_STAMP)
 
@@ -69,6 +79,26 @@ $(RAY_STAMP): $(INSTALL_DEPS) | $(VENV)/bin/python
 	$(PIP) install -e '.[ray]'
 	touch $(RAY_STAMP) $(RUNTIME_STAMP)
 
+# Without recommended packages: the tests need none of them (LibreOffice converts, Chromium
+# runs headless, PostgreSQL serves without them), and apt installs half as many packages.
+system-packages:
+	@if ! command -v dpkg-query >/dev/null; then \
+	    echo "not a Debian system: the tests that need a program of $(SYSTEM_PACKAGES) skip without it"; \
+	    exit 0; \
+	fi; \
+	missing=$$(for package in $(SYSTEM_PACKAGES); do \
+	    dpkg-query -W -f='$${db:Status-Abbrev}' $$package 2>/dev/null | grep -q '^ii' || echo $$package; \
+	done); \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v $(APT_GET) >/dev/null; then \
+	    echo "installing the tests' system packages:" $$missing; \
+	    export DEBIAN_FRONTEND=noninteractive; \
+	    $(APT_GET) update -q && $(APT_GET) install -y -q --no-install-recommends $$missing; \
+	else \
+	    echo "missing system packages (make test installs them when run as root with apt;" \
+	         "the tests that need them skip):" $$missing; \
+	fi
+
 run: $(RUNTIME_STAMP)
 	$(PY) -m server $(HOST_FLAG) --port $(PORT)
 
@@ -79,7 +109,7 @@ lint: $(DEV_STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy contract launch server model_store converters trainer
 
-test: $(DEV_STAMP)
+test: $(DEV_STAMP) system-packages
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy contract launch server model_store converters trainer
 	$(VENV)/bin/pytest -q

@@ -18,9 +18,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.services import unavailable
-
-HINT = "apt-get install postgresql"
+from tests.services import install_hint, unavailable
 
 
 def find_pg_bin() -> Path:
@@ -31,7 +29,8 @@ def find_pg_bin() -> Path:
     debian = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"),
                     key=lambda path: int(Path(path).parent.parent.name), reverse=True)
     if not debian:
-        unavailable(f"initdb not found on PATH or in /usr/lib/postgresql/*/bin ({HINT})")
+        unavailable("initdb not found on PATH or in /usr/lib/postgresql/*/bin "
+                    f"({install_hint('initdb')})")
     return Path(debian[0]).parent
 
 
@@ -54,24 +53,25 @@ class PostgresServer:
     def data_dir(self) -> Path:
         return self.root / "data"
 
-    def _run(self, *args: str) -> subprocess.CompletedProcess[str]:
-        command = [str(self.bin_dir / args[0]), *args[1:]]
+    def _run_program(self, program: str, *args: str) -> subprocess.CompletedProcess[str]:
+        command = [str(self.bin_dir / program), *args]
         if self.run_as is not None:
             command = ["runuser", "-u", self.run_as, "--", *command]
         return subprocess.run(command, check=True, capture_output=True, text=True, timeout=120)
 
     def start(self) -> None:
-        self._run("initdb", "-D", str(self.data_dir), "-U", "postgres", "--auth=trust",
-                  "--encoding=UTF8", "--no-sync")
+        self._run_program("initdb", "-D", str(self.data_dir), "-U", "postgres",
+                          "--auth=trust", "--encoding=UTF8", "--no-sync")
         options = (f"-h 127.0.0.1 -p {self.port} -k {self.root} "
                    "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
                    "-c max_connections=200")
-        self._run("pg_ctl", "-D", str(self.data_dir), "-o", options,
-                  "-l", str(self.root / "server.log"), "-w", "-t", "60", "start")
+        self._run_program("pg_ctl", "-D", str(self.data_dir), "-o", options,
+                          "-l", str(self.root / "server.log"), "-w", "-t", "60", "start")
 
     def stop(self) -> None:
         try:
-            self._run("pg_ctl", "-D", str(self.data_dir), "-m", "immediate", "-w", "stop")
+            self._run_program("pg_ctl", "-D", str(self.data_dir), "-m", "immediate", "-w",
+                              "stop")
         finally:
             shutil.rmtree(self.root, ignore_errors=True)
 
@@ -96,7 +96,8 @@ def start_postgres() -> PostgresServer:
         try:
             pwd.getpwnam("postgres")
         except KeyError:
-            unavailable(f"running as root and no 'postgres' user to run PostgreSQL ({HINT})")
+            unavailable("running as root and no 'postgres' user to run PostgreSQL "
+                        f"({install_hint('initdb')})")
         run_as = "postgres"
     root = Path(tempfile.mkdtemp(prefix="nmt-pg-"))
     if run_as is not None:

@@ -1,5 +1,5 @@
 """Headless Chromium driven by Playwright for Python: the system's chromium (Debian's
-package, installed by .ci/run), never a downloaded browser."""
+package, which `make test` installs), never a downloaded browser."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from collections.abc import Iterator
 
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from tests.services import require_executable
+from tests.services import require_program
 
 CHROMIUM = os.environ.get("NMT_TEST_CHROMIUM", "/usr/bin/chromium")
 
 
 @contextlib.contextmanager
 def chromium() -> Iterator[Browser]:
-    executable = require_executable(CHROMIUM, hint="apt-get install chromium")
+    executable = require_program("chromium", at=CHROMIUM)
     with sync_playwright() as playwright:
         # --no-sandbox: CI and this machine run the tests as root, where Chromium's sandbox
         # refuses to start.

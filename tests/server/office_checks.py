@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import re
-import shutil
 import subprocess
 import zipfile
 from collections.abc import Sequence
@@ -17,6 +16,7 @@ from lxml import etree
 
 from server.documents.formats.base import Segment
 from server.textproc.languages import LanguageDetector
+from tests.services import require_program
 
 # Parts no reader of the document sees as text: package metadata (author, generator),
 # settings, and the prompts of slide layouts and masters ("Click to edit Master title"; an
@@ -80,8 +80,7 @@ def converts_to_pdf(data: bytes, suffix: str, tmp_path: Path) -> bytes:
     work.mkdir()
     source = work / f"document{suffix}"
     source.write_bytes(data)
-    soffice = shutil.which("soffice")
-    assert soffice, "LibreOffice (soffice) is not installed"
+    soffice = require_program("soffice")
     subprocess.run([soffice, f"-env:UserInstallation=file://{work / 'profile'}", "--headless",
                     "--convert-to", "pdf", "--outdir", str(work), str(source)],
                    check=True, capture_output=True, timeout=240)

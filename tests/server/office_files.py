@@ -6,7 +6,6 @@ changes, alt text, formulas."""
 from __future__ import annotations
 
 import io
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -19,6 +18,8 @@ from openpyxl.cell.rich_text import CellRichText, TextBlock
 from openpyxl.cell.text import InlineFont
 from openpyxl.comments import Comment
 from pptx.util import Inches
+
+from tests.services import require_program
 
 W_NS = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
 INSERTED = "The nurse added this sentence later."
@@ -162,8 +163,7 @@ def converted(data: bytes, suffix: str, target: str, tmp_path: Path) -> bytes:
     work.mkdir()
     source = work / f"source{suffix}"
     source.write_bytes(data)
-    soffice = shutil.which("soffice")
-    assert soffice, "LibreOffice (soffice) is not installed"
+    soffice = require_program("soffice")
     subprocess.run([soffice, f"-env:UserInstallation=file://{work / 'profile'}", "--headless",
                     "--convert-to", target, "--outdir", str(work / "out"), str(source)],
                    check=True, capture_output=True, timeout=240)
@@ -187,8 +187,7 @@ Read the [online manual](https://example.org/manual) for more help.
 
 def by_pandoc(target: str, tmp_path: Path) -> bytes:
     """PANDOC_MARKDOWN as pandoc writes it (`target`: docx, odt, pptx)."""
-    pandoc = shutil.which("pandoc")
-    assert pandoc, "pandoc is not installed"
+    pandoc = require_program("pandoc")
     out = tmp_path / f"pandoc.{target}"
     subprocess.run([pandoc, "-f", "markdown", "-o", str(out)], input=PANDOC_MARKDOWN.encode(),
                    check=True, capture_output=True, timeout=120)

@@ -38,6 +38,7 @@ from uvicorn_live import serving
 
 from model_store import Store
 from server.app import create_app
+from tests.services import require_program
 from tests.tiny import tiny_backbone_files
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -172,6 +173,7 @@ def test_the_other_docs_with_curl_examples_are_found() -> None:
 
 @pytest.mark.parametrize("document", DOCUMENTS)
 def test_every_curl_example_answers_2xx(document: str, base: str, workdir: Path) -> None:
+    require_program("curl")
     found = commands(document)
     runnable = [c for c in found if is_curl(c)]
     least = 5 if document in MAIN_DOCUMENTS else 1
