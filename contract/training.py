@@ -5,7 +5,7 @@ Operators send it flat (`{"family": "ldr", "rank": 4, "max_epochs": 3}`); the se
 validates it at upload time (422 naming the allowed options) and stores it normalised and
 nested in the job row (`{"module": {...}, "training": {...}, ...}`), which the sidecar
 reads back. Pure (no torch, no I/O): both processes import it. The training loop's
-`TrainSettings` (trainer/loop.py) takes its defaults from `TrainingOptions`.
+`TrainSettings` (trainer/training/loop.py) takes its defaults from `TrainingOptions`.
 """
 
 from __future__ import annotations

@@ -18,10 +18,10 @@ from typing import Any
 import torch
 
 from launch.startup import add_store_flags, given, start
-from trainer.loop import stop_on_signals
-from trainer.priority import lower_priority
-from trainer.settings import SidecarSettings
-from trainer.sidecar import Sidecar
+from trainer.jobs.settings import SidecarSettings
+from trainer.sidecar.priority import lower_priority
+from trainer.sidecar.worker import Sidecar
+from trainer.training.loop import stop_on_signals
 
 log = logging.getLogger("trainer")
 

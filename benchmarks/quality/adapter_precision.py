@@ -43,7 +43,7 @@ from model_store import BUILTIN_DIR, Store
 from server.engine.artifacts import build_engine, module_params
 from server.engine.engine import Engine, EngineOptions, Member
 from server.engine.families import Params
-from trainer.evaluate import score
+from trainer.training.evaluate import score
 
 TOLERANCE = 0.1  # BLEU: the bound on the loss from low-precision weights
 Variant = Callable[[Params], Params]

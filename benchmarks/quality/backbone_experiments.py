@@ -34,9 +34,9 @@ from benchmarks.quality.checkpoint_scores import RunFiles, score_model, score_se
 from benchmarks.quality.data import domain_names
 from contract.backbone import BackboneConfig
 from server.engine.backbone import Backbone
-from trainer.loop import TrainSettings
 from trainer.recipes.default_en_fr import BACKBONE, SETTINGS, backbone_trainable, prepare
-from trainer.run import train
+from trainer.training.loop import TrainSettings
+from trainer.training.run import train
 
 log = logging.getLogger("benchmarks.backbone_experiments")
 

@@ -22,9 +22,9 @@ from contract.artifacts import BACKBONE_CONFIG_FILE
 from contract.backbone import BackboneConfig
 from server.engine.backbone import Backbone
 from server.engine.tokenizer import Tokenizer
-from trainer.data import EncodedPairs, encode_pairs
-from trainer.evaluate import evaluate_texts
 from trainer.recipes.default_en_fr import MAX_LEN, dev_loss_fn
+from trainer.training.data import EncodedPairs, encode_pairs
+from trainer.training.evaluate import evaluate_texts
 
 OPEN_GENRES = ("news", "captions", "conversation")
 
@@ -77,7 +77,7 @@ class RunFiles:
 
 
 def checkpoint_weights(path: Path) -> dict[str, torch.Tensor]:
-    """The model weights of a training checkpoint (trainer/run.py's format)."""
+    """The model weights of a training checkpoint (trainer/training/run.py's format)."""
     saved: dict[str, Any] = torch.load(path, weights_only=True, map_location="cpu")
     weights: dict[str, torch.Tensor] = saved["model"]
     return weights

@@ -40,7 +40,7 @@ from model_store import BUILTIN_DIR, Store
 from server.engine.artifacts import backbone_parts, build_engine, module_files, module_params
 from server.engine.engine import EngineOptions, Member
 from server.engine.row_int8 import quantize_rows
-from trainer.evaluate import score
+from trainer.training.evaluate import score
 
 STORAGES = ("float16", "int8")
 

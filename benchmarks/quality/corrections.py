@@ -15,7 +15,7 @@ saw: the machine output is the baseline's translation, the correction the refere
 
 Everything else is the real path, in a scratch store layered on the built-in artifacts:
 1. `python -m server` on the store (keys off); this process (the sidecar's job runner)
-   then runs below it, as `python -m trainer` does (trainer/priority.py); the baseline job
+   then runs below it, as `python -m trainer` does (trainer/sidecar/priority.py); the baseline job
    is run by the sidecar's job runner (`Sidecar.run(once=True)`), which also retrains
    the router for it;
 2. stages (cumulative, as corrections arrive): the next corrections are sent with
@@ -60,12 +60,12 @@ from server.engine.engine import load_backbone
 from server.engine.families import get_family
 from server.engine.single import SingleModuleHooks
 from server.serving.admin_jobs import parse_job_config
-from trainer.evaluate import evaluate_texts
-from trainer.priority import lower_priority
+from trainer.jobs.refresh_settings import RefreshSettings
+from trainer.jobs.settings import WorkerSettings
 from trainer.recipes.default_en_fr import ADAPTER, ADAPTER_SETTINGS
-from trainer.refresh_settings import RefreshSettings
-from trainer.settings import WorkerSettings
-from trainer.sidecar import Sidecar
+from trainer.sidecar.priority import lower_priority
+from trainer.sidecar.worker import Sidecar
+from trainer.training.evaluate import evaluate_texts
 
 SHIPPED_STEPS, SHIPPED_PAIRS = 516, 4899  # the shipped medical module's provenance
 DEFAULT_BASELINE_LINES = 3000

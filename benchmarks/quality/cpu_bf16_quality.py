@@ -36,7 +36,7 @@ from benchmarks.sentence_runs import precision_benchmark_parser
 from model_store import BUILTIN_DIR, Store
 from server.engine.artifacts import build_engine, module_params
 from server.engine.engine import EngineOptions, Member
-from trainer.evaluate import score
+from trainer.training.evaluate import score
 
 PATHS = {"float32": EngineOptions(host_capacity=64),
          "bfloat16": EngineOptions(host_capacity=64, dtype="bfloat16")}

@@ -101,7 +101,7 @@ METHOD = [
     "the mean soft weights; note that the default backbone's recipe trains on every extra "
     "genre's train split, so these genres (and dev slices) are not unseen by the backbone, "
     "only by the modules",
-    f"full fine-tuning: every backbone parameter, trainer.run.train, lr "
+    f"full fine-tuning: every backbone parameter, trainer.training.run.train, lr "
     f"{FinetuneSettings().lr:g} ({FinetuneSettings().warmup_steps} warm-up steps, inverse "
     "square root), a wall-clock budget per domain (steps reached depend on "
     "the machine and are recorded)",

@@ -2,7 +2,7 @@
 
 This is the in-domain upper bound that modules are compared with, and the source of
 catastrophic forgetting on the other domains (which frozen-backbone modules avoid).
-Training goes through `trainer.run.train` with a fixed wall-clock budget; its run
+Training goes through `trainer.training.run.train` with a fixed wall-clock budget; its run
 directory is keyed by the backbone fingerprint and the settings, so a re-run resumes or
 reuses a finished model.
 """
@@ -20,10 +20,10 @@ from typing import Any
 from server.engine.artifacts import backbone_parts
 from server.engine.backbone import Backbone
 from server.engine.engine import Engine, EngineOptions
-from trainer.data import encode_for_backbone
-from trainer.loop import TrainSettings
 from trainer.recipes.default_en_fr import backbone_trainable
-from trainer.run import train
+from trainer.training.data import encode_for_backbone
+from trainer.training.loop import TrainSettings
+from trainer.training.run import train
 
 MAX_LEN = 128  # tokens per side, as the default recipe
 

@@ -1,7 +1,7 @@
 """The backbone's learning curve: every saved checkpoint copy (`<curve>/step-N.pt` with its
 `step-N.progress.json`) scored for dev loss per domain, greedy BLEU on the first dev
 sentences of each domain and the first news test sentences, against CPU-hours; and the
-average of the last k checkpoints (trainer/average.py) against the newest one alone.
+average of the last k checkpoints (trainer/training/average.py) against the newest one alone.
 
     python -m benchmarks.quality.learning_curve --curve /work/runs/curve \\
         --run-files /work/runs/default-en-fr --run-threads 2
@@ -36,7 +36,7 @@ from benchmarks.quality.checkpoint_scores import (
     summary,
 )
 from benchmarks.quality.data import domain_names
-from trainer.average import average_checkpoints, checkpoint_step, last_checkpoints
+from trainer.training.average import average_checkpoints, checkpoint_step, last_checkpoints
 
 log = logging.getLogger("benchmarks.learning_curve")
 SPARKS = "▁▂▃▄▅▆▇█"

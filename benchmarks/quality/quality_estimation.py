@@ -35,7 +35,7 @@ from server.engine.engine import Engine
 from server.execution.engine_thread import EngineThread
 from server.quality.estimator import Estimator
 from server.quality.estimators import BUILTIN_QUALITY_DIR, EstimatorBook, write_estimator
-from trainer.quality_fit import (
+from trainer.quality.fit import (
     DEV_LINES,
     GENRE_DEV_LINES,
     GENRES,

@@ -25,7 +25,7 @@ from server.quality.features import Candidate, features
 from server.quality.review import Assessment, QualityReview
 from server.quality.signals import score
 from server.textproc.languages import LanguageDetectors
-from trainer.quality_refit import BATCH, BEAM, Decoded, decode, decode_and_measure
+from trainer.quality.refit import BATCH, BEAM, Decoded, decode, decode_and_measure
 
 
 @dataclass

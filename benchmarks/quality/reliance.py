@@ -21,8 +21,8 @@ from benchmarks.quality.data import EvalSet
 from server.engine.artifacts import backbone_parts
 from server.engine.backbone import Backbone
 from server.engine.engine import load_backbone
-from trainer.data import Specials, collate, encode_for_backbone
-from trainer.loop import translation_loss
+from trainer.training.data import Specials, collate, encode_for_backbone
+from trainer.training.loop import translation_loss
 
 BATCH_SIZE = 32
 

@@ -51,8 +51,8 @@ from model_store import BUILTIN_DIR, Store
 from server.core.settings import RoutingSettings
 from server.routing import FastTextClassifier, load_classifier
 from server.routing.classifier import LABEL_PREFIX
-from trainer.evaluate import score
 from trainer.recipes.directions import DIRECTIONS, EN_FR
+from trainer.training.evaluate import score
 
 REPO = Path(__file__).resolve().parents[2]
 TARGET_DOMAINS = ("medical", "law", "it", "religion")  # issue #24: >= 90 % on their tests

@@ -21,7 +21,6 @@ from typing import Any, NamedTuple
 from benchmarks.locations import DEFAULT_DATA, RESULTS_DIR
 from benchmarks.provenance import stamped
 from benchmarks.quality.router import TARGET_DOMAINS
-from trainer.classifier import ClassifierSettings, accuracy, train_classifier
 from trainer.recipes.default_en_fr import DOMAINS
 from trainer.recipes.default_stages import domain_corpus
 from trainer.recipes.router_stage import (
@@ -32,6 +31,7 @@ from trainer.recipes.router_stage import (
     generic_examples,
     sister_pair_examples,
 )
+from trainer.routers.classifier import ClassifierSettings, accuracy, train_classifier
 
 # The extras were compared with the generic class of router v6 (2,000 lines); then the
 # generic class's size, with the chosen extra; then en-de's English for every class or for

@@ -1,9 +1,9 @@
 """A domain added from data: does the retrained router send that domain's text to it?
 
-The sidecar's router retraining (trainer/router_update.py) is replayed on the shipped
+The sidecar's router retraining (trainer/routers/update.py) is replayed on the shipped
 router's own examples (model_store/builtin) with a new domain built from an en-fr extra
 genre that the shipped router was not trained on (its lines in the router's examples are
-left out), once per class-balance setting (trainer/router_balance.py). Scored:
+left out), once per class-balance setting (trainer/routers/balance.py). Scored:
 
 - the new domain's unseen lines (drawn from the same genre, not trained on): top-1
   accuracy, and "routed" = top-1 with a calibrated confidence at or above the serving
@@ -31,10 +31,10 @@ from benchmarks.provenance import stamped
 from contract.artifacts import CLASSIFIER_EXAMPLES_FILE, CLASSIFIER_MODEL_FILE
 from server.core.settings import RoutingSettings
 from server.routing.classifier import config_temperature, load_classifier
-from trainer.classifier import Example, examples_from_bytes, train_classifier
 from trainer.recipes.default_en_fr import DOMAINS
-from trainer.router_balance import Balance, updated_examples
-from trainer.settings import RouterSettings
+from trainer.routers.balance import Balance, updated_examples
+from trainer.routers.classifier import Example, examples_from_bytes, train_classifier
+from trainer.routers.settings import RouterSettings
 
 BUILTIN_ROUTER = Path(__file__).resolve().parents[2] / "model_store/builtin/classifiers/router"
 # genre -> lines the new domain is trained on (the issue's case: 3,000 Medline abstract
@@ -116,7 +116,7 @@ def markdown(rows: list[dict[str, Any]], held_out: int) -> str:
            "the first row is the shipped router itself. Router examples: as before = the "
            "new domain's lines as they are; median / largest = its class repeated to the "
            "median / largest other domain class; claim = the stored examples that look like "
-           "the new domain moved to it (trainer/router_overlap.py); the sidecar's default is "
+           "the new domain moved to it (trainer/routers/overlap.py); the sidecar's default is "
            "claim + median. Seed 1 only: retraining alone moves a spoken class by several "
            "points (subtitles 52.0-61.1 across rows), so compare `shipped: all`. "
            "`python -m benchmarks.quality.router_new_domain --data ../shared/data`", "",

@@ -32,8 +32,8 @@ from benchmarks.quality.systems import (
 )
 from server.engine.engine import Member
 from server.routing import GENERIC
-from trainer.evaluate import score
 from trainer.recipes.directions import EN_FR, Direction
+from trainer.training.evaluate import score
 
 MembersOf = Callable[[EvalSet], list[Members]]
 MIXING_KEY = "mixing"

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from sacrebleu.metrics.bleu import BLEU
 
-# sacrebleu's defaults, as trainer.evaluate.score computes corpus BLEU.
+# sacrebleu's defaults, as trainer.training.evaluate.score computes corpus BLEU.
 _BLEU = BLEU()
 RESAMPLES = 1000
 LEVEL = 0.95

@@ -1,7 +1,8 @@
 """Admin endpoints of corrections (bearer token `NMT_ADMIN_TOKEN`): list, export (JSON
 lines), delete a key's or a domain's corrections at once (privacy requests), approve or
 reject anonymous ones in bulk, counts per domain (the web page's Operate view), and a
-refresh of a domain's module from its corrections (a training job, trainer/refresh_job.py)."""
+refresh of a domain's module from its corrections (a training job,
+trainer/corrections/refresh_job.py)."""
 
 from __future__ import annotations
 

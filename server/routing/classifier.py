@@ -6,7 +6,7 @@ supervised model whose labels are `__label__<domain>`), manifest config
 
 fastText trained to convergence is overconfident (on the default router's dev set: mean
 top posterior 0.91 at 66.7% accuracy). The optional `temperature` (T > 1 flattens, fitted on
-dev data by trainer/classifier.py; 1.0 when absent) rescales the posteriors as
+dev data by trainer/routers/classifier.py; 1.0 when absent) rescales the posteriors as
 p_i^(1/T) / sum_j p_j^(1/T), i.e. softmax(logit / T): temperature scaling (Guo et al. 2017,
 "On Calibration of Modern Neural Networks"). The argmax never changes; the routing
 threshold and the soft ensemble's weights then read calibrated probabilities.

@@ -6,7 +6,7 @@ original data lives. The data are not copied: a module trained by a job here poi
 that job's files; a shipped module names its data in its provenance ("shared/data
 en-fr/domains/medical/train"), which the sidecar reads from `NMT_TRAINER__REFRESH__DATA_DIR`;
 a refreshed module carries its base's reference on. The corrections themselves are read
-by the sidecar when the job runs (trainer/refresh_job.py), so a correction deleted for a
+by the sidecar when the job runs (trainer/corrections/refresh_job.py), so a correction deleted for a
 privacy request in the meantime is not trained on.
 
 Queued by `POST /admin/corrections/refresh` or by an idle sidecar once a domain has

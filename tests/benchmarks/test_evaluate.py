@@ -16,7 +16,7 @@ from model_store import Store
 from server.engine.artifacts import backbone_parts, module_files
 from server.engine.families import Params, get_family
 from tests.tiny import random_module, tiny_backbone_files, tiny_config
-from trainer.classifier import ClassifierSettings, train_classifier
+from trainer.routers.classifier import ClassifierSettings, train_classifier
 
 DOMAINS = ("it", "law", "medical", "religion")
 GENRES = ("captions", "news")

@@ -16,10 +16,10 @@ from server.engine.artifacts import backbone_files
 from server.engine.backbone import Backbone
 from tests.tiny import ENGLISH, FRENCH, spm_bytes, tiny_config
 from tests.trainer.test_trainer_backbone import SETTINGS
-from trainer.data import Specials, collate, encode_pairs
-from trainer.loop import translation_loss
 from trainer.recipes.default_en_fr import backbone_trainable
-from trainer.run import train
+from trainer.training.data import Specials, collate, encode_pairs
+from trainer.training.loop import translation_loss
+from trainer.training.run import train
 
 PAIRS = list(zip(ENGLISH, FRENCH, strict=True))
 EVAL_SET = EvalSet("tiny", "domain", "test", ENGLISH, FRENCH)

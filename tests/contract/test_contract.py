@@ -23,7 +23,7 @@ from contract.families import (
 from contract.tensors import check_safetensors, tensors_from_bytes, tensors_to_bytes
 from contract.training import TrainingOptions
 from server.engine.families import FAMILIES
-from trainer.loop import TrainSettings
+from trainer.training.loop import TrainSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -267,3 +267,30 @@ def test_no_module_is_named_for_being_shared_rather_than_for_its_job() -> None:
              for path in (ROOT / top).rglob("*.py")
              if path.stem in vague or path.stem.endswith(tuple(f"_{v}" for v in vague))]
     assert found == []
+
+
+# trainer/'s packages in the order docs/ARCHITECTURE.md lists them: each imports only the
+# packages named beside it, all listed before it, so no two of them depend on each other.
+TRAINER_LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("trainer.training", ()),
+    ("trainer.routers", ()),
+    ("trainer.quality", ("trainer.training",)),
+    ("trainer.jobs", ("trainer.training", "trainer.routers", "trainer.quality")),
+    ("trainer.corrections", ("trainer.training", "trainer.routers", "trainer.jobs")),
+    ("trainer.sidecar", ("trainer.training", "trainer.jobs", "trainer.corrections")),
+    ("trainer.recipes", ("trainer.training", "trainer.routers", "trainer.quality")),
+    ("trainer.gpu", ("trainer.training", "trainer.recipes")),
+]
+
+
+@pytest.mark.parametrize(("package", "allowed"), TRAINER_LAYERS)
+def test_a_trainer_package_imports_only_the_packages_below_it(
+        package: str, allowed: tuple[str, ...]) -> None:
+    assert offenders(package, ("trainer",), allowed=allowed) == {}
+
+
+def test_every_trainer_module_is_in_a_package_but_the_entry_point() -> None:
+    root = {path.name for path in (ROOT / "trainer").glob("*.py")}
+    packages = {init.parent.name for init in (ROOT / "trainer").glob("*/__init__.py")}
+    assert root == {"__init__.py", "__main__.py"}
+    assert packages == {package.removeprefix("trainer.") for package, _ in TRAINER_LAYERS}

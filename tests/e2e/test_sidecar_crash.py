@@ -13,8 +13,8 @@ import torch
 from model_store import Store
 from tests.e2e.processes import start_sidecar, step_of, stop, wait_for
 from tests.trainer.sidecar_store import NEW_DOMAIN, build_store, submit, worker_settings
-from trainer.domain_job import run_dir_of
-from trainer.sidecar import Sidecar
+from trainer.jobs.domain_job import run_dir_of
+from trainer.sidecar.worker import Sidecar
 
 LONG = {"max_epochs": 25, "eval_every": 1000}  # long enough to be interrupted twice
 

@@ -12,7 +12,7 @@ import pytest
 from model_store import Store
 from tests.e2e.processes import start_sidecar, step_of, stop, wait_for
 from tests.trainer.sidecar_store import build_store, submit
-from trainer.domain_job import run_dir_of
+from trainer.jobs.domain_job import run_dir_of
 
 LEVELS = 3
 LONG = {"max_epochs": 25, "eval_every": 1000}  # still training when the threads are read

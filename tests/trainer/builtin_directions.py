@@ -18,11 +18,11 @@ from model_store import Store
 from server.engine.artifacts import backbone_files, backbone_parts, module_files
 from tests.server.fasttext_tiny import classifier_bytes
 from tests.tiny import ENGLISH, FRENCH, random_module, spm_bytes, tiny_backbone_files, tiny_config
-from trainer.classifier import examples_to_bytes
-from trainer.data import encode_pairs, save_encoded
 from trainer.recipes.default_stages import BACKBONE_NAME, ROUTER_NAME, restore_run_dir
 from trainer.recipes.direction_publication import publish_direction
 from trainer.recipes.directions import FR_EN
+from trainer.routers.classifier import examples_to_bytes
+from trainer.training.data import encode_pairs, save_encoded
 
 FR_EN_NAME = FR_EN.backbone_name
 # the routers' classes and their keywords (the French one reads French)

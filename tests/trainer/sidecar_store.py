@@ -15,9 +15,10 @@ from server.engine.artifacts import backbone_parts, module_files
 from server.serving.admin_jobs import DomainUpload, submit_domain
 from server.settings import Settings
 from tests.tiny import random_module, tiny_backbone_files, tiny_config
-from trainer.classifier import ClassifierSettings, examples_to_bytes
-from trainer.classifier import train_classifier as fit_classifier
-from trainer.settings import RouterSettings, WorkerSettings
+from trainer.jobs.settings import WorkerSettings
+from trainer.routers.classifier import ClassifierSettings, examples_to_bytes
+from trainer.routers.classifier import train_classifier as fit_classifier
+from trainer.routers.settings import RouterSettings
 
 BACKBONE = "tiny"
 WORDS = {

@@ -1,4 +1,4 @@
-"""Checkpoint averaging (trainer/average.py): the element-wise mean of the last k saved
+"""Checkpoint averaging (trainer/training/average.py): the element-wise mean of the last k saved
 checkpoints, a weights-only checkpoint the training loop warm-starts from."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from tests.tiny import random_backbone, tiny_config
-from trainer.average import (
+from trainer.training.average import (
     average_checkpoints,
     average_weights,
     checkpoint_step,

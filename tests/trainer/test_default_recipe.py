@@ -30,9 +30,6 @@ from tests.tiny import (
     tiny_config,
 )
 from tests.trainer.test_trainer_backbone import SETTINGS
-from trainer.average import average_checkpoints
-from trainer.classifier import examples_to_bytes
-from trainer.data import EncodedPairs, encode_pairs, save_encoded
 from trainer.recipes.default_en_fr import (
     DOMAINS,
     backbone_trainable,
@@ -52,7 +49,10 @@ from trainer.recipes.router_stage import (
     GENERIC_TRAIN,
 )
 from trainer.recipes.snapshot import load_snapshot, save_snapshot
-from trainer.run import train
+from trainer.routers.classifier import examples_to_bytes
+from trainer.training.average import average_checkpoints
+from trainer.training.data import EncodedPairs, encode_pairs, save_encoded
+from trainer.training.run import train
 
 
 def published_builtin(root: Path) -> dict[str, bytes]:

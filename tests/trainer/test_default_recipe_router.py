@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from trainer.classifier import ClassifierSettings
+from trainer.jobs.settings import SidecarSettings
 from trainer.recipes.router_stage import (
     GENERIC_GENRES,
     GENERIC_LABEL,
@@ -18,7 +18,8 @@ from trainer.recipes.router_stage import (
     generic_examples,
     sister_pair_examples,
 )
-from trainer.settings import RouterSettings, SidecarSettings
+from trainer.routers.classifier import ClassifierSettings
+from trainer.routers.settings import RouterSettings
 
 
 def write_genres(data: Path, lines: int) -> None:

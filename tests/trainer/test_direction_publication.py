@@ -21,7 +21,7 @@ from tests.trainer.builtin_directions import (
     build_en_fr,
     fr_en_run_dir,
 )
-from trainer.quality_fit import dev_sets, refit_builtin
+from trainer.quality.fit import dev_sets, refit_builtin
 from trainer.recipes.default_en_fr import published
 from trainer.recipes.default_stages import (
     BACKBONE_NAME,

@@ -27,7 +27,7 @@ from trainer.gpu.pack import carrying_checkout, pack
 from trainer.gpu.packed import read_pack
 from trainer.gpu.restore import restore
 from trainer.gpu.shards import SHARD_LIMIT, read_shards, shard_plan, write_shards
-from trainer.quality_fit import refit_builtin
+from trainer.quality.fit import refit_builtin
 from trainer.recipes import default_en_fr as recipe
 from trainer.recipes.default_stages import BACKBONE_NAME, ROUTER_NAME
 from trainer.recipes.directions import EN_FR

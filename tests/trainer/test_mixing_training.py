@@ -17,10 +17,10 @@ from server.engine.backbone import Backbone
 from server.engine.families.mixing import WordMixing
 from server.engine.tokenizer import Tokenizer
 from tests.tiny import random_backbone, spm_bytes, tiny_backbone_files, tiny_config
-from trainer.data import encode_for_backbone, join_labelled
-from trainer.loop import TrainingInterrupted, TrainSettings
-from trainer.mixing import domain_loss, train_mixing
 from trainer.recipes.mixing_en_fr import Recipe, run
+from trainer.training.data import encode_for_backbone, join_labelled
+from trainer.training.loop import TrainingInterrupted, TrainSettings
+from trainer.training.mixing import domain_loss, train_mixing
 
 WORDS = {
     "medical": ["patient", "tablet", "medicine", "dose", "children"],

@@ -12,7 +12,7 @@ import pytest
 
 CHILD = """
 import json, os, threading
-from trainer.priority import lower_priority
+from trainer.sidecar.priority import lower_priority
 
 def nice() -> int:
     return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())

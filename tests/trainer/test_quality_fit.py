@@ -1,5 +1,5 @@
 """The quality estimator fitted from scratch for a published backbone and its modules
-(trainer/quality_fit.py, the default recipe's publish stage): a real tiny built-in
+(trainer/quality/fit.py, the default recipe's publish stage): a real tiny built-in
 directory, real decoding of dev files written here, the file read back as the server
 reads it."""
 
@@ -14,7 +14,7 @@ from server.quality.estimator import Estimator
 from server.quality.estimators import EstimatorBook, estimator_path
 from tests.tiny import ENGLISH, FRENCH
 from tests.trainer.sidecar_store import BACKBONE, build_store
-from trainer.quality_fit import dev_sets, refit_builtin, spearman
+from trainer.quality.fit import dev_sets, refit_builtin, spearman
 
 
 def write_pairs(folder: Path, split: str, pairs: list[tuple[str, str]]) -> None:

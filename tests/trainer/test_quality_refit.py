@@ -1,4 +1,4 @@
-"""The quality estimator refit when a domain's module is published (trainer/quality_refit.py):
+"""The quality estimator refit when a domain's module is published (trainer/quality/refit.py):
 a real tiny store, real decoding, the estimator file read back as the server reads it."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from server.quality.estimators import EstimatorBook, estimator_path
 from server.quality.features import FEATURES
 from tests.tiny import ENGLISH, FRENCH, random_module, tiny_config
 from tests.trainer.sidecar_store import BACKBONE, build_store
-from trainer.quality_refit import (
+from trainer.quality.refit import (
     as_rows,
     decode_and_measure,
     fit_rows,

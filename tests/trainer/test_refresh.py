@@ -35,11 +35,11 @@ from tests.trainer.sidecar_store import (
     submit,
     worker_settings,
 )
-from trainer.classifier import accuracy, examples_from_bytes
-from trainer.quality_refit import fit_rows, quality_root
-from trainer.refresh_job import CHOICE_FILE
-from trainer.refresh_settings import RefreshSettings
-from trainer.sidecar import Sidecar
+from trainer.corrections.refresh_job import CHOICE_FILE
+from trainer.jobs.refresh_settings import RefreshSettings
+from trainer.quality.refit import fit_rows, quality_root
+from trainer.routers.classifier import accuracy, examples_from_bytes
+from trainer.sidecar.worker import Sidecar
 
 # Fine-tuning options of the tests' refreshes: the tiny model learns in a few steps.
 REFRESH = {k: v for k, v in FAST_JOB.items() if k != "max_epochs"} | {"max_epochs": 6}

@@ -9,11 +9,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from model_store.correction_rows import CorrectionRecord
-from trainer.correction_set import explain_empty, near_key, select_corrections
-from trainer.evaluate import Scores, score
-from trainer.refresh_gate import RefreshGate, chrf_gain_interval
-from trainer.refresh_router import corrected_examples
-from trainer.refresh_settings import RefreshSettings
+from trainer.corrections.correction_set import explain_empty, near_key, select_corrections
+from trainer.corrections.refresh_gate import RefreshGate, chrf_gain_interval
+from trainer.corrections.refresh_router import corrected_examples
+from trainer.jobs.refresh_settings import RefreshSettings
+from trainer.training.evaluate import Scores, score
 
 START = datetime(2026, 11, 1, tzinfo=UTC)
 SETTINGS = RefreshSettings()

@@ -6,9 +6,9 @@ from __future__ import annotations
 import random
 from collections import Counter
 
-from trainer.classifier import ClassifierSettings, Example
-from trainer.router_balance import reference_size, updated_examples
-from trainer.router_overlap import claimed
+from trainer.routers.balance import reference_size, updated_examples
+from trainer.routers.classifier import ClassifierSettings, Example
+from trainer.routers.overlap import claimed
 
 ABSTRACTS = ["protein", "cells", "mice", "expression", "gene", "receptor", "cohort", "assay",
              "tumour", "plasma", "induced", "significantly"]

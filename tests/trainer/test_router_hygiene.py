@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from server.routing.classifier import LABEL_PREFIX
 from server.routing.features import classifier_text, neutralise
-from trainer.classifier import (
+from trainer.routers.classifier import (
     ClassifierSettings,
     examples_from_bytes,
     examples_to_bytes,

@@ -1,4 +1,4 @@
-"""Corpus temperature sampling (trainer/sampling.py): shares by size ** (1/T), whole
+"""Corpus temperature sampling (trainer/training/sampling.py): shares by size ** (1/T), whole
 shuffled passes when a small corpus is drawn more often than its size, the same epoch for
 the same (seed, epoch), and each corpus's pair count recovered from the corpora."""
 
@@ -12,8 +12,8 @@ import pytest
 import sentencepiece as spm
 
 from tests.tiny import ENGLISH, FRENCH, spm_bytes
-from trainer.data import Corpus, encode_pairs, encoded_corpus_sizes, token_batches
-from trainer.sampling import CorpusSizes, corpus_shares, draws_per_corpus, sampled_order
+from trainer.training.data import Corpus, encode_pairs, encoded_corpus_sizes, token_batches
+from trainer.training.sampling import CorpusSizes, corpus_shares, draws_per_corpus, sampled_order
 
 SIZES = CorpusSizes(("software", "news", "religion"), (900, 90, 10))
 

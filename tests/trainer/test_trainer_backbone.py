@@ -14,11 +14,11 @@ import torch
 
 from server.engine.backbone import Backbone
 from tests.tiny import ENGLISH, FRENCH, spm_bytes, tiny_config
-from trainer.data import encode_pairs
-from trainer.loop import TrainSettings, bf16_autocast, lr_at, native_bf16, stop_on_signals
 from trainer.recipes.default_en_fr import backbone_trainable, cooldown
-from trainer.run import train
-from trainer.sampling import CorpusSizes
+from trainer.training.data import encode_pairs
+from trainer.training.loop import TrainSettings, bf16_autocast, lr_at, native_bf16, stop_on_signals
+from trainer.training.run import train
+from trainer.training.sampling import CorpusSizes
 
 SETTINGS = TrainSettings(lr=3e-3, warmup_steps=5, max_tokens=400, max_epochs=12, bf16=False,
                          log_every=1, eval_every=1000, checkpoint_every_s=1e9,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from tests.server.fasttext_tiny import classifier_bytes
-from trainer.classifier import TEMPERATURES, fit_temperature
+from trainer.routers.classifier import TEMPERATURES, fit_temperature
 
 KEYWORDS = {"law": ["court"], "medical": ["dose"], "it": ["click"]}
 TEXTS = {"law": "the court rules", "medical": "one dose daily", "it": "click the button"}

@@ -17,9 +17,9 @@ from server.engine.families import get_family
 from tests.converters.marian_fixture import marian_model, save_marian
 from tests.tiny import tiny_backbone_files
 from tests.trainer.sidecar_store import new_domain_pairs
-from trainer.data import Specials, encode_for_backbone, encode_pairs, iterate_batches
-from trainer.loop import TrainSettings
-from trainer.modules import train_module
+from trainer.training.data import Specials, encode_for_backbone, encode_pairs, iterate_batches
+from trainer.training.loop import TrainSettings
+from trainer.training.modules import train_module
 
 SETTINGS = TrainSettings(lr=3e-3, warmup_steps=4, max_tokens=400, max_epochs=4, bf16=False,
                          log_every=1, eval_every=1000, checkpoint_every_s=1e9,

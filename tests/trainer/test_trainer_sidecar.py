@@ -29,9 +29,9 @@ from tests.trainer.sidecar_store import (
     submit,
     worker_settings,
 )
-from trainer import sidecar as sidecar_module
-from trainer.domain_job import run_dir_of
-from trainer.sidecar import Heartbeat, Sidecar
+from trainer.jobs.domain_job import run_dir_of
+from trainer.sidecar import worker as sidecar_module
+from trainer.sidecar.worker import Heartbeat, Sidecar
 
 UNTIL_LAST_STEP = {"eval_every": 1000}  # the module is the last step's, not the first eval's
 

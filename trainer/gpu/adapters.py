@@ -43,7 +43,7 @@ class AdapterSettings:
 
 
 def lr_at(settings: AdapterSettings, step: int) -> float:
-    """The recipe's schedule (trainer/loop.py lr_at): warm-up, inverse square root."""
+    """The recipe's schedule (trainer/training/loop.py lr_at): warm-up, inverse square root."""
     step = max(step, 1)
     return settings.lr * min(step / settings.warmup_steps,
                              math.sqrt(settings.warmup_steps / step))

@@ -20,10 +20,10 @@ import torch
 from torch import Tensor
 
 from server.engine.backbone import Backbone
-from trainer.average import average_weights
 from trainer.gpu.batches import Batch, DeviceBatches
 from trainer.gpu.steps import Clock, dev_loss, evaluating, optimizer, train_step
-from trainer.sampling import CorpusSizes
+from trainer.training.average import average_weights
+from trainer.training.sampling import CorpusSizes
 
 log = logging.getLogger("trainer.gpu")
 

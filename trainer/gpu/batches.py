@@ -4,7 +4,7 @@ matrices, each step gathering its rows (no per-batch collation on the CPU).
 Batches group pairs of similar length: each pair falls in a bucket of `width` tokens by its
 longer side, each bucket's batches hold as many pairs as fit `max_tokens` padded source +
 target tokens at the bucket's length, and an epoch's batches are shuffled. An epoch draws
-its pairs by corpus temperature exactly as the recipe does (trainer/sampling.py).
+its pairs by corpus temperature exactly as the recipe does (trainer/training/sampling.py).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 from trainer.gpu.packed import TokenPairs
-from trainer.sampling import CorpusSizes, sampled_order
+from trainer.training.sampling import CorpusSizes, sampled_order
 
 
 @dataclass(frozen=True)

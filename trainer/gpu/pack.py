@@ -25,7 +25,6 @@ from pathlib import Path
 import numpy as np
 import sentencepiece as spm
 
-from trainer.data import EncodedPairs, encode_pairs
 from trainer.gpu.packed import (
     DEV_FILE,
     DIRECTIONS,
@@ -39,6 +38,7 @@ from trainer.gpu.packed import (
 )
 from trainer.recipes import default_en_fr as recipe
 from trainer.recipes.directions import DIRECTIONS as RECIPE_DIRECTIONS
+from trainer.training.data import EncodedPairs, encode_pairs
 
 log = logging.getLogger("trainer.gpu.pack")
 CARRY_LIMIT = 64 * 2**20  # what one device call may carry: working tree + carried paths

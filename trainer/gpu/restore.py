@@ -44,17 +44,17 @@ from server.engine.backbone import Backbone
 from server.engine.families import get_family
 from server.engine.single import SingleModuleHooks
 from server.engine.tokenizer import Tokenizer
-from trainer.data import EOS_ID
-from trainer.evaluate import Scores, evaluate_texts
 from trainer.gpu.packed import Pack, read_pack
 from trainer.gpu.run import RUN_FILE
 from trainer.gpu.shards import read_shards
-from trainer.loop import Checkpoints, Progress
 from trainer.recipes import default_en_fr as recipe
 from trainer.recipes.default_stages import BACKBONE_NAME, ROUTER_NAME
 from trainer.recipes.directions import DIRECTIONS, EN_FR
 from trainer.recipes.snapshot import SNAPSHOT_DIR
-from trainer.sampling import CorpusSizes
+from trainer.training.data import EOS_ID
+from trainer.training.evaluate import Scores, evaluate_texts
+from trainer.training.loop import Checkpoints, Progress
+from trainer.training.sampling import CorpusSizes
 
 log = logging.getLogger("trainer.gpu.restore")
 GPU_RUN_FILE = "gpu_run.json"
@@ -79,7 +79,7 @@ def write_backbone(run_dir: Path, config: BackboneConfig, weights: dict[str, tor
                         finished=True, stop_reason="max_minutes")
     (run_dir / BACKBONE_CONFIG_FILE).write_text(json.dumps(config.to_dict(), indent=1))
     checkpoints = Checkpoints(run_dir / "backbone")
-    # `averaged` names the snapshots as trainer/average.py does: the model card lists them
+    # `averaged` names the snapshots as trainer/training/average.py does: the model card lists them
     checkpoints.save({"model": weights, "progress": asdict(progress),
                       "averaged": [f"step-{s}.pt" for s in backbone["averaged_steps"]]},
                      progress)

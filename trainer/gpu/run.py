@@ -36,7 +36,7 @@ from trainer.gpu.packed import read_pack
 from trainer.gpu.shape import CANDIDATES, CHOSEN, TODAY
 from trainer.gpu.shards import RETURN_BYTES, RETURN_FILES, float16_bytes, shard_plan, write_shards
 from trainer.gpu.steps import Clock
-from trainer.sampling import CorpusSizes
+from trainer.training.sampling import CorpusSizes
 
 log = logging.getLogger("trainer.gpu")
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from contract.backbone import BackboneConfig
-from trainer.data import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from trainer.training.data import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
 VOCAB_SIZE = 8000  # the recipe's joint sentencepiece: the GPU run keeps its vocabulary
 

@@ -18,7 +18,7 @@ from torch import Tensor
 
 from trainer.gpu.batches import Batch, DeviceBatches
 
-# The recipe's values (contract/training.py TrainingOptions, trainer/run.py): label
+# The recipe's values (contract/training.py TrainingOptions, trainer/training/run.py): label
 # smoothing 0.1, Adam (0.9, 0.98), eps 1e-9, gradient norm clipped at 1.
 LABEL_SMOOTHING = 0.1
 BETAS = (0.9, 0.98)

@@ -29,7 +29,21 @@ import torch
 from contract.artifacts import BACKBONE_CONFIG_FILE
 from contract.backbone import BackboneConfig
 from server.engine.backbone import Backbone
-from trainer.data import (
+from trainer.quality.fit import refit_builtin
+from trainer.recipes.default_stages import (
+    BACKBONE_NAME,
+    backbone_progress,
+    backbone_progress_path,
+    restore_from_snapshot,
+    restore_run_dir,
+    train_adapter,
+)
+from trainer.recipes.direction_publication import publish_direction
+from trainer.recipes.directions import DIRECTIONS, EN_FR, Direction
+from trainer.recipes.publication import publish_builtin, publish_router
+from trainer.recipes.router_stage import train_router
+from trainer.recipes.snapshot import SNAPSHOT_DIR, save_snapshot
+from trainer.training.data import (
     BOS_ID,
     EOS_ID,
     PAD_ID,
@@ -44,7 +58,7 @@ from trainer.data import (
     token_batches,
     train_sentencepiece,
 )
-from trainer.loop import (
+from trainer.training.loop import (
     ShouldStop,
     Trainable,
     TrainingInterrupted,
@@ -53,22 +67,8 @@ from trainer.loop import (
     stop_on_signals,
     translation_loss,
 )
-from trainer.quality_fit import refit_builtin
-from trainer.recipes.default_stages import (
-    BACKBONE_NAME,
-    backbone_progress,
-    backbone_progress_path,
-    restore_from_snapshot,
-    restore_run_dir,
-    train_adapter,
-)
-from trainer.recipes.direction_publication import publish_direction
-from trainer.recipes.directions import DIRECTIONS, EN_FR, Direction
-from trainer.recipes.publication import publish_builtin, publish_router
-from trainer.recipes.router_stage import train_router
-from trainer.recipes.snapshot import SNAPSHOT_DIR, save_snapshot
-from trainer.run import train
-from trainer.sampling import CorpusSizes
+from trainer.training.run import train
+from trainer.training.sampling import CorpusSizes
 
 log = logging.getLogger("trainer.recipes.default_en_fr")
 BUILTIN_DIR = Path(__file__).resolve().parents[2] / "model_store" / "builtin"
@@ -110,7 +110,7 @@ OTHER_DIRECTION_STAGES = STAGES + ("restore", "snapshot", "quality")
 
 
 def cooldown(run_dir: Path, start: int | None, steps: int) -> dict[str, int]:
-    """The loop settings of a cooldown (trainer/loop.py lr_at) that starts at `start` or,
+    """The loop settings of a cooldown (trainer/training/loop.py lr_at) that starts at `start` or,
     by default, at the step of the run's checkpoint."""
     if steps <= 0:
         return {}

@@ -24,12 +24,12 @@ from model_store import Store
 from server.engine.artifacts import BackboneParts, backbone_parts
 from server.engine.backbone import Backbone
 from server.engine.tokenizer import Tokenizer
-from trainer.data import Corpus, encode_pairs
-from trainer.evaluate import evaluate_texts
-from trainer.loop import Checkpoints, Progress, ShouldStop, TrainSettings
-from trainer.modules import train_module
 from trainer.recipes.directions import EN_FR, Direction
 from trainer.recipes.snapshot import load_snapshot, position
+from trainer.training.data import Corpus, encode_pairs
+from trainer.training.evaluate import evaluate_texts
+from trainer.training.loop import Checkpoints, Progress, ShouldStop, TrainSettings
+from trainer.training.modules import train_module
 
 log = logging.getLogger("trainer.recipes.default_en_fr")
 
@@ -45,7 +45,7 @@ def domain_corpus(data_dir: Path, domain: str, split: str,
 
 
 def backbone_progress_path(run_dir: Path) -> Path:
-    """Where the backbone stage's checkpoint records its progress (trainer/loop.py
+    """Where the backbone stage's checkpoint records its progress (trainer/training/loop.py
     `Checkpoints`, in the stage's folder `backbone`)."""
     return run_dir / "backbone" / "progress.json"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainer.data import Corpus
+from trainer.training.data import Corpus
 
 
 @dataclass(frozen=True)

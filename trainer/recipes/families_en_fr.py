@@ -28,11 +28,11 @@ from server.engine.backbone import Backbone
 from server.engine.engine import load_backbone
 from server.engine.families import get_family
 from server.engine.tokenizer import Tokenizer
-from trainer.data import encode_pairs
-from trainer.loop import TrainSettings
-from trainer.modules import train_module
 from trainer.recipes.default_en_fr import BUILTIN_DIR, DOMAINS, MAX_LEN
 from trainer.recipes.default_stages import domain_corpus
+from trainer.training.data import encode_pairs
+from trainer.training.loop import TrainSettings
+from trainer.training.modules import train_module
 
 log = logging.getLogger("trainer.recipes.families_en_fr")
 

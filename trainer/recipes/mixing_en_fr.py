@@ -28,11 +28,11 @@ from model_store import BUILTIN_DIR, Store
 from server.engine.artifacts import BackboneParts, backbone_parts, module_files
 from server.engine.engine import load_backbone
 from server.engine.families import get_family
-from trainer.data import EncodedPairs, encode_for_backbone, join_labelled
-from trainer.loop import TrainSettings
-from trainer.mixing import MixingResult, train_mixing
 from trainer.recipes.default_en_fr import DOMAINS, MAX_LEN
 from trainer.recipes.default_stages import BACKBONE_NAME, domain_corpus
+from trainer.training.data import EncodedPairs, encode_for_backbone, join_labelled
+from trainer.training.loop import TrainSettings
+from trainer.training.mixing import MixingResult, train_mixing
 
 log = logging.getLogger("trainer.recipes.mixing_en_fr")
 

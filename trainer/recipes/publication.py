@@ -26,7 +26,6 @@ from model_store import ArtifactKind, Manifest, Store
 from model_store.hashing import sha256_hex
 from server.engine.artifacts import backbone_files, module_files
 from server.engine.backbone import Backbone
-from trainer.average import checkpoint_step
 from trainer.recipes.default_stages import (
     BACKBONE_NAME,
     ROUTER_NAME,
@@ -43,6 +42,7 @@ from trainer.recipes.router_stage import (
     SISTER_PAIRS,
 )
 from trainer.recipes.snapshot import remove_if_superseded
+from trainer.training.average import checkpoint_step
 
 log = logging.getLogger("trainer.recipes.default_en_fr")
 
@@ -178,7 +178,7 @@ def _backbone_version(store: Store, files: dict[str, bytes], config: BackboneCon
 
 def averaged_steps(run_dir: Path) -> list[int]:
     """The steps of the checkpoints the run's backbone checkpoint is the mean of (written by
-    trainer/average.py), or [] when it is a training checkpoint."""
+    trainer/training/average.py), or [] when it is a training checkpoint."""
     saved = torch.load(run_dir / "backbone" / "checkpoint.pt", weights_only=True,
                        map_location="cpu")
     return [checkpoint_step(Path(path)) for path in saved.get("averaged", [])]

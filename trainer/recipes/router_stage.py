@@ -13,16 +13,16 @@ from contract.artifacts import (
     CLASSIFIER_EXAMPLES_FILE,
     CLASSIFIER_MODEL_FILE,
 )
-from trainer.classifier import (
+from trainer.recipes.default_stages import domain_corpus
+from trainer.recipes.directions import EN_FR, Direction
+from trainer.routers.classifier import (
     ClassifierSettings,
     accuracy,
     examples_to_bytes,
     fit_temperature,
     train_classifier,
 )
-from trainer.recipes.default_stages import domain_corpus
-from trainer.recipes.directions import EN_FR, Direction
-from trainer.settings import RouterSettings
+from trainer.routers.settings import RouterSettings
 
 log = logging.getLogger("trainer.recipes.default_en_fr")
 
@@ -68,7 +68,7 @@ DOMAIN_EXTRAS: dict[str, tuple[str, int]] = {"medical": ("biomedical", 2000)}
 SISTER_PAIRS = ("en-de",)
 SISTER_DOMAINS = ("medical", "law", "it", "religion")
 # The sidecar's default router settings (word uni+bigrams, 10 epochs: why in
-# trainer/classifier.py), so that its retrained routers match the one published here.
+# trainer/routers/classifier.py), so that its retrained routers match the one published here.
 ROUTER_SETTINGS: ClassifierSettings = RouterSettings().classifier_settings()
 
 

@@ -28,7 +28,7 @@ import torch
 from contract.artifacts import BACKBONE_CONFIG_FILE, SOURCE_SPM_FILE
 from contract.backbone import BackboneConfig
 from server.engine.artifacts import BackboneParts, backbone_files, backbone_parts
-from trainer.loop import Progress
+from trainer.training.loop import Progress
 
 log = logging.getLogger("trainer.recipes.default_en_fr")
 

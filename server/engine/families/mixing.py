@@ -34,7 +34,7 @@ stateless; `project` sees only a slot's tensors) and is never trained.
 
 A fresh module starts from k copies of the backbone's projections and uniform proportions
 (`R` = 0): it reproduces the backbone up to float rounding. This family is trained jointly
-over all its domains (trainer/mixing.py), not added one domain at a time.
+over all its domains (trainer/training/mixing.py), not added one domain at a time.
 
 Low-rank differences (option `rank` = r; default None = the full copies above): domain
 d's projection is the backbone's plus a rank-r difference, `W_d = W + U_d V_d`,

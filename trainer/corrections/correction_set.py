@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from model_store.correction_rows import CorrectionRecord
-from trainer.refresh_settings import RefreshSettings
+from trainer.jobs.refresh_settings import RefreshSettings
 
 _NOT_WORD = re.compile(r"[^\w\s]+")
 

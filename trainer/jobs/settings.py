@@ -4,7 +4,10 @@ Shared with the server (same base, launch/settings.py): `NMT_STORE_DIR`, `NMT_RE
 `NMT_BUILTIN_ARTIFACTS`, `NMT_LOG_LEVEL`. The sidecar's own settings are the nested group
 `NMT_TRAINER__*` (`NMT_TRAINER__WORKER_NAME`, `NMT_TRAINER__ROUTER__BUCKET`), so that they
 never collide with a server setting of the same name (the server's `NMT_POLL_INTERVAL_S`
-is its hot-reload period). docs/API.md lists them all.
+is its hot-reload period). Two nested groups have modules of their own: the router's
+(`NMT_TRAINER__ROUTER__*`, trainer/routers/settings.py, beside the router update that
+reads it) and the refresh's (`NMT_TRAINER__REFRESH__*`, refresh_settings.py).
+docs/API.md lists them all.
 """
 
 from __future__ import annotations
@@ -12,68 +15,18 @@ from __future__ import annotations
 import os
 import socket
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import SettingsConfigDict
 
 from launch.settings import ProcessSettings
-from trainer.classifier import ClassifierSettings
-from trainer.refresh_settings import RefreshSettings
-from trainer.router_balance import Balance
+from trainer.jobs.refresh_settings import RefreshSettings
+from trainer.routers.settings import RouterSettings
 
 
 def default_worker_name() -> str:
     # The host name is stable across restarts of a container (a restarted sidecar takes
     # its own running job over at once); another host waits for the heartbeat timeout.
     return socket.gethostname() or f"worker-{os.getpid()}"
-
-
-# The fastText defaults are the default model's recipe's (set in trainer/classifier.py).
-_FASTTEXT = ClassifierSettings()
-
-
-class RouterSettings(BaseModel):
-    """How the fastText router is retrained when a domain is added."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    name: str = Field("router", description="classifier artifact name (the server's "
-                                            "NMT_ROUTING__CLASSIFIER)")
-    max_examples_per_domain: int = Field(
-        5000, ge=1, description="distinct source sentences of the new domain added to the "
-                                "examples")
-    balance: Balance = Field(
-        "median", description="repeat the new domain's lines until its class is as large as "
-                              "the median (or largest) other domain class; none: as many as "
-                              "it has (benchmarks/results/router_new_domain.md)")
-    claim_overlap: bool = Field(
-        True, description="move the stored examples that look like the new domain's text "
-                          "(another class learned text of its kind) to the new domain "
-                          "(trainer/router_overlap.py)")
-    epoch: int = Field(_FASTTEXT.epoch, ge=1)
-    lr: float = Field(_FASTTEXT.lr, gt=0)
-    dim: int = Field(_FASTTEXT.dim, ge=2)
-    word_ngrams: int = Field(_FASTTEXT.word_ngrams, ge=1, description="word n-grams up to")
-    minn: int = Field(_FASTTEXT.minn, ge=0, description="shortest character n-gram")
-    maxn: int = Field(_FASTTEXT.maxn, ge=0, description="longest character n-gram "
-                                                        "(0: none)")
-    bucket: int = Field(_FASTTEXT.bucket, ge=0, description="hashed n-gram buckets")
-    quantize: bool = Field(_FASTTEXT.quantize,
-                           description="product quantization (a ~10x smaller file)")
-    seed: int = Field(_FASTTEXT.seed, ge=0)
-
-    @model_validator(mode="after")
-    def _character_ngrams(self) -> RouterSettings:
-        # fastText silently trains without character n-grams when minn > maxn.
-        if self.maxn and self.minn > self.maxn:
-            raise ValueError(f"minn {self.minn} > maxn {self.maxn} (maxn 0: no character "
-                             "n-grams)")
-        return self
-
-    def classifier_settings(self) -> ClassifierSettings:
-        return ClassifierSettings(
-            epoch=self.epoch, lr=self.lr, dim=self.dim, word_ngrams=self.word_ngrams,
-            minn=self.minn, maxn=self.maxn, bucket=self.bucket, seed=self.seed,
-            quantize=self.quantize)
 
 
 class WorkerSettings(BaseModel):
@@ -94,7 +47,7 @@ class WorkerSettings(BaseModel):
                           description="the sidecar runs this many nice levels below the "
                                       "priority it was started with, so that a server on "
                                       "the same host keeps the CPU it needs while a module "
-                                      "trains (trainer/priority.py); 0: the same priority")
+                                      "trains (trainer/sidecar/priority.py); 0: the same priority")
     checkpoint_every_s: float = Field(60.0, ge=0, description="training checkpoint period")
     progress_every_steps: int = Field(10, ge=1, description="steps between progress reports")
     bf16: bool = Field(True, description="CPU bf16 autocast while training, where the "

@@ -31,12 +31,12 @@ from sacrebleu.metrics.chrf import CHRF
 from contract.tsv import Pair
 from server.engine.families import Params, get_family
 from server.engine.single import SingleModuleHooks
-from trainer.domain_job import JobBackbone
-from trainer.evaluate import Scores, evaluate_texts
+from trainer.jobs.domain_job import JobBackbone
+from trainer.training.evaluate import Scores, evaluate_texts
 
 RESAMPLES = 1000
 LEVEL = 0.95
-_CHRF = CHRF()  # sacrebleu's defaults, as trainer.evaluate.score computes corpus chrF
+_CHRF = CHRF()  # sacrebleu's defaults, as trainer.training.evaluate.score computes corpus chrF
 
 
 def chrf_gain_interval(served: Sequence[str], refreshed: Sequence[str],

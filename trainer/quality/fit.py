@@ -8,7 +8,7 @@ one document, so knowing the set must not be what scores).
 sets; the default recipe's publish stage (trainer/recipes/default_en_fr.py) refits it for
 the backbone and modules it publishes, since an estimator holds its backbone's fingerprint
 and each domain's rows come from the module that translated them. A domain module the
-sidecar publishes later is folded in by trainer/quality_refit.py.
+sidecar publishes later is folded in by trainer/quality/refit.py.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from server.engine.engine import Engine, EngineOptions
 from server.quality.estimator import Estimator, fit
 from server.quality.estimators import QUALITY_DIR, write_estimator
 from server.quality.features import DECODE_FEATURES
-from trainer.data import Corpus
-from trainer.quality_refit import Decoded, as_rows, decode_and_measure, fit_rows
+from trainer.quality.refit import Decoded, as_rows, decode_and_measure, fit_rows
+from trainer.training.data import Corpus
 
 RIDGES = (0.3, 3.0, 30.0, 300.0)
 GENRES = ("news", "captions", "conversation")

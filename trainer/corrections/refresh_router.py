@@ -8,14 +8,14 @@ The new classifier is trained on the active one's stored examples (`examples.tsv
 with the refresh's training corrections' sources added to the domain's class; a stored
 example of the same text under another label is relabelled (the corrector said where it
 belongs). No claim of neighbouring examples and no rebalancing: the class already had
-its fair share when the domain was added (trainer/router_balance.py), and a few hundred
+its fair share when the domain was added (trainer/routers/balance.py), and a few hundred
 sentences move it little. The held-back corrections' sources are not trained on: the
 share of them routed to the domain, before and after, is the router's own check, with
 the domain's dev sources.
 
 Gated like a new domain's router: only a refresh whose module passed its gate retrains
 the router, and the module and the classifier are activated in ONE registry transaction
-(trainer/pipeline.py does the same for a new domain). A classifier changed meanwhile by
+(trainer/jobs/pipeline.py does the same for a new domain). A classifier changed meanwhile by
 another publisher is retrained on top of it; without an active classifier with examples
 the module is published alone, with a note.
 """
@@ -30,16 +30,16 @@ from typing import Any
 from contract.artifacts import CLASSIFIER_EXAMPLES_FILE, CLASSIFIER_MODEL_FILE
 from model_store import ArtifactKind, ConflictError, Manifest, Store
 from server.routing.classifier import config_temperature
-from trainer.classifier import (
+from trainer.jobs.domain_job import JobFailed
+from trainer.jobs.pipeline import FLIP_ATTEMPTS, job_artifact
+from trainer.routers.classifier import (
     Example,
     accuracy,
     examples_to_bytes,
     train_classifier,
 )
-from trainer.domain_job import JobFailed
-from trainer.pipeline import FLIP_ATTEMPTS, job_artifact
-from trainer.router_update import active_router
-from trainer.settings import RouterSettings
+from trainer.routers.settings import RouterSettings
+from trainer.routers.update import active_router
 
 log = logging.getLogger(__name__)
 

@@ -35,7 +35,7 @@ Example = tuple[str, str]  # (label, source text)
 class ClassifierSettings:
     """fastText knobs. The defaults are the router's, the one place they are set: the
     default model's recipe trains with them and they are the sidecar's defaults
-    (trainer/settings.py `RouterSettings`), so a router retrained when a domain is added
+    (trainer/routers/settings.py `RouterSettings`), so a router retrained when a domain is added
     is trained as the shipped one was.
 
     Word uni+bigrams without character n-grams, 10 epochs (router v5): on a held-out

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from server.routing.classifier import raw_posteriors
-from trainer.classifier import ClassifierSettings, Example, load_model, train_classifier
+from trainer.routers.classifier import ClassifierSettings, Example, load_model, train_classifier
 
 NEW, OTHER = "new", "other"
 FOLDS = 2

@@ -11,7 +11,7 @@ import time
 from model_store import Manifest, Store, StoreError
 from server.core.errors import ServingError
 from server.serving.refresh_jobs import due_refreshes, submit_refresh
-from trainer.refresh_settings import RefreshSettings
+from trainer.jobs.refresh_settings import RefreshSettings
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from torch import Tensor
 
 from contract.backbone import BackboneConfig
 from server.engine.tokenizer import Tokenizer
-from trainer.sampling import CorpusSizes, sampled_order
+from trainer.training.sampling import CorpusSizes, sampled_order
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +151,8 @@ def token_batches(data: EncodedPairs, *, max_tokens: int, seed: int, epoch: int,
                   temperature: float = 1.0) -> list[list[int]]:
     """Index batches of similar lengths under `max_tokens` (padded src+tgt), in an order
     that depends only on (seed, epoch): resuming replays exactly the same batches.
-    `temperature` > 1 draws the epoch's pairs by corpus temperature (trainer/sampling.py)."""
+    `temperature` > 1 draws the epoch's pairs by corpus temperature
+    (trainer/training/sampling.py)."""
     rng = random.Random(seed * 1_000_003 + epoch)
     if temperature == 1.0:
         order = list(range(len(data)))

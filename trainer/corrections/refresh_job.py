@@ -3,7 +3,7 @@ its original data plus the corrections translators sent for it (issue #49).
 
 1. load the backbone, the module version the job refreshes and its original data (a
    job's files, or a shipped module's data under `NMT_TRAINER__REFRESH__DATA_DIR`);
-2. choose the corrections (trainer/correction_set.py: near duplicates merged, dev-set
+2. choose the corrections (trainer/corrections/correction_set.py: near duplicates merged, dev-set
    sentences left out, one key's share capped, a part held back); the choice is saved in
    the run directory so that a resumed job trains on the same set;
 3. train (state `running`): the served module's weights are the starting point; the
@@ -11,14 +11,14 @@ its original data plus the corrections translators sent for it (issue #49).
    per epoch; dev + held-back corrections choose the best step; the corrections earlier
    refreshes trained on are replayed with the original pairs (weighted like new ones), so
    that a refresh does not forget what the last one learnt;
-4. gate (state `evaluating`, trainer/refresh_gate.py) against the served module;
+4. gate (state `evaluating`, trainer/corrections/refresh_gate.py) against the served module;
 5. publish the version (inactive when refused: the job fails with the reason and the
    scores, and the corrections stay unused); passed: retrain the router with the
-   corrected sources (trainer/refresh_router.py), activate both in place of the versions
+   corrected sources (trainer/corrections/refresh_router.py), activate both in place of the versions
    they replace in one transaction (refused if another module version was activated
    meanwhile) and mark the corrections used with the new version; the backbone's quality
    estimator is refit with the domain's dev sentences as the new version translates them
-   (trainer/quality_refit.py).
+   (trainer/quality/refit.py).
 """
 
 from __future__ import annotations
@@ -35,13 +35,15 @@ from contract.tsv import Pair
 from model_store import Manifest, Store
 from model_store.correction_rows import TRAINABLE, CorrectionFilter, CorrectionRecord
 from server.engine.artifacts import module_files, module_params
-from trainer.correction_set import (
+from trainer.corrections.correction_set import (
     CorrectionSet,
     correction_pairs,
     explain_empty,
     select_corrections,
 )
-from trainer.domain_job import (
+from trainer.corrections.refresh_gate import RefreshGate, refresh_gate
+from trainer.corrections.refresh_router import activate_refresh
+from trainer.jobs.domain_job import (
     JobBackbone,
     JobFailed,
     TrainedModule,
@@ -50,10 +52,8 @@ from trainer.domain_job import (
     run_dir_of,
     train_job_module,
 )
-from trainer.pipeline import JobContext, job_artifact, refit_quality
-from trainer.refresh_gate import RefreshGate, refresh_gate
-from trainer.refresh_router import activate_refresh
-from trainer.refresh_settings import RefreshSettings
+from trainer.jobs.pipeline import JobContext, job_artifact, refit_quality
+from trainer.jobs.refresh_settings import RefreshSettings
 
 log = logging.getLogger(__name__)
 CHOICE_FILE = "corrections.json"

@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from contract.training import TrainingOptions
-from trainer.data import Batch
+from trainer.training.data import Batch
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ class TrainSettings:
     checkpoint_every_s: float = 600.0
     # evaluations without improvement before stopping; 0 = never stop early
     patience: int = DEFAULTS.patience
-    # corpus temperature sampling (trainer/sampling.py); 1 = every pair once per epoch
+    # corpus temperature sampling (trainer/training/sampling.py); 1 = every pair once per epoch
     temperature: float = 1.0
     # cooldown: from this step the learning rate falls linearly to 0 over cooldown_steps,
     # and training stops there (0 = inverse square-root decay to the end)

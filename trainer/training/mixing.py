@@ -38,15 +38,15 @@ from server.engine.families import Params, get_family
 from server.engine.families.mixing import WordMixing
 from server.engine.mixture import MixtureHooks, SiteProportions
 from server.engine.tokenizer import Tokenizer
-from trainer.data import (
+from trainer.training.data import (
     Batch,
     EncodedPairs,
     encode_for_backbone,
     iterate_batches,
     token_batches,
 )
-from trainer.evaluate import Scores, evaluate_texts
-from trainer.loop import (
+from trainer.training.evaluate import Scores, evaluate_texts
+from trainer.training.loop import (
     OnProgress,
     Progress,
     ShouldStop,
@@ -56,7 +56,7 @@ from trainer.loop import (
     bf16_autocast,
     translation_loss,
 )
-from trainer.run import train
+from trainer.training.run import train
 
 log = logging.getLogger(__name__)
 Pairs = Sequence[tuple[str, str]]

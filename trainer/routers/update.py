@@ -3,7 +3,7 @@
 The active classifier artifact carries the examples it was trained on
 (`examples.tsv.gz`: label TAB source text). The new classifier is trained on those
 examples (minus any old ones of the same label) plus source sentences of the new domain,
-given their fair share (trainer/router_balance.py: the stored examples that look like the
+given their fair share (trainer/routers/balance.py: the stored examples that look like the
 new domain move to it, and its class is repeated to the other classes' size), and
 published as the next version of the same classifier name with
 `config = {"labels": [...], "temperature": T}` (as trainer/recipes/router_stage.py
@@ -24,15 +24,15 @@ from contract.artifacts import CLASSIFIER_EXAMPLES_FILE, CLASSIFIER_MODEL_FILE
 from contract.tsv import Pair
 from model_store import LoadedArtifact, Manifest, Store
 from server.routing.classifier import config_temperature
-from trainer.classifier import (
+from trainer.routers.balance import updated_examples
+from trainer.routers.classifier import (
     Example,
     accuracy,
     examples_from_bytes,
     examples_to_bytes,
     train_classifier,
 )
-from trainer.router_balance import updated_examples
-from trainer.settings import RouterSettings
+from trainer.routers.settings import RouterSettings
 
 log = logging.getLogger(__name__)
 

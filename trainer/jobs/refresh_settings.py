@@ -1,5 +1,5 @@
 """`NMT_TRAINER__REFRESH__*`: when and how a domain's module is refreshed from the
-corrections translators sent for it (trainer/refresh_job.py, issue #49)."""
+corrections translators sent for it (trainer/corrections/refresh_job.py, issue #49)."""
 
 from __future__ import annotations
 
@@ -42,4 +42,4 @@ class RefreshSettings(BaseModel):
         description="the upper end of the 95% paired-bootstrap interval of the refreshed "
                     "module's chrF gain on the held-back corrections must be at least this "
                     "(0: refused when significantly worse; positive: refused unless a gain "
-                    "that large is plausible; trainer/refresh_gate.py)")
+                    "that large is plausible; trainer/corrections/refresh_gate.py)")

@@ -32,11 +32,11 @@ from typing import Any
 from contract.training import JOBS_DIR, job_key
 from model_store import Job, Store, StoreError
 from server.serving.refresh_jobs import is_refresh
-from trainer.domain_job import JobFailed, JobInterrupted
-from trainer.pipeline import JobContext, run_domain_job
-from trainer.refresh_job import run_refresh_job
-from trainer.refresh_trigger import RefreshTrigger
-from trainer.settings import WorkerSettings
+from trainer.corrections.refresh_job import run_refresh_job
+from trainer.corrections.refresh_trigger import RefreshTrigger
+from trainer.jobs.domain_job import JobFailed, JobInterrupted
+from trainer.jobs.pipeline import JobContext, run_domain_job
+from trainer.jobs.settings import WorkerSettings
 
 log = logging.getLogger(__name__)
 ORPHAN_AGE = timedelta(hours=1)  # job directories without a row (a crashed upload)

@@ -9,7 +9,7 @@
 5. flip both active versions in ONE registry transaction (the server's poller notices the
    new event and loads them), then mark the job `published`;
 6. refit the backbone's quality estimator with the domain's dev sentences
-   (trainer/quality_refit.py; the server rereads it).
+   (trainer/quality/refit.py; the server rereads it).
 
 Every step is idempotent, so a job taken over after a crash at any point finishes
 correctly: the trained module is cached in the run directory, and artifacts carry the job
@@ -28,7 +28,7 @@ from contract.training import training_options
 from contract.tsv import Pair
 from model_store import ArtifactKind, ConflictError, Job, Manifest, Store, StoreError
 from server.engine.artifacts import module_files
-from trainer.domain_job import (
+from trainer.jobs.domain_job import (
     JobBackbone,
     JobFailed,
     JobInterrupted,
@@ -38,11 +38,11 @@ from trainer.domain_job import (
     run_dir_of,
     train_job_module,
 )
-from trainer.gate import GateResult, quality_gate
-from trainer.loop import ShouldStop
-from trainer.quality_refit import refit_for_module
-from trainer.router_update import RouterUpdate, publish_router, router_update
-from trainer.settings import WorkerSettings
+from trainer.jobs.gate import GateResult, quality_gate
+from trainer.jobs.settings import WorkerSettings
+from trainer.quality.refit import refit_for_module
+from trainer.routers.update import RouterUpdate, publish_router, router_update
+from trainer.training.loop import ShouldStop
 
 log = logging.getLogger(__name__)
 
@@ -105,8 +105,8 @@ def run_domain_job(ctx: JobContext) -> dict[str, Any]:
 def refit_quality(ctx: JobContext, backbone: JobBackbone, trained: TrainedModule, *,
                    dev_pairs: list[Pair]) -> None:
     """The backbone's quality estimator, refit with the domain's dev sentences as its newly
-    served module translates them (trainer/quality_refit.py): after a new domain and after
-    a refresh (trainer/refresh_job.py). The module already serves: a failed refit is
+    served module translates them (trainer/quality/refit.py): after a new domain and after
+    a refresh (trainer/corrections/refresh_job.py). The module already serves: a failed refit is
     logged and the previous estimator stays."""
     try:
         refit_for_module(ctx.store, backbone.manifest, domain=ctx.job.domain,

@@ -7,7 +7,7 @@ chosen for 30% of its own unseen lines. Two steps (benchmarks/results/
 router_new_domain.md, `python -m benchmarks.quality.router_new_domain`):
 
 - stored examples of other classes that look like the new domain's text move to it
-  (trainer/router_overlap.py): most of the lost lines went to medical, which had learned
+  (trainer/routers/overlap.py): most of the lost lines went to medical, which had learned
   from biomedical abstracts. Alone: 58.2% chosen;
 - the new class's lines are repeated until it is as large as the median other domain
   class (`balance`), which weighs it like them without inventing text. Alone it moved
@@ -29,8 +29,8 @@ from collections.abc import Sequence
 from typing import Literal
 
 from server.routing.policy import GENERIC
-from trainer.classifier import ClassifierSettings, Example
-from trainer.router_overlap import claimed
+from trainer.routers.classifier import ClassifierSettings, Example
+from trainer.routers.overlap import claimed
 
 Balance = Literal["none", "median", "largest"]
 
@@ -51,7 +51,7 @@ def updated_examples(stored: Sequence[Example], domain: str, sources: Sequence[s
                      claim: ClassifierSettings | None = None) -> list[Example]:
     """The stored examples without `domain`'s old ones, plus up to `max_lines` distinct
     `sources` of `domain`; with `claim`, the other examples that look like them move to
-    `domain` too (trainer/router_overlap.py, trained with these settings). The class's
+    `domain` too (trainer/routers/overlap.py, trained with these settings). The class's
     lines are then repeated in order (whole passes, then a partial one) until it reaches
     the reference size of the others. The repeats are kept in the examples file the
     classifier carries, so a later retraining (another domain added) weighs the class the

@@ -4,7 +4,7 @@ models and 20 for big ones). The result is a weights-only checkpoint at the newe
 position: the recipe's later stages read it as they read any backbone checkpoint, and the
 backbone stage warm-starts from it with a fresh optimizer.
 
-    python -m trainer.average --out runs/avg/checkpoint.pt runs/curve/step-*.pt --last 5
+    python -m trainer.training.average --out runs/avg/checkpoint.pt runs/curve/step-*.pt --last 5
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The quality gate: a new module must not be worse than the plain backbone on the
 domain's dev set by more than a margin of BLEU (sacrebleu BLEU and chrF, greedy decoding,
-as `trainer.evaluate` scores every module).
+as `trainer.training.evaluate` scores every module).
 
 The module is scored with exactly the weights that will be stored (float16-rounded when
 modules are stored in half precision), so the gate judges what will be served.
@@ -15,8 +15,8 @@ from typing import Any
 from contract.tsv import Pair
 from server.engine.families import Params, get_family
 from server.engine.single import SingleModuleHooks
-from trainer.domain_job import JobBackbone
-from trainer.evaluate import Scores, evaluate_texts
+from trainer.jobs.domain_job import JobBackbone
+from trainer.training.evaluate import Scores, evaluate_texts
 
 
 @dataclass(frozen=True)

@@ -20,10 +20,16 @@ from server.engine.backbone import Backbone
 from server.engine.families import Params, get_family
 from server.engine.single import SingleModuleHooks
 from server.engine.tokenizer import Tokenizer
-from trainer.data import EncodedPairs
-from trainer.evaluate import Scores, evaluate_texts
-from trainer.loop import Progress, ShouldStop, Trainable, TrainingInterrupted, TrainSettings
-from trainer.run import train
+from trainer.training.data import EncodedPairs
+from trainer.training.evaluate import Scores, evaluate_texts
+from trainer.training.loop import (
+    Progress,
+    ShouldStop,
+    Trainable,
+    TrainingInterrupted,
+    TrainSettings,
+)
+from trainer.training.run import train
 
 log = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import torch
 
-from trainer.data import Batch, EncodedPairs, iterate_batches, token_batches
-from trainer.loop import (
+from trainer.training.data import Batch, EncodedPairs, iterate_batches, token_batches
+from trainer.training.loop import (
     Checkpoints,
     Evaluate,
     OnProgress,

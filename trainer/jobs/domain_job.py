@@ -26,10 +26,10 @@ from server.engine.backbone import Backbone
 from server.engine.engine import load_backbone
 from server.engine.families import Params
 from server.engine.tokenizer import Tokenizer
-from trainer.data import EncodedPairs, encode_for_backbone, token_batches
-from trainer.loop import Progress, ShouldStop, TrainingInterrupted, TrainSettings
-from trainer.modules import train_module
-from trainer.settings import WorkerSettings
+from trainer.jobs.settings import WorkerSettings
+from trainer.training.data import EncodedPairs, encode_for_backbone, token_batches
+from trainer.training.loop import Progress, ShouldStop, TrainingInterrupted, TrainSettings
+from trainer.training.modules import train_module
 
 log = logging.getLogger(__name__)
 
