@@ -12,10 +12,11 @@ from abc import abstractmethod
 from collections import Counter
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
+from pydantic import Field
 from sqlalchemy import ColumnElement, Connection, and_, func, insert, select, update
 from sqlalchemy import delete as sql_delete
 from sqlalchemy.exc import IntegrityError
@@ -28,8 +29,12 @@ CorrectionStatus = Literal["accepted", "pending", "approved", "rejected"]
 TRAINABLE: tuple[CorrectionStatus, ...] = ("accepted", "approved")
 
 
+# The one declaration of a correction's fields: NewCorrection (what the desk stores) and
+# CorrectionRecord (what the registry gives back, and the admin API answers as it is:
+# server/api/schemas_corrections.py CorrectionInfo) extend it; `corrections`
+# (tables.py) has a column for each field (tests/contract/test_api_layer.py).
 @dataclass(frozen=True)
-class NewCorrection:
+class Correction:
     source: str
     machine: str | None  # what the server answered, when the client says
     corrected: str
@@ -39,29 +44,24 @@ class NewCorrection:
     backbone: str  # the backbone's name
     key_id: str | None
     key_name: str | None
-    fingerprint: str
 
 
 @dataclass(frozen=True)
-class CorrectionRecord:
+class NewCorrection(Correction):
+    fingerprint: str  # unique: the same post-edit sent twice is one row
+
+
+@dataclass(frozen=True)
+class CorrectionRecord(Correction):
     id: str
-    source: str
-    machine: str | None
-    corrected: str
-    domain: str | None
-    routed: str | None
-    direction: str
-    backbone: str
-    key_id: str | None
-    key_name: str | None
     status: CorrectionStatus
-    used_in: int | None
+    used_in: Annotated[int | None, Field(
+        description="the module version a refresh trained with it")]
     created_at: datetime
     reviewed_at: datetime | None
 
-    def as_dict(self) -> dict[str, Any]:
-        return {k: (v.isoformat() if isinstance(v, datetime) else v)
-                for k, v in self.__dict__.items()}
+
+RECORD_FIELDS = tuple(f.name for f in fields(CorrectionRecord))
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ class CorrectionRows:
     def add_correction(self, new: NewCorrection) -> CorrectionRecord:
         """Store a correction ("accepted" with a key, else "pending"); ConflictError when
         the same one (fingerprint) is stored already."""
-        row = dict(new.__dict__) | {
+        row = vars(new) | {
             "id": str(uuid.uuid4()), "status": "accepted" if new.key_id else "pending",
             "used_in": None, "created_at": datetime.now(UTC), "reviewed_at": None}
         try:
@@ -109,7 +109,7 @@ class CorrectionRows:
                 conn.execute(insert(corrections).values(row))
         except IntegrityError as exc:
             raise ConflictError("this correction was received already") from exc
-        return _record({k: v for k, v in row.items() if k != "fingerprint"})
+        return _record(row)
 
     def has_correction(self, fingerprint: str) -> bool:
         with self._read() as conn:
@@ -177,9 +177,4 @@ class CorrectionRows:
 
 
 def _record(row: Any) -> CorrectionRecord:
-    return CorrectionRecord(
-        id=row["id"], source=row["source"], machine=row["machine"],
-        corrected=row["corrected"], domain=row["domain"], routed=row["routed"],
-        direction=row["direction"], backbone=row["backbone"], key_id=row["key_id"],
-        key_name=row["key_name"], status=row["status"], used_in=row["used_in"],
-        created_at=row["created_at"], reviewed_at=row["reviewed_at"])
+    return CorrectionRecord(**{name: row[name] for name in RECORD_FIELDS})

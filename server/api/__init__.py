@@ -1,9 +1,10 @@
-"""HTTP only: routes, schemas, dependencies and the one exception -> HTTP mapping."""
+"""HTTP only: routes (`routes_*.py`), their bodies (`schemas*.py`), their dependencies
+(`deps.py`), the mapping between bodies and the layers below (`*_views.py`, `*_upload.py`)
+and the one exception -> HTTP mapping (`errors.py`)."""
 
 from fastapi import APIRouter
 
 from server.api import (
-    jobs,
     libretranslate,
     routes_admin,
     routes_admin_corrections,
@@ -11,6 +12,7 @@ from server.api import (
     routes_documents,
     routes_glossaries,
     routes_health,
+    routes_jobs,
     routes_keys,
     routes_languages,
     routes_translate,
@@ -18,14 +20,14 @@ from server.api import (
 from server.api.libretranslate import suggest
 
 # TRAINING SIDECAR: `POST /admin/domains` (add a domain from data) and
-# `GET /admin/jobs[/{id}]` live in `server/api/jobs.py`; the sidecar (`python -m trainer`)
+# `GET /admin/jobs[/{id}]` live in `server/api/routes_jobs.py`; the sidecar (`python -m trainer`)
 # runs the jobs.
 PUBLIC_ROUTERS: list[APIRouter] = [routes_translate.router, routes_documents.router,
                                    routes_health.router, routes_languages.router,
                                    libretranslate.router, suggest.router,
                                    routes_corrections.router]
 # Served on the main port, or only on the admin listener when NMT_ADMIN_PORT is set.
-ADMIN_ROUTERS: list[APIRouter] = [routes_admin.router, jobs.router, routes_keys.router,
+ADMIN_ROUTERS: list[APIRouter] = [routes_admin.router, routes_jobs.router, routes_keys.router,
                                   routes_glossaries.router, routes_admin_corrections.router]
 ROUTERS: list[APIRouter] = [*PUBLIC_ROUTERS, *ADMIN_ROUTERS]
 

@@ -1,5 +1,7 @@
-"""Typed dependencies: the objects the lifespan put on `app.state`, and admin auth.
-Tests replace any of them with `app.dependency_overrides`.
+"""Typed dependencies: the objects the lifespan put on `app.state`, and admin auth. Every
+`Depends` provider of the native API and its `Annotated` alias is here (routes hold
+routes; tests/contract/test_api_layer.py); tests replace any of them with
+`app.dependency_overrides`.
 
 The getters are `async def` although they never wait: FastAPI runs a plain `def`
 dependency in its thread pool, and at saturation a third of the event loop thread's py-spy
@@ -18,7 +20,11 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 from server.access import AccessGuard
 from server.core.errors import Forbidden, NotFound, Unauthorized
 from server.core.metrics import Metrics
+from server.corrections.desk import CorrectionDesk
+from server.documents.jobs import DocumentJobs
+from server.documents.service import DocumentService
 from server.serving.admin import DomainAdmin
+from server.serving.admin_jobs import JobAdmin
 from server.serving.directions import Direction, Directions
 from server.serving.glossaries import GlossaryBook
 from server.serving.residency import BackboneResidency
@@ -106,6 +112,8 @@ async def get_glossaries(request: Request, direction: AdminDirectionDep) -> Glos
         return direction.glossaries
     glossaries: GlossaryBook = request.app.state.glossaries
     return glossaries
+
+
 async def get_access(request: Request) -> AccessGuard:
     access: AccessGuard = request.app.state.access
     return access
@@ -120,6 +128,36 @@ TranslatorDep = Annotated[Translator, Depends(get_translator)]
 DirectionsDep = Annotated[Directions | None, Depends(get_directions)]
 AdminDep = Annotated[DomainAdmin, Depends(get_admin)]
 GlossaryDep = Annotated[GlossaryBook, Depends(get_glossaries)]
+
+
+async def get_job_admin(request: Request, settings: SettingsDep,
+                        direction: ResidentDirectionDep) -> JobAdmin:
+    """The training jobs of the admin call's direction (its backbone held loaded)."""
+    runtime = direction.runtime if direction is not None else request.app.state.runtime
+    return JobAdmin(request.app.state.store, runtime,
+                    min_pairs=settings.limits.min_domain_pairs)
+
+
+async def get_desk(request: Request) -> CorrectionDesk:
+    desk: CorrectionDesk = request.app.state.corrections
+    return desk
+
+
+async def get_document_jobs(request: Request) -> DocumentJobs:
+    jobs: DocumentJobs = request.app.state.document_jobs
+    return jobs
+
+
+DocumentJobsDep = Annotated[DocumentJobs, Depends(get_document_jobs)]
+
+
+async def get_documents(jobs: DocumentJobsDep) -> DocumentService:
+    return jobs.service
+
+
+JobAdminDep = Annotated[JobAdmin, Depends(get_job_admin)]
+DeskDep = Annotated[CorrectionDesk, Depends(get_desk)]
+DocumentsDep = Annotated[DocumentService, Depends(get_documents)]
 
 
 def require_admin(settings: SettingsDep,

@@ -3,7 +3,7 @@ activation and rollback, deletion.
 
 Training a new domain from data (`POST /admin/domains`) and following its job
 (`GET /admin/jobs/{id}`) belong to the training sidecar: their router lives in
-`server/api/jobs.py` (see server/api/__init__.py, TRAINING SIDECAR).
+`server/api/routes_jobs.py` (see server/api/__init__.py, TRAINING SIDECAR).
 """
 
 from __future__ import annotations
@@ -13,13 +13,12 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Path, Query, Request, status
 
 from server.api.deps import AdminDep, SettingsDep, require_admin
-from server.api.schemas import (
-    MAX_NAME_CHARS,
+from server.api.schemas import MAX_NAME_CHARS, ErrorResponse
+from server.api.schemas_admin import (
     ActivateRequest,
     AdminDomain,
     AdminDomainsResponse,
     DeleteResponse,
-    ErrorResponse,
     VersionInfo,
     VersionResponse,
 )

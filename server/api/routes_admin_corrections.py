@@ -7,22 +7,28 @@ trainer/corrections/refresh_job.py)."""
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import Iterator
-from typing import Annotated, Any, Literal
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request, Response, status
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, Field
 
-from model_store.correction_rows import CorrectionFilter, CorrectionRecord, CorrectionStatus
-from server.api.deps import AdminDirectionDep, require_admin
-from server.api.jobs import JobResponse, job_response
-from server.api.routes_corrections import DeskDep
-from server.api.schemas import DomainName, ErrorResponse, Strict
+from model_store.correction_rows import CorrectionFilter, CorrectionStatus
+from server.api.admin_views import correction_info, correction_line, job_response, last_refresh
+from server.api.deps import AdminDirectionDep, DeskDep, require_admin
+from server.api.schemas import ErrorResponse
+from server.api.schemas_corrections import (
+    CorrectionList,
+    CorrectionSummary,
+    Deleted,
+    DomainCounts,
+    RefreshRequest,
+    Reviewed,
+    ReviewRequest,
+)
+from server.api.schemas_jobs import JobResponse
 from server.core.errors import InvalidInput, NotReady
-from server.corrections.refreshes import LastRefresh, last_refreshes
-from server.serving.refresh_jobs import REFRESH_TRAINING, submit_refresh
+from server.corrections.refreshes import last_refresh_jobs
+from server.serving.refresh_jobs import submit_refresh
 
 router = APIRouter(prefix="/admin/corrections", tags=["admin", "corrections"],
                    dependencies=[Depends(require_admin)],
@@ -31,68 +37,11 @@ router = APIRouter(prefix="/admin/corrections", tags=["admin", "corrections"],
                                     "description": "wrong token, or admin disabled"}})
 MAX_LISTED = 1000
 MAX_OFFSET = 2**63 - 1  # SQL OFFSET is a signed 64-bit integer (SQLite and PostgreSQL)
-MAX_IDS = 10_000
 Domain = Annotated[str | None, Query(max_length=64, description="the domain's corrections")]
 KeyId = Annotated[str | None, Query(max_length=36, description="an API key's id (GET "
                                                                "/admin/keys)")]
 Status = Annotated[CorrectionStatus | None, Query(description="accepted, pending, approved "
                                                               "or rejected")]
-
-
-class CorrectionInfo(BaseModel):
-    id: str
-    source: str
-    machine: str | None
-    corrected: str
-    domain: str | None
-    routed: str | None
-    direction: str
-    backbone: str
-    key_id: str | None
-    key_name: str | None
-    status: CorrectionStatus
-    used_in: int | None = Field(description="the module version a refresh trained with it")
-    created_at: str
-    reviewed_at: str | None
-
-
-class CorrectionList(BaseModel):
-    corrections: list[CorrectionInfo]
-
-
-class DomainCounts(BaseModel):
-    accepted: int = 0
-    pending: int = 0
-    approved: int = 0
-    rejected: int = 0
-    new: int = Field(0, description="trainable (accepted or approved), not used by a "
-                                    "refresh yet")
-
-
-class CorrectionSummary(BaseModel):
-    domains: dict[str, DomainCounts] = Field(description='domain ("" = none known) -> counts')
-    refreshes: dict[str, LastRefresh] = Field(
-        default_factory=dict, description="domain -> its last refresh job and gate scores")
-
-
-class Deleted(BaseModel):
-    deleted: int
-
-
-class ReviewRequest(Strict):
-    action: Literal["approve", "reject"]
-    ids: list[Annotated[str, Field(max_length=36)]] | None = Field(
-        None, max_length=MAX_IDS, description="these pending corrections")
-    domain: DomainName | None = Field(None, description="or every pending one of a domain")
-    all: bool = Field(False, description="or every pending one")
-
-
-class Reviewed(BaseModel):
-    changed: int
-
-
-def _info(record: CorrectionRecord) -> CorrectionInfo:
-    return CorrectionInfo.model_validate(record.as_dict())
 
 
 @router.get("", response_model=CorrectionList)
@@ -104,7 +53,7 @@ async def list_corrections(
     which = CorrectionFilter(domain=domain, key_id=key_id, status=status)
     records = await asyncio.to_thread(desk.registry.list_corrections, which, limit=limit,
                                       offset=offset)
-    return CorrectionList(corrections=[_info(r) for r in records])
+    return CorrectionList(corrections=[correction_info(r) for r in records])
 
 
 @router.get("/export", response_class=StreamingResponse,
@@ -114,22 +63,18 @@ async def export_corrections(desk: DeskDep, domain: Domain = None, key_id: KeyId
     """Every matching correction, one JSON object a line."""
     which = CorrectionFilter(domain=domain, key_id=key_id, status=status)
     records = await asyncio.to_thread(desk.registry.list_corrections, which)
-
-    def lines() -> Iterator[str]:
-        for record in records:
-            yield json.dumps(record.as_dict(), ensure_ascii=False) + "\n"
-
-    return StreamingResponse(lines(), media_type="application/x-ndjson", headers={
-        "Content-Disposition": 'attachment; filename="corrections.jsonl"'})
+    return StreamingResponse(map(correction_line, records), media_type="application/x-ndjson",
+                             headers={"Content-Disposition":
+                                      'attachment; filename="corrections.jsonl"'})
 
 
 @router.get("/summary", response_model=CorrectionSummary)
 async def summary(desk: DeskDep, request: Request) -> CorrectionSummary:
     """Counts per domain, and each domain's last refresh with its gate's scores."""
     counts = await asyncio.to_thread(desk.registry.count_corrections)
-    refreshes = await asyncio.to_thread(last_refreshes, request.app.state.store)
+    jobs = await asyncio.to_thread(last_refresh_jobs, request.app.state.store)
     return CorrectionSummary(domains={d: DomainCounts(**c) for d, c in sorted(counts.items())},
-                             refreshes=refreshes)
+                             refreshes={d: last_refresh(job) for d, job in jobs.items()})
 
 
 @router.delete("", response_model=Deleted, responses={422: {"model": ErrorResponse}})
@@ -154,13 +99,6 @@ async def review(body: ReviewRequest, desk: DeskDep) -> Reviewed:
     changed = await asyncio.to_thread(desk.registry.review_corrections, which,
                                       approve=body.action == "approve")
     return Reviewed(changed=changed)
-
-
-class RefreshRequest(Strict):
-    domain: DomainName = Field(description="the domain whose module is refreshed")
-    options: dict[str, Any] | None = Field(
-        None, description="training options of the job (those of POST /admin/domains' "
-                          f"config); refresh defaults: {REFRESH_TRAINING}")
 
 
 @router.post("/refresh", response_model=JobResponse, status_code=status.HTTP_202_ACCEPTED,

@@ -5,59 +5,14 @@ in the registry; the sidecar refreshes the domain's module from them (docs/API.m
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Annotated, Literal
+from fastapi import APIRouter, status
 
-from fastapi import APIRouter, Depends, Request, status
-from pydantic import BaseModel, Field, StringConstraints, field_validator
-
-from server.api.deps import AccessDep, ApiKeyDep
-from server.api.schemas import DomainName, ErrorResponse, Strict, TextField, valid_unicode
-from server.corrections.desk import CorrectionDesk, Submission
+from server.api.deps import AccessDep, ApiKeyDep, DeskDep
+from server.api.schemas import ErrorResponse
+from server.api.schemas_corrections import CorrectionReceived, CorrectionRequest
+from server.corrections.desk import Submission
 
 router = APIRouter(tags=["corrections"])
-Direction = Annotated[str, StringConstraints(max_length=16, pattern=r"^[a-z]{2,3}-[a-z]{2,3}$")]
-
-
-async def get_desk(request: Request) -> CorrectionDesk:
-    desk: CorrectionDesk = request.app.state.corrections
-    return desk
-
-
-DeskDep = Annotated[CorrectionDesk, Depends(get_desk)]
-
-
-class OriginalRouting(BaseModel):
-    """The `routing` object of the answer that was corrected (other fields ignored)."""
-
-    mode: str | None = Field(None, max_length=16)
-    domain: DomainName | None = None
-
-
-class CorrectionRequest(Strict):
-    source: TextField = Field(description="the source text that was translated")
-    corrected: TextField = Field(description="the corrected translation")
-    machine: TextField | None = Field(None, description="the machine translation that was "
-                                                        "corrected (refused when unchanged)")
-    domain: DomainName | None = Field(
-        None, description="the domain the correction is for (the corrector's choice); "
-                          "default: the domain of `routing`, else the router's choice now")
-    routing: OriginalRouting | None = Field(
-        None, description="the original answer's `routing` (mode and domain)")
-    direction: Direction | None = Field(
-        None, description='the translation direction, "en-fr" (default: the served one)')
-
-    _check_text = field_validator("source", "corrected", "machine")(valid_unicode)
-
-
-class CorrectionReceived(BaseModel):
-    id: str
-    status: Literal["accepted", "pending", "approved", "rejected"] = Field(
-        description='"accepted" (sent with an API key) or "pending" (anonymous: trains '
-                    "nothing until an admin approves it)")
-    domain: str | None = Field(description="the domain it will train (null: none known)")
-    direction: str
-    created_at: datetime
 
 
 @router.post("/corrections", response_model=CorrectionReceived,

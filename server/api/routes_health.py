@@ -7,7 +7,8 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from server.api.deps import MetricsDep, RuntimeDep
-from server.api.schemas import ErrorResponse, LiveResponse, ReadyResponse
+from server.api.schemas import ErrorResponse
+from server.api.schemas_served import LiveResponse, ReadyResponse
 from server.operations.lifecycle import Lifecycle
 from server.operations.replica import replica_name
 from server.operations.watchdog import Watchdog

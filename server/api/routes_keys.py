@@ -4,17 +4,16 @@ this one answer only), list, revoke. Keys are checked only with `NMT_ACCESS__API
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, status
-from pydantic import BaseModel, Field
 
 from model_store.api_keys import ApiKeyRecord
 from server.access import hash_key, new_key
 from server.access.keys import shown_prefix
 from server.api.deps import AccessDep, require_admin
-from server.api.schemas import ErrorResponse, Strict
+from server.api.schemas import ErrorResponse
+from server.api.schemas_keys import CreatedKey, CreateKeyRequest, KeyInfo, KeyListResponse
 
 router = APIRouter(prefix="/admin", tags=["admin", "keys"], dependencies=[Depends(require_admin)],
                    responses={401: {"model": ErrorResponse, "description": "no bearer token"},
@@ -22,34 +21,7 @@ router = APIRouter(prefix="/admin", tags=["admin", "keys"], dependencies=[Depend
                                     "description": "wrong token, or admin disabled"}})
 
 
-class CreateKeyRequest(Strict):
-    name: str = Field(min_length=1, max_length=64, description="who or what the key is for")
-    requests_per_minute: int | None = Field(
-        None, ge=1, le=1_000_000, description="default: NMT_ACCESS__REQUESTS_PER_MINUTE")
-    chars_per_minute: int | None = Field(
-        None, ge=1, le=1_000_000_000, description="default: NMT_ACCESS__CHARS_PER_MINUTE")
-
-
-class KeyInfo(BaseModel):
-    id: str
-    name: str
-    prefix: str = Field(description="the key's first characters, to recognise it")
-    requests_per_minute: int | None = Field(description="null: the server's default")
-    chars_per_minute: int | None = Field(description="null: the server's default")
-    created_at: datetime
-    revoked_at: datetime | None
-    active: bool
-
-
-class CreatedKey(KeyInfo):
-    key: str = Field(description="the key itself: shown in this answer only, store it now")
-
-
-class KeyListResponse(BaseModel):
-    keys: list[KeyInfo]
-
-
-def key_info(record: ApiKeyRecord) -> KeyInfo:
+def _key_info(record: ApiKeyRecord) -> KeyInfo:
     return KeyInfo(id=record.id, name=record.name, prefix=record.prefix,
                    requests_per_minute=record.requests_per_minute,
                    chars_per_minute=record.chars_per_minute, created_at=record.created_at,
@@ -66,14 +38,14 @@ async def create_key(body: CreateKeyRequest, access: AccessDep) -> CreatedKey:
         access.registry.create_api_key, name=body.name, key_hash=hash_key(key),
         prefix=shown_prefix(key), requests_per_minute=body.requests_per_minute,
         chars_per_minute=body.chars_per_minute)
-    return CreatedKey(key=key, **key_info(record).model_dump())
+    return CreatedKey(key=key, **_key_info(record).model_dump())
 
 
 @router.get("/keys", response_model=KeyListResponse)
 async def list_keys(access: AccessDep) -> KeyListResponse:
     """Every key, revoked ones included (never the keys themselves)."""
     records = await asyncio.to_thread(access.registry.list_api_keys)
-    return KeyListResponse(keys=[key_info(record) for record in records])
+    return KeyListResponse(keys=[_key_info(record) for record in records])
 
 
 @router.delete("/keys/{key_id}", response_model=KeyInfo,
@@ -84,4 +56,4 @@ async def revoke_key(key_id: Annotated[str, Path(max_length=64, description="the
     others."""
     record = await asyncio.to_thread(access.registry.revoke_api_key, key_id)
     access.forget(record)
-    return key_info(record)
+    return _key_info(record)

@@ -3,30 +3,13 @@
 from __future__ import annotations
 
 from fastapi import APIRouter
-from pydantic import BaseModel, Field
 
 from server.api.deps import DirectionsDep
+from server.api.schemas_served import DirectionInfo, LanguagesResponse
 from server.core.errors import NotReady
 from server.textproc.languages import language_name
 
 router = APIRouter(tags=["translation"])
-
-
-class DirectionInfo(BaseModel):
-    source: str | None = Field(description="ISO 639-1; null when the backbone does not "
-                                           "say (reachable only as the default direction)")
-    target: str | None
-    source_name: str | None
-    target_name: str | None
-    backbone: str
-    version: int
-    default: bool = Field(description="requests without source and target use it")
-    domains: list[str] = Field(description="its served domains (`generic`, the plain "
-                                           "backbone, always serves)")
-
-
-class LanguagesResponse(BaseModel):
-    directions: list[DirectionInfo]
 
 
 @router.get("/languages", response_model=LanguagesResponse)

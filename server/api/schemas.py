@@ -1,9 +1,10 @@
-"""Request and response bodies (pydantic v2): the public HTTP contract."""
+"""Request and response bodies (pydantic v2) of the native API: the shared field types and
+error body, and the translation endpoints' bodies (/translate, /translate/batch). Every
+other subject has its own `schemas_<subject>.py` beside this one."""
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import (
     BaseModel,
@@ -25,7 +26,6 @@ DOMAIN_DESCRIPTION = (
 # validation accepts; the configured limits (413, NMT_LIMITS__*) may be lower.
 MAX_NAME_CHARS = 64  # domain names (model_store NAME_PATTERN: at most 63) and "generic"
 MAX_ENSEMBLE_MEMBERS = 1024  # the engine's slots per bank are at most this
-MAX_VERSION = 2**31 - 1  # the registry's version column (32-bit on PostgreSQL)
 DomainName = Annotated[str, StringConstraints(max_length=MAX_NAME_CHARS)]
 DomainField = (DomainName | Annotated[dict[DomainName, float],
                                       Field(max_length=MAX_ENSEMBLE_MEMBERS)] | None)
@@ -52,6 +52,16 @@ def valid_unicode(text: str | None) -> str | None:
     except UnicodeEncodeError:
         raise ValueError("text is not valid Unicode (lone surrogate)") from None
     return text
+
+
+class ErrorDetail(BaseModel):
+    code: str
+    message: str
+    field: str | None = None
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorDetail
 
 
 class DecodingOptions(Strict):
@@ -240,113 +250,3 @@ class DetectedTranslateResponse(TranslateResponse):
 
 class DetectedBatchResponse(BatchResponse):
     detected: Detected = Field(description="the source language of all items together")
-
-
-class BackboneInfo(BaseModel):
-    name: str
-    version: int
-    fingerprint: str
-
-
-class DomainInfo(BaseModel):
-    name: str
-    version: int = Field(description="the served version (a broken domain: the active "
-                                      "version that failed to load)")
-    family: str | None = Field(description="null for a broken domain")
-    size: int | None = Field(description="parameter count of the module; null for a broken "
-                                         "domain")
-    status: str = Field(description='"ready", "stale: ..." when a newer version failed (the '
-                                    'listed one serves), or "broken: ..." when no version '
-                                    "serves (its requests get 503)")
-
-
-class DomainsResponse(BaseModel):
-    backbone: BackboneInfo | None
-    domains: list[DomainInfo]
-
-
-class VersionInfo(BaseModel):
-    version: int
-    created_at: datetime
-    family: str
-    active: bool
-    scores: dict[str, Any]
-
-
-class AdminDomain(BaseModel):
-    name: str
-    active_version: int | None
-    versions: list[VersionInfo]
-
-
-class AdminDomainsResponse(BaseModel):
-    domains: list[AdminDomain]
-
-
-class ActivateRequest(Strict):
-    version: int = Field(ge=1, le=MAX_VERSION,
-                         description="the version to serve (newer or older)")
-
-
-class VersionResponse(BaseModel):
-    name: str
-    version: int
-    active: bool
-    family: str
-    size: int | None = Field(None, description="parameter count, when loaded")
-
-
-class DeleteResponse(BaseModel):
-    name: str
-    deactivated_version: int
-    drained: bool = Field(description="in-flight requests using it finished before the answer")
-
-
-class ErrorDetail(BaseModel):
-    code: str
-    message: str
-    field: str | None = None
-
-
-class ErrorResponse(BaseModel):
-    error: ErrorDetail
-
-
-class LiveResponse(BaseModel):
-    status: Literal["alive"]
-
-
-class ReadyResponse(BaseModel):
-    status: Literal["ready"]
-    replica: str = Field(description="<host>:<pid> of the process that answered")
-    registry_revision: int = Field(
-        description="the latest registry event this replica has applied (-1: none yet)")
-    checks: dict[str, Any]
-
-
-class GlossaryUpload(Strict):
-    entries: dict[str, str] = Field(description='{"source term": "target term", ...}')
-    default_for: str | None = Field(
-        None, pattern=r"^[a-z][a-z0-9_-]{0,62}$",
-        description="a domain whose requests use this glossary when they name none")
-
-
-class GlossaryInfo(BaseModel):
-    name: str
-    size: int = Field(description="number of entries")
-    default_for: str | None
-    created_at: datetime
-    updated_at: datetime
-
-
-class GlossaryDetail(GlossaryInfo):
-    entries: dict[str, str]
-
-
-class GlossariesResponse(BaseModel):
-    glossaries: list[GlossaryInfo]
-
-
-class GlossaryDeleted(BaseModel):
-    name: str
-    deleted: bool

@@ -200,6 +200,7 @@ def test_admin_reviews_exports_counts_and_deletes(client: TestClient) -> None:
     assert exported.headers["content-type"].startswith("application/x-ndjson")
     lines = [json.loads(line) for line in exported.text.splitlines()]
     assert [line["id"] for line in lines] == ids[:2]
+    assert lines == listed(client, domain="medical")  # the list's objects, field for field
     assert client.delete("/admin/corrections", headers=headers).status_code == 422
     gone = client.delete("/admin/corrections", params={"domain": "medical"}, headers=headers)
     assert gone.json() == {"deleted": 2}

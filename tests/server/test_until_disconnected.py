@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from starlette.requests import Request
 
+from server.api.disconnect import until_disconnected
 from server.api.errors import ClientGone
-from server.api.routes_translate import until_disconnected
 
 SCOPE: dict[str, Any] = {"type": "http", "method": "POST", "path": "/translate",
                          "headers": []}

@@ -10,17 +10,17 @@ any replica sharing the jobs directory; the work is the native `/translate/file`
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
-from server.api.deps import AccessDep, ApiKeyDep, RuntimeDep, SettingsDep
+from server.api.deps import AccessDep, ApiKeyDep, DocumentJobsDep, RuntimeDep, SettingsDep
+from server.api.disconnect import until_disconnected
 from server.api.document_upload import read_document_upload
+from server.api.document_views import content_disposition, domain_spec
+from server.api.libretranslate.directions import served_pair
 from server.api.libretranslate.errors import LibreTranslateError, LibreTranslateRoute, bad_request
-from server.api.libretranslate.routes import ERRORS, body_schema, served_pair
-from server.api.routes_documents import JobsDep, content_disposition, domain_spec
-from server.api.routes_translate import until_disconnected
+from server.api.libretranslate.schemas import ERRORS, FILE_BODY
 from server.documents.direction import DocumentRequest, open_directed
 from server.documents.formats import supported_extensions
 
@@ -31,20 +31,10 @@ USAGE = ("send multipart/form-data with the file part 'file' (" +
 # A failed job's error code -> LibreTranslate's status (its bad requests are all 400).
 JOB_STATUS = {"queue_full": 429, "rate_limited": 429, "timeout": 504, "not_ready": 503,
               "internal": 500, "interrupted": 500}
-FILE_FIELDS: dict[str, Any] = {
-    "file": {"type": "string", "format": "binary",
-             "description": "the document: " + ", ".join(supported_extensions())},
-    "source": {"type": "string", "example": "en", "description": 'a language code or "auto"'},
-    "target": {"type": "string", "example": "fr"},
-    "api_key": {"type": "string"},
-    "domain": {"type": "string", "description": "extra: a domain, generic, auto or weights"}}
-FILE_BODY = body_schema(FILE_FIELDS, ["file", "source", "target"])
-FILE_BODY["requestBody"]["content"] = {
-    "multipart/form-data": FILE_BODY["requestBody"]["content"]["multipart/form-data"]}
 
 
 @router.post("/translate_file", responses=ERRORS, openapi_extra=FILE_BODY)
-async def translate_file(request: Request, jobs: JobsDep, runtime: RuntimeDep,
+async def translate_file(request: Request, jobs: DocumentJobsDep, runtime: RuntimeDep,
                          settings: SettingsDep, access: AccessDep,
                          header_key: ApiKeyDep) -> JSONResponse:
     """Translate a file (multipart: `file`, `source`, `target`, `api_key`; extra: `domain`).
@@ -76,7 +66,7 @@ async def translate_file(request: Request, jobs: JobsDep, runtime: RuntimeDep,
 
 
 @router.get("/download_file/{filename}", responses=ERRORS)
-async def download_file(filename: str, jobs: JobsDep) -> Response:
+async def download_file(filename: str, jobs: DocumentJobsDep) -> Response:
     """The file a `translate_file` call translated (`translatedFileUrl`)."""
     job_id, _, _name = filename.partition(".")
     try:

@@ -108,6 +108,21 @@ def optional_text(values: dict[str, Any], name: str) -> str | None:
     return value or None
 
 
+def required_string(values: dict[str, Any], name: str) -> str:
+    """A required text parameter (`/suggest`'s `q`, `s`, `source`, `target`)."""
+    value = values.get(name)
+    if not value:
+        raise missing(name)
+    if not isinstance(value, str):
+        raise bad_request(f"Invalid request: {name} must be a string")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise bad_request(f"Invalid request: {name} is not valid Unicode (lone surrogate)"
+                          ) from None
+    return value
+
+
 def _alternatives(value: Any) -> int:
     if value is None or value == "":
         return 0

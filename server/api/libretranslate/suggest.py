@@ -10,53 +10,28 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from server.api.deps import AccessDep, ApiKeyDep, RuntimeDep
-from server.api.libretranslate.errors import (
-    LibreTranslateError,
-    LibreTranslateRoute,
-    bad_request,
-    missing,
-)
-from server.api.libretranslate.requests import read_values
-from server.api.libretranslate.routes import ERRORS, body_schema, preflight, served_pair
-from server.api.routes_corrections import DeskDep
+from server.api.deps import AccessDep, ApiKeyDep, DeskDep, RuntimeDep
+from server.api.libretranslate.directions import served_pair
+from server.api.libretranslate.errors import LibreTranslateError, LibreTranslateRoute, bad_request
+from server.api.libretranslate.requests import read_values, required_string
+from server.api.libretranslate.routes import preflight
+from server.api.libretranslate.schemas import ERRORS, SUGGEST_BODY
 from server.corrections.desk import Submission
 
 router = APIRouter(prefix="/libretranslate", tags=["libretranslate"],
                    route_class=LibreTranslateRoute)
-SUGGEST_FIELDS = {
-    "q": {"type": "string", "description": "original text"},
-    "s": {"type": "string", "description": "suggested translation"},
-    "source": {"type": "string", "example": "en"},
-    "target": {"type": "string", "example": "fr"},
-    "api_key": {"type": "string"},
-    "domain": {"type": "string", "description": "extra: the domain the suggestion is for"}}
-
-
-def _text(values: dict[str, object], name: str) -> str:
-    value = values.get(name)
-    if not value:
-        raise missing(name)
-    if not isinstance(value, str):
-        raise bad_request(f"Invalid request: {name} must be a string")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise bad_request(f"Invalid request: {name} is not valid Unicode (lone surrogate)"
-                          ) from None
-    return value
 
 
 @router.post("/suggest", responses=ERRORS | {403: {"description": "suggestions disabled"}},
-             openapi_extra=body_schema(SUGGEST_FIELDS, ["q", "s", "source", "target"]))
+             openapi_extra=SUGGEST_BODY)
 async def suggest(request: Request, runtime: RuntimeDep, desk: DeskDep, access: AccessDep,
                   header_key: ApiKeyDep) -> JSONResponse:
     """Submit a suggestion to improve a translation."""
     if not desk.settings.enabled:
         raise LibreTranslateError(403, "Suggestions are disabled on this server.")
     values = await read_values(request)
-    q, s = _text(values, "q"), _text(values, "s")
-    source, target = _text(values, "source"), _text(values, "target")
+    q, s = required_string(values, "q"), required_string(values, "s")
+    source, target = required_string(values, "source"), required_string(values, "target")
     key = values.get("api_key")
     identity = await access.check(key if isinstance(key, str) and key else header_key,
                                   chars=len(q) + len(s), field="api_key")

@@ -1,0 +1,71 @@
+"""Reading a stored glossary's upload (`PUT /admin/glossaries/{name}`): JSON
+(`{"entries": {...}, "default_for": ...}`), or a CSV (`text/csv`) or TSV
+(`text/tab-separated-values`) file as DeepL and Google accept it, its bytes bounded while
+they arrive (413)."""
+
+from __future__ import annotations
+
+import json
+
+from fastapi import Request
+from pydantic import ValidationError
+
+from server.api.schemas_glossaries import GlossaryUpload
+from server.core.errors import InvalidInput, TooLarge
+from server.textproc.glossary import parse_table
+
+TABLE_TYPES = {"text/csv": ",", "text/tab-separated-values": "\t"}
+
+
+async def read_glossary_upload(request: Request, *, limit: int, default_for: str | None
+                               ) -> tuple[list[tuple[str, str]], str | None]:
+    """The entries and the domain the glossary is the default of (a JSON body's own, or
+    `default_for`, the query's, for a table)."""
+    data = await _read_body(request, limit=limit)
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type in TABLE_TYPES:
+        _refuse_json_table(data, content_type)
+        return parse_table(data, delimiter=TABLE_TYPES[content_type],
+                           field="entries"), default_for
+    if content_type == "application/json":
+        upload = _json_upload(data)
+        return list(upload.entries.items()), upload.default_for
+    raise InvalidInput(f"unsupported content type {content_type!r}: send application/json, "
+                       "text/csv or text/tab-separated-values", field="body")
+
+
+def _refuse_json_table(data: bytes, content_type: str) -> None:
+    """A JSON document sent as a table (`[null, null]`, `{"a": 1, "b": 2}`) would split into
+    odd terms at its commas: no glossary row is also a JSON value, so refuse it."""
+    try:
+        json.loads(data)
+    except (ValueError, UnicodeDecodeError):  # not JSON: a table, as it says
+        return
+    raise InvalidInput(f"the body is JSON, not {content_type}: send rows of source,target "
+                       "(tab-separated for TSV), or JSON {\"entries\": {...}} as "
+                       "application/json", field="body")
+
+
+def _json_upload(data: bytes) -> GlossaryUpload:
+    try:
+        return GlossaryUpload.model_validate(json.loads(data))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise InvalidInput(f"the body is not valid JSON: {error}", field="body") from None
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "body"
+        raise InvalidInput(f"{where}: {first['msg']}", field=where) from None
+
+
+async def _read_body(request: Request, *, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise TooLarge(f"glossary of {declared} bytes; at most {limit}", field="body")
+    buffer = bytearray()
+    async for chunk in request.stream():
+        buffer += chunk
+        if len(buffer) > limit:
+            raise TooLarge(f"glossary larger than {limit} bytes", field="body")
+    if not buffer:
+        raise InvalidInput("the body is empty", field="body")
+    return bytes(buffer)
