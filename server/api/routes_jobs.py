@@ -1,7 +1,7 @@
 """Admin endpoints of the training sidecar (bearer token `NMT_ADMIN_TOKEN`):
 `POST /admin/domains` adds a domain from parallel text (202 + a job), `GET /admin/jobs`
 and `GET /admin/jobs/{job_id}` follow the jobs. Training itself runs in the sidecar
-(`python -m trainer`); see server/serving/admin_jobs.py and trainer/sidecar.py."""
+(`python -m trainer`); see server/serving/admin_jobs.py and trainer/sidecar/worker.py."""
 
 from __future__ import annotations
 
