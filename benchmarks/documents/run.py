@@ -40,10 +40,10 @@ import httpx
 
 from benchmarks.documents import corpus
 from benchmarks.documents.coverage import measure
+from benchmarks.live_server import live_server
 from benchmarks.locations import DEFAULT_DATA, REPO
 from benchmarks.sentence_runs import write_report
-from benchmarks.speed.server import live_server
-from benchmarks.speed.store import seed_default_store, seed_tiny_store
+from benchmarks.speed.serve.store import seed_default_store, seed_tiny_store
 from server.documents import formats
 from server.documents.formats.base import ReadOptions, Segment
 from server.settings import DocumentSettings

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.quality.backbone_experiments import ARMS, arm_config, write_report
+from benchmarks.quality.backbone.backbone_experiments import ARMS, arm_config, write_report
 from server.engine.backbone import Backbone
 from trainer.recipes.default_en_fr import BACKBONE
 

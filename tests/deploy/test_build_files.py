@@ -113,15 +113,16 @@ def test_make_serve_ray_listens_on_localhost_unless_host_is_given(
 @pytest.mark.parametrize(
     ("args", "command"),
     [
-        (("bench-engine",), "-m benchmarks.speed.engine_speed --data ../shared/data"),
+        (("bench-engine",), "-m benchmarks.speed.engine.engine_speed --data ../shared/data"),
         (("bench-engine", "QUICK=1"),
-         "-m benchmarks.speed.engine_speed --data ../shared/data --quick"),
-        (("bench-engine", "QUICK=0"), "-m benchmarks.speed.engine_speed --data ../shared/data"),
-        (("bench-serve", "DATA=/d"), "-m benchmarks.speed.serve_load --data /d"),
-        (("eval",), "-m benchmarks.quality.evaluate --data ../shared/data"),
+         "-m benchmarks.speed.engine.engine_speed --data ../shared/data --quick"),
+        (("bench-engine", "QUICK=0"),
+         "-m benchmarks.speed.engine.engine_speed --data ../shared/data"),
+        (("bench-serve", "DATA=/d"), "-m benchmarks.speed.serve.serve_load --data /d"),
+        (("eval",), "-m benchmarks.quality.evaluation.evaluate --data ../shared/data"),
         (("bench-markup", "QUICK=1"),
-         "-m benchmarks.quality.markup --data ../shared/data --quick"),
-        (("bench-glossary",), "-m benchmarks.quality.glossary --data ../shared/data"),
+         "-m benchmarks.quality.text.markup --data ../shared/data --quick"),
+        (("bench-glossary",), "-m benchmarks.quality.text.glossary --data ../shared/data"),
         (("train-default",), "-m trainer.recipes.default_en_fr --data ../shared/data"),
     ],
 )

@@ -2,10 +2,11 @@
 sampling warm-started from one checkpoint of the main run, and architecture shapes from
 scratch. Each arm trains with one thread for the same *process* CPU time
 (time.process_time: the machine is shared, so wall time would measure the neighbours),
-then is scored on the same sets (benchmarks/quality/checkpoint_scores.py).
+then is scored on the same sets (benchmarks/quality/backbone/checkpoint_scores.py).
 
-    python -m benchmarks.quality.backbone_experiments run --base /work/runs/h24train/base \\
-        --init /work/runs/h24train/base/step-4413.pt --arms t1 t3 --cpu-minutes 20 \\
+    python -m benchmarks.quality.backbone.backbone_experiments run \\
+        --base /work/runs/h24train/base --init /work/runs/h24train/base/step-4413.pt \\
+        --arms t1 t3 --cpu-minutes 20 \\
         --work /work/runs/h24train/exp
 
 `run` starts the arms side by side (one process each, `nice`), waits, and writes
@@ -30,7 +31,7 @@ import torch
 
 from benchmarks.locations import DEFAULT_DATA, RESULTS_DIR
 from benchmarks.provenance import stamped
-from benchmarks.quality.checkpoint_scores import RunFiles, score_model, score_sets, summary
+from benchmarks.quality.backbone.checkpoint_scores import RunFiles, score_model, score_sets, summary
 from benchmarks.quality.data import domain_names
 from contract.backbone import BackboneConfig
 from server.engine.backbone import Backbone
@@ -110,7 +111,7 @@ def run_side_by_side(args: argparse.Namespace) -> None:
     procs = []
     for name in args.arms:
         command = ["nice", "-n", str(args.nice), sys.executable, "-m",
-                   "benchmarks.quality.backbone_experiments", "arm", name,
+                   "benchmarks.quality.backbone.backbone_experiments", "arm", name,
                    "--base", str(args.base), "--work", str(args.work), "--data", str(args.data),
                    "--cpu-minutes", str(args.cpu_minutes),
                    "--bleu-sentences", str(args.bleu_sentences)]

@@ -3,7 +3,7 @@
 sentences of each domain and the first news test sentences, against CPU-hours; and the
 average of the last k checkpoints (trainer/average.py) against the newest one alone.
 
-    python -m benchmarks.quality.learning_curve --curve /work/runs/curve \\
+    python -m benchmarks.quality.backbone.learning_curve --curve /work/runs/curve \\
         --run-files /work/runs/default-en-fr --run-threads 2
 
 Incremental: checkpoints already in the results are skipped, so re-running after more
@@ -28,7 +28,7 @@ import torch
 
 from benchmarks.locations import DEFAULT_DATA, RESULTS_DIR
 from benchmarks.provenance import stamped
-from benchmarks.quality.checkpoint_scores import (
+from benchmarks.quality.backbone.checkpoint_scores import (
     RunFiles,
     checkpoint_weights,
     score_model,

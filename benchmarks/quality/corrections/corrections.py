@@ -1,7 +1,7 @@
 """A domain's module refreshed from 200, 500 and 1,000 corrections, measured on its test
 split while a live server answers requests (issue #49, `make bench-corrections`).
 
-    python -m benchmarks.quality.corrections [--data DIR] [--domain medical] [--quick]
+    python -m benchmarks.quality.corrections.corrections [--data DIR] [--domain medical] [--quick]
 
 The shipped modules were trained on the whole train split of their domain, so no unused
 in-domain pairs are left to simulate corrections from. The bench therefore trains its own
@@ -48,10 +48,10 @@ from typing import Any
 import httpx
 import torch
 
+from benchmarks.live_server import live_server
 from benchmarks.locations import DEFAULT_DATA, RESULTS_DIR
 from benchmarks.provenance import command_line, host_label, stamped
-from benchmarks.quality.corrections_report import markdown
-from benchmarks.speed.server import live_server
+from benchmarks.quality.corrections.corrections_report import markdown
 from contract.training import DEV_FILE, TRAIN_FILE, job_key
 from contract.tsv import Pair, pairs_to_bytes
 from model_store import BUILTIN_DIR, Store

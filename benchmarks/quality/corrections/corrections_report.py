@@ -1,5 +1,6 @@
-"""The markdown of `make bench-corrections` (benchmarks/quality/corrections.py), also
-rebuilt from its JSON: `python -m benchmarks.quality.corrections_report corrections.json`."""
+"""The markdown of `make bench-corrections` (benchmarks/quality/corrections/corrections.py),
+also rebuilt from its JSON:
+`python -m benchmarks.quality.corrections.corrections_report corrections.json`."""
 
 from __future__ import annotations
 

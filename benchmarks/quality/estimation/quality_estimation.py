@@ -28,8 +28,8 @@ import sacrebleu
 from benchmarks.locations import DEFAULT_DATA, RESULTS_DIR
 from benchmarks.provenance import stamped
 from benchmarks.quality.data import domain_names, domain_set, genre_set
+from benchmarks.quality.estimation.quality_runs import SetRun, cost, review_set, run_set
 from benchmarks.quality.models import load_models
-from benchmarks.quality.quality_runs import SetRun, cost, review_set, run_set
 from model_store import BUILTIN_DIR, Store
 from server.engine.engine import Engine
 from server.execution.engine_thread import EngineThread
@@ -183,7 +183,7 @@ def write(folder: Path, estimator: Estimator, rows: list[dict[str, Any]],
              "Built-in backbone, beam 4; estimator fitted on dev sets only (7 domains' dev, "
              "dev slices of news/captions/conversation); test sets below. Domains decoded "
              "by their modules, the three genres by the generic backbone. `make "
-             "bench-quality` (benchmarks/quality/quality_estimation.py).", "",
+             "bench-quality` (benchmarks/quality/estimation/quality_estimation.py).", "",
              f"Default threshold (min_quality): {estimator.threshold:.3f} "
              f"(ridge {estimator.fitted_on.get('ridge')}).{' ' + note if note else ''}", "",
              "| set | n | Spearman | flagged | chrF flagged | chrF rest | issues | recovered "

@@ -1,7 +1,7 @@
 """Multi-domain evaluation harness: one command reproduces the results table.
 
     nmt-eval --data ../shared/data [--quick] [--direction fr-en]
-    (make eval [QUICK=1] [DIRECTION=fr-en]; or python -m benchmarks.quality.evaluate)
+    (make eval [QUICK=1] [DIRECTION=fr-en]; or python -m benchmarks.quality.evaluation.evaluate)
 
 Writes `benchmarks/results/eval.{json,md}` (`eval-quick.*` with --quick; another direction
 than en-fr: `eval-fr-en.*`, `eval-fr-en-quick.*`, its backbone `default-fr-en` and the same
@@ -52,15 +52,14 @@ import torch
 
 from benchmarks.locations import DEFAULT_DATA, RESULTS_DIR
 from benchmarks.provenance import stamped
-from benchmarks.quality.calibration import calibration_report
 from benchmarks.quality.data import domain_names, domain_set, genre_names, genre_set
 from benchmarks.quality.decode import Decoder, DecodeSettings
-from benchmarks.quality.finetune import FinetuneSettings
-from benchmarks.quality.learnable import DEFAULT_GRID
-from benchmarks.quality.models import Models, load_models, parameter_summary
-from benchmarks.quality.reliance import source_reliance
-from benchmarks.quality.report import render
-from benchmarks.quality.sections import (
+from benchmarks.quality.evaluation.calibration import calibration_report
+from benchmarks.quality.evaluation.finetune import FinetuneSettings
+from benchmarks.quality.evaluation.learnable import DEFAULT_GRID
+from benchmarks.quality.evaluation.reliance import source_reliance
+from benchmarks.quality.evaluation.report import render
+from benchmarks.quality.evaluation.sections import (
     Context,
     RunOptions,
     family_rows,
@@ -68,9 +67,10 @@ from benchmarks.quality.sections import (
     known_domains,
     open_domain,
 )
-from benchmarks.quality.significance import significance
-from benchmarks.quality.systems import Router, classifier_report, routing_report
-from benchmarks.quality.targets import check_targets, summary
+from benchmarks.quality.evaluation.significance import significance
+from benchmarks.quality.evaluation.systems import Router, classifier_report, routing_report
+from benchmarks.quality.evaluation.targets import check_targets, summary
+from benchmarks.quality.models import Models, load_models, parameter_summary
 from model_store import BUILTIN_DIR, NotFoundError, Store
 from server.settings import RoutingSettings
 from trainer.recipes.directions import DIRECTIONS, EN_FR, Direction

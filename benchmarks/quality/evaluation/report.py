@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from benchmarks.quality.significance import LEVEL, RESAMPLES
+from benchmarks.quality.evaluation.significance import LEVEL, RESAMPLES
 
 Row = Mapping[str, Any]
 MET = {True: "met", False: "**not met**", None: "not evaluated"}

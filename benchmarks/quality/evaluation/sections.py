@@ -18,11 +18,10 @@ import numpy as np
 
 from benchmarks.quality.data import EvalSet, domain_set, domain_train_pairs, genre_dev_slice
 from benchmarks.quality.decode import GENERIC_MEMBERS, Decoded, Decoder, Members
-from benchmarks.quality.finetune import FinetuneSettings, finetune
-from benchmarks.quality.learnable import Weights, coordinate_ascent
-from benchmarks.quality.models import Models, ModuleInfo
-from benchmarks.quality.significance import sentence_statistics
-from benchmarks.quality.systems import (
+from benchmarks.quality.evaluation.finetune import FinetuneSettings, finetune
+from benchmarks.quality.evaluation.learnable import Weights, coordinate_ascent
+from benchmarks.quality.evaluation.significance import sentence_statistics
+from benchmarks.quality.evaluation.systems import (
     Router,
     mean_soft_weights,
     predicted_label,
@@ -30,6 +29,7 @@ from benchmarks.quality.systems import (
     true_label,
     wrong_label,
 )
+from benchmarks.quality.models import Models, ModuleInfo
 from server.engine.engine import Member
 from server.routing import GENERIC
 from trainer.evaluate import score

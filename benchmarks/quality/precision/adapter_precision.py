@@ -1,6 +1,7 @@
 """Quality of the built-in default's adapters with low-precision weights (issue #23).
 
-    python -m benchmarks.quality.adapter_precision [--data DIR] [--sentences 200] [--out DIR]
+    python -m benchmarks.quality.precision.adapter_precision [--data DIR] [--sentences 200]
+                                                             [--out DIR]
 
 Each domain's served module is decoded on the first `--sentences` pairs of its test set
 (greedy, batches as `make eval` plans them) three times: with its float32 weights as
@@ -154,7 +155,7 @@ def markdown(result: dict[str, Any], command: str) -> str:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    return precision_benchmark_parser("python -m benchmarks.quality.adapter_precision",
+    return precision_benchmark_parser("python -m benchmarks.quality.precision.adapter_precision",
                                       __doc__, sentences=200).parse_args(argv)
 
 
@@ -163,7 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     result = measure(args.data, sentences=args.sentences)
     result["started"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-    command = (f"python -m benchmarks.quality.adapter_precision --data {args.data} "
+    command = (f"python -m benchmarks.quality.precision.adapter_precision --data {args.data} "
                f"--sentences {args.sentences} --threads {args.threads}")
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "adapter_precision.json").write_text(json.dumps(result, indent=1) + "\n")

@@ -1,7 +1,7 @@
 """Quality of the built-in weights stored compactly: int8 with per-channel scales against
 the float16 files (issue #43).
 
-    python -m benchmarks.quality.compact_weights [--data DIR] [--sentences 200]
+    python -m benchmarks.quality.precision.compact_weights [--data DIR] [--sentences 200]
         [--beam-size 4] [--builtin DIR] [--out DIR]
 
 The active backbone of `--builtin` (its float16 files, as published before issue #43) is
@@ -30,9 +30,9 @@ import torch
 
 from benchmarks.host import current_host
 from benchmarks.provenance import command_line, stamped
-from benchmarks.quality.adapter_precision import TOLERANCE
 from benchmarks.quality.data import domain_set
 from benchmarks.quality.decode import Decoder, DecodeSettings
+from benchmarks.quality.precision.adapter_precision import TOLERANCE
 from benchmarks.sentence_runs import precision_benchmark_parser
 from contract.artifacts import BACKBONE_WEIGHTS_FILE
 from contract.tensors import tensors_from_bytes, tensors_to_bytes
@@ -145,7 +145,7 @@ def markdown(result: dict[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = precision_benchmark_parser("python -m benchmarks.quality.compact_weights",
+    parser = precision_benchmark_parser("python -m benchmarks.quality.precision.compact_weights",
                                         __doc__, sentences=200)
     parser.add_argument("--beam-size", type=int, default=4)
     parser.add_argument("--builtin", type=Path, default=BUILTIN_DIR,

@@ -1,6 +1,7 @@
 """Quality of the engine's bfloat16 CPU path against float32 (issue #51).
 
-    python -m benchmarks.quality.cpu_bf16_quality [--data DIR] [--sentences 100] [--out DIR]
+    python -m benchmarks.quality.precision.cpu_bf16_quality [--data DIR] [--sentences 100]
+                                                            [--out DIR]
 
 The built-in default's backbone is built twice, as `engine.cpu_path=float32` and
 `engine.cpu_path=bfloat16` build it (server/engine/host_paths.py: the path `auto` takes on
@@ -29,9 +30,9 @@ import torch
 
 from benchmarks.host import current_host
 from benchmarks.provenance import command_line, stamped
-from benchmarks.quality.adapter_precision import TOLERANCE, verdicts
 from benchmarks.quality.data import domain_set
 from benchmarks.quality.decode import Decoder, DecodeSettings
+from benchmarks.quality.precision.adapter_precision import TOLERANCE, verdicts
 from benchmarks.sentence_runs import precision_benchmark_parser
 from model_store import BUILTIN_DIR, Store
 from server.engine.artifacts import build_engine, module_params
@@ -93,7 +94,7 @@ def markdown(result: dict[str, Any]) -> str:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = precision_benchmark_parser("python -m benchmarks.quality.cpu_bf16_quality",
+    parser = precision_benchmark_parser("python -m benchmarks.quality.precision.cpu_bf16_quality",
                                         __doc__, sentences=100)
     parser.add_argument("--beam-size", type=int, default=1)
     return parser.parse_args(argv)

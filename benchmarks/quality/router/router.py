@@ -1,7 +1,7 @@
 """The router on its own: classifier accuracy per domain (with the confusion matrix) and
 the BLEU of automatic routing policies against the plain backbone, on the default model.
 
-    python -m benchmarks.quality.router --data ../shared/data [--classifier-dir DIR]
+    python -m benchmarks.quality.router.router --data ../shared/data [--classifier-dir DIR]
         [--direction fr-en]     (make eval-router [DIRECTION=fr-en])
 
 `--direction fr-en` measures the fr->en backbone's router (`default-fr-en`) on the same sets
@@ -41,11 +41,11 @@ from benchmarks.quality.data import (
     genre_set,
 )
 from benchmarks.quality.decode import GENERIC_MEMBERS, Decoder, DecodeSettings, Members
-from benchmarks.quality.evaluate import backbone_of, machine
+from benchmarks.quality.evaluation.evaluate import backbone_of, machine
+from benchmarks.quality.evaluation.significance import paired_interval, sentence_statistics
+from benchmarks.quality.evaluation.systems import Router, classifier_report, single
 from benchmarks.quality.models import load_models
-from benchmarks.quality.pipeline import write_results
-from benchmarks.quality.significance import paired_interval, sentence_statistics
-from benchmarks.quality.systems import Router, classifier_report, single
+from benchmarks.quality.text.pipeline import write_results
 from contract.artifacts import CLASSIFIER_MODEL_FILE
 from model_store import BUILTIN_DIR, Store
 from server.routing import FastTextClassifier, load_classifier

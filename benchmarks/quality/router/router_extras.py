@@ -3,7 +3,7 @@
 one domain class, or with a larger generic class, scored per class. No translation is
 decoded, so it takes minutes.
 
-    python -m benchmarks.quality.router_extras --data ../shared/data
+    python -m benchmarks.quality.router.router_extras --data ../shared/data
 
 Choice set: the last `--held-out` lines of each domain's train split (not trained on) plus
 its dev split, and the open genres' held-out dev lines for the generic class. The test
@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 from benchmarks.locations import DEFAULT_DATA, RESULTS_DIR
 from benchmarks.provenance import stamped
-from benchmarks.quality.router import TARGET_DOMAINS
+from benchmarks.quality.router.router import TARGET_DOMAINS
 from trainer.classifier import ClassifierSettings, accuracy, train_classifier
 from trainer.recipes.default_en_fr import DOMAINS
 from trainer.recipes.default_stages import domain_corpus

@@ -14,7 +14,7 @@ left out), once per class-balance setting (trainer/router_balance.py). Scored:
 
 No translation is decoded; each router takes a minute or two on one CPU thread.
 
-    python -m benchmarks.quality.router_new_domain --data ../shared/data
+    python -m benchmarks.quality.router.router_new_domain --data ../shared/data
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ def markdown(rows: list[dict[str, Any]], held_out: int) -> str:
            "the new domain moved to it (trainer/router_overlap.py); the sidecar's default is "
            "claim + median. Seed 1 only: retraining alone moves a spoken class by several "
            "points (subtitles 52.0-61.1 across rows), so compare `shipped: all`. "
-           "`python -m benchmarks.quality.router_new_domain --data ../shared/data`", "",
+           "`python -m benchmarks.quality.router.router_new_domain --data ../shared/data`", "",
            "| " + " | ".join(head) + " |",
            "|---|---|---:|---:|---:|---:|---|" + "---:|" * (len(head) - 7)]
     for row in rows:

@@ -1,6 +1,6 @@
 """Glossary enforcement on real term pairs: term hit rate and BLEU with and without it.
 
-    python -m benchmarks.quality.glossary --data ../shared/data [--quick]
+    python -m benchmarks.quality.text.glossary --data ../shared/data [--quick]
 
 Term pairs come from the medical-terms, finance and lexicon corpora (entries of 1-3
 words a side whose two sides differ). Test sentences are those of the 7 domains' test
@@ -31,7 +31,7 @@ from typing import Any
 
 import sacrebleu
 
-from benchmarks.quality.pipeline import (
+from benchmarks.quality.text.pipeline import (
     common_arguments,
     environment,
     load_engine,

@@ -1,6 +1,6 @@
 """Markup and placeholders through the embedded default model: do they all come back?
 
-    python -m benchmarks.quality.markup --data ../shared/data [--quick]
+    python -m benchmarks.quality.text.markup --data ../shared/data [--quick]
 
 1. software-ui, the whole set (gettext catalogs, placeholders kept): every line is masked
    and restored with an identity "translation" (the mechanism, no model): the line must
@@ -33,7 +33,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
-from benchmarks.quality.pipeline import (
+from benchmarks.quality.text.pipeline import (
     common_arguments,
     environment,
     load_engine,

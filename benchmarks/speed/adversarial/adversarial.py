@@ -1,7 +1,7 @@
 """A polite client's latency while adversarial clients run beside it (issue #19).
 
-    python -m benchmarks.speed.adversarial [--data DIR] [--quick] [--tiny] [--requests N]
-                                           [--no-bulk] [--out DIR]
+    python -m benchmarks.speed.adversarial.adversarial [--data DIR] [--quick] [--tiny]
+                                                       [--requests N] [--no-bulk] [--out DIR]
 
 1. seed a temporary store: the package's built-in default model (or `--tiny`: a toy
    backbone and random adapters); start `python -m server` with its default settings on
@@ -9,12 +9,13 @@
 2. the polite client: one sentence per request, sequential, texts from the en-fr test
    sets of `--data` (synthetic without it); warm up;
 3. quiet: the polite client alone;
-4. mix: every adversary of benchmarks/speed/adversaries.py (the splitter text, 9,999 dots,
-   a 30 x 9,000-character batch, a 33,000-sentence batch, deeply nested JSON, a 24 MB body
-   and a 24 MB chunked body), each a client of its own sending in a loop, while the polite
-   client sends its requests. The adversaries run in a process of their own (as they
-   would on other machines): in the polite client's process, their callbacks would delay
-   the polite client's own reading of its answers, and that delay is not the server's;
+4. mix: every adversary of benchmarks/speed/adversarial/adversaries.py (the splitter text,
+   9,999 dots, a 30 x 9,000-character batch, a 33,000-sentence batch, deeply nested JSON,
+   a 24 MB body and a 24 MB chunked body), each a client of its own sending in a loop,
+   while the polite client sends its requests. The adversaries run in a process of their
+   own (as they would on other machines): in the polite client's process, their callbacks
+   would delay the polite client's own reading of its answers, and that delay is not the
+   server's;
 5. bulk (unless `--no-bulk`): the same, plus a client sending a legal but heavy batch
    (64 x 900 characters of real sentences) in a loop; phases alternate over a few
    rounds (N polite requests per phase in all), so the shared machine's load drifts fall
@@ -46,11 +47,11 @@ from typing import Any
 
 import httpx
 
+from benchmarks.live_server import live_server
 from benchmarks.provenance import stamped
-from benchmarks.speed.adversaries import ADVERSARIES, Adversary, Outcome, bulk_batch
+from benchmarks.speed.adversarial.adversaries import ADVERSARIES, Adversary, Outcome, bulk_batch
 from benchmarks.speed.data import read_test_sets
-from benchmarks.speed.server import live_server
-from benchmarks.speed.store import StoreSpec, seed_default_store, seed_tiny_store
+from benchmarks.speed.serve.store import StoreSpec, seed_default_store, seed_tiny_store
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
 POLITE_DOMAINS = ("medical", "law", "it")
@@ -258,7 +259,7 @@ async def measure(base_url: str, texts: list[str], *, bulk_body: dict[str, objec
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.speed.adversarial")
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.speed.adversarial.adversarial")
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--quick", action="store_true", help="10 polite requests per phase")
     parser.add_argument("--tiny", action="store_true", help="a toy model (smoke run)")

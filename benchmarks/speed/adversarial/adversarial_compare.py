@@ -1,10 +1,10 @@
 """The adversarial benchmark with static and continuous batching side by side (issue #45).
 
-    python -m benchmarks.speed.adversarial_compare [--data DIR] [--quick] [--requests N]
+    python -m benchmarks.speed.adversarial.adversarial_compare [--data DIR] [--quick] [--requests N]
                                                    [--out DIR]
 
 Two servers on one store, identical but for `NMT_SCHEDULER__CONTINUOUS`, both up for the
-whole run. The phases of benchmarks/speed/adversarial.py (quiet, mix, mix + bulk) run in
+whole run. The phases of benchmarks/speed/adversarial/adversarial.py (quiet, mix, mix + bulk) run in
 rounds, and within each phase kind the servers alternate (which goes first alternates by
 round), so the shared host's load drifts fall on both alike. Targets per server: polite
 p50 within 3x of quiet in the mix + bulk phase (issue #45), every bulk request a 200 (its
@@ -24,8 +24,9 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+from benchmarks.live_server import live_server
 from benchmarks.provenance import stamped
-from benchmarks.speed.adversarial import (
+from benchmarks.speed.adversarial.adversarial import (
     RESULTS,
     TARGET_RATIO,
     Phase,
@@ -33,9 +34,8 @@ from benchmarks.speed.adversarial import (
     report,
     run_phase,
 )
-from benchmarks.speed.adversaries import bulk_batch
-from benchmarks.speed.server import live_server
-from benchmarks.speed.store import seed_default_store
+from benchmarks.speed.adversarial.adversaries import bulk_batch
+from benchmarks.speed.serve.store import seed_default_store
 
 SERVERS = ("static", "continuous")
 BULK = "bulk 64 x 900 chars"
@@ -109,7 +109,8 @@ def markdown(by_server: dict[str, dict[str, Any]]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.speed.adversarial_compare")
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.speed.adversarial.adversarial_compare")
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--quick", action="store_true", help="10 polite requests per phase")
     parser.add_argument("--requests", type=int, default=40, help="polite requests per phase")

@@ -21,9 +21,9 @@ from pathlib import Path
 from benchmarks.sentence_runs import sentence_benchmark_args, write_report
 from benchmarks.speed.data import read_test_sets
 from benchmarks.speed.model import synthetic_lines
-from benchmarks.speed.offline import pack, text_jobs
-from benchmarks.speed.serve_load import ServeConfig
-from benchmarks.speed.store import backbone_files, seed_store
+from benchmarks.speed.serve.offline import pack, text_jobs
+from benchmarks.speed.serve.serve_load import ServeConfig
+from benchmarks.speed.serve.store import backbone_files, seed_store
 from server.decoding.search import SearchOptions
 from server.engine.artifacts import build_engine
 from server.engine.engine import Engine, Member, SentenceJob
@@ -78,7 +78,8 @@ def markdown(rows: Sequence[dict[str, float]], description: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = sentence_benchmark_args("python -m benchmarks.speed.batch_lengths", __doc__, argv)
+    args = sentence_benchmark_args("python -m benchmarks.speed.batching.batch_lengths", __doc__,
+                                   argv)
     count, rounds = (40, 1) if args.tiny else (args.sentences, args.rounds)
     config = ServeConfig()
     texts = sentences(args.data, count=count, seed=0)
@@ -89,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     description = (f"{'Toy' if args.tiny else 'Default'} model, {len(texts)} shuffled "
                    f"sentences, beam {config.beam_size}, budget {config.max_batch_tokens} "
                    f"tokens, median of {rounds} interleaved rounds "
-                   f"(`python -m benchmarks.speed.batch_lengths --data {args.data}`).")
+                   f"(`python -m benchmarks.speed.batching.batch_lengths --data {args.data}`).")
     write_report("batch_lengths", description, rows, markdown(rows, description), out=args.out,
                  tiny=args.tiny)
     return 0

@@ -1,6 +1,6 @@
 """Continuous against static batching at the engine level, no server (issue #45).
 
-    python -m benchmarks.speed.live_engine [--data DIR] [--quick] [--rounds N] [--profile]
+    python -m benchmarks.speed.batching.live_engine [--data DIR] [--quick] [--rounds N] [--profile]
 
 The built-in default backbone (float32, beam 4 as served), two workloads of sentences cut
 from the en-fr test sets' words (synthetic words without `--data`): *uniform* (every
@@ -45,7 +45,7 @@ from benchmarks.locations import DEFAULT_DATA, RESULTS_DIR
 from benchmarks.provenance import stamped
 from benchmarks.speed.data import read_test_sets
 from benchmarks.speed.model import quiet_libraries, synthetic_lines
-from benchmarks.speed.store import backbone_files, seed_default_store
+from benchmarks.speed.serve.store import backbone_files, seed_default_store
 from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.artifacts import build_engine
 from server.engine.engine import Engine, Member, SentenceJob

@@ -1,11 +1,11 @@
 """What mixing domains in a batch costs on the served model, by how adapters are held.
 
-    python -m benchmarks.speed.mixed_domains [--data DIR] [--sentences 600] [--rounds 5]
+    python -m benchmarks.speed.batching.mixed_domains [--data DIR] [--sentences 600] [--rounds 5]
                                              [--tiny] [--out DIR]
 
 Test-set sentences of every set (the 7 domains and the open genres, shuffled; each with
 its domain's module, the plain backbone for a genre) are packed as the scheduler packs a
-full queue (`benchmarks/speed/offline.py: pack`, lookahead 2), so batches mix domains as
+full queue (`benchmarks/speed/serve/offline.py: pack`, lookahead 2), so batches mix domains as
 served ones do. The same batches are decoded, greedy and beam 4, by three engines of the
 served backbone and modules: adapters in float32 (one matmul per module), in int8 banks
 (`EngineOptions.module_int8`, grouped through server/engine/int8_groups.c where it
@@ -28,9 +28,9 @@ import torch
 from benchmarks.sentence_runs import sentence_benchmark_args, write_report
 from benchmarks.speed.data import read_test_sets
 from benchmarks.speed.model import synthetic_lines
-from benchmarks.speed.offline import pack, text_jobs
-from benchmarks.speed.serve_load import ServeConfig
-from benchmarks.speed.store import StoreSpec, backbone_files, seed_store
+from benchmarks.speed.serve.offline import pack, text_jobs
+from benchmarks.speed.serve.serve_load import ServeConfig
+from benchmarks.speed.serve.store import StoreSpec, backbone_files, seed_store
 from server.decoding.search import SearchOptions
 from server.engine import int8_groups
 from server.engine.artifacts import build_engine, module_params
@@ -122,7 +122,8 @@ def markdown(rows: Sequence[dict[str, Any]], description: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = sentence_benchmark_args("python -m benchmarks.speed.mixed_domains", __doc__, argv)
+    args = sentence_benchmark_args("python -m benchmarks.speed.batching.mixed_domains", __doc__,
+                                   argv)
     count, rounds = (24, 1) if args.tiny else (args.sentences, args.rounds)
     torch.set_num_threads(2)
     sentences = labelled_sentences(args.data, count=count, seed=0)
@@ -135,7 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                    f"test sentences of {len({name for name, _ in sentences})} sets, batches "
                    f"as the scheduler packs a full queue, 2 torch threads, median of "
                    f"{rounds} interleaved rounds; grouped int8 kernel {kernel} "
-                   f"(`python -m benchmarks.speed.mixed_domains --data {args.data}`).")
+                   f"(`python -m benchmarks.speed.batching.mixed_domains --data {args.data}`).")
     write_report("mixed_domains", description, rows, markdown(rows, description), out=args.out,
                  tiny=args.tiny)
     return 0

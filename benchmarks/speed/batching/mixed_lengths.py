@@ -1,6 +1,6 @@
 """Continuous against static batching on mixed-length traffic (issue #45).
 
-    python -m benchmarks.speed.mixed_lengths [--data DIR] [--tiny] [--quick] [--rate R]
+    python -m benchmarks.speed.batching.mixed_lengths [--data DIR] [--tiny] [--quick] [--rate R]
                                              [--seconds S] [--rounds N] [--out DIR]
 
 1. seed one store (the built-in default model, or `--tiny`: a toy backbone) and start two
@@ -39,13 +39,13 @@ from typing import Any
 
 import aiohttp
 
+from benchmarks.live_server import live_server
 from benchmarks.locations import RESULTS_DIR
 from benchmarks.provenance import stamped
 from benchmarks.speed.data import read_test_sets, training_lines
-from benchmarks.speed.loadstats import percentile
 from benchmarks.speed.model import quiet_libraries, synthetic_lines
-from benchmarks.speed.server import live_server
-from benchmarks.speed.store import seed_default_store, seed_tiny_store, token_counter
+from benchmarks.speed.serve.loadstats import percentile
+from benchmarks.speed.serve.store import seed_default_store, seed_tiny_store, token_counter
 
 SHORT_TOKENS = 10  # "short sentences": at most this many source tokens
 MAX_TOKENS = 80
@@ -151,7 +151,7 @@ def markdown(results: dict[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.speed.mixed_lengths")
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.speed.batching.mixed_lengths")
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--tiny", action="store_true", help="a toy model (code path)")
     parser.add_argument("--quick", action="store_true", help="one short round per server")

@@ -1,13 +1,13 @@
 """CPU decoding speed of candidate backbone shapes for the GPU-trained default (issue #47),
 side by side with the shape it replaces, in one run.
 
-    python -m benchmarks.speed.backbone_shapes_speed [--rounds N] [--threads N] [--tiny]
+    python -m benchmarks.speed.engine.backbone_shapes_speed [--rounds N] [--threads N] [--tiny]
                                                      [--shapes a,b] [--int8] [--out DIR]
 
 Each shape (trainer/gpu/shape.py) gets random weights and the recipe's joint sentencepiece
 vocabulary; every engine decodes the same batch of sources (random ids, EOS last) to exactly
 `target_length` tokens, greedy and beam 4, in rounds that interleave the shapes
-(benchmarks/speed/measure.py): random weights cost what trained ones do. `--int8` adds each
+(benchmarks/speed/engine/measure.py): random weights cost what trained ones do. `--int8` adds each
 shape under `EngineOptions(int8=True)` (`NMT_ENGINE__INT8`). Writes
 results/backbone_shapes_speed.json and .md with each shape's speed relative to today's.
 """
@@ -27,8 +27,8 @@ import torch
 
 from benchmarks.locations import RESULTS_DIR
 from benchmarks.provenance import stamped
-from benchmarks.speed.measure import DECODES, Row, measure
-from benchmarks.speed.systems import Runner, Workload, engine_runner
+from benchmarks.speed.engine.measure import DECODES, Row, measure
+from benchmarks.speed.engine.systems import Runner, Workload, engine_runner
 from contract.backbone import BackboneConfig
 from server.engine.backbone import Backbone
 from server.engine.engine import Engine, EngineOptions, Member
@@ -98,7 +98,7 @@ def markdown(rows: Sequence[Row], meta: dict[str, object]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.speed.backbone_shapes_speed",
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.speed.engine.backbone_shapes_speed",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--shapes", default=",".join(CANDIDATES))
     parser.add_argument("--int8", action="store_true", help="each shape with int8 too")

@@ -1,6 +1,6 @@
 """A CTranslate2 translator in a process of its own, driven over stdin/stdout (JSON lines).
 
-    python -m benchmarks.speed.ct2_worker MODEL_DIR COMPUTE_TYPE THREADS [DEVICE]
+    python -m benchmarks.speed.engine.ct2_worker MODEL_DIR COMPUTE_TYPE THREADS [DEVICE]
 
 Why a process: CTranslate2 ships its own OpenMP runtime and math libraries; loaded into
 the benchmark's process, it slowed this engine's torch decoding by ~40% (measured: greedy

@@ -1,6 +1,6 @@
 """Engine speed against its peers, on one backbone and one input batch, in one run.
 
-    python -m benchmarks.speed.engine_speed [--data DIR] [--quick] [--tiny] [--profile]
+    python -m benchmarks.speed.engine.engine_speed [--data DIR] [--quick] [--tiny] [--profile]
                                       [--systems hf,ct2-float32,...] [--rounds N]
                                       [--threads N] [--out DIR]
 
@@ -61,11 +61,10 @@ from benchmarks.host import ctranslate2_info, current_host
 from benchmarks.locations import RESULTS_DIR
 from benchmarks.speed import model as speed_model
 from benchmarks.speed.data import training_lines
-from benchmarks.speed.measure import DECODES, Row, measure
-from benchmarks.speed.model import Checkpoint, ModelSize, quiet_libraries
-from benchmarks.speed.profile import write_profile
-from benchmarks.speed.report import check_targets, markdown, write_results
-from benchmarks.speed.systems import (
+from benchmarks.speed.engine.measure import DECODES, Row, measure
+from benchmarks.speed.engine.profile import write_profile
+from benchmarks.speed.engine.report import check_targets, markdown, write_results
+from benchmarks.speed.engine.systems import (
     Runner,
     Workload,
     ct2_runner,
@@ -75,6 +74,7 @@ from benchmarks.speed.systems import (
     register_adapters,
     register_override,
 )
+from benchmarks.speed.model import Checkpoint, ModelSize, quiet_libraries
 from contract.families import mixes_domains
 from converters.marian import convert_marian
 from server.engine import host_paths
@@ -252,7 +252,7 @@ def metadata(config: BenchConfig, *, mode: str, data: str) -> dict[str, Any]:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.speed.engine_speed",
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.speed.engine.engine_speed",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, help="corpora root (../shared/data)")
     parser.add_argument("--quick", action="store_true", help=f"{QUICK.rounds} rounds")

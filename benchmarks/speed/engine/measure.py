@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from benchmarks.speed.systems import Runner
+from benchmarks.speed.engine.systems import Runner
 
 DECODES: dict[str, int] = {"greedy": 1, "beam4": 4}  # decode name -> beam size
 

@@ -13,7 +13,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from benchmarks.provenance import stamped
-from benchmarks.speed.systems import Runner
+from benchmarks.speed.engine.systems import Runner
 
 TOP_OPS = 25
 TOP_FUNCTIONS = 30

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.provenance import stamped
-from benchmarks.speed.host_runs import host_kind, merge
-from benchmarks.speed.measure import Row
+from benchmarks.speed.engine.host_runs import host_kind, merge
+from benchmarks.speed.engine.measure import Row
 
 
 @dataclass(frozen=True)

@@ -80,9 +80,9 @@ def _hf_length(tokens: list[int], work: Workload) -> int:
 def ct2_runner(model_dir: Path, work: Workload, *, compute_type: str, threads: int,
                device: str = "cpu") -> Runner:
     """A CTranslate2 `Translator` on `device` (CPU: `threads` intra-op threads), in a worker
-    process of its own (see benchmarks/speed/ct2_worker.py); it exits with this process."""
+    process of its own (see benchmarks/speed/engine/ct2_worker.py); it exits with this process."""
     worker = subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.speed.ct2_worker", str(model_dir), compute_type,
+        [sys.executable, "-m", "benchmarks.speed.engine.ct2_worker", str(model_dir), compute_type,
          str(threads), device], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
         cwd=REPO)
     atexit.register(_stop_worker, worker)

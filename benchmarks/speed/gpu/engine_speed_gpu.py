@@ -1,6 +1,6 @@
 """Engine speed against CTranslate2 on one GPU, in one run (issue #25).
 
-    python -m benchmarks.speed.engine_speed_gpu [--device cuda] [--quick] [--tiny]
+    python -m benchmarks.speed.gpu.engine_speed_gpu [--device cuda] [--quick] [--tiny]
                                           [--systems ct2-float16,...] [--rounds N] [--out DIR]
 
 The model and the work are engine_speed's: a Transformer-base Marian checkpoint with
@@ -21,7 +21,7 @@ system runs on `--device`:
 
 Decodes: greedy and beam 4 over the batch of 32 (throughput), and the same for its first
 sentence alone (`-batch1`: the latency of one request). Rounds interleave the systems;
-each figure is a median (benchmarks/speed/measure.py). The metadata names the GPU and
+each figure is a median (benchmarks/speed/engine/measure.py). The metadata names the GPU and
 gives the engine's device memory: the backbone, one adapter slot, and the peak of a
 decode. Writes results/engine_speed_gpu.json (a list of rows), .meta.json and .md.
 `--tiny --device cpu` checks the code path on a machine without a GPU (its numbers mean
@@ -49,12 +49,11 @@ from torch.profiler import ProfilerActivity, profile
 from benchmarks.locations import RESULTS_DIR
 from benchmarks.provenance import stamped
 from benchmarks.speed import model as speed_model
-from benchmarks.speed.engine_speed import FULL, TINY, BenchConfig, workload
-from benchmarks.speed.measure import DECODES, Row, measure
-from benchmarks.speed.model import quiet_libraries
-from benchmarks.speed.profile import function_table
-from benchmarks.speed.report import Target, write_results
-from benchmarks.speed.systems import (
+from benchmarks.speed.engine.engine_speed import FULL, TINY, BenchConfig, workload
+from benchmarks.speed.engine.measure import DECODES, Row, measure
+from benchmarks.speed.engine.profile import function_table
+from benchmarks.speed.engine.report import Target, write_results
+from benchmarks.speed.engine.systems import (
     Runner,
     Workload,
     ct2_runner,
@@ -62,6 +61,7 @@ from benchmarks.speed.systems import (
     mixed_members,
     register_adapters,
 )
+from benchmarks.speed.model import quiet_libraries
 from converters.marian import convert_marian
 from server.engine.artifacts import build_engine
 from server.engine.engine import Engine, EngineOptions, Member
@@ -311,7 +311,7 @@ def write_gpu_profile(runners: dict[str, Runner], path: Path, *, header: str) ->
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.speed.engine_speed_gpu",
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.speed.gpu.engine_speed_gpu",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="cuda", help="torch/CTranslate2 device (cuda)")
     parser.add_argument("--quick", action="store_true", help="3 rounds")

@@ -1,14 +1,14 @@
 """The server's runtime packages that a lent GPU host lacks, for its Python (3.12, x86_64),
 packed into `.whl/site.tar.xz` (git-ignored) so a device call can carry them:
 
-    python -m benchmarks.speed.gpu_wheels            # then carry [".whl"] in the run call
+    python -m benchmarks.speed.gpu.gpu_wheels            # then carry [".whl"] in the run call
 
 The GPU image has torch and many common packages (the device tool's KINDS.md lists them):
 those are used as they are. pip resolves the exact pins of pyproject.toml for that Python
 and platform and downloads the missing ones; their contents are unpacked, stripped of
 debug symbols and of pycountry's translations (the server reads English names only) and
 packed with xz: about 9 MiB instead of 26 MiB of wheels, of the 64 MiB a call may send.
-benchmarks/speed/gpu_serve_run.sh unpacks it into /tmp/site.
+benchmarks/speed/gpu/gpu_serve_run.sh unpacks it into /tmp/site.
 """
 
 from __future__ import annotations

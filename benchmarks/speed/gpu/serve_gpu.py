@@ -1,10 +1,10 @@
 """The server itself on a GPU under load, against the engine offline and CTranslate2 on the
-same card, in one run of about 8 minutes (benchmarks/speed/gpu_serve_run.sh on a lent GPU).
+same card, in one run of about 8 minutes (benchmarks/speed/gpu/gpu_serve_run.sh on a lent GPU).
 
-    python -m benchmarks.speed.serve_gpu [--device cuda] [--dtype float16] [--data DIR]
+    python -m benchmarks.speed.gpu.serve_gpu [--device cuda] [--dtype float16] [--data DIR]
                                    [--tiny] [--levels 1,8,64] [--no-ct2] [--out DIR]
 
-1. served vs offline (`benchmarks/speed/serve_load.py`'s measurement): the real
+1. served vs offline (`benchmarks/speed/serve/serve_load.py`'s measurement): the real
    `python -m server` with the embedded default model in `--dtype` on `--device`, closed-
    loop clients at each level (p50/p99 latency), then interleaved rounds of the saturation
    level served again and the engine offline on those rounds' inputs in its fastest
@@ -41,17 +41,23 @@ from typing import Any
 import httpx
 import torch
 
+from benchmarks.live_server import live_server
 from benchmarks.locations import RESULTS_DIR
 from benchmarks.provenance import stamped
-from benchmarks.speed import serve_load
-from benchmarks.speed import store as speed_store
-from benchmarks.speed.loadgen import Outcome, build_requests, run_level, served_domains, warm_up
-from benchmarks.speed.loadstats import markdown as load_markdown
-from benchmarks.speed.loadstats import saturation, write_results
 from benchmarks.speed.model import quiet_libraries
-from benchmarks.speed.offline import offline_engine, pack, text_jobs
-from benchmarks.speed.server import live_server
-from benchmarks.speed.store import StoreSpec, backbone_files, load_module
+from benchmarks.speed.serve import serve_load
+from benchmarks.speed.serve import store as speed_store
+from benchmarks.speed.serve.loadgen import (
+    Outcome,
+    build_requests,
+    run_level,
+    served_domains,
+    warm_up,
+)
+from benchmarks.speed.serve.loadstats import markdown as load_markdown
+from benchmarks.speed.serve.loadstats import saturation, write_results
+from benchmarks.speed.serve.offline import offline_engine, pack, text_jobs
+from benchmarks.speed.serve.store import StoreSpec, backbone_files, load_module
 from model_store import Store
 from model_store.archive import pack_artifact_dir
 from server.decoding.search import SearchOptions
@@ -221,7 +227,7 @@ def report(result: serve_load.Served, ceiling: Ceiling | None, flip: Flip | None
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.speed.serve_gpu",
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.speed.gpu.serve_gpu",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--dtype", choices=("float32", "float16", "bfloat16"),

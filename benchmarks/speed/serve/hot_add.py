@@ -1,7 +1,8 @@
 """Speed of a hot add: how soon a live server serves a new module, and how long the
 sidecar takes to train a ~5,000-pair domain on this CPU.
 
-    python -m benchmarks.speed.hot_add --data ../shared/data [--quick] [--out benchmarks/results]
+    python -m benchmarks.speed.serve.hot_add --data ../shared/data [--quick]
+                                             [--out benchmarks/results]
 
 1. a scratch store: the package's built-in artifacts (backbone `default-en-fr`, its
    domains and router) layered under an empty root (or `--store-dir` as it is);
@@ -41,9 +42,9 @@ from typing import Any
 import httpx
 import torch
 
+from benchmarks.live_server import live_server
 from benchmarks.locations import DEFAULT_DATA, REPO, RESULTS_DIR
 from benchmarks.provenance import stamped
-from benchmarks.speed.server import live_server
 from model_store import BUILTIN_DIR, Store
 from server.engine.artifacts import backbone_parts, module_files
 from server.engine.families import get_family
@@ -116,7 +117,8 @@ def publish_flip_versions(store: Store, *, backbone: str, name: str,
         manifest = store.publish("module", name, module_files(params, half=True),
                                  config=module_config,
                                  backbone_fingerprint=loaded.manifest.backbone_fingerprint,
-                                 provenance={"recipe": "benchmarks/speed/hot_add.py (random)"})
+                                 provenance={"recipe":
+                                             "benchmarks/speed/serve/hot_add.py (random)"})
         versions.append(manifest.version)
     return versions, module_config
 

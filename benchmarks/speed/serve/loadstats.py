@@ -37,7 +37,7 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks.provenance import stamped
-from benchmarks.speed.loadgen import LevelRun, LoadRequest
+from benchmarks.speed.serve.loadgen import LevelRun, LoadRequest
 from server.textproc.sentences import sentences, split_text
 
 TokenCounter = Callable[[str], int]

@@ -20,8 +20,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from benchmarks.speed.loadgen import LevelRun, LoadRequest
-from benchmarks.speed.loadstats import BatchShape, OfflineStats, TokenCounter, sentence_count
+from benchmarks.speed.serve.loadgen import LevelRun, LoadRequest
+from benchmarks.speed.serve.loadstats import BatchShape, OfflineStats, TokenCounter, sentence_count
 from server.decoding.search import SearchOptions
 from server.engine.artifacts import build_engine
 from server.engine.engine import Engine, EngineOptions, Member, SentenceJob

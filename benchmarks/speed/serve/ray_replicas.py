@@ -1,12 +1,13 @@
 """Throughput through Ray Serve: 1 vs 2 replicas behind Ray's proxy, and Ray's proxy vs
 uvicorn direct at one replica, in one run (one torch thread per replica everywhere).
 
-    python -m benchmarks.speed.ray_replicas [--data DIR] [--quick] [--tiny] [--clients N]
+    python -m benchmarks.speed.serve.ray_replicas [--data DIR] [--quick] [--tiny] [--clients N]
                                             [--rounds R] [--out DIR]
 
 1. seed a temporary store: the built-in default model (or `--tiny`: a toy backbone and
    three random adapters); draw requests once from the en-fr test sets of `--data`
-   (single /translate and /translate/batch, domains mixed, as benchmarks.speed.serve_load does);
+   (single /translate and /translate/batch, domains mixed, as
+   benchmarks.speed.serve.serve_load does);
 2. start `python -m server` (uvicorn, OMP_NUM_THREADS=1) and a local Ray cluster with
    2 CPUs running the same app through `server.ray_serve.deployment.application`;
 3. per round, in this order: uvicorn direct, Ray with 1 replica, Ray with 2 replicas
@@ -37,14 +38,14 @@ import httpx
 import ray
 from ray import serve
 
+from benchmarks.live_server import free_port, live_server
 from benchmarks.locations import RESULTS_DIR
 from benchmarks.provenance import stamped
-from benchmarks.speed.loadgen import LevelRun, LoadRequest, build_requests, run_level, warm_up
-from benchmarks.speed.loadstats import LevelStats, TokenCounter, summarise
 from benchmarks.speed.model import quiet_libraries
-from benchmarks.speed.serve_load import ServeConfig
-from benchmarks.speed.server import free_port, live_server
-from benchmarks.speed.store import StoreSpec, seed_store, text_sets, token_counter
+from benchmarks.speed.serve.loadgen import LevelRun, LoadRequest, build_requests, run_level, warm_up
+from benchmarks.speed.serve.loadstats import LevelStats, TokenCounter, summarise
+from benchmarks.speed.serve.serve_load import ServeConfig
+from benchmarks.speed.serve.store import StoreSpec, seed_store, text_sets, token_counter
 from server.ray_serve.__main__ import replica_environment
 from server.ray_serve.deployment import application
 from server.settings import Settings
@@ -192,7 +193,7 @@ def markdown(results: Sequence[Measured], totals: dict[str, Any], meta: dict[str
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.speed.ray_replicas",
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.speed.serve.ray_replicas",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, help="corpora root (../shared/data)")
     parser.add_argument("--quick", action="store_true", help="one round of 30 s per system")

@@ -1,6 +1,6 @@
 """Two directions in one server against one direction alone, at the same load (issue #42).
 
-    python -m benchmarks.speed.serve_load --directions [--data DIR] [--quick] [--tiny]
+    python -m benchmarks.speed.serve.serve_load --directions [--data DIR] [--quick] [--tiny]
                                           [--levels N] [--out DIR]
     make bench-serve DIRECTIONS=1 [QUICK=1]
 
@@ -47,9 +47,11 @@ from typing import Any
 
 import torch
 
+from benchmarks.live_server import live_server
 from benchmarks.sentence_runs import write_report
 from benchmarks.speed.data import read_test_sets
-from benchmarks.speed.loadgen import (
+from benchmarks.speed.model import quiet_libraries
+from benchmarks.speed.serve.loadgen import (
     LevelRun,
     LoadRequest,
     build_requests,
@@ -57,11 +59,9 @@ from benchmarks.speed.loadgen import (
     served_domains,
     warm_up,
 )
-from benchmarks.speed.loadstats import BatchShape, TokenCounter, served_speed, summarise
-from benchmarks.speed.model import quiet_libraries
-from benchmarks.speed.serve_load import LoadPlan, ServeConfig, batch_shape, choose_plan
-from benchmarks.speed.server import live_server
-from benchmarks.speed.store import StoreSpec, seed_store, text_sets, token_counter
+from benchmarks.speed.serve.loadstats import BatchShape, TokenCounter, served_speed, summarise
+from benchmarks.speed.serve.serve_load import LoadPlan, ServeConfig, batch_shape, choose_plan
+from benchmarks.speed.serve.store import StoreSpec, seed_store, text_sets, token_counter
 
 COPY = "bench-copy"
 COPY_LANGUAGES = {"source": "en", "target": "de"}  # a label requests can name

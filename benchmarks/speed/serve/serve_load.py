@@ -1,6 +1,6 @@
 """Serving throughput and latency of a live server, against the engine offline.
 
-    python -m benchmarks.speed.serve_load [--data DIR] [--quick] [--tiny] [--levels 1,4,16]
+    python -m benchmarks.speed.serve.serve_load [--data DIR] [--quick] [--tiny] [--levels 1,4,16]
                                     [--beam-size N] [--directions] [--out DIR]
 
 1. seed a temporary store: the package's built-in artifacts layered under an empty root
@@ -46,9 +46,11 @@ from typing import Any
 import httpx
 import torch
 
+from benchmarks.live_server import live_server
 from benchmarks.locations import RESULTS_DIR
 from benchmarks.speed.data import read_test_sets
-from benchmarks.speed.loadgen import (
+from benchmarks.speed.model import quiet_libraries
+from benchmarks.speed.serve.loadgen import (
     LevelRun,
     LoadRequest,
     build_requests,
@@ -56,7 +58,7 @@ from benchmarks.speed.loadgen import (
     served_domains,
     warm_up,
 )
-from benchmarks.speed.loadstats import (
+from benchmarks.speed.serve.loadstats import (
     BatchShape,
     LevelStats,
     OfflineStats,
@@ -69,16 +71,14 @@ from benchmarks.speed.loadstats import (
     summarise,
     write_results,
 )
-from benchmarks.speed.model import quiet_libraries
-from benchmarks.speed.offline import (
+from benchmarks.speed.serve.offline import (
     OfflineItem,
     offline_engine,
     offline_items,
     register_missing,
     run_offline,
 )
-from benchmarks.speed.server import live_server
-from benchmarks.speed.store import (
+from benchmarks.speed.serve.store import (
     StoreSpec,
     backbone_files,
     load_module,
@@ -318,7 +318,7 @@ def placement_note(config: ServeConfig) -> str:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.speed.serve_load",
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.speed.serve.serve_load",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, help="corpora root (../shared/data)")
     parser.add_argument("--quick", action="store_true", help="fewer levels, shorter levels")
@@ -333,7 +333,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         help="serve with continuous batching (writes serve_load-continuous.*)")
     parser.add_argument("--directions", action="store_true",
                         help="two directions split the load vs one alone "
-                             "(benchmarks/speed/serve_directions.py)")
+                             "(benchmarks/speed/serve/serve_directions.py)")
     parser.add_argument("--out", type=Path,
                         help="results directory (default: results/; --tiny: results/tmp/)")
     return parser.parse_args(argv)
@@ -350,7 +350,7 @@ def choose_plan(args: argparse.Namespace) -> tuple[str, LoadPlan]:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.directions:
-        from benchmarks.speed.serve_directions import main as directions  # imports this one
+        from benchmarks.speed.serve.serve_directions import main as directions  # imports this one
 
         return directions(args)
     mode, plan = choose_plan(args)

@@ -18,8 +18,8 @@ from typing import Any
 
 from benchmarks.speed import model as speed_model
 from benchmarks.speed.data import read_test_sets, training_lines
-from benchmarks.speed.loadstats import TokenCounter
-from benchmarks.speed.systems import random_adapter
+from benchmarks.speed.engine.systems import random_adapter
+from benchmarks.speed.serve.loadstats import TokenCounter
 from contract.artifacts import BACKBONE_CONFIG_FILE
 from contract.backbone import BackboneConfig
 from converters.marian import convert_marian
