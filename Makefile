@@ -88,7 +88,7 @@ bench-engine: $(DEV_STAMP)
 	$(PY) -m benchmarks.speed.engine.engine_speed --data $(DATA) $(QUICK_FLAG)
 
 bench-serve: $(DEV_STAMP)
-	$(PY) -m benchmarks.speed.serve.serve_load --data $(DATA) $(QUICK_FLAG) $(if $(FRONT_CPUS),--front-cpus $(FRONT_CPUS)) $(if $(CONTINUOUS),--continuous) $(if $(DIRECTIONS),--directions)
+	$(PY) -m benchmarks.speed.serve.$(if $(DIRECTIONS),serve_directions,serve_load) --data $(DATA) $(QUICK_FLAG) $(if $(FRONT_CPUS),--front-cpus $(FRONT_CPUS)) $(if $(CONTINUOUS),--continuous)
 
 bench-ray: $(DEV_STAMP)
 	$(PY) -m benchmarks.speed.serve.ray_replicas --data $(DATA) $(QUICK_FLAG)

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from benchmarks.speed.gpu.serve_gpu import TINY, Ceiling, Flip, ct2_ceiling, flip_under_load, report
+from benchmarks.speed.serve.config import ServeConfig
 from benchmarks.speed.serve.loadstats import OfflineStats
-from benchmarks.speed.serve.serve_load import ServeConfig, Served
+from benchmarks.speed.serve.serve_load import Served
 from benchmarks.speed.serve.store import StoreSpec, seed_tiny_store
 from model_store import Store
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.live_server import ServerFailed, live_server
+from benchmarks.speed.serve.config import ServeConfig
 from benchmarks.speed.serve.loadgen import (
     BATCH,
     SINGLE,
@@ -35,7 +36,7 @@ from benchmarks.speed.serve.loadstats import (
     summarise,
 )
 from benchmarks.speed.serve.offline import members_of, pack
-from benchmarks.speed.serve.serve_load import ServeConfig, offline
+from benchmarks.speed.serve.serve_load import offline
 from benchmarks.speed.serve.store import TINY_DOMAINS, StoreSpec, seed_tiny_store, token_counter
 from server.decoding.search import SearchOptions
 from server.engine.engine import Member, SentenceJob

@@ -119,6 +119,8 @@ def test_make_serve_ray_listens_on_localhost_unless_host_is_given(
         (("bench-engine", "QUICK=0"),
          "-m benchmarks.speed.engine.engine_speed --data ../shared/data"),
         (("bench-serve", "DATA=/d"), "-m benchmarks.speed.serve.serve_load --data /d"),
+        (("bench-serve", "DIRECTIONS=1", "QUICK=1"),
+         "-m benchmarks.speed.serve.serve_directions --data ../shared/data --quick"),
         (("eval",), "-m benchmarks.quality.evaluation.evaluate --data ../shared/data"),
         (("bench-markup", "QUICK=1"),
          "-m benchmarks.quality.text.markup --data ../shared/data --quick"),

@@ -28,8 +28,8 @@ import torch
 from benchmarks.sentence_runs import sentence_benchmark_args, write_report
 from benchmarks.speed.data import read_test_sets
 from benchmarks.speed.model import synthetic_lines
+from benchmarks.speed.serve.config import ServeConfig
 from benchmarks.speed.serve.offline import pack, text_jobs
-from benchmarks.speed.serve.serve_load import ServeConfig
 from benchmarks.speed.serve.store import StoreSpec, backbone_files, seed_store
 from server.decoding.search import SearchOptions
 from server.engine import int8_groups

@@ -45,8 +45,10 @@ from benchmarks.live_server import live_server
 from benchmarks.locations import RESULTS_DIR
 from benchmarks.provenance import stamped
 from benchmarks.speed.model import quiet_libraries
+from benchmarks.speed.serve import config as serve_config
 from benchmarks.speed.serve import serve_load
 from benchmarks.speed.serve import store as speed_store
+from benchmarks.speed.serve.config import LoadPlan, ServeConfig
 from benchmarks.speed.serve.loadgen import (
     Outcome,
     build_requests,
@@ -65,9 +67,9 @@ from server.engine.engine import Member
 from server.settings import EngineSettings
 from server.textproc.document import build_document
 
-PLAN = serve_load.LoadPlan((1, 8, 64), max_requests=400, max_seconds=25.0,
+PLAN = LoadPlan((1, 8, 64), max_requests=400, max_seconds=25.0,
                            offline_seconds=30.0, pairs=3, round_requests=400)
-TINY = replace(serve_load.TINY, levels=(1, 4))
+TINY = replace(serve_config.TINY, levels=(1, 4))
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,7 @@ class Flip:
     failed: int
 
 
-def ct2_ceiling(spec: StoreSpec, texts: Sequence[str], config: serve_load.ServeConfig, *,
+def ct2_ceiling(spec: StoreSpec, texts: Sequence[str], config: ServeConfig, *,
                 device: str, compute_type: str, scratch: Path) -> Ceiling:
     """`texts` split and tokenized as the server does, cut into the batches the offline
     engine's packing would cut for the plain backbone, through CTranslate2."""
@@ -147,8 +149,8 @@ def module_archive(spec: StoreSpec, domain: str, scratch: Path) -> bytes:
     return pack_artifact_dir(scratch / "modules" / domain / f"v{published.version}")
 
 
-def flip_under_load(spec: StoreSpec, sets: dict[str, list[str]], plan: serve_load.LoadPlan,
-                    config: serve_load.ServeConfig, *, log: Path, seed: int) -> Flip | None:
+def flip_under_load(spec: StoreSpec, sets: dict[str, list[str]], plan: LoadPlan,
+                    config: ServeConfig, *, log: Path, seed: int) -> Flip | None:
     """Upload and activate a served domain's module again while the top level runs."""
     token = secrets.token_hex(16)
     environment = spec.environment() | config.environment() | {"NMT_ADMIN_TOKEN": token}
@@ -236,7 +238,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                                                   "synthetic text)")
     parser.add_argument("--tiny", action="store_true", help="toy store and plan: rehearsal")
     parser.add_argument("--levels", help="comma-separated client counts (default 1,8,64)")
-    parser.add_argument("--beam-size", type=int, default=serve_load.ServeConfig().beam_size)
+    parser.add_argument("--beam-size", type=int, default=ServeConfig().beam_size)
     parser.add_argument("--no-ct2", action="store_true", help="skip the CTranslate2 ceiling")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, help="results directory (default: results/)")
@@ -249,7 +251,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.levels:
         plan = replace(plan, levels=tuple(int(v) for v in args.levels.split(",") if v))
     dtype = "float32" if args.device == "cpu" else args.dtype  # half types are CUDA-only
-    config = serve_load.ServeConfig(beam_size=args.beam_size,
+    config = ServeConfig(beam_size=args.beam_size,
                                     engine=EngineSettings(device=args.device, dtype=dtype))
     out = args.out or RESULTS_DIR
     quiet_libraries()

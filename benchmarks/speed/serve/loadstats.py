@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks.provenance import stamped
@@ -183,6 +184,14 @@ def served_shape(metrics_text: str) -> BatchShape:
                       int(values.get("nmt_scheduler_batch_sentences_sum", 0)),
                       values.get("nmt_scheduler_batch_length_spread_sum", 0.0),
                       values.get("nmt_engine_busy_seconds_total", 0.0))
+
+
+def batch_shape(base_url: str) -> BatchShape:
+    """The engine batches the server ran so far (its /metrics)."""
+    with httpx.Client(base_url=base_url, timeout=30.0, trust_env=False) as client:
+        answer = client.get("/metrics")
+        answer.raise_for_status()
+        return served_shape(answer.text)
 
 
 @dataclass(frozen=True)

@@ -42,9 +42,9 @@ from benchmarks.live_server import free_port, live_server
 from benchmarks.locations import RESULTS_DIR
 from benchmarks.provenance import stamped
 from benchmarks.speed.model import quiet_libraries
+from benchmarks.speed.serve.config import ServeConfig
 from benchmarks.speed.serve.loadgen import LevelRun, LoadRequest, build_requests, run_level, warm_up
 from benchmarks.speed.serve.loadstats import LevelStats, TokenCounter, summarise
-from benchmarks.speed.serve.serve_load import ServeConfig
 from benchmarks.speed.serve.store import StoreSpec, seed_store, text_sets, token_counter
 from server.ray_serve.__main__ import replica_environment
 from server.ray_serve.deployment import application

@@ -1,7 +1,7 @@
 """Two directions in one server against one direction alone, at the same load (issue #42).
 
-    python -m benchmarks.speed.serve.serve_load --directions [--data DIR] [--quick] [--tiny]
-                                          [--levels N] [--out DIR]
+    python -m benchmarks.speed.serve.serve_directions [--data DIR] [--quick] [--tiny]
+                                                      [--levels N] [--out DIR]
     make bench-serve DIRECTIONS=1 [QUICK=1]
 
 A second direction is made by publishing a copy of the default direction's backbone
@@ -51,6 +51,7 @@ from benchmarks.live_server import live_server
 from benchmarks.sentence_runs import write_report
 from benchmarks.speed.data import read_test_sets
 from benchmarks.speed.model import quiet_libraries
+from benchmarks.speed.serve.config import LoadPlan, ServeConfig, choose_plan, load_arguments
 from benchmarks.speed.serve.loadgen import (
     LevelRun,
     LoadRequest,
@@ -59,8 +60,13 @@ from benchmarks.speed.serve.loadgen import (
     served_domains,
     warm_up,
 )
-from benchmarks.speed.serve.loadstats import BatchShape, TokenCounter, served_speed, summarise
-from benchmarks.speed.serve.serve_load import LoadPlan, ServeConfig, batch_shape, choose_plan
+from benchmarks.speed.serve.loadstats import (
+    BatchShape,
+    TokenCounter,
+    batch_shape,
+    served_speed,
+    summarise,
+)
 from benchmarks.speed.serve.store import StoreSpec, seed_store, text_sets, token_counter
 
 COPY = "bench-copy"
@@ -193,8 +199,9 @@ def table(rounds: Sequence[Round], *, description: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(args: Any) -> int:
-    """Run with serve_load's parsed arguments (`--directions`)."""
+def main(argv: Sequence[str] | None = None) -> int:
+    args = load_arguments("python -m benchmarks.speed.serve.serve_directions",
+                          __doc__).parse_args(argv)
     mode, plan = choose_plan(args)
     # twice serve_load's saturation level: each direction of the split saturated (the
     # module docstring says why; `--levels N` sets it)
@@ -224,3 +231,7 @@ def main(args: Any) -> int:
     write_report("serve_directions", description, rows, table(rounds, description=description),
                  out=args.out, tiny=args.tiny)
     return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,7 +1,8 @@
 """Serving throughput and latency of a live server, against the engine offline.
 
     python -m benchmarks.speed.serve.serve_load [--data DIR] [--quick] [--tiny] [--levels 1,4,16]
-                                    [--beam-size N] [--directions] [--out DIR]
+                                    [--beam-size N] [--front-cpus N] [--continuous]
+                                    [--out DIR]
 
 1. seed a temporary store: the package's built-in artifacts layered under an empty root
    (what `python -m server` serves out of the box), or with `--tiny` a toy backbone and
@@ -10,7 +11,7 @@
 3. draw requests once from the en-fr test sets of `--data` (synthetic text without it):
    single /translate and /translate/batch requests, domains mixed (explicit, "auto",
    "generic"); warm the server up;
-4. for each concurrency level: closed-loop clients (httpx.AsyncClient), bounded by a
+4. for each concurrency level: closed-loop clients (aiohttp), bounded by a
    request count and a duration; throughput (sentences/s, target tokens/s counted with the
    backbone's target tokenizer), p50/p95/p99 latency, errors by code;
 5. translate the saturation level's inputs with the engine in this process (same store,
@@ -39,17 +40,17 @@ import os
 import platform
 import tempfile
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import torch
 
 from benchmarks.live_server import live_server
 from benchmarks.locations import RESULTS_DIR
 from benchmarks.speed.data import read_test_sets
 from benchmarks.speed.model import quiet_libraries
+from benchmarks.speed.serve.config import LoadPlan, ServeConfig, choose_plan, load_arguments
 from benchmarks.speed.serve.loadgen import (
     LevelRun,
     LoadRequest,
@@ -59,14 +60,13 @@ from benchmarks.speed.serve.loadgen import (
     warm_up,
 )
 from benchmarks.speed.serve.loadstats import (
-    BatchShape,
     LevelStats,
     OfflineStats,
     Pair,
     TokenCounter,
+    batch_shape,
     markdown,
     saturation,
-    served_shape,
     served_speed,
     summarise,
     write_results,
@@ -86,69 +86,10 @@ from benchmarks.speed.serve.store import (
     text_sets,
     token_counter,
 )
-from server.engine.engine import Engine, EngineOptions
+from server.engine.engine import Engine
 from server.execution.allocator import keep_freed_memory
 from server.execution.placement import Placement, pin_this_thread, plan_placement, this_threads_cpus
 from server.execution.settings import ExecutionSettings
-from server.serving.runtime import engine_options
-from server.settings import DecodingSettings, EngineSettings, SchedulerSettings
-
-RESULTS = RESULTS_DIR
-
-
-@dataclass(frozen=True)
-class LoadPlan:
-    levels: tuple[int, ...]  # concurrent clients
-    max_requests: int  # per level
-    max_seconds: float  # of sending, per level
-    offline_seconds: float
-    pairs: int = 5  # interleaved rounds at saturation: served again, then offline
-    round_requests: int = 400  # requests per round (its level runs at most max_seconds)
-    distinct_requests: int = 500  # the drawn list; levels cycle through it
-    texts_per_set: int = 200
-
-
-FULL = LoadPlan((1, 2, 4, 8, 16, 32, 64), max_requests=400, max_seconds=60.0,
-                offline_seconds=120.0, round_requests=1200)
-# Saturation needs more closed-loop clients than one batch holds (a 4,096-token budget at
-# beam 4 is ~40 sentences): with fewer, batches stay as small as the clients in flight.
-QUICK = LoadPlan((1, 16, 64), max_requests=160, max_seconds=30.0, offline_seconds=40.0,
-                 pairs=3, round_requests=400)
-TINY = LoadPlan((1, 4), max_requests=20, max_seconds=5.0, offline_seconds=10.0, pairs=2,
-                distinct_requests=40, texts_per_set=20, round_requests=20)
-
-
-@dataclass(frozen=True)
-class ServeConfig:
-    """The server settings the benchmark fixes (the offline run mirrors them); the rest
-    are the server's defaults."""
-
-    beam_size: int = DecodingSettings().beam_size
-    max_batch_tokens: int = SchedulerSettings().max_batch_tokens
-    lookahead_batches: int = SchedulerSettings().lookahead_batches
-    request_timeout_s: float = 300.0  # measure throughput, not timeouts, at saturation
-    max_queue: int = 4096
-    length_ratio: float = DecodingSettings().length_ratio
-    max_length: int = DecodingSettings().max_length
-    engine: EngineSettings = field(default_factory=EngineSettings)
-    execution: ExecutionSettings = field(default_factory=ExecutionSettings)
-    continuous: bool = False  # NMT_SCHEDULER__CONTINUOUS
-
-    def environment(self) -> dict[str, str]:
-        placed = ({"NMT_EXECUTION__FRONT_CPUS": str(self.execution.front_cpus)}
-                  if self.execution.front_cpus else {})
-        if self.continuous:
-            placed["NMT_SCHEDULER__CONTINUOUS"] = "true"
-        return placed | {"NMT_DECODING__BEAM_SIZE": str(self.beam_size),
-                "NMT_DECODING__MAX_BEAM_SIZE": str(max(self.beam_size,
-                                                       DecodingSettings().max_beam_size)),
-                "NMT_SCHEDULER__MAX_BATCH_TOKENS": str(self.max_batch_tokens),
-                "NMT_SCHEDULER__LOOKAHEAD_BATCHES": str(self.lookahead_batches),
-                "NMT_SCHEDULER__REQUEST_TIMEOUT_S": str(self.request_timeout_s),
-                "NMT_SCHEDULER__MAX_QUEUE": str(self.max_queue)}
-
-    def engine_options(self) -> EngineOptions:
-        return engine_options(self.engine)  # the server's own mapping
 
 
 @contextlib.contextmanager
@@ -252,14 +193,6 @@ def offline_cpus(placement: Placement | None) -> Iterator[None]:
         torch.set_num_threads(threads)
 
 
-def batch_shape(base_url: str) -> BatchShape:
-    """The engine batches the server ran so far (its /metrics)."""
-    with httpx.Client(base_url=base_url, timeout=30.0, trust_env=False) as client:
-        answer = client.get("/metrics")
-        answer.raise_for_status()
-        return served_shape(answer.text)
-
-
 def offline_setup(spec: StoreSpec, run: LevelRun, requests: Sequence[LoadRequest],
                   config: ServeConfig) -> tuple[Engine, list[OfflineItem]]:
     """An engine in this process and the inputs `run` served successfully; the process
@@ -318,46 +251,20 @@ def placement_note(config: ServeConfig) -> str:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.speed.serve.serve_load",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, help="corpora root (../shared/data)")
-    parser.add_argument("--quick", action="store_true", help="fewer levels, shorter levels")
-    parser.add_argument("--tiny", action="store_true", help="toy store and plan: code path")
-    parser.add_argument("--levels", help="comma-separated client counts (overrides the plan)")
-    parser.add_argument("--beam-size", type=int, default=ServeConfig().beam_size)
+    parser = load_arguments("python -m benchmarks.speed.serve.serve_load", __doc__)
     parser.add_argument("--front-cpus", type=int, default=0,
                         help="serve with NMT_EXECUTION__FRONT_CPUS=N "
                              "(server/execution/placement.py)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--continuous", action="store_true",
-                        help="serve with continuous batching (writes serve_load-continuous.*)")
-    parser.add_argument("--directions", action="store_true",
-                        help="two directions split the load vs one alone "
-                             "(benchmarks/speed/serve/serve_directions.py)")
-    parser.add_argument("--out", type=Path,
-                        help="results directory (default: results/; --tiny: results/tmp/)")
     return parser.parse_args(argv)
-
-
-def choose_plan(args: argparse.Namespace) -> tuple[str, LoadPlan]:
-    mode = "tiny" if args.tiny else "quick" if args.quick else "full"
-    plan = {"tiny": TINY, "quick": QUICK, "full": FULL}[mode]
-    if args.levels:
-        plan = replace(plan, levels=tuple(int(v) for v in args.levels.split(",") if v.strip()))
-    return mode, plan
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    if args.directions:
-        from benchmarks.speed.serve.serve_directions import main as directions  # imports this one
-
-        return directions(args)
     mode, plan = choose_plan(args)
     config = ServeConfig(beam_size=args.beam_size,
                          execution=ExecutionSettings(front_cpus=args.front_cpus),
                          continuous=args.continuous)
-    out = args.out or (RESULTS / "tmp" if args.tiny else RESULTS)
+    out = args.out or (RESULTS_DIR / "tmp" if args.tiny else RESULTS_DIR)
     stem = f"serve_load-front-cpus-{args.front_cpus}" if args.front_cpus else "serve_load"
     stem += "-continuous" if args.continuous else ""
     quiet_libraries()
