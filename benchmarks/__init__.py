@@ -8,5 +8,6 @@ behind them in benchmarks/results/history/NOTES.md.
   `precision/`, `backbone/`, `text/` (markup, glossaries), `corrections/`, `estimation/`;
 - `benchmarks.documents`: whole files through a live server (make bench-documents);
 - here: what every kind shares: paths (`locations`), the made-by line (`provenance`), the
-  host, a live server subprocess (`live_server`), the offline sentence runs' options.
+  one results writer (`report_files`), the host, a live server subprocess
+  (`live_server`), the offline sentence runs' options.
 """

@@ -30,9 +30,9 @@ from typing import Any
 import torch
 
 from benchmarks.locations import DEFAULT_DATA, RESULTS_DIR
-from benchmarks.provenance import stamped
 from benchmarks.quality.backbone.checkpoint_scores import RunFiles, score_model, score_sets, summary
 from benchmarks.quality.data import domain_names
+from benchmarks.report_files import write_report
 from contract.backbone import BackboneConfig
 from server.engine.backbone import Backbone
 from trainer.loop import TrainSettings
@@ -126,16 +126,15 @@ def run_side_by_side(args: argparse.Namespace) -> None:
         log_file.close()
         if code != 0:
             raise SystemExit(f"arm {name} failed ({code}): see {args.work / (name + '.log')}")
-    write_report(args.work, args.arms, args.out)
+    report_arms(args.work, args.arms, args.out)
 
 
-def write_report(work: Path, arms: list[str], out: Path) -> None:
+def report_arms(work: Path, arms: list[str], out: Path) -> None:
     results = [json.loads((work / a / "result.json").read_text()) for a in arms]
     payload = {"notes": "each arm: 1 thread, the same process CPU time (time.process_time), "
                         "run side by side on a 2-core machine shared with other developers "
                         "and the main backbone run", "arms": results}
-    (out.with_suffix(".json")).write_text(json.dumps(payload, indent=1))
-    out.with_suffix(".md").write_text(stamped(_markdown(results)))
+    write_report(out.parent, out.name, payload, _markdown(results))
 
 
 def _markdown(results: list[dict[str, Any]]) -> str:
@@ -191,7 +190,7 @@ def main() -> None:
     elif args.command == "run":
         run_side_by_side(args)
     else:
-        write_report(args.work, args.arms, args.out)
+        report_arms(args.work, args.arms, args.out)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,6 @@ from typing import Any
 import torch
 
 from benchmarks.locations import DEFAULT_DATA, RESULTS_DIR
-from benchmarks.provenance import stamped
 from benchmarks.quality.backbone.checkpoint_scores import (
     RunFiles,
     checkpoint_weights,
@@ -36,6 +35,7 @@ from benchmarks.quality.backbone.checkpoint_scores import (
     summary,
 )
 from benchmarks.quality.data import domain_names
+from benchmarks.report_files import write_report
 from trainer.average import average_checkpoints, checkpoint_step, last_checkpoints
 
 log = logging.getLogger("benchmarks.learning_curve")
@@ -129,8 +129,7 @@ def _write(out: Path, points: list[dict[str, Any]], averages: list[dict[str, Any
                         "session start's CPU-hours. Loss: nats per target token; "
                         f"BLEU: greedy, first {args.bleu_sentences} sentences.",
                "points": points, "averages": averages}
-    out.with_suffix(".json").write_text(json.dumps(results, indent=1))
-    out.with_suffix(".md").write_text(stamped(markdown(results)))
+    write_report(out.parent, out.name, results, markdown(results))
     return results
 
 

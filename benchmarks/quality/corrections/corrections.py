@@ -50,8 +50,9 @@ import torch
 
 from benchmarks.live_server import live_server
 from benchmarks.locations import DEFAULT_DATA, RESULTS_DIR
-from benchmarks.provenance import command_line, host_label, stamped
+from benchmarks.provenance import command_line, host_label
 from benchmarks.quality.corrections.corrections_report import markdown
+from benchmarks.report_files import write_report
 from contract.training import DEV_FILE, TRAIN_FILE, job_key
 from contract.tsv import Pair, pairs_to_bytes
 from model_store import BUILTIN_DIR, Store
@@ -358,13 +359,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         name = "corrections"
     else:
         name = f"corrections-{args.baseline_lines}"
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{name}.json").write_text(json.dumps(
-        {"command": command_line(), "host": host_label(),
-         "args": {k: str(v) for k, v in vars(args).items()}} | result,
-        indent=1, ensure_ascii=False) + "\n")
-    (args.out / f"{name}.md").write_text(stamped(markdown(result, args)))
-    print((args.out / f"{name}.md").read_text())
+    saved = {"command": command_line(), "host": host_label(),
+             "args": {k: str(v) for k, v in vars(args).items()}} | result
+    paths = write_report(args.out, name, saved, markdown(result, args))
+    print(paths[-1].read_text())
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks.provenance import made_by, stamped
+from benchmarks.provenance import made_by
+from benchmarks.report_files import write_stamped
 
 
 def _scores(block: dict[str, Any]) -> str:
@@ -129,17 +130,17 @@ def markdown(result: dict[str, Any], args: argparse.Namespace) -> str:
     return "\n".join(lines) + "\n"
 
 
-def rebuild(path: Path) -> str:
-    """The markdown of a results JSON, stamped with the command and host that made it."""
+def rebuild(path: Path) -> Path:
+    """The markdown beside a results JSON, written again from it and stamped with the
+    command and host that made the JSON."""
     saved = json.loads(path.read_text())
     raw = saved["args"]
     args = argparse.Namespace(domain=raw["domain"], original_pairs=int(raw["original_pairs"]),
                               refresh_epochs=int(raw.get("refresh_epochs", 3)),
                               counts=json.loads(raw["counts"]))
-    return stamped(markdown(saved, args), made_by(command=saved["command"],
-                                                  host=saved["host"]))
+    return write_stamped(path.with_suffix(".md"), markdown(saved, args),
+                         made_by=made_by(command=saved["command"], host=saved["host"]))
 
 
 if __name__ == "__main__":
-    target = Path(sys.argv[1])
-    target.with_suffix(".md").write_text(rebuild(target))
+    rebuild(Path(sys.argv[1]))

@@ -26,10 +26,10 @@ import numpy as np
 import sacrebleu
 
 from benchmarks.locations import DEFAULT_DATA, RESULTS_DIR
-from benchmarks.provenance import stamped
 from benchmarks.quality.data import domain_names, domain_set, genre_set
 from benchmarks.quality.estimation.quality_runs import SetRun, cost, review_set, run_set
 from benchmarks.quality.models import load_models
+from benchmarks.report_files import write_report
 from model_store import BUILTIN_DIR, Store
 from server.engine.engine import Engine
 from server.execution.engine_thread import EngineThread
@@ -172,13 +172,10 @@ def _mean(values: list[float]) -> float | None:
 
 def write(folder: Path, estimator: Estimator, rows: list[dict[str, Any]],
           overall: dict[str, Any], spent: dict[str, float], note: str = "") -> None:
-    folder.mkdir(parents=True, exist_ok=True)
     public = [{k: v for k, v in r.items() if k not in ("quality", "chrf", "_affected")}
               for r in rows]
-    (folder / "quality_estimation.json").write_text(json.dumps(
-        {"estimator": _without_rows(json.loads(estimator.to_json())), "sets": public,
-         "overall": overall,
-         "cost": spent}, indent=1) + "\n")
+    data = {"estimator": _without_rows(json.loads(estimator.to_json())), "sets": public,
+            "overall": overall, "cost": spent}
     lines = ["# Quality estimation: `quality` against sentence chrF", "",
              "Built-in backbone, beam 4; estimator fitted on dev sets only (7 domains' dev, "
              "dev slices of news/captions/conversation); test sets below. Domains decoded "
@@ -219,7 +216,7 @@ def write(folder: Path, estimator: Estimator, rows: list[dict[str, Any]],
               f"{_less(spent['tokens_per_s_every'], spent['tokens_per_s_beam4'])} |",
               ""]
     table = "\n".join(lines)
-    (folder / "quality_estimation.md").write_text(stamped(table))
+    write_report(folder, "quality_estimation", data, table)
     print(table)
 
 

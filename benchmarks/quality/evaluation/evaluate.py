@@ -36,7 +36,6 @@ only decodes what changed; --fresh ignores the translation cache.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import tempfile
@@ -51,7 +50,6 @@ from typing import Any, TypeVar
 import torch
 
 from benchmarks.locations import DEFAULT_DATA, RESULTS_DIR
-from benchmarks.provenance import stamped
 from benchmarks.quality.data import domain_names, domain_set, genre_names, genre_set
 from benchmarks.quality.decode import Decoder, DecodeSettings
 from benchmarks.quality.evaluation.calibration import calibration_report
@@ -71,6 +69,7 @@ from benchmarks.quality.evaluation.significance import significance
 from benchmarks.quality.evaluation.systems import Router, classifier_report, routing_report
 from benchmarks.quality.evaluation.targets import check_targets, summary
 from benchmarks.quality.models import Models, load_models, parameter_summary
+from benchmarks.report_files import write_report
 from model_store import BUILTIN_DIR, NotFoundError, Store
 from server.settings import RoutingSettings
 from trainer.recipes.directions import DIRECTIONS, EN_FR, Direction
@@ -303,12 +302,8 @@ def backbone_of(store: Store, direction: Direction) -> str | None:
 
 def write_results(result: dict[str, Any], out: Path, *, quick: bool,
                   direction: str = EN_FR.name) -> tuple[Path, Path]:
-    out.mkdir(parents=True, exist_ok=True)
-    stem = results_stem(direction, quick=quick)
-    json_path, md_path = out / f"{stem}.json", out / f"{stem}.md"
-    json_path.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n",
-                         encoding="utf-8")
-    md_path.write_text(stamped(render(result)), encoding="utf-8")
+    json_path, md_path = write_report(out, results_stem(direction, quick=quick), result,
+                                      render(result))
     return json_path, md_path
 
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -36,9 +35,9 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from benchmarks.provenance import stamped
 from benchmarks.quality.data import domain_set
 from benchmarks.quality.decode import Decoder, DecodeSettings
+from benchmarks.report_files import write_report
 from benchmarks.sentence_runs import precision_benchmark_parser
 from model_store import BUILTIN_DIR, Store
 from server.engine.artifacts import build_engine, module_params
@@ -166,10 +165,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     result["started"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     command = (f"python -m benchmarks.quality.precision.adapter_precision --data {args.data} "
                f"--sentences {args.sentences} --threads {args.threads}")
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "adapter_precision.json").write_text(json.dumps(result, indent=1) + "\n")
     text = markdown(result, command)
-    (args.out / "adapter_precision.md").write_text(stamped(text))
+    write_report(args.out, "adapter_precision", result, text)
     print(text)
     return 0
 

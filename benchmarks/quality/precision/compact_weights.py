@@ -18,7 +18,6 @@ tensors in memory, and whether int8 stays within 0.1 BLEU of float16 on average.
 from __future__ import annotations
 
 import datetime
-import json
 import statistics
 import tempfile
 import time
@@ -29,10 +28,11 @@ from typing import Any
 import torch
 
 from benchmarks.host import current_host
-from benchmarks.provenance import command_line, stamped
+from benchmarks.provenance import command_line
 from benchmarks.quality.data import domain_set
 from benchmarks.quality.decode import Decoder, DecodeSettings
 from benchmarks.quality.precision.adapter_precision import TOLERANCE
+from benchmarks.report_files import write_report
 from benchmarks.sentence_runs import precision_benchmark_parser
 from contract.artifacts import BACKBONE_WEIGHTS_FILE
 from contract.tensors import tensors_from_bytes, tensors_to_bytes
@@ -156,10 +156,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                      beam_size=args.beam_size)
     result["started"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     result["command"] = command_line()
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "compact_weights.json").write_text(json.dumps(result, indent=1) + "\n")
     text = markdown(result)
-    (args.out / "compact_weights.md").write_text(stamped(text))
+    write_report(args.out, "compact_weights", result, text)
     print(text)
     return 0
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,10 +28,11 @@ from typing import Any
 import torch
 
 from benchmarks.host import current_host
-from benchmarks.provenance import command_line, stamped
+from benchmarks.provenance import command_line
 from benchmarks.quality.data import domain_set
 from benchmarks.quality.decode import Decoder, DecodeSettings
 from benchmarks.quality.precision.adapter_precision import TOLERANCE, verdicts
+from benchmarks.report_files import write_report
 from benchmarks.sentence_runs import precision_benchmark_parser
 from model_store import BUILTIN_DIR, Store
 from server.engine.artifacts import build_engine, module_params
@@ -106,10 +106,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     result = measure(args.data, sentences=args.sentences, beam_size=args.beam_size)
     result["started"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     result["command"] = command_line()
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "cpu_bf16_quality.json").write_text(json.dumps(result, indent=1) + "\n")
     text = markdown(result)
-    (args.out / "cpu_bf16_quality.md").write_text(stamped(text))
+    write_report(args.out, "cpu_bf16_quality", result, text)
     print(text)
     return 0
 

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.locations import REPO
 from benchmarks.quality.data import (
     EvalSet,
     domain_names,
@@ -45,7 +46,7 @@ from benchmarks.quality.evaluation.evaluate import backbone_of, machine
 from benchmarks.quality.evaluation.significance import paired_interval, sentence_statistics
 from benchmarks.quality.evaluation.systems import Router, classifier_report, single
 from benchmarks.quality.models import load_models
-from benchmarks.quality.text.pipeline import write_results
+from benchmarks.report_files import write_report
 from contract.artifacts import CLASSIFIER_MODEL_FILE
 from model_store import BUILTIN_DIR, Store
 from server.routing import FastTextClassifier, load_classifier
@@ -54,7 +55,6 @@ from server.settings import RoutingSettings
 from trainer.evaluate import score
 from trainer.recipes.directions import DIRECTIONS, EN_FR
 
-REPO = Path(__file__).resolve().parents[2]
 TARGET_DOMAINS = ("medical", "law", "it", "religion")  # issue #24: >= 90 % on their tests
 TARGET_ACCURACY = 0.9
 
@@ -290,7 +290,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="nmt-router-") as scratch, \
             Store.open(args.store or Path(scratch), builtin_dir=builtin) as store:
         results = evaluate(args, store)
-    write_results(args.out, args.name, results, markdown(results))
+    write_report(args.out, args.name, results, markdown(results))
 
 
 if __name__ == "__main__":

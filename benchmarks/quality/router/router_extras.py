@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from benchmarks.locations import DEFAULT_DATA, RESULTS_DIR
-from benchmarks.provenance import stamped
 from benchmarks.quality.router.router import TARGET_DOMAINS
+from benchmarks.report_files import write_report
 from trainer.classifier import ClassifierSettings, accuracy, train_classifier
 from trainer.recipes.default_en_fr import DOMAINS
 from trainer.recipes.default_stages import domain_corpus
@@ -144,9 +144,7 @@ def main() -> None:
                 generic_lines, sister_pairs=pairs, sister_domains=pair_domains)}
             print(json.dumps(row), flush=True)
             rows.append(row)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "router_extras.json").write_text(json.dumps(rows, indent=1) + "\n")
-    (args.out / "router_extras.md").write_text(stamped(markdown(rows, args.held_out)))
+    write_report(args.out, "router_extras", rows, markdown(rows, args.held_out))
 
 
 if __name__ == "__main__":

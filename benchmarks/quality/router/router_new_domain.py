@@ -26,8 +26,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from benchmarks.locations import DEFAULT_DATA, RESULTS_DIR
-from benchmarks.provenance import stamped
+from benchmarks.locations import DEFAULT_DATA, REPO, RESULTS_DIR
+from benchmarks.report_files import write_report
 from contract.artifacts import CLASSIFIER_EXAMPLES_FILE, CLASSIFIER_MODEL_FILE
 from server.routing.classifier import config_temperature, load_classifier
 from server.settings import RoutingSettings
@@ -36,7 +36,7 @@ from trainer.recipes.default_en_fr import DOMAINS
 from trainer.router_balance import Balance, updated_examples
 from trainer.settings import RouterSettings
 
-BUILTIN_ROUTER = Path(__file__).resolve().parents[2] / "model_store/builtin/classifiers/router"
+BUILTIN_ROUTER = REPO / "model_store/builtin/classifiers/router"
 # genre -> lines the new domain is trained on (the case: 3,000 Medline abstract
 # lines; biomedical is also the shipped medical class's neighbour, the hardest case).
 GENRES = {"biomedical": 3000, "package-descriptions": 3000, "parliament": 2400}
@@ -169,9 +169,7 @@ def main() -> None:
                                [(genre, line) for line in unseen])}
                 print(json.dumps(row), flush=True)
                 rows.append(row)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "router_new_domain.json").write_text(json.dumps(rows, indent=1) + "\n")
-    (args.out / "router_new_domain.md").write_text(stamped(markdown(rows, args.held_out)))
+    write_report(args.out, "router_new_domain", rows, markdown(rows, args.held_out))
 
 
 if __name__ == "__main__":

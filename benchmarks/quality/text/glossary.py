@@ -36,8 +36,8 @@ from benchmarks.quality.text.pipeline import (
     environment,
     load_engine,
     translate_documents,
-    write_results,
 )
+from benchmarks.report_files import write_report
 from server.decoding.search import SearchOptions
 from server.engine.engine import Member
 from server.textproc.document import build_document
@@ -197,7 +197,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     results = run(args)
-    write_results(args.out, "glossary", results, markdown(results))
+    write_report(args.out, "glossary", results, markdown(results))
 
 
 if __name__ == "__main__":

@@ -39,8 +39,8 @@ from benchmarks.quality.text.pipeline import (
     load_engine,
     translate_documents,
     translate_texts,
-    write_results,
 )
+from benchmarks.report_files import write_report
 from server.decoding.search import SearchOptions
 from server.engine.engine import Member
 from server.textproc.document import build_document
@@ -328,7 +328,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     results = run(args)
-    write_results(args.out, "markup", results, markdown(results))
+    write_report(args.out, "markup", results, markdown(results))
 
 
 if __name__ == "__main__":

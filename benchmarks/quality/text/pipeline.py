@@ -1,12 +1,12 @@
-"""The server's text pipeline on an engine, without HTTP: what `server/translation.py`
-does per request (mask -> translate -> restore -> retry lost markers run by run ->
-render), for many documents in batches. Shared by the quality benchmarks."""
+"""The server's text pipeline on an engine, without HTTP: what
+`server/serving/translation.py` does per request (mask -> translate -> restore -> retry
+lost markers run by run -> render), for many documents in batches. Shared by the text
+benchmarks (markup, glossary) and the router's."""
 
 from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import platform
 from collections.abc import Sequence
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.provenance import stamped
+from benchmarks.locations import REPO
 from model_store import BUILTIN_DIR, Store
 from server.decoding.search import SearchOptions
 from server.engine.artifacts import build_engine, module_params
@@ -22,7 +22,6 @@ from server.engine.engine import Engine, EngineOptions, Member, SentenceJob
 from server.serving.state import ModuleRef
 from server.textproc.document import Document
 
-REPO = Path(__file__).resolve().parents[2]
 BATCH = 32
 
 
@@ -97,12 +96,6 @@ def _split(flat: list[str], shape: Sequence[Sequence[Any]]) -> list[list[str]]:
 def environment(note: str) -> dict[str, Any]:
     return {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs", "note": note}
-
-
-def write_results(out: Path, name: str, results: dict[str, Any], markdown: str) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{name}.json").write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n")
-    (out / f"{name}.md").write_text(stamped(markdown))
 
 
 def common_arguments(parser: argparse.ArgumentParser) -> None:

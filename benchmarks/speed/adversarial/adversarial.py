@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime
-import json
 import multiprocessing
 import os
 import platform
@@ -48,12 +47,11 @@ from typing import Any
 import httpx
 
 from benchmarks.live_server import live_server
-from benchmarks.provenance import stamped
+from benchmarks.report_files import results_dir, write_report
 from benchmarks.speed.adversarial.adversaries import ADVERSARIES, Adversary, Outcome, bulk_batch
 from benchmarks.speed.data import read_test_sets
 from benchmarks.speed.serve.store import StoreSpec, seed_default_store, seed_tiny_store
 
-RESULTS = Path(__file__).resolve().parent.parent / "results"
 POLITE_DOMAINS = ("medical", "law", "it")
 SYNTHETIC = ["The patient takes one tablet a day.", "Click the button to open the file.",
              "The council adopted this regulation.", "We will meet tomorrow morning."]
@@ -273,7 +271,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     count = 10 if args.quick else args.requests
     data = args.data if args.data.is_dir() else None
     texts = polite_texts(data, count)
-    out = args.out or (RESULTS / "tmp" if args.tiny else RESULTS)
+    out = results_dir(args.out, tiny=args.tiny)
     with tempfile.TemporaryDirectory(prefix="nmt-adversarial-") as scratch:
         root = Path(scratch)
         spec: StoreSpec = (seed_tiny_store(root / "store") if args.tiny
@@ -286,10 +284,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             phases = asyncio.run(measure(base_url, texts, bulk_body=bulk_body, warm=3,
                                          rounds=2 if args.quick else 4))
     results = report(phases, tiny=args.tiny, data=data, continuous=args.continuous)
-    out.mkdir(parents=True, exist_ok=True)
     name = "adversarial-continuous" if args.continuous else "adversarial"
-    (out / f"{name}.json").write_text(json.dumps(results, indent=1) + "\n")
-    (out / f"{name}.md").write_text(stamped(markdown(results)))
+    write_report(out, name, results, markdown(results))
     print(markdown(results))
     return 0
 

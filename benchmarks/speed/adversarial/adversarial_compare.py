@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import tempfile
 from collections.abc import Sequence
 from contextlib import ExitStack
@@ -25,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.live_server import live_server
-from benchmarks.provenance import stamped
+from benchmarks.locations import RESULTS_DIR
+from benchmarks.report_files import write_report
 from benchmarks.speed.adversarial.adversarial import (
-    RESULTS,
     TARGET_RATIO,
     Phase,
     polite_texts,
@@ -114,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--quick", action="store_true", help="10 polite requests per phase")
     parser.add_argument("--requests", type=int, default=40, help="polite requests per phase")
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--out", type=Path, default=RESULTS_DIR)
     args = parser.parse_args(argv)
     count = 10 if args.quick else args.requests
     data = args.data if args.data.is_dir() else None
@@ -139,11 +138,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                          continuous=server == "continuous")
         results["verdict"] = verdict(results)
         by_server[server] = results
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "adversarial_compare.json").write_text(
-        json.dumps({"servers": by_server}, indent=1) + "\n")
     text = markdown(by_server)
-    (args.out / "adversarial_compare.md").write_text(stamped(text))
+    write_report(args.out, "adversarial_compare", {"servers": by_server}, text)
     print(text)
     return 0
 

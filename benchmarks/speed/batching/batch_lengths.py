@@ -18,7 +18,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from benchmarks.sentence_runs import sentence_benchmark_args, write_report
+from benchmarks.report_files import results_dir, write_report
+from benchmarks.sentence_runs import sentence_benchmark_args
 from benchmarks.speed.data import read_test_sets
 from benchmarks.speed.model import synthetic_lines
 from benchmarks.speed.serve.config import ServeConfig
@@ -91,8 +92,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                    f"sentences, beam {config.beam_size}, budget {config.max_batch_tokens} "
                    f"tokens, median of {rounds} interleaved rounds "
                    f"(`python -m benchmarks.speed.batching.batch_lengths --data {args.data}`).")
-    write_report("batch_lengths", description, rows, markdown(rows, description), out=args.out,
-                 tiny=args.tiny)
+    text = markdown(rows, description)
+    write_report(results_dir(args.out, tiny=args.tiny), "batch_lengths",
+                 {"description": description, "rows": rows}, text)
+    print(text)
     return 0
 
 

@@ -28,7 +28,6 @@ import argparse
 import cProfile
 import datetime
 import io
-import json
 import platform
 import pstats
 import random
@@ -42,7 +41,7 @@ from typing import Any
 import torch
 
 from benchmarks.locations import DEFAULT_DATA, RESULTS_DIR
-from benchmarks.provenance import stamped
+from benchmarks.report_files import write_report, write_stamped
 from benchmarks.speed.data import read_test_sets
 from benchmarks.speed.model import quiet_libraries, synthetic_lines
 from benchmarks.speed.serve.store import backbone_files, seed_default_store
@@ -151,8 +150,7 @@ def profile_live(engine: Engine, jobs: Sequence[SentenceJob], path: Path) -> Non
     stats = pstats.Stats(profiler, stream=out).strip_dirs()
     stats.sort_stats(pstats.SortKey.TIME).print_stats(30)
     stats.sort_stats(pstats.SortKey.CUMULATIVE).print_stats(30)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(out.getvalue())
+    write_stamped(path, out.getvalue())
 
 
 def report(results: dict[str, dict[str, Any]], meta: dict[str, Any]) -> str:
@@ -198,12 +196,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = {name: measure(engine, jobs, rounds) for name, jobs in workloads.items()}
     meta = {"when": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "host": platform.node(), "threads": torch.get_num_threads(), "rounds": rounds}
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "live_engine.json").write_text(json.dumps(meta | {"results": results},
-                                                          indent=1) + "\n")
-    text = stamped(report(results, meta))
-    (args.out / "live_engine.md").write_text(text)
-    print(text)
+    paths = write_report(args.out, "live_engine", meta | {"results": results},
+                         report(results, meta))
+    print(paths[-1].read_text())
     return 0
 
 

@@ -25,7 +25,8 @@ from typing import Any
 
 import torch
 
-from benchmarks.sentence_runs import sentence_benchmark_args, write_report
+from benchmarks.report_files import results_dir, write_report
+from benchmarks.sentence_runs import sentence_benchmark_args
 from benchmarks.speed.data import read_test_sets
 from benchmarks.speed.model import synthetic_lines
 from benchmarks.speed.serve.config import ServeConfig
@@ -137,8 +138,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                    f"as the scheduler packs a full queue, 2 torch threads, median of "
                    f"{rounds} interleaved rounds; grouped int8 kernel {kernel} "
                    f"(`python -m benchmarks.speed.batching.mixed_domains --data {args.data}`).")
-    write_report("mixed_domains", description, rows, markdown(rows, description), out=args.out,
-                 tiny=args.tiny)
+    text = markdown(rows, description)
+    write_report(results_dir(args.out, tiny=args.tiny), "mixed_domains",
+                 {"description": description, "rows": rows}, text)
+    print(text)
     return 0
 
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime
-import json
 import os
 import platform
 import random
@@ -40,8 +39,7 @@ from typing import Any
 import aiohttp
 
 from benchmarks.live_server import live_server
-from benchmarks.locations import RESULTS_DIR
-from benchmarks.provenance import stamped
+from benchmarks.report_files import results_dir, write_report
 from benchmarks.speed.data import read_test_sets, training_lines
 from benchmarks.speed.model import quiet_libraries, synthetic_lines
 from benchmarks.speed.serve.loadstats import percentile
@@ -166,7 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sets = read_test_sets(data, per_set=200)
     lines = [t for texts in sets.values() for t in texts] or synthetic_lines(400, seed=5)
     words = " ".join(lines).split()
-    out = args.out or (RESULTS_DIR / "tmp" if args.tiny else RESULTS_DIR)
+    out = results_dir(args.out, tiny=args.tiny)
     with tempfile.TemporaryDirectory(prefix="nmt-mixed-lengths-") as scratch:
         root = Path(scratch)
         spec = (seed_tiny_store(root / "store", lines=training_lines(data, per_file=500))
@@ -201,9 +199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                                      1e-9),
                    "short_p95": (continuous["short_p95_ms"] or 0.0)
                    / max(static["short_p95_ms"] or 0.0, 1e-9)}}
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "mixed_lengths.json").write_text(json.dumps(results, indent=1) + "\n")
-    (out / "mixed_lengths.md").write_text(stamped(markdown(results)))
+    write_report(out, "mixed_lengths", results, markdown(results))
     print(markdown(results))
     return 0
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import platform
 import random
@@ -25,8 +24,8 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.locations import RESULTS_DIR
-from benchmarks.provenance import stamped
+from benchmarks.locations import REPO, RESULTS_DIR
+from benchmarks.report_files import write_report
 from benchmarks.speed.engine.measure import DECODES, Row, measure
 from benchmarks.speed.engine.systems import Runner, Workload, engine_runner
 from contract.backbone import BackboneConfig
@@ -35,8 +34,7 @@ from server.engine.engine import Engine, EngineOptions, Member
 from server.engine.tokenizer import Tokenizer
 from trainer.gpu.shape import CANDIDATES, TODAY, parameter_count
 
-BUILTIN_SPM = (Path(__file__).resolve().parents[2] / "model_store" / "builtin" / "backbones"
-               / "default-en-fr")
+BUILTIN_SPM = REPO / "model_store" / "builtin" / "backbones" / "default-en-fr"
 BASELINE = "today-256-6+3"
 
 
@@ -126,12 +124,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = run(shapes, int8=args.int8, rounds=rounds, batch=batch,
                source_length=source_length, target_length=target_length)
     meta["load_after"] = round(os.getloadavg()[0], 2)
-    args.out.mkdir(parents=True, exist_ok=True)
-    stem = args.out / "backbone_shapes_speed"
-    stem.with_suffix(".json").write_text(json.dumps(
-        {"meta": meta, "rows": [r.to_dict() for r in rows]}, indent=1))
     text = markdown(rows, meta)
-    stem.with_suffix(".md").write_text(stamped(text))
+    write_report(args.out, "backbone_shapes_speed",
+                 {"meta": meta, "rows": [r.to_dict() for r in rows]}, text)
     print(text)
     return 0
 

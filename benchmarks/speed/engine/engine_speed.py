@@ -58,7 +58,7 @@ from typing import Any
 import torch
 
 from benchmarks.host import ctranslate2_info, current_host
-from benchmarks.locations import RESULTS_DIR
+from benchmarks.report_files import results_dir
 from benchmarks.speed import model as speed_model
 from benchmarks.speed.data import training_lines
 from benchmarks.speed.engine.measure import DECODES, Row, measure
@@ -81,7 +81,6 @@ from server.engine import host_paths
 from server.engine.artifacts import build_engine
 from server.engine.engine import EngineOptions, Member
 
-RESULTS = RESULTS_DIR
 # Systems of one module of a weight-override family for every row -> that family.
 FAMILY_SYSTEMS: dict[str, str] = {"engine-float32-sf": "sf", "engine-float32-pa": "pa",
                                   "engine-float32-mixing": "mixing",
@@ -280,7 +279,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     lines = training_lines(args.data)
     systems = default_systems(host_paths.detect()) if args.systems is None else [
         name.strip() for name in args.systems.split(",") if name.strip()]
-    out = args.out or (RESULTS / "tmp" if args.tiny else RESULTS)
+    out = results_dir(args.out, tiny=args.tiny)
     meta = metadata(config, mode=mode, data=f"{args.data} ({len(lines)} lines)" if lines
                     else "synthetic")
     print(describe(config), flush=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from benchmarks.provenance import stamped
+from benchmarks.report_files import write_stamped
 from benchmarks.speed.engine.systems import Runner
 
 TOP_OPS = 25
@@ -54,6 +54,4 @@ def write_profile(runners: Mapping[str, Runner], path: Path, *,
                          op_table(runner, beam_size), "",
                          f"{title}: Python functions by cumulative, then own time ===",
                          function_table(runner, beam_size), ""]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(stamped("\n".join(sections)))
-    return path
+    return write_stamped(path, "\n".join(sections))

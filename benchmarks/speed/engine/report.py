@@ -14,14 +14,13 @@ section per host kind and mode (host_runs.py: a run on another CPU keeps the oth
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.provenance import stamped
+from benchmarks.report_files import write_report
 from benchmarks.speed.engine.host_runs import host_kind, merge
 from benchmarks.speed.engine.measure import Row
 
@@ -178,16 +177,12 @@ def markdown(rows: Sequence[Row], checks: Sequence[Check], meta: Mapping[str, An
 
 
 def write_results(rows: Sequence[Row], meta: Mapping[str, Any], out_dir: Path, *,
-                  stem: str = "engine_speed",
-                  targets: Sequence[Target] = TARGETS) -> list[Path]:
-    """`<stem>.json` (a list of rows), `<stem>.meta.json`, `<stem>.md`."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+                  stem: str = "engine_speed", targets: Sequence[Target] = TARGETS,
+                  more: str = "") -> list[Path]:
+    """`<stem>.json` (a list of rows), `<stem>.meta.json`, `<stem>.md` (`more` after the
+    targets: a section of the run's own)."""
     checks = check_targets(rows, targets)
-    paths = [out_dir / f"{stem}.json", out_dir / f"{stem}.meta.json", out_dir / f"{stem}.md"]
-    paths[0].write_text(json.dumps([row.to_dict() for row in rows], indent=1) + "\n")
     full_meta = {**meta, "targets": [check.to_dict() for check in checks]}
-    paths[1].write_text(json.dumps(full_meta, indent=1, sort_keys=True) + "\n")
     # one run per host kind and mode (host_runs.py); the JSON files hold the latest run
-    earlier = paths[2].read_text() if paths[2].exists() else ""
-    paths[2].write_text(merge(earlier, stamped(markdown(rows, checks, meta))))
-    return paths
+    return write_report(out_dir, stem, [row.to_dict() for row in rows],
+                        markdown(rows, checks, meta) + more, meta=full_meta, merge=merge)

@@ -46,8 +46,7 @@ from typing import Any
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from benchmarks.locations import RESULTS_DIR
-from benchmarks.provenance import stamped
+from benchmarks.report_files import results_dir, write_stamped
 from benchmarks.speed import model as speed_model
 from benchmarks.speed.engine.engine_speed import FULL, TINY, BenchConfig, workload
 from benchmarks.speed.engine.measure import DECODES, Row, measure
@@ -305,9 +304,7 @@ def write_gpu_profile(runners: dict[str, Runner], path: Path, *, header: str) ->
                          averages.table(sort_by="self_device_time_total", row_limit=15),
                          averages.table(sort_by="self_cpu_time_total", row_limit=15),
                          function_table(runner, beam_size), ""]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(stamped("\n".join(sections)))
-    return path
+    return write_stamped(path, "\n".join(sections))
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -334,15 +331,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     mode = "tiny" if args.tiny else "quick" if args.quick else "full"
     quiet_libraries()
     systems = [name.strip() for name in args.systems.split(",") if name.strip()]
-    out = args.out or (RESULTS_DIR / "tmp" if args.tiny else RESULTS_DIR)
+    out = results_dir(args.out, tiny=args.tiny)
     print(describe(config, args.device), flush=True)
     with tempfile.TemporaryDirectory(prefix="engine-speed-gpu-") as scratch:
         rows, memory, runners = run_benchmark(config, Path(scratch), device=args.device,
                                               systems=systems, verbose=True)
         meta = metadata(config, mode=mode, device=args.device, memory=memory)
-        paths = write_results(rows, meta, out, stem="engine_speed_gpu", targets=TARGETS)
-        with paths[2].open("a") as report:
-            report.write("\n" + memory_markdown(meta))
+        paths = write_results(rows, meta, out, stem="engine_speed_gpu", targets=TARGETS,
+                              more="\n" + memory_markdown(meta))
         if args.profile:
             chosen = {name: runners[name] for name in args.profile.split(",")}
             paths.append(write_gpu_profile(chosen, out / "engine_profile_gpu.txt",

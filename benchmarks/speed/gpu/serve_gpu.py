@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime
-import json
 import platform
 import secrets
 import tempfile
@@ -43,7 +42,7 @@ import torch
 
 from benchmarks.live_server import live_server
 from benchmarks.locations import RESULTS_DIR
-from benchmarks.provenance import stamped
+from benchmarks.report_files import write_report
 from benchmarks.speed.model import quiet_libraries
 from benchmarks.speed.serve import config as serve_config
 from benchmarks.speed.serve import serve_load
@@ -276,8 +275,6 @@ def main(argv: Sequence[str] | None = None) -> int:
              "title": "The server on a GPU under load",
              "finished_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")}
     text = report(result, ceiling, flip, meta)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "serve_gpu.md").write_text(stamped(f"# The server on {meta['device']}\n\n" + text))
     write_results(result.levels, result.offline, meta, out / "tmp-serve-gpu",
                              pairs=result.pairs, stem="serve_gpu")
     summary: dict[str, Any] = {"meta": meta, "ceiling": None if ceiling is None else
@@ -285,7 +282,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                "flip": None if flip is None else asdict(flip),
                "offline_tokens_per_s": result.offline.tokens_per_s,
                "pairs": [pair.ratio for pair in result.pairs]}
-    (out / "serve_gpu.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
+    write_report(out, "serve_gpu", summary, f"# The server on {meta['device']}\n\n" + text)
     print(text)
     return 0
 

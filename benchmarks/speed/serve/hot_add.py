@@ -44,7 +44,7 @@ import torch
 
 from benchmarks.live_server import live_server
 from benchmarks.locations import DEFAULT_DATA, REPO, RESULTS_DIR
-from benchmarks.provenance import stamped
+from benchmarks.report_files import write_report
 from model_store import BUILTIN_DIR, Store
 from server.engine.artifacts import backbone_parts, module_files
 from server.engine.families import get_family
@@ -312,9 +312,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     result = run(args)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "hot_add.json").write_text(json.dumps(result, indent=1) + "\n")
-    (args.out / "hot_add.md").write_text(stamped(markdown(result)))
+    write_report(args.out, "hot_add", result, markdown(result))
     print(markdown(result))
     return 0
 

@@ -25,7 +25,6 @@ on the same inputs, and the verdict is the median of these rounds' ratios.
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from collections import Counter
@@ -37,7 +36,7 @@ from typing import Any
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from benchmarks.provenance import stamped
+from benchmarks.report_files import write_report
 from benchmarks.speed.serve.loadgen import LevelRun, LoadRequest
 from server.textproc.sentences import sentences, split_text
 
@@ -360,14 +359,10 @@ def write_results(levels: Sequence[LevelStats], offline: OfflineStats | None,
                   meta: Mapping[str, Any], out_dir: Path, *, pairs: Sequence[Pair] = (),
                   stem: str = "serve_load") -> list[Path]:
     """`<stem>.json` (levels, offline, rounds, saturation), `<stem>.meta.json`, `<stem>.md`."""
-    out_dir.mkdir(parents=True, exist_ok=True)
     best = saturation(levels, offline, pairs=pairs)
     data = {"levels": [asdict(s) for s in levels],
             "offline": asdict(offline) if offline is not None else None,
             "rounds": [asdict(pair) | {"ratio": pair.ratio} for pair in pairs],
             "saturation": asdict(best) if best is not None else None}
-    paths = [out_dir / f"{stem}.json", out_dir / f"{stem}.meta.json", out_dir / f"{stem}.md"]
-    paths[0].write_text(json.dumps(data, indent=1) + "\n")
-    paths[1].write_text(json.dumps(dict(meta), indent=1, sort_keys=True) + "\n")
-    paths[2].write_text(stamped(markdown(levels, offline, best, meta, pairs)))
-    return paths
+    return write_report(out_dir, stem, data, markdown(levels, offline, best, meta, pairs),
+                        meta=meta)

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime
-import json
 import os
 import platform
 import tempfile
@@ -39,8 +38,7 @@ import ray
 from ray import serve
 
 from benchmarks.live_server import free_port, live_server
-from benchmarks.locations import RESULTS_DIR
-from benchmarks.provenance import stamped
+from benchmarks.report_files import results_dir, write_report
 from benchmarks.speed.model import quiet_libraries
 from benchmarks.speed.serve.config import ServeConfig
 from benchmarks.speed.serve.loadgen import LevelRun, LoadRequest, build_requests, run_level, warm_up
@@ -50,7 +48,6 @@ from server.ray_serve.__main__ import replica_environment
 from server.ray_serve.deployment import application
 from server.settings import Settings
 
-RESULTS = RESULTS_DIR
 SYSTEMS = ("uvicorn", "ray-1", "ray-2")
 TARGET_SCALING = 1.6  # 2 replicas over 1
 TARGET_PROXY = 0.9  # Ray's proxy at 1 replica over uvicorn direct (<= 10% overhead)
@@ -212,7 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     plan = Plan(args.rounds or plan.rounds, plan.seconds, args.clients or plan.clients,
                 plan.warm_up, plan.texts_per_set, plan.distinct_requests)
     config = ServeConfig()
-    out = args.out or (RESULTS / "tmp" if args.tiny else RESULTS)
+    out = results_dir(args.out, tiny=args.tiny)
     quiet_libraries()
     sets = text_sets(args.data, per_set=plan.texts_per_set)
     with tempfile.TemporaryDirectory(prefix="ray-replicas-") as scratch:
@@ -238,12 +235,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                   "Ray cluster stays up while uvicorn is measured. Ratios are measured side "
                   "by side, interleaved per round."),
     }
-    out.mkdir(parents=True, exist_ok=True)
     payload = {"meta": meta, "summary": totals,
                "runs": [{"system": m.system, "round": m.round, "replicas_seen": m.replicas_seen,
                          **asdict(m.stats)} for m in results]}
-    (out / "ray_replicas.json").write_text(json.dumps(payload, indent=2) + "\n")
-    (out / "ray_replicas.md").write_text(stamped(markdown(results, totals, meta)))
+    write_report(out, "ray_replicas", payload, markdown(results, totals, meta))
     print(markdown(results, totals, meta))
     return 0
 

@@ -48,7 +48,7 @@ from typing import Any
 import torch
 
 from benchmarks.live_server import live_server
-from benchmarks.sentence_runs import write_report
+from benchmarks.report_files import results_dir, write_report
 from benchmarks.speed.data import read_test_sets
 from benchmarks.speed.model import quiet_libraries
 from benchmarks.speed.serve.config import LoadPlan, ServeConfig, choose_plan, load_arguments
@@ -228,8 +228,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"alternate which run goes first. Host: {platform.processor() or platform.machine()}"
         f", {os.cpu_count()} CPUs, torch {torch.__version__}, shared with other work.")
     rows = [{**r.__dict__, "ratio": r.ratio} for r in rounds]
-    write_report("serve_directions", description, rows, table(rounds, description=description),
-                 out=args.out, tiny=args.tiny)
+    text = table(rounds, description=description)
+    write_report(results_dir(args.out, tiny=args.tiny), "serve_directions",
+                 {"description": description, "rows": rows}, text)
+    print(text)
     return 0
 
 

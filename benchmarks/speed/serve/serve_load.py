@@ -47,7 +47,7 @@ from typing import Any
 import torch
 
 from benchmarks.live_server import live_server
-from benchmarks.locations import RESULTS_DIR
+from benchmarks.report_files import results_dir
 from benchmarks.speed.data import read_test_sets
 from benchmarks.speed.model import quiet_libraries
 from benchmarks.speed.serve.config import LoadPlan, ServeConfig, choose_plan, load_arguments
@@ -264,7 +264,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = ServeConfig(beam_size=args.beam_size,
                          execution=ExecutionSettings(front_cpus=args.front_cpus),
                          continuous=args.continuous)
-    out = args.out or (RESULTS_DIR / "tmp" if args.tiny else RESULTS_DIR)
+    out = results_dir(args.out, tiny=args.tiny)
     stem = f"serve_load-front-cpus-{args.front_cpus}" if args.front_cpus else "serve_load"
     stem += "-continuous" if args.continuous else ""
     quiet_libraries()
