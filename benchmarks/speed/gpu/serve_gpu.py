@@ -67,7 +67,7 @@ from server.settings import EngineSettings
 from server.textproc.document import build_document
 
 PLAN = LoadPlan((1, 8, 64), max_requests=400, max_seconds=25.0,
-                           offline_seconds=30.0, pairs=3, round_requests=400)
+                offline_seconds=30.0, pairs=3, round_requests=400)
 TINY = replace(serve_config.TINY, levels=(1, 4))
 
 
@@ -251,7 +251,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         plan = replace(plan, levels=tuple(int(v) for v in args.levels.split(",") if v))
     dtype = "float32" if args.device == "cpu" else args.dtype  # half types are CUDA-only
     config = ServeConfig(beam_size=args.beam_size,
-                                    engine=EngineSettings(device=args.device, dtype=dtype))
+                         engine=EngineSettings(device=args.device, dtype=dtype))
     out = args.out or RESULTS_DIR
     quiet_libraries()
     sets = speed_store.text_sets(args.data, per_set=plan.texts_per_set)
@@ -276,7 +276,7 @@ def main(argv: Sequence[str] | None = None) -> int:
              "finished_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")}
     text = report(result, ceiling, flip, meta)
     write_results(result.levels, result.offline, meta, out / "tmp-serve-gpu",
-                             pairs=result.pairs, stem="serve_gpu")
+                  pairs=result.pairs, stem="serve_gpu")
     summary: dict[str, Any] = {"meta": meta, "ceiling": None if ceiling is None else
                asdict(ceiling) | {"tokens_per_s": ceiling.tokens_per_s},
                "flip": None if flip is None else asdict(flip),
