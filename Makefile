@@ -115,31 +115,31 @@ test: $(DEV_STAMP) system-packages
 	$(VENV)/bin/pytest -q
 
 bench-engine: $(DEV_STAMP)
-	$(PY) -m benchmarks.speed.engine_speed --data $(DATA) $(QUICK_FLAG)
+	$(PY) -m benchmarks.speed.engine.engine_speed --data $(DATA) $(QUICK_FLAG)
 
 bench-serve: $(DEV_STAMP)
-	$(PY) -m benchmarks.speed.serve_load --data $(DATA) $(QUICK_FLAG) $(if $(FRONT_CPUS),--front-cpus $(FRONT_CPUS)) $(if $(CONTINUOUS),--continuous) $(if $(DIRECTIONS),--directions)
+	$(PY) -m benchmarks.speed.serve.$(if $(DIRECTIONS),serve_directions,serve_load) --data $(DATA) $(QUICK_FLAG) $(if $(FRONT_CPUS),--front-cpus $(FRONT_CPUS)) $(if $(CONTINUOUS),--continuous)
 
 bench-ray: $(DEV_STAMP)
-	$(PY) -m benchmarks.speed.ray_replicas --data $(DATA) $(QUICK_FLAG)
+	$(PY) -m benchmarks.speed.serve.ray_replicas --data $(DATA) $(QUICK_FLAG)
 
 bench-adversarial: $(DEV_STAMP)
-	$(PY) -m benchmarks.speed.adversarial --data $(DATA) $(QUICK_FLAG) $(if $(CONTINUOUS),--continuous)
+	$(PY) -m benchmarks.speed.adversarial.adversarial --data $(DATA) $(QUICK_FLAG) $(if $(CONTINUOUS),--continuous)
 
 bench-adversarial-compare: $(DEV_STAMP)
-	$(PY) -m benchmarks.speed.adversarial_compare --data $(DATA) $(QUICK_FLAG)
+	$(PY) -m benchmarks.speed.adversarial.adversarial_compare --data $(DATA) $(QUICK_FLAG)
 
 bench-mixed-lengths: $(DEV_STAMP)
-	$(PY) -m benchmarks.speed.mixed_lengths --data $(DATA) $(QUICK_FLAG)
+	$(PY) -m benchmarks.speed.batching.mixed_lengths --data $(DATA) $(QUICK_FLAG)
 
 bench-live-engine: $(DEV_STAMP)
-	$(PY) -m benchmarks.speed.live_engine --data $(DATA) $(QUICK_FLAG)
+	$(PY) -m benchmarks.speed.batching.live_engine --data $(DATA) $(QUICK_FLAG)
 
 bench-markup: $(DEV_STAMP)
-	$(PY) -m benchmarks.quality.markup --data $(DATA) $(QUICK_FLAG)
+	$(PY) -m benchmarks.quality.text.markup --data $(DATA) $(QUICK_FLAG)
 
 bench-glossary: $(DEV_STAMP)
-	$(PY) -m benchmarks.quality.glossary --data $(DATA) $(QUICK_FLAG)
+	$(PY) -m benchmarks.quality.text.glossary --data $(DATA) $(QUICK_FLAG)
 
 bench-documents: $(DEV_STAMP)
 	$(PY) -m benchmarks.documents.run --data $(DATA) $(QUICK_FLAG) $(if $(DOCS),--path $(DOCS)) $(if $(FORMATS),--formats $(FORMATS)) $(if $(ROUNDS),--rounds $(ROUNDS))
@@ -147,19 +147,19 @@ bench-documents: $(DEV_STAMP)
 # Issue #44: fit the built-in backbone's quality estimator on the dev sets (writes
 # model_store/builtin/quality/), then Spearman/flagging/recovery/cost on the test sets.
 bench-quality: $(DEV_STAMP)
-	$(PY) -m benchmarks.quality.quality_estimation --data $(DATA) $(QUICK_FLAG)
+	$(PY) -m benchmarks.quality.estimation.quality_estimation --data $(DATA) $(QUICK_FLAG)
 
 # A domain refreshed from corrections (simulated from its test split) and poisoned
 # refreshes that must not be published (benchmarks/results/corrections.md).
 bench-corrections: $(DEV_STAMP)
-	$(PY) -m benchmarks.quality.corrections --data $(DATA) $(QUICK_FLAG)
+	$(PY) -m benchmarks.quality.corrections.corrections --data $(DATA) $(QUICK_FLAG)
 
 eval: $(DEV_STAMP)
-	$(PY) -m benchmarks.quality.evaluate --data $(DATA) $(QUICK_FLAG) $(DIRECTION_FLAG)
+	$(PY) -m benchmarks.quality.evaluation.evaluate --data $(DATA) $(QUICK_FLAG) $(DIRECTION_FLAG)
 
 # The router alone: accuracy per domain, and open-genre BLEU of routing policies vs backbone.
 eval-router: $(DEV_STAMP)
-	$(PY) -m benchmarks.quality.router --data $(DATA) $(DIRECTION_FLAG)
+	$(PY) -m benchmarks.quality.router.router --data $(DATA) $(DIRECTION_FLAG)
 
 # The web page's screenshots in docs/images (embedded default model, a training job on
 # real finance pairs from DATA; Chromium at /usr/bin/chromium).
@@ -176,10 +176,10 @@ RUN ?= runs/default-en-fr
 CURVE ?= runs/curve
 INIT ?= $(RUN)/backbone/checkpoint.pt
 learning-curve: $(DEV_STAMP)
-	$(PY) -m benchmarks.quality.learning_curve --curve $(CURVE) --run-files $(RUN) --data $(DATA)
+	$(PY) -m benchmarks.quality.backbone.learning_curve --curve $(CURVE) --run-files $(RUN) --data $(DATA)
 
 bench-backbone: $(DEV_STAMP)
-	$(PY) -m benchmarks.quality.backbone_experiments run t1 t3 --base $(RUN) --init $(INIT) \
+	$(PY) -m benchmarks.quality.backbone.backbone_experiments run t1 t3 --base $(RUN) --init $(INIT) \
 		--work runs/backbone-experiments --data $(DATA)
 
 clean:

@@ -1,15 +1,12 @@
-"""The options and report files of the benchmarks that decode test sentences offline."""
+"""The options of the benchmarks that decode test sentences offline."""
 
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from benchmarks.locations import DEFAULT_DATA, RESULTS_DIR
-from benchmarks.provenance import stamped
 
 
 def sentence_benchmark_args(prog: str, doc: str,
@@ -36,14 +33,3 @@ def precision_benchmark_parser(prog: str, doc: str, *,
     parser.add_argument("--out", type=Path, default=RESULTS_DIR)
     return parser
 
-
-def write_report(name: str, description: str, rows: Sequence[dict[str, Any]], table: str, *,
-                 out: Path | None, tiny: bool) -> None:
-    """`<name>.json` (description and rows) and `<name>.md` (`table`) in `out`, else in
-    results/ (`tiny`: results/tmp/, git-ignored); the table is printed too."""
-    folder = out or (RESULTS_DIR / "tmp" if tiny else RESULTS_DIR)
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{name}.json").write_text(json.dumps(
-        {"description": description, "rows": list(rows)}, indent=2) + "\n")
-    (folder / f"{name}.md").write_text(stamped(table))
-    print(table)

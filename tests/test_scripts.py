@@ -16,7 +16,7 @@ with (ROOT / "pyproject.toml").open("rb") as _handle:
     SCRIPTS: dict[str, str] = tomllib.load(_handle)["project"]["scripts"]
 # The `python -m` form of each script.
 MODULES = {"nmt-server": "server", "nmt-trainer": "trainer", "nmt-convert": "converters",
-           "nmt-eval": "benchmarks.quality.evaluate"}
+           "nmt-eval": "benchmarks.quality.evaluation.evaluate"}
 
 
 def test_the_four_scripts_are_declared() -> None:

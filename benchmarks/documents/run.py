@@ -40,10 +40,10 @@ import httpx
 
 from benchmarks.documents import corpus
 from benchmarks.documents.coverage import measure
+from benchmarks.live_server import live_server
 from benchmarks.locations import DEFAULT_DATA, REPO
-from benchmarks.sentence_runs import write_report
-from benchmarks.speed.server import live_server
-from benchmarks.speed.store import seed_default_store, seed_tiny_store
+from benchmarks.report_files import results_dir, write_report
+from benchmarks.speed.serve.store import seed_default_store, seed_tiny_store
 from server.core.settings import DocumentSettings
 from server.documents import formats
 from server.documents.formats.base import ReadOptions, Segment
@@ -228,7 +228,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                     for number, path in enumerate(paths)]
     description = ("POST /translate/file against the same segments through "
                    "/translate/batch; units and % translated by an independent pass")
-    write_report("documents", description, rows, table(rows), out=args.out, tiny=args.tiny)
+    write_report(results_dir(args.out, tiny=args.tiny), "documents",
+                 {"description": description, "rows": rows}, table(rows))
+    print(table(rows))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
-"""Quality benchmarks: `evaluate` (make eval, nmt-eval) runs every section (known domains,
-families, fine-tuning, open domain, classifier, source reliance, significance) and writes
-eval(.quick).{json,md}. `markup` and `glossary` measure what the server does around the
-engine (markup and placeholders kept, glossaries enforced). The other modules are
-sections and helpers."""
+"""Quality benchmarks, by subject: `evaluation/` (make eval, nmt-eval: every section of the
+results table), `router/`, `precision/` (lower-precision weights), `backbone/` (training
+the backbone), `text/` (markup and glossaries around the engine), `corrections/`,
+`estimation/`. Here: the evaluation sets (`data`), cached batched decoding (`decode`) and
+what is evaluated (`models`), which they share."""

@@ -1,4 +1,5 @@
-"""Speed benchmarks: `engine_speed` (the engine against CTranslate2 / Marian-style peers),
-`serve_load` (the HTTP server under load), `hot_add` (a new domain, upload to served),
-`ray_replicas` (Ray Serve: 1 vs 2 replicas, Ray's proxy vs uvicorn direct), `adversarial`
-(a polite client beside misbehaving ones). The other modules are their helpers."""
+"""Speed benchmarks, by subject: `engine/` (the engine against CTranslate2 and Hugging Face),
+`batching/` (what cutting and mixing batches costs), `serve/` (a live server under load,
+served against offline), `adversarial/` (a polite client beside misbehaving ones), `gpu/`
+(the same questions on a lent GPU machine). Here: the corpora's text (`data`) and the
+random-weight benchmark backbone (`model`) they share."""

@@ -3,7 +3,7 @@
 On a loaded machine the threads that read requests and prepare text compete for the cores
 with the engine thread and its OpenMP team. A flood of bad, huge or degenerate requests
 then takes CPU time from the translations in progress: measured beside the adversarial
-clients of benchmarks/speed/adversarial.py, a polite client's median went from 60 ms to
+clients of benchmarks/speed/adversarial/adversarial.py, a polite client's median went from 60 ms to
 0.6-1 s, while the engine thread held the GIL less than a tenth of the time (it was short
 of CPU, not of the GIL).
 

@@ -1,10 +1,10 @@
 """Masking a unit's parts into the string the engine translates, and restoring them.
 
-Markers (measured on the embedded default model, benchmarks/quality/markup.py): a kept
+Markers (measured on the embedded default model, benchmarks/quality/text/markup.py): a kept
 span or a glossary term becomes `{N}` (the backbone copies brace placeholders, which
 software strings are full of: 75 of 80 gettext strings came back with every one), an
 inline tag pair becomes `<N>` ... `</N>`. In `inline` term mode (the server's: it kept BLEU,
-benchmarks/quality/glossary.py) a term's target is written into the source instead, and
+benchmarks/quality/text/glossary.py) a term's target is written into the source instead, and
 must appear in the output.
 
 A translation is accepted only if every marker comes back exactly once, no other marker

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from benchmarks.quality.adapter_precision import (
+from benchmarks.quality.precision.adapter_precision import (
     TOLERANCE,
     markdown,
     quantize_int8,

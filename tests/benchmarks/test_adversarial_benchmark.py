@@ -1,4 +1,4 @@
-"""The adversarial benchmark's bookkeeping (benchmarks/speed/adversarial.py): per-phase
+"""The adversarial benchmark's bookkeeping (benchmarks/speed/adversarial/adversarial.py): per-phase
 summaries, the two targets and the markdown table; the adversaries' request bodies. The
 clients themselves run against a real server in tests/server/test_server_adversarial.py."""
 
@@ -8,10 +8,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from benchmarks.speed.adversarial import Phase, markdown, polite_texts, report
-from benchmarks.speed.adversarial_compare import BULK, BULK_PHASE, verdict
-from benchmarks.speed.adversarial_compare import markdown as compare_markdown
-from benchmarks.speed.adversaries import Outcome, bulk_batch
+from benchmarks.speed.adversarial.adversarial import Phase, markdown, polite_texts, report
+from benchmarks.speed.adversarial.adversarial_compare import BULK, BULK_PHASE, verdict
+from benchmarks.speed.adversarial.adversarial_compare import markdown as compare_markdown
+from benchmarks.speed.adversarial.adversaries import Outcome, bulk_batch
 
 
 def phases(*, slow_polite: float, adversary_s: float, status: int) -> dict[str, Phase]:
@@ -59,7 +59,7 @@ def test_the_bulk_batch_is_legal_but_heavy() -> None:
 
 
 def test_the_side_by_side_verdict_reads_the_bulk_phase() -> None:
-    """benchmarks/speed/adversarial_compare.py: per server, the mix + bulk polite ratio
+    """benchmarks/speed/adversarial/adversarial_compare.py: per server, the mix + bulk polite ratio
     against its own quiet phase, and whether every bulk request got a 200."""
     def server(bulk_polite: float, bulk_status: int) -> dict[str, Any]:
         quiet = Phase("quiet", [0.1, 0.1], [200, 200], [])

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.quality.backbone_experiments import ARMS, arm_config, write_report
+from benchmarks.quality.backbone.backbone_experiments import ARMS, arm_config, report_arms
 from server.engine.backbone import Backbone
 from trainer.recipes.default_en_fr import BACKBONE
 
@@ -37,7 +37,7 @@ def test_the_report_has_one_row_per_arm(tmp_path: Path) -> None:
             "warm_start_from": "step-4413.pt", "cpu_seconds": 300.0, "steps": 4500,
             "scores": scores, "summary": {"domain_loss": loss, "domain_bleu": 10.0,
                                           "genre_loss": 2.75}}))
-    write_report(tmp_path, ["t1", "t3"], tmp_path / "report")
+    report_arms(tmp_path, ["t1", "t3"], tmp_path / "report")
     table = (tmp_path / "report.md").read_text()
     assert "| t3 | 3 | recipe | warm | 300 | 4500 | 2.900 / 10.0 |" in table
     assert len(json.loads((tmp_path / "report.json").read_text())["arms"]) == 2

@@ -1,4 +1,4 @@
-"""benchmarks/speed/batch_lengths.py on the toy model: every lookahead translates every
+"""benchmarks/speed/batching/batch_lengths.py on the toy model: every lookahead translates every
 sentence, and the report says what each cost against lookahead 1."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.speed.batch_lengths import LOOKAHEADS, main
+from benchmarks.speed.batching.batch_lengths import LOOKAHEADS, main
 
 
 @pytest.mark.slow

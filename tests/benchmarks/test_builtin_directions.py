@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmarks.quality.pipeline import load_engine
-from benchmarks.speed.store import backbone_files, seed_default_store
+from benchmarks.quality.text.pipeline import load_engine
+from benchmarks.speed.serve.store import backbone_files, seed_default_store
 from server.engine.artifacts import backbone_parts
 
 

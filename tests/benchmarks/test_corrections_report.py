@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.quality.corrections import DEFAULT_BASELINE_LINES, parse_args
-from benchmarks.quality.corrections_report import _baseline_training
+from benchmarks.quality.corrections.corrections import DEFAULT_BASELINE_LINES, parse_args
+from benchmarks.quality.corrections.corrections_report import _baseline_training
 
 
 def baseline(scores: dict[str, object]) -> dict[str, object]:

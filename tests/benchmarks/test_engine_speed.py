@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from benchmarks.provenance import MADE_BY
-from benchmarks.speed.engine_speed import (
+from benchmarks.speed.engine.engine_speed import (
     FAMILY_SYSTEMS,
     SYSTEMS,
     TINY,
@@ -19,8 +19,15 @@ from benchmarks.speed.engine_speed import (
     run_benchmark,
     system_options,
 )
-from benchmarks.speed.measure import DECODES, LengthMismatch, Row, check_lengths, measure, schedule
-from benchmarks.speed.report import (
+from benchmarks.speed.engine.measure import (
+    DECODES,
+    LengthMismatch,
+    Row,
+    check_lengths,
+    measure,
+    schedule,
+)
+from benchmarks.speed.engine.report import (
     TARGETS,
     Target,
     check_targets,
@@ -29,7 +36,7 @@ from benchmarks.speed.report import (
     ratio,
     write_results,
 )
-from benchmarks.speed.systems import Runner, mixed_members, random_adapter, random_override
+from benchmarks.speed.engine.systems import Runner, mixed_members, random_adapter, random_override
 from server.engine.artifacts import build_engine
 from server.engine.engine import Member
 from server.engine.families import get_family

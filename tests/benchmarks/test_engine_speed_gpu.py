@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from benchmarks.speed.engine_speed import TINY
-from benchmarks.speed.engine_speed_gpu import (
+from benchmarks.speed.engine.engine_speed import TINY
+from benchmarks.speed.engine.measure import DECODES
+from benchmarks.speed.gpu.engine_speed_gpu import (
     BATCH1,
     EngineLine,
     main,
@@ -20,7 +21,6 @@ from benchmarks.speed.engine_speed_gpu import (
     run_benchmark,
     validate,
 )
-from benchmarks.speed.measure import DECODES
 
 SYSTEMS = ["ct2-float32", "engine-float32", "engine-bfloat16-adapter", "engine-float32-mixed8",
            "engine-float32-eager"]

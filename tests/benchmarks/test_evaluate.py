@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from benchmarks.quality.evaluate import bleu_table, main
+from benchmarks.quality.evaluation.evaluate import bleu_table, main
+from benchmarks.quality.evaluation.targets import check_targets
 from benchmarks.quality.models import domain_of, mixing_candidate
-from benchmarks.quality.targets import check_targets
 from model_store import Store
 from server.engine.artifacts import backbone_parts, module_files
 from server.engine.families import Params, get_family

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from benchmarks.quality.calibration import calibration_scores
+from benchmarks.quality.evaluation.calibration import calibration_scores
 
 
 def test_scores_of_two_hand_computed_sentences() -> None:

@@ -10,7 +10,7 @@ import torch
 
 from benchmarks.quality.data import EvalSet
 from benchmarks.quality.decode import GENERIC_MEMBERS, Decoder, DecodeSettings, plan_batches
-from benchmarks.quality.finetune import FinetuneSettings, finetune
+from benchmarks.quality.evaluation.finetune import FinetuneSettings, finetune
 from server.engine.artifacts import build_engine
 from server.engine.engine import Engine, Member, SentenceJob
 from tests.tiny import ENGLISH, FRENCH, random_module, tiny_backbone_files, tiny_config

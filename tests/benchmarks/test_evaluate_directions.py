@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from benchmarks.quality import router
 from benchmarks.quality.data import domain_set, genre_dev_slice, genre_set
-from benchmarks.quality.evaluate import main, results_stem
+from benchmarks.quality.evaluation.evaluate import main, results_stem
+from benchmarks.quality.router import router
 from model_store import Store
 from tests.benchmarks.test_evaluate import build_data
 from tests.trainer.builtin_directions import FR_EN_NAME, build_both, build_en_fr

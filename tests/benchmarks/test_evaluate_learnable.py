@@ -6,7 +6,12 @@ from collections.abc import Callable
 
 import pytest
 
-from benchmarks.quality.learnable import Weights, coordinate_ascent, normalised, with_share
+from benchmarks.quality.evaluation.learnable import (
+    Weights,
+    coordinate_ascent,
+    normalised,
+    with_share,
+)
 
 
 @pytest.mark.parametrize(("weights", "name", "share", "expected"), [

@@ -11,7 +11,7 @@ import sentencepiece as spm
 import torch
 
 from benchmarks.quality.data import EvalSet
-from benchmarks.quality.reliance import reference_nll, source_reliance
+from benchmarks.quality.evaluation.reliance import reference_nll, source_reliance
 from server.engine.artifacts import backbone_files
 from server.engine.backbone import Backbone
 from tests.tiny import ENGLISH, FRENCH, spm_bytes, tiny_config

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import sacrebleu
 
-from benchmarks.quality.significance import (
+from benchmarks.quality.evaluation.significance import (
     corpus_bleu,
     paired_interval,
     sentence_statistics,

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.quality.targets import (
+from benchmarks.quality.evaluation.targets import (
     FORGETTING_DROP,
     Target,
     check_targets,

@@ -45,8 +45,8 @@ def test_the_label_names_the_features_that_pick_kernels(tmp_path: Path) -> None:
 
 
 def test_the_engine_benchmark_records_and_shows_its_host() -> None:
-    from benchmarks.speed.engine_speed import TINY, metadata
-    from benchmarks.speed.report import markdown
+    from benchmarks.speed.engine.engine_speed import TINY, metadata
+    from benchmarks.speed.engine.report import markdown
 
     meta = metadata(TINY, mode="tiny", data="none")
     assert meta["host"]["label"] == current_host().label

@@ -1,4 +1,4 @@
-"""benchmarks/speed/host_runs.py and the engine speed writer: engine_speed.md keeps one
+"""benchmarks/speed/engine/host_runs.py and the engine speed writer: engine_speed.md keeps one
 run per host kind and mode, each named by its host; the bfloat16 row is benchmarked only
 where the CPU runs bfloat16 natively."""
 
@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from benchmarks.provenance import made_by
-from benchmarks.speed.engine_speed import BF16_PATH, SYSTEMS, default_systems
-from benchmarks.speed.host_runs import host_kind, merge, section_key, sections
-from benchmarks.speed.measure import Row
-from benchmarks.speed.report import write_results
+from benchmarks.speed.engine.engine_speed import BF16_PATH, SYSTEMS, default_systems
+from benchmarks.speed.engine.host_runs import host_kind, merge, section_key, sections
+from benchmarks.speed.engine.measure import Row
+from benchmarks.speed.engine.report import write_results
 from server.engine.host_paths import HostFeatures
 
 AMD = "AMD EPYC 9R14 (AVX-512, VNNI, BF16, 2 CPUs)"

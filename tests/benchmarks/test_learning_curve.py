@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.quality.learning_curve import (
+from benchmarks.quality.backbone.learning_curve import (
     cpu_hours,
     pending,
     session_cpu_seconds,

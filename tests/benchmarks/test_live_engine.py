@@ -1,12 +1,12 @@
-"""The engine-level continuous-batching benchmark's two paths (benchmarks/speed/live_engine.py)
-on a tiny backbone: both translate every sentence, the live path under the same token
-budget, with the same best hypotheses."""
+"""The engine-level continuous-batching benchmark's two paths
+(benchmarks/speed/batching/live_engine.py) on a tiny backbone: both translate every sentence,
+the live path under the same token budget, with the same best hypotheses."""
 
 from __future__ import annotations
 
 import pytest
 
-from benchmarks.speed import live_engine
+from benchmarks.speed.batching import live_engine
 from server.engine.engine import EngineOptions
 from tests.engine.test_device_agreement import engine_with
 

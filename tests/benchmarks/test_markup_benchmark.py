@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.quality.markup import markup_back, page_sentences
+from benchmarks.quality.text.markup import markup_back, page_sentences
 
 SOURCE = '<p>Read <a href="/x?a=1&amp;b=2">this</a> &nbsp;now<!-- c --></p>'
 

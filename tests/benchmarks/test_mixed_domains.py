@@ -1,4 +1,4 @@
-"""benchmarks/speed/mixed_domains.py on the toy store: every adapter variant decodes the
+"""benchmarks/speed/batching/mixed_domains.py on the toy store: every adapter variant decodes the
 same mixed-domain batches, greedy and beam 4, and the report compares each with float32."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.speed.mixed_domains import BEAMS, VARIANTS, main
+from benchmarks.speed.batching.mixed_domains import BEAMS, VARIANTS, main
 
 
 @pytest.mark.slow

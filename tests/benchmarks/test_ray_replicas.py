@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.speed.loadstats import LevelStats
-from benchmarks.speed.ray_replicas import Measured, markdown, summary
+from benchmarks.speed.serve.loadstats import LevelStats
+from benchmarks.speed.serve.ray_replicas import Measured, markdown, summary
 
 
 def stats(sentences: int, wall_s: float, *, requests: int = 10, ok: int = 10) -> LevelStats:

@@ -1,9 +1,11 @@
 """Every results file says how it was made (command, host or GPU, date) in its header, and
-the writers put that header there themselves."""
+the writers put that header there themselves; history/ is the dated notes and the runs
+they cite."""
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,6 +39,18 @@ def test_each_data_file_sits_beside_its_report(path: Path) -> None:
     json.loads(path.read_text())
     stem = path.name.removesuffix(".json").removesuffix(".meta")
     assert (RESULTS / f"{stem}.md").is_file(), f"{path.name}: no {stem}.md says how it was made"
+
+
+def test_history_keeps_only_the_runs_its_notes_cite() -> None:
+    """history/ is NOTES.md (dated entries) and the few runs an entry needs whole; a
+    replaced run's numbers go into its entry, its files stay in git history."""
+    history = RESULTS / "history"
+    notes = (history / "NOTES.md").read_text()
+    kept = sorted(p.name for p in history.iterdir() if p.name != "NOTES.md")
+    assert [name for name in kept if f"]({name})" not in notes] == []
+    assert all(re.search(r"-\d{4}-\d{2}-\d{2}", name) for name in kept)
+    dates = re.findall(r"^## (\d{4}-\d{2}-\d{2}) ", notes, flags=re.MULTILINE)
+    assert dates and dates == sorted(dates, reverse=True)  # newest first
 
 
 def test_made_by_names_this_command_host_and_date() -> None:

@@ -1,4 +1,4 @@
-"""The router benchmark (benchmarks/quality/router.py) on a tiny store and synthetic data."""
+"""The router benchmark (benchmarks/quality/router/router.py) on a tiny store and synthetic data."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.quality.router import POLICIES, main, served_policy
+from benchmarks.quality.router.router import POLICIES, main, served_policy
 from server.core.settings import RoutingSettings
 from tests.benchmarks.test_evaluate import DOMAINS, GENRES, build_data, build_store
 

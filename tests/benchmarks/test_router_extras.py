@@ -1,12 +1,12 @@
-"""benchmarks/quality/router_extras.py on a tiny corpus: every domain's text carries its
+"""benchmarks/quality/router/router_extras.py on a tiny corpus: every domain's text carries its
 own words, so a router trained on it must tell them apart."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from benchmarks.quality.router import TARGET_DOMAINS
-from benchmarks.quality.router_extras import markdown, score_candidate
+from benchmarks.quality.router.router import TARGET_DOMAINS
+from benchmarks.quality.router.router_extras import markdown, score_candidate
 from trainer.recipes.default_en_fr import DOMAINS
 from trainer.recipes.router_stage import (
     GENERIC_GENRES,

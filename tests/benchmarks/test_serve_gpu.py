@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.speed.loadstats import OfflineStats
-from benchmarks.speed.serve_gpu import TINY, Ceiling, Flip, ct2_ceiling, flip_under_load, report
-from benchmarks.speed.serve_load import ServeConfig, Served
-from benchmarks.speed.store import StoreSpec, seed_tiny_store
+from benchmarks.speed.gpu.serve_gpu import TINY, Ceiling, Flip, ct2_ceiling, flip_under_load, report
+from benchmarks.speed.serve.config import ServeConfig
+from benchmarks.speed.serve.loadstats import OfflineStats
+from benchmarks.speed.serve.serve_load import Served
+from benchmarks.speed.serve.store import StoreSpec, seed_tiny_store
 from model_store import Store
 
 CONFIG = ServeConfig(beam_size=2)
@@ -67,7 +68,7 @@ def test_the_report_names_the_ceiling_and_the_flip() -> None:
 
 
 def test_the_carried_packages_are_the_runtime_pins_the_gpu_image_lacks() -> None:
-    from benchmarks.speed.gpu_wheels import PRESENT, normalise, runtime_requirements
+    from benchmarks.speed.gpu.gpu_wheels import PRESENT, normalise, runtime_requirements
 
     pins = runtime_requirements()
     names = {normalise(pin.split("==")[0]) for pin in pins}

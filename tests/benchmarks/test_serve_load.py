@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.speed.loadgen import (
+from benchmarks.live_server import ServerFailed, live_server
+from benchmarks.speed.serve.config import ServeConfig
+from benchmarks.speed.serve.loadgen import (
     BATCH,
     SINGLE,
     LevelRun,
@@ -20,7 +22,7 @@ from benchmarks.speed.loadgen import (
     run_level,
     served_domains,
 )
-from benchmarks.speed.loadstats import (
+from benchmarks.speed.serve.loadstats import (
     BatchShape,
     LevelStats,
     OfflineStats,
@@ -33,10 +35,9 @@ from benchmarks.speed.loadstats import (
     steady_window,
     summarise,
 )
-from benchmarks.speed.offline import members_of, pack
-from benchmarks.speed.serve_load import ServeConfig, offline
-from benchmarks.speed.server import ServerFailed, live_server
-from benchmarks.speed.store import TINY_DOMAINS, StoreSpec, seed_tiny_store, token_counter
+from benchmarks.speed.serve.offline import members_of, pack
+from benchmarks.speed.serve.serve_load import offline
+from benchmarks.speed.serve.store import TINY_DOMAINS, StoreSpec, seed_tiny_store, token_counter
 from server.core.metrics import Metrics
 from server.decoding.search import SearchOptions
 from server.engine.engine import Member, SentenceJob

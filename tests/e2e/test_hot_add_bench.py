@@ -1,5 +1,5 @@
-"""`python -m benchmarks.speed.hot_add` end to end on a tiny store and tiny data (the full-size
-run uses the built-in default model and a 5,000-pair en-fr domain)."""
+"""`python -m benchmarks.speed.serve.hot_add` end to end on a tiny store and tiny data (the
+full-size run uses the built-in default model and a 5,000-pair en-fr domain)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.speed import hot_add
+from benchmarks.speed.serve import hot_add
 from tests.trainer.sidecar_store import FAST_JOB, ROUTER, build_store, new_domain_pairs
 
 

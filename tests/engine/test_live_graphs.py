@@ -4,7 +4,7 @@ eagerly over the same buffers, with the bucket and layout bookkeeping of CUDA: r
 join at random steps and grow the buffers across buckets decode as static batches and as
 the ordinary live steps. On CUDA (skipped without a GPU) the steps are captured and
 replayed, and decode as the static batches do: float32 the same tokens, half precision
-within its own tolerance (benchmarks/speed/gpu_serve_run.sh runs these)."""
+within its own tolerance (benchmarks/speed/gpu/gpu_serve_run.sh runs these)."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 from starlette.types import Message, Receive, Scope, Send
 from uvicorn_live import serving
 
-from benchmarks.speed.adversaries import raw_post
+from benchmarks.speed.adversarial.adversaries import raw_post
 from server.api.body_limit import BodyLimitMiddleware
 from server.app import create_app
 from server.core.metrics import Metrics

@@ -107,7 +107,7 @@ def test_degenerate_documents_round_trip(text: str) -> None:
     assert document.render(document.finals(document.restore(document.sources()), [])) == text
 
 
-# The causes of the pages that lost markup in benchmarks/quality/markup.py: the model's own
+# The causes of the pages that lost markup in benchmarks/quality/text/markup.py: the model's own
 # text held markup (a `</1` left of a marker, a tag it learned from catalogs) or entities.
 
 def test_the_debris_of_a_marker_is_refused() -> None:

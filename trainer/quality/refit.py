@@ -6,7 +6,8 @@ translated as the server would (beam 4, the module), their rows replace that set
 and the estimator is fitted again, with the same ridge penalty and the same rule for the
 threshold; the result goes to the store root's `quality/<backbone>.json`, which the
 server prefers to the shipped one and rereads when it changes. `make bench-quality` fits
-the built-in one from scratch on every dev set (benchmarks/quality/quality_estimation.py).
+the built-in one from scratch on every dev set
+(benchmarks/quality/estimation/quality_estimation.py).
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ log = logging.getLogger("trainer.recipes.default_en_fr")
 # the files are ordered by source document.
 GENERIC_LABEL = "generic"
 GENERIC_GENRES = ("captions", "conversation", "news")
-# 4,000 lines (router v7): on the choice set of benchmarks/quality/router_extras.py the
+# 4,000 lines (router v7): on the choice set of benchmarks/quality/router/router_extras.py the
 # class finds 45-47% of the open genres' held-out lines (2,000: 36-38%) while the lowest of
 # medical, law, it and religion is 91.9-92.2% (2,000: 91.0-91.7%; two seeds each), and
 # automatic routing on the open-genre dev slices comes closer to the plain backbone (27.64
@@ -45,7 +45,7 @@ GENERIC_GENRES = ("captions", "conversation", "news")
 GENERIC_TRAIN = 4000
 # The last lines of each genre's train split are never trained on: the router's dev
 # examples come from there, and so does the open-genre dev slice of
-# benchmarks/quality/router.py (which chooses the routing policy).
+# benchmarks/quality/router/router.py (which chooses the routing policy).
 GENERIC_HELD_OUT = 150
 GENERIC_DEV = 50  # per genre, the last of the held-out lines
 # Extra router examples for a domain class, from a neighbouring genre of the extra corpora
@@ -54,13 +54,13 @@ GENERIC_DEV = 50  # per genre, the last of the held-out lines
 # lines + dev rose from 91.0-91.1% to 93.1-93.3% (two seeds) and the lowest of medical/law/
 # it/religion stayed 91.0-91.7%. 1,000 lines did less; 4,000 no more; medical terms cost it
 # 5 points; parliament, software docs and bible did not lift the lowest class
-# (benchmarks/results/router_extras.md, `python -m benchmarks.quality.router_extras`).
+# (benchmarks/results/router_extras.md, `python -m benchmarks.quality.router.router_extras`).
 DOMAIN_EXTRAS: dict[str, tuple[str, int]] = {"medical": ("biomedical", 2000)}
 # More router examples for the classes issue #24 asks >= 90% of (medical, law, it,
 # religion), from the same domain in another language pair of the data: en-de's domains
 # come from the same OPUS corpora with 97% other English sentences, so each of these
 # classes gets ~5,000 more lines of its own kind (router v8). On the choice set of
-# benchmarks/quality/router_extras.py their lowest rose from 91.9-92.2% to 93.8-94.0% (two
+# benchmarks/quality/router/router_extras.py their lowest rose from 91.9-92.2% to 93.8-94.0% (two
 # seeds). The spoken classes (edu, subtitles, ted) are left as they are: they overlap the
 # open genres, and with their en-de lines too (and the generic class at 4,000 or 8,000) the
 # open-genre dev slices routed 27.08-27.45 BLEU against 27.81 without them (backbone 27.89;

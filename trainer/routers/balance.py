@@ -4,7 +4,7 @@ fastText's supervised loss has no class weights; a class weighs what its share o
 examples weighs. The shipped router's domain classes hold ~5,000-12,000 lines each, so a
 domain added from 3,000 lines was a small class: the biomedical domain of issue #49 was
 chosen for 30% of its own unseen lines. Two steps (benchmarks/results/
-router_new_domain.md, `python -m benchmarks.quality.router_new_domain`):
+router_new_domain.md, `python -m benchmarks.quality.router.router_new_domain`):
 
 - stored examples of other classes that look like the new domain's text move to it
   (trainer/routers/overlap.py): most of the lost lines went to medical, which had learned
