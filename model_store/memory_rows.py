@@ -104,9 +104,10 @@ class MemoryRows:
                       target_lang: str = "") -> MemoryRecord:
         """ConflictError when the backbone has a memory of that name, or one of `domain`."""
         now = _now()
-        values = {"name": name, "backbone": backbone, "domain": domain, "owner": owner,
-                  "source_lang": source_lang, "target_lang": target_lang,
-                  "created_at": now, "updated_at": now}
+        values: dict[str, Any] = {
+            "name": name, "backbone": backbone, "domain": domain, "owner": owner,
+            "source_lang": source_lang, "target_lang": target_lang, "created_at": now,
+            "updated_at": now}
         try:
             with self._memory_write() as conn:
                 for column, value, what in ((memories.c.name, name, "named"),

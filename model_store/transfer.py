@@ -39,10 +39,10 @@ def copy_registry(source_url: str, target_url: str) -> dict[str, int]:
             if writer.dialect.name == "postgresql":
                 # Explicit ids bypassed the sequences: move them past them, or the next
                 # event (memory, pair, change) would collide with a copied one.
-                for table in SERIAL_TABLES:
+                for serial in SERIAL_TABLES:
                     writer.execute(text(
-                        f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
-                        f"COALESCE((SELECT max(id) FROM {table}), 0) + 1, false)"))
+                        f"SELECT setval(pg_get_serial_sequence('{serial}', 'id'), "
+                        f"COALESCE((SELECT max(id) FROM {serial}), 0) + 1, false)"))
         return copied
     finally:
         source.close()

@@ -18,6 +18,7 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 from server.access import AccessGuard
 from server.core.errors import Forbidden, NotFound, Unauthorized
 from server.core.metrics import Metrics
+from server.memories.admin import MemoryAdmin
 from server.serving.admin import DomainAdmin
 from server.serving.directions import Direction, Directions
 from server.serving.glossaries import GlossaryBook
@@ -106,6 +107,19 @@ async def get_glossaries(request: Request, direction: AdminDirectionDep) -> Glos
         return direction.glossaries
     glossaries: GlossaryBook = request.app.state.glossaries
     return glossaries
+
+
+async def get_memory_admin(request: Request, direction: AdminDirectionDep) -> MemoryAdmin:
+    """The translation memories of the call's direction (`?backbone=`; default: the
+    default direction's); 403 when memories are off."""
+    chosen = direction or request.app.state.directions.default
+    admin = chosen.memory_admin(request.app.state.memory_imports)
+    if admin is None:
+        raise Forbidden("translation memories are off on this server "
+                        "(NMT_MEMORIES__ENABLED=false)")
+    return admin
+
+
 async def get_access(request: Request) -> AccessGuard:
     access: AccessGuard = request.app.state.access
     return access
@@ -120,6 +134,7 @@ TranslatorDep = Annotated[Translator, Depends(get_translator)]
 DirectionsDep = Annotated[Directions | None, Depends(get_directions)]
 AdminDep = Annotated[DomainAdmin, Depends(get_admin)]
 GlossaryDep = Annotated[GlossaryBook, Depends(get_glossaries)]
+MemoryAdminDep = Annotated[MemoryAdmin, Depends(get_memory_admin)]
 
 
 def require_admin(settings: SettingsDep,

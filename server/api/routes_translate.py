@@ -35,6 +35,7 @@ from server.api.schemas import (
     TranslateRequest,
     TranslateResponse,
 )
+from server.api.schemas_memories import memory_choice, memory_fields
 from server.core.errors import NotReady
 from server.quality.policy import QualityRequest
 from server.routing.policy import RoutingDecision
@@ -69,7 +70,7 @@ async def translate(body: TranslateRequest, request: Request, translator: Transl
     translator, detected = await direction_of(directions, translator, body.source,
                                               body.target, [body.text])
     item = Item(body.text, body.domain, format=body.format, glossary=glossary_choice(body),
-                split=body.split_sentences)
+                split=body.split_sentences, memory=memory_choice(body.memory))
     results = await until_disconnected(
         request, translator.translate([item], decoding_request(body.options),
                                       proportions=body.return_proportions,
@@ -103,7 +104,9 @@ async def translate_batch(body: BatchRequest, request: Request, translator: Tran
                          else body.split_sentences),
                   glossary=(glossary_choice(item, f"items[{index}].")
                             if {"glossary", "glossary_id"} & item.model_fields_set
-                            else glossary_choice(body)))
+                            else glossary_choice(body)),
+                  memory=(memory_choice(item.memory, f"items[{index}].memory")
+                          if "memory" in item.model_fields_set else memory_choice(body.memory)))
              for index, item in enumerate(body.items)]
     results = await until_disconnected(
         request, translator.translate(items, decoding_request(body.options),
@@ -207,7 +210,7 @@ def to_response(result: ItemResult) -> TranslateResponse:
     return TranslateResponse(translation=result.translation, routing=routing,
                              quality=lowest, sentences=sentences,
                              alternatives=alternatives, proportions=proportions,
-                             glossary=glossary)
+                             glossary=glossary, **memory_fields(result.memory))
 
 
 async def until_disconnected(request: Request, work: Awaitable[T]) -> T:
