@@ -179,10 +179,14 @@ class MemoryRows:
         return _pair({"id": pair_id, **values})
 
     def replace_pair(self, memory_id: int, pair_id: int, pair: NewPair) -> PairRecord | None:
-        """Overwrite one pair (None: the memory has no such pair)."""
+        """Overwrite one pair (None: the memory has no such pair); a tuid or attributes
+        that `pair` leaves unset keep their values."""
         now = _now()
         values = _pair_values(memory_id, pair, now)
         del values["created_at"]
+        for key in ("tuid", "attributes_json"):
+            if values[key] is None:
+                del values[key]
         with self._memory_write() as conn:
             where = (memory_pairs.c.memory_id == memory_id, memory_pairs.c.id == pair_id)
             if not conn.execute(update(memory_pairs).where(*where).values(values)).rowcount:

@@ -76,8 +76,8 @@ def _pair(unit: Element, languages: Languages, report: ReadReport) -> ReadPair |
                                                                                  "lang")}
         if own_attributes:
             own["attributes"] = own_attributes
-        own["lang"] = variant.get(XML_LANG) or variant.get("lang")
-        attributes[side] = own
+        if own:
+            attributes[side] = own
     return ReadPair(texts[0], texts[1], unit.get("tuid"), attributes)
 
 

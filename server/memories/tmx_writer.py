@@ -49,8 +49,10 @@ def _unit(memory: MemoryRecord, pair: PairRecord) -> str:
     for side, text, lang in (("source", pair.source, memory.source_lang),
                              ("target", pair.target, memory.target_lang)):
         own: dict[str, Any] = extra.get(side) or {}
-        code = str(own.get("lang") or lang or side)
-        out.append(f"      <tuv xml:lang={quoteattr(_clean(code))}>")
+        out.append(f"      <tuv xml:lang={quoteattr(_clean(lang or side))}")
+        out += [f" {_name(k)}={quoteattr(_clean(str(v)))}"
+                for k, v in (own.get("attributes") or {}).items() if _name(k)]
+        out.append(">")
         out += _annotations(own, "")
         out.append(f"<seg>{segment(text)}</seg></tuv>\n")
     out.append("    </tu>\n")
