@@ -4,10 +4,12 @@ change feed replicas follow, all-or-nothing imports, import job rows."""
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 import pytest
 
-from model_store import ConflictError, NewPair, NotFoundError, Store
+from model_store import ConflictError, NewPair, NotFoundError, Registry, Store
+from model_store.transfer import copy_registry
 
 
 def pair(source: str, target: str, **extra: object) -> NewPair:
@@ -113,3 +115,22 @@ def test_import_job_rows_keep_progress_and_report(store: Store) -> None:
     done = registry.get_memory_import(job.id)
     assert done is not None and done.report == {"pairs": 3, "skipped": {}}
     assert registry.get_memory_import("nope") is None
+
+
+def test_a_copied_registry_keeps_its_memories_and_their_ids_go_on(
+        tmp_path: Path, registry_url: str) -> None:
+    source_url = f"sqlite:///{tmp_path / 'old.sqlite'}"
+    source = Registry(source_url)
+    memory = source.create_memory("acme", backbone="b", source_lang="en", target_lang="fr")
+    first = source.add_pair(memory.id, pair("One.", "Un."))
+    source.close()
+    copied = copy_registry(source_url, registry_url)
+    assert (copied["memories"], copied["memory_pairs"], copied["memory_changes"]) == (1, 1, 2)
+    target = Registry(registry_url)
+    try:
+        changes = target.latest_memory_change()
+        second = target.add_pair(memory.id, pair("Two.", "Deux."))  # no id collision
+        assert second.id > first.id and target.latest_memory_change() > changes
+        assert target.create_memory("other", backbone="b").id > memory.id
+    finally:
+        target.close()
