@@ -101,7 +101,7 @@ class MemoryImports:
     async def _run(self, job: MemoryImport, memory: MemoryRecord, upload: Upload) -> None:
         try:
             async with self._turn:
-                await asyncio.to_thread(self._import, job, memory, upload)
+                await asyncio.to_thread(self.run_job, job, memory, upload)
         except asyncio.CancelledError:
             await asyncio.to_thread(self.registry.update_memory_import, job.id,
                                     state="failed", error="the server stopped; upload the "
@@ -110,7 +110,8 @@ class MemoryImports:
         finally:
             upload.file.close()
 
-    def _import(self, job: MemoryImport, memory: MemoryRecord, upload: Upload) -> None:
+    def run_job(self, job: MemoryImport, memory: MemoryRecord, upload: Upload) -> None:
+        """The job, here and now (blocking): read, check, store, and its row says so."""
         registry = self.registry
         registry.update_memory_import(job.id, state="running")
         report = ReadReport()

@@ -3,8 +3,8 @@ similarity.
 
 Fuzzy lookup cannot score every pair (100,000 pairs x ~1 us each per sentence is 0.1 s),
 so it scores only candidates: an inverted index maps each word to the pairs whose source
-holds it; the query's words vote for pairs (words that a large share of the pairs hold,
-"the", "de", vote only when the query has too few rarer ones), a length filter drops
+holds it; the query's rarest words vote for pairs (words that a large share of the pairs
+hold, "the", "de", vote only when the query has too few rarer ones), a length filter drops
 pairs that cannot reach the threshold (a similarity of t needs the shorter text to be at
 least t / (2 - t) of the longer), and the pairs with the most votes are scored with
 rapidfuzz's `ratio` (normalised Indel similarity, 0-100). Exact sources of the query
@@ -32,6 +32,7 @@ CANDIDATES = 64  # pairs scored per lookup
 COMMON_SHARE = 0.05  # a word in more than this share of the pairs is common...
 COMMON_MIN = 200  # ... once it is in at least this many
 RARE_ENOUGH = 2  # the query's words that must vote (the rarest, common or not)
+VOTE_BUDGET = 20_000  # postings counted per lookup, past the rarest words
 
 
 @dataclass(frozen=True)
@@ -53,8 +54,9 @@ class Scored:
 
 def entry(pair_id: int, source: str, target: str, *, tuid: str | None = None,
           origin: str = "api", key: str | None = None) -> Entry:
-    return Entry(pair_id, source, target, tuid, origin, key or source_key(source),
-                 folded(source))
+    plain = normalised(source)
+    return Entry(pair_id, source, target, tuid, origin, key or source_key(plain, done=True),
+                 plain.casefold())
 
 
 class PairIndex:
@@ -115,13 +117,21 @@ class PairIndex:
 
     # -- inside the lock -----------------------------------------------------------------
     def _votes(self, wanted: list[str]) -> Counter[int]:
+        """Votes of the query's rarest words: a pair as similar as the threshold asks
+        shares most of the query's words, so it holds one of its rarest half and one more
+        (prefix filtering); the rarest RARE_ENOUGH always vote, the others while they are
+        not common and the votes counted stay within VOTE_BUDGET."""
         common = max(COMMON_MIN, int(len(self._entries) * COMMON_SHARE))
         lists = sorted((self._postings.get(word, []) for word in wanted), key=len)
+        voters = len(lists) // 2 + 1
+        budget = VOTE_BUDGET
         votes: Counter[int] = Counter()
         for rank, posting in enumerate(lists):
-            if rank >= RARE_ENOUGH and len(posting) > common:
+            if rank >= RARE_ENOUGH and (rank >= voters or len(posting) > min(common,
+                                                                               budget)):
                 break
             votes.update(posting)
+            budget -= len(posting)
         return votes
 
     def _add(self, new: Entry) -> None:

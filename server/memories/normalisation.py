@@ -19,13 +19,21 @@ _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": 
 _WORD = re.compile(r"\w+")
 
 
+_HAS_QUOTE = re.compile("[\u2018\u2019\u201a\u201b\u2032\u201c-\u201f\u00ab\u00bb]")
+
+
 def normalised(text: str) -> str:
-    return " ".join(unicodedata.normalize("NFKC", text).translate(_QUOTES).split())
+    text = unicodedata.normalize("NFKC", text)
+    if _HAS_QUOTE.search(text):  # translate() looks up every character: only when needed
+        text = text.translate(_QUOTES)
+    return " ".join(text.split())
 
 
-def source_key(text: str) -> str:
-    """What the registry indexes for exact matching (fixed length, any text length)."""
-    return hashlib.sha256(normalised(text).encode("utf-8")).hexdigest()
+def source_key(text: str, *, done: bool = False) -> str:
+    """What the registry indexes for exact matching (fixed length, any text length);
+    `done`: `text` is normalised already."""
+    plain = text if done else normalised(text)
+    return hashlib.sha256(plain.encode("utf-8")).hexdigest()
 
 
 def folded(text: str) -> str:

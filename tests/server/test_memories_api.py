@@ -289,3 +289,14 @@ def test_memories_can_be_turned_off(tmp_path: Path) -> None:
     with client_for(tmp_path, memories={"enabled": False}) as client:
         assert client.get("/admin/memories", headers=H).status_code == 403
         assert "matches" not in translate(client, "Open the file.", memory="acme")
+
+
+def test_a_documents_sentences_use_the_domains_memory(client: TestClient) -> None:
+    create(client, "medical-tm", domain="medical")
+    add(client, "medical-tm", LEAFLET[3][0], LEAFLET[3][1])
+    text = f"Leaflet\n\n{LEAFLET[3][0]} Shake well before use.\n"
+    answer = client.post("/translate/file", data={"domain": "medical"},
+                         files={"file": ("leaflet.txt", text.encode(), "text/plain")})
+    assert answer.status_code == 200, answer.text
+    lines = answer.content.decode().split("\n")
+    assert lines[2].startswith(LEAFLET[3][1] + " ")
