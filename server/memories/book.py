@@ -21,6 +21,7 @@ import threading
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from model_store import MemoryRecord, PairRecord, Registry
 from model_store.notify import ChangeWaiter, SleepingWaiter
@@ -66,7 +67,7 @@ class View:
 
     by_id: dict[int, Loaded] = field(default_factory=dict)
 
-    @property
+    @cached_property
     def by_name(self) -> dict[str, Loaded]:
         return {m.record.name: m for m in self.by_id.values()}
 

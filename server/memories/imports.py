@@ -8,7 +8,7 @@ cannot be pairs are skipped and counted by reason in the job's report; a file wi
 pair at all (wrong languages, no units) fails saying what it holds. Jobs run one at a
 time per server, on a worker thread; their rows (model_store/memory_import_rows.py) say
 how far they are to every replica. A small upload (NMT_MEMORIES__SYNC_IMPORT_BYTES) is
-imported before the answer.
+imported before the answer, beside the queue.
 """
 
 from __future__ import annotations
@@ -81,8 +81,11 @@ class MemoryImports:
         job = await asyncio.to_thread(self.registry.create_memory_import, memory.id,
                                       format=upload.format, mode=upload.mode,
                                       filename=upload.filename)
-        if upload.size <= self.settings.sync_import_bytes:
-            await self._run(job, memory, upload)
+        if upload.size <= self.settings.sync_import_bytes:  # small: never behind a queue
+            try:
+                await asyncio.to_thread(self.run_job, job, memory, upload)
+            finally:
+                upload.file.close()
         else:
             task = asyncio.create_task(self._run(job, memory, upload),
                                        name=f"nmt-memory-import-{job.id}")
