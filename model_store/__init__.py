@@ -15,6 +15,8 @@ from .glossary_rows import GlossaryRecord
 from .gunzip import InflationError
 from .hashing import backbone_fingerprint, canonical_json, sha256_hex
 from .jobs import Job, JobState
+from .memory_import_rows import MemoryImport
+from .memory_rows import MemoryChange, MemoryRecord, NewPair, PairRecord
 from .registry import ArtifactRecord, Event, Registry
 from .storage import LocalStorage, Storage
 from .store import BUILTIN_DIR, PublishHook, PublishStep, Store
@@ -38,7 +40,12 @@ __all__ = [
     "LoadedArtifact",
     "LocalStorage",
     "Manifest",
+    "MemoryChange",
+    "MemoryImport",
+    "MemoryRecord",
+    "NewPair",
     "NotFoundError",
+    "PairRecord",
     "PublishHook",
     "PublishStep",
     "Registry",

@@ -44,8 +44,9 @@ class PostgresListener:
     """`LISTEN nmt_registry` on a connection of its own, (re)connected lazily; a wait that
     (re)connects returns True at once (whatever changed meanwhile went unannounced)."""
 
-    def __init__(self, conninfo: str) -> None:
+    def __init__(self, conninfo: str, channel: str = CHANNEL) -> None:
         self._conninfo = conninfo
+        self._channel = channel
         self._conn: psycopg.AsyncConnection[object] | None = None
 
     async def wait(self, timeout: float) -> bool:
@@ -71,7 +72,7 @@ class PostgresListener:
     async def _connect(self) -> None:
         conn: psycopg.AsyncConnection[object] = await psycopg.AsyncConnection.connect(
             self._conninfo, autocommit=True)
-        await conn.execute(f"LISTEN {CHANNEL}")
+        await conn.execute(f"LISTEN {self._channel}")
         self._conn = conn
 
     async def close(self) -> None:
@@ -86,8 +87,9 @@ def libpq_conninfo(url: str) -> str:
     return parsed.render_as_string(hide_password=False)
 
 
-def change_waiter(url: str) -> ChangeWaiter:
-    """The waiter that fits a registry URL."""
+def change_waiter(url: str, channel: str = CHANNEL) -> ChangeWaiter:
+    """The waiter that fits a registry URL (`channel`: the announcements it waits for;
+    the memories' feed has its own, model_store/memory_rows.py)."""
     if registry_url(url).get_backend_name() == "postgresql":
-        return PostgresListener(libpq_conninfo(url))
+        return PostgresListener(libpq_conninfo(url), channel)
     return SleepingWaiter()

@@ -35,6 +35,8 @@ from .database import WRITE_OPTION, make_engine
 from .errors import ConflictError, NotFoundError
 from .glossary_rows import GlossaryRows
 from .job_rows import JobRows
+from .memory_import_rows import MemoryImportRows
+from .memory_rows import MemoryRows
 from .notify import CHANNEL
 from .schema import upgrade_schema
 from .tables import active, artifacts, events
@@ -72,7 +74,8 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-class Registry(GlossaryRows, CorrectionRows, JobRows, ApiKeyRows):
+class Registry(GlossaryRows, CorrectionRows, MemoryRows, MemoryImportRows, JobRows,
+               ApiKeyRows):
     """Artifacts, active versions, jobs and events in one SQL database."""
 
     def __init__(self, url: str) -> None:

@@ -169,3 +169,81 @@ corrections = Table(
 )
 Index("ix_corrections_domain_status", corrections.c.domain, corrections.c.status)
 Index("ix_corrections_key", corrections.c.key_id)
+
+# Translation memories (server/memories): a memory belongs to one backbone (direction);
+# `domain` names at most one domain of it whose requests use it, else it stands alone and
+# requests name it. `owner` is "shared" until tenants exist. Ids are never reused (clients
+# such as ModernMT's keep integer ids). Revision 0006.
+memories = Table(
+    "memories",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("name", String(64), nullable=False),
+    Column("backbone", String(64), nullable=False, server_default=""),
+    Column("domain", String(64), nullable=True),
+    Column("owner", String(64), nullable=False, server_default="shared"),
+    Column("source_lang", String(16), nullable=False, server_default=""),
+    Column("target_lang", String(16), nullable=False, server_default=""),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    UniqueConstraint("backbone", "name", name="uq_memories_backbone_name"),
+    UniqueConstraint("backbone", "domain", name="uq_memories_backbone_domain"),
+    sqlite_autoincrement=True,
+)
+
+# One translation unit of a memory. `source_key` is what exact matching compares (the
+# server's normalised source, hashed); `attributes_json` keeps a TMX unit's <prop>, <note>
+# and attributes for export; `origin`: "import", "api" or "correction".
+memory_pairs = Table(
+    "memory_pairs",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("memory_id", Integer, nullable=False),
+    Column("tuid", String(255), nullable=True),
+    Column("source", Text, nullable=False),
+    Column("target", Text, nullable=False),
+    Column("source_key", String(64), nullable=False),
+    Column("origin", String(16), nullable=False),
+    Column("attributes_json", Text, nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    sqlite_autoincrement=True,
+)
+Index("ix_memory_pairs_memory_key", memory_pairs.c.memory_id, memory_pairs.c.source_key)
+Index("ix_memory_pairs_memory_tuid", memory_pairs.c.memory_id, memory_pairs.c.tuid)
+
+# The memories' change feed that every replica follows: one row per pair written or
+# removed (`pair_id`), or per whole memory changed ("reload": an import, "delete").
+# Written in a serialized transaction, so ids grow in commit order.
+memory_changes = Table(
+    "memory_changes",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("memory_id", Integer, nullable=False),
+    Column("pair_id", Integer, nullable=True),
+    Column("action", String(16), nullable=False),
+    Column("at", UTCDateTime, nullable=False),
+    sqlite_autoincrement=True,
+)
+
+# Import jobs of memories (TMX, TSV, XLIFF): run by the server that accepted the upload;
+# `report_json` counts the pairs imported and those skipped, by reason.
+MEMORY_IMPORT_STATES = ("queued", "running", "done", "failed")
+memory_imports = Table(
+    "memory_imports",
+    metadata,
+    Column("id", String(36), primary_key=True),
+    Column("memory_id", Integer, nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("progress", Float, nullable=False, default=0.0),
+    Column("format", String(16), nullable=False),
+    Column("mode", String(16), nullable=False),
+    Column("filename", String(255), nullable=False, server_default=""),
+    Column("report_json", Text, nullable=False, default="{}"),
+    Column("error", Text, nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    CheckConstraint("state IN (" + ", ".join(f"'{s}'" for s in MEMORY_IMPORT_STATES) + ")",
+                    name="ck_memory_imports_state"),
+)
+Index("ix_memory_imports_memory", memory_imports.c.memory_id)

@@ -16,6 +16,8 @@ from .errors import ConflictError
 from .registry import Registry
 from .tables import metadata
 
+SERIAL_TABLES = ("events", "memories", "memory_pairs", "memory_changes")
+
 
 def copy_registry(source_url: str, target_url: str) -> dict[str, int]:
     """Copy all rows from `source_url` to the empty registry at `target_url`; returns the
@@ -35,11 +37,12 @@ def copy_registry(source_url: str, target_url: str) -> dict[str, int]:
                     writer.execute(insert(table), rows)
                 copied[table.name] = len(rows)
             if writer.dialect.name == "postgresql":
-                # Explicit ids bypassed the sequence: move it past them, or the next event
-                # would collide with a copied one.
-                writer.execute(text(
-                    "SELECT setval(pg_get_serial_sequence('events', 'id'), "
-                    "COALESCE((SELECT max(id) FROM events), 0) + 1, false)"))
+                # Explicit ids bypassed the sequences: move them past them, or the next
+                # event (memory, pair, change) would collide with a copied one.
+                for serial in SERIAL_TABLES:
+                    writer.execute(text(
+                        f"SELECT setval(pg_get_serial_sequence('{serial}', 'id'), "
+                        f"COALESCE((SELECT max(id) FROM {serial}), 0) + 1, false)"))
         return copied
     finally:
         source.close()

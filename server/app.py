@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 
 from fastapi import FastAPI
 
+from model_store.memory_rows import MEMORY_CHANNEL
 from model_store.notify import change_waiter
 from server.access import AccessGuard
 from server.api import ADMIN_ROUTERS, PUBLIC_ROUTERS
@@ -26,6 +27,7 @@ from server.documents.jobs import DocumentJobs, job_root
 from server.documents.service import DocumentService
 from server.engine import host_paths
 from server.execution.layout import ExecutionLayout
+from server.memories.imports import MemoryImports
 from server.operations.lifecycle import DrainMiddleware, Lifecycle
 from server.operations.replica import ReplicaHeaderMiddleware
 from server.operations.watchdog import Watchdog
@@ -99,9 +101,13 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.document_jobs = DocumentJobs(
         job_root(settings.store_dir, settings.documents.jobs_dir), documents)
     await app.state.document_jobs.start()
+    books = [d.memories for d in opened if d.memories is not None]
+    app.state.memory_imports = MemoryImports(
+        store.registry, settings.memories, after=lambda: [book.sync() for book in books])
     app.state.corrections = CorrectionDesk(
         store.registry, default.runtime, default.translator.policy,
-        app.state.language_detectors, settings.corrections)
+        app.state.language_detectors, settings.corrections,
+        memories=default.memory_admin(app.state.memory_imports))
     app.state.admin = default.admin
     app.state.watchdog = Watchdog(default.scheduler, engine_thread,
                                   stall_s=settings.liveness_stall_s,
@@ -114,6 +120,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     background += [asyncio.create_task(d.glossaries.keep_defaults_fresh(),
                                        name=f"nmt-glossary-defaults-{i}")
                    for i, d in enumerate(opened)]
+    memory_waiters = [change_waiter(store.registry.url, MEMORY_CHANNEL) for _ in books]
+    background += [asyncio.create_task(book.keep_fresh(waiter), name=f"nmt-memories-{i}")
+                   for i, (book, waiter) in enumerate(zip(books, memory_waiters, strict=True))]
     try:
         yield
     finally:
@@ -121,7 +130,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             task.cancel()
         await asyncio.gather(*background, return_exceptions=True)
         await app.state.document_jobs.stop()
-        for waiter in waiters:
+        await app.state.memory_imports.stop()
+        for waiter in [*waiters, *memory_waiters]:
             await waiter.close()
         for direction in opened:
             await direction.scheduler.stop()
@@ -131,11 +141,13 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
 
 
 UPLOAD_PATH = re.compile(
-    r"/admin/domains(/[^/]+/versions)?|/translate/file|/libretranslate/translate_file")
+    r"/admin/domains(/[^/]+/versions)?|/translate/file|/libretranslate/translate_file"
+    r"|/admin/memories/[^/]+/import")
 
 
 def streams_own_upload(method: str, path: str) -> bool:
-    """Module, domain and document uploads stream their bodies under their own limits."""
+    """Module, domain, document and memory uploads stream their bodies under their own
+    limits."""
     return method == "POST" and UPLOAD_PATH.fullmatch(path) is not None
 
 

@@ -24,6 +24,7 @@ from server.core.settings import (
     DocumentSettings,
     EngineSettings,
     LimitSettings,
+    MemorySettings,
     QualitySettings,
     RoutingSettings,
     SchedulerSettings,
@@ -88,6 +89,10 @@ class Settings(ProcessSettings):
     directions: DirectionSettings = Field(
         default_factory=DirectionSettings,
         description="how many backbones stay loaded (docs/DIRECTIONS.md)")
+    memories: MemorySettings = Field(
+        default_factory=MemorySettings,
+        description="translation memories: matches, imports (docs/API.md, Translation "
+                    "memories)")
 
     @model_validator(mode="before")
     @classmethod

@@ -23,6 +23,7 @@ from server.core.metrics import Metrics
 from server.corrections.desk import CorrectionDesk
 from server.documents.jobs import DocumentJobs
 from server.documents.service import DocumentService
+from server.memories.admin import MemoryAdmin
 from server.serving.admin import DomainAdmin
 from server.serving.admin_jobs import JobAdmin
 from server.serving.directions import Direction, Directions
@@ -114,6 +115,17 @@ async def get_glossaries(request: Request, direction: AdminDirectionDep) -> Glos
     return glossaries
 
 
+async def get_memory_admin(request: Request, direction: AdminDirectionDep) -> MemoryAdmin:
+    """The translation memories of the call's direction (`?backbone=`; default: the
+    default direction's); 403 when memories are off."""
+    chosen = direction or request.app.state.directions.default
+    admin = chosen.memory_admin(request.app.state.memory_imports)
+    if admin is None:
+        raise Forbidden("translation memories are off on this server "
+                        "(NMT_MEMORIES__ENABLED=false)")
+    return admin
+
+
 async def get_access(request: Request) -> AccessGuard:
     access: AccessGuard = request.app.state.access
     return access
@@ -128,6 +140,7 @@ TranslatorDep = Annotated[Translator, Depends(get_translator)]
 DirectionsDep = Annotated[Directions | None, Depends(get_directions)]
 AdminDep = Annotated[DomainAdmin, Depends(get_admin)]
 GlossaryDep = Annotated[GlossaryBook, Depends(get_glossaries)]
+MemoryAdminDep = Annotated[MemoryAdmin, Depends(get_memory_admin)]
 
 
 async def get_job_admin(request: Request, settings: SettingsDep,

@@ -96,8 +96,7 @@ async def review(body: ReviewRequest, desk: DeskDep) -> Reviewed:
         raise InvalidInput("name the pending corrections with exactly one of ids, domain "
                            "or all: true", field="ids")
     which = CorrectionFilter(ids=body.ids, domain=body.domain)
-    changed = await asyncio.to_thread(desk.registry.review_corrections, which,
-                                      approve=body.action == "approve")
+    changed = await asyncio.to_thread(desk.review, which, approve=body.action == "approve")
     return Reviewed(changed=changed)
 
 

@@ -18,6 +18,7 @@ from server.api.schemas import (
     TranslateRequest,
     TranslateResponse,
 )
+from server.api.schemas_memories import memory_choice
 from server.api.schemas_served import BackboneInfo, DomainInfo, DomainsResponse
 from server.api.translate_views import (
     decoding_request,
@@ -57,7 +58,7 @@ async def translate(body: TranslateRequest, request: Request, translator: Transl
     translator, detected = await _direction_of(directions, translator, body.source,
                                                body.target, [body.text])
     item = Item(body.text, body.domain, format=body.format, glossary=glossary_choice(body),
-                split=body.split_sentences)
+                split=body.split_sentences, memory=memory_choice(body.memory))
     results = await until_disconnected(
         request, translator.translate([item], decoding_request(body.options),
                                       proportions=body.return_proportions,
@@ -91,7 +92,9 @@ async def translate_batch(body: BatchRequest, request: Request, translator: Tran
                          else body.split_sentences),
                   glossary=(glossary_choice(item, f"items[{index}].")
                             if {"glossary", "glossary_id"} & item.model_fields_set
-                            else glossary_choice(body)))
+                            else glossary_choice(body)),
+                  memory=(memory_choice(item.memory, f"items[{index}].memory")
+                          if "memory" in item.model_fields_set else memory_choice(body.memory)))
              for index, item in enumerate(body.items)]
     results = await until_disconnected(
         request, translator.translate(items, decoding_request(body.options),

@@ -15,6 +15,7 @@ from pydantic import (
     model_validator,
 )
 
+from server.api.schemas_memories import MemoryAnswer, MemoryOptions
 from server.core.settings import MAX_BATCH_ITEMS, MAX_TEXT_CHARS
 from server.routing.policy import RoutingMode
 
@@ -121,7 +122,7 @@ class QualityOptions(Strict):
                             'nothing ("omit"); line breaks around it are kept')
 
 
-class TranslateRequest(TextOptions, QualityOptions):
+class TranslateRequest(TextOptions, QualityOptions, MemoryOptions):
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
         {"text": "The patient takes one tablet a day.", "domain": "medical"},
         {"text": "Member states shall comply.", "domain": {"law": 0.7, "generic": 0.3}},
@@ -145,7 +146,7 @@ class TranslateRequest(TextOptions, QualityOptions):
     _check_text = field_validator("text")(valid_unicode)
 
 
-class BatchItem(TextOptions):
+class BatchItem(TextOptions, MemoryOptions):
     text: TextField = Field(description="the text to translate")
     domain: DomainField = Field(None, description=DOMAIN_DESCRIPTION + " Default: the "
                                                   "request's domain.")
@@ -153,7 +154,7 @@ class BatchItem(TextOptions):
     _check_text = field_validator("text")(valid_unicode)
 
 
-class BatchRequest(TextOptions, QualityOptions):
+class BatchRequest(TextOptions, QualityOptions, MemoryOptions):
     items: list[BatchItem] = Field(min_length=1, max_length=MAX_BATCH_ITEMS,
                                    description="texts, answered in this order "
                                                "(NMT_LIMITS__MAX_BATCH_ITEMS)")
@@ -218,7 +219,7 @@ class Sentence(BaseModel):
                                               "replaced); null otherwise")
 
 
-class TranslateResponse(BaseModel):
+class TranslateResponse(MemoryAnswer):
     translation: str
     quality: float | None = Field(
         None, description="the lowest sentence quality of the text; null when no sentence "

@@ -21,6 +21,7 @@ from server.api.schemas import (
     TextOptions,
     TranslateResponse,
 )
+from server.api.schemas_memories import memory_fields
 from server.quality.policy import QualityRequest
 from server.routing.policy import RoutingDecision
 from server.serving.glossaries import GlossaryChoice
@@ -87,4 +88,4 @@ def to_response(result: ItemResult) -> TranslateResponse:
     return TranslateResponse(translation=result.translation, routing=routing,
                              quality=lowest, sentences=sentences,
                              alternatives=alternatives, proportions=proportions,
-                             glossary=glossary)
+                             glossary=glossary, **memory_fields(result.memory))

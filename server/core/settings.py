@@ -280,3 +280,28 @@ class DirectionSettings(BaseModel):
         30.0, gt=0, le=3600,
         description="how long a request waits for its backbone to be loaded (other "
                     "directions' requests finishing first) before it gets 503")
+
+
+class MemorySettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = Field(True, description="translation memories: matches in answers, "
+                                            "/admin/memories (off: neither)")
+    fuzzy_threshold: float = Field(
+        75.0, ge=1, le=100, description="a memory pair whose source is at least this "
+                                        "similar to the text (0-100) is a fuzzy match")
+    max_matches: int = Field(3, ge=0, le=50, description="fuzzy matches per text, best first")
+    max_fuzzy_chars: int = Field(
+        2000, ge=0, description="longer texts get exact matches only (fuzzy scoring's "
+                                "cost grows with the text)")
+    poll_interval_s: float = Field(
+        0.5, gt=0, le=60, description="how often the memories' change feed is read "
+                                      "(PostgreSQL also announces changes at once)")
+    max_import_bytes: int = Field(
+        512 * 1024 * 1024, ge=1024, description="largest TMX, TSV or XLIFF upload (413)")
+    sync_import_bytes: int = Field(
+        256 * 1024, ge=0, description="uploads up to this size are imported before the "
+                                      "answer; larger ones become an import job (202)")
+    max_pairs: int = Field(2_000_000, ge=1, description="most pairs in one memory")
+    max_segment_chars: int = Field(
+        10_000, ge=1, description="a unit whose source or target is longer is skipped")

@@ -7,25 +7,38 @@ one the corrector names; else the one the original answer was routed to; else th
 the router picks for the source now (a text the router is unsure of gets none, and such a
 correction waits, stored, for an admin to see it). A correction sent with a key is
 "accepted"; one without (keys off) is "pending" and trains nothing until approved.
+
+An accepted correction, or a pending one once approved, also goes at once into its
+domain's translation memory (server/memories: created for the domain if it has none), so
+that the next request for the same sentence is answered with it; the module's refresh
+from corrections is unchanged.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
-from dataclasses import dataclass
+import logging
+from dataclasses import dataclass, replace
 
 from model_store import ConflictError, Registry
-from model_store.correction_rows import CorrectionRecord, NewCorrection
+from model_store.correction_rows import (
+    TRAINABLE,
+    CorrectionFilter,
+    CorrectionRecord,
+    NewCorrection,
+)
 from server.access import KeyIdentity
 from server.core.errors import Forbidden, InvalidInput, NotReady, UnknownDomain
 from server.core.settings import CorrectionSettings
 from server.corrections.plausibility import implausible, normalised
+from server.memories.admin import MemoryAdmin
 from server.routing.policy import GENERIC, RoutingPolicy
 from server.serving.runtime import Runtime
 from server.textproc.languages import LanguageDetectors, LanguagePair, language_pair
 
 MAX_DIRECTION = 16
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -45,8 +58,10 @@ def fingerprint(direction: str, source: str, corrected: str) -> str:
 
 class CorrectionDesk:
     def __init__(self, registry: Registry, runtime: Runtime, policy: RoutingPolicy,
-                 detectors: LanguageDetectors, settings: CorrectionSettings) -> None:
+                 detectors: LanguageDetectors, settings: CorrectionSettings, *,
+                 memories: MemoryAdmin | None = None) -> None:
         self.registry = registry
+        self.memories = memories  # the served direction's memories (None: off)
         self.runtime = runtime
         self.policy = policy
         self.detectors = detectors
@@ -88,7 +103,36 @@ class CorrectionDesk:
     def _store(self, new: NewCorrection) -> CorrectionRecord:
         if self.registry.has_correction(new.fingerprint):
             raise ConflictError("duplicate")
-        return self.registry.add_correction(new)
+        record = self.registry.add_correction(new)
+        self._remember([record])
+        return record
+
+    def review(self, which: CorrectionFilter, *, approve: bool) -> int:
+        """Approve or reject the pending corrections among `which` (blocking); approved
+        ones go into their domains' memories."""
+        pending = self.registry.list_corrections(replace(which, status="pending"))
+        changed = self.registry.review_corrections(which, approve=approve)
+        if approve and pending:
+            ids = [record.id for record in pending]
+            self._remember(self.registry.list_corrections(
+                CorrectionFilter(ids=ids, status="approved")))
+        return changed
+
+    def _remember(self, records: list[CorrectionRecord]) -> None:
+        """Trainable corrections of the served backbone into their domain's memory; a
+        failure is logged (the correction is stored: the refresh still uses it)."""
+        backbone = self.runtime.backbone
+        if self.memories is None or backbone is None:
+            return
+        for record in records:
+            if (record.status in TRAINABLE and record.domain is not None
+                    and record.backbone == backbone.name):
+                try:
+                    self.memories.add_correction(record.domain, record.source,
+                                                 record.corrected)
+                except Exception:
+                    log.exception("correction %s did not reach the memory of %s", record.id,
+                                  record.domain)
 
     def _served(self) -> tuple[LanguagePair | None, str]:
         """The served language pair (None: the backbone does not say it, and the target's

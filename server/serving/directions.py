@@ -27,6 +27,9 @@ from server.core.metrics import Metrics
 from server.engine.live_batches import LiveBatches
 from server.execution.engine_thread import EngineThread
 from server.execution.text_worker import TextWorker
+from server.memories.admin import MemoryAdmin
+from server.memories.book import MemoryBook
+from server.memories.imports import MemoryImports
 from server.quality.review import QualityReview
 from server.routing.policy import RoutingPolicy
 from server.scheduling.continuous import ContinuousScheduler
@@ -61,6 +64,7 @@ class Direction:
     translator: Translator
     glossaries: GlossaryBook
     admin: DomainAdmin
+    memories: MemoryBook | None = None  # its translation memories (None: turned off)
 
     @property
     def name(self) -> str:
@@ -80,6 +84,14 @@ class Direction:
         if runtime.engine is not None or runtime.scope is None:
             return sorted(runtime.state.domains)
         return sorted(await asyncio.to_thread(runtime.store.active_domains, runtime.scope))
+
+    def memory_admin(self, imports: MemoryImports) -> MemoryAdmin | None:
+        """Its memories' management (None: memories are off)."""
+        if self.memories is None:
+            return None
+        pair = self.pair
+        return MemoryAdmin(self.memories, imports,
+                           languages=(pair.source, pair.target) if pair is not None else None)
 
     @property
     def serving(self) -> bool:
@@ -258,6 +270,10 @@ async def open_direction(store: Store, settings: Settings, *, backbone: str | No
     policy = RoutingPolicy(settings.routing, max_members=settings.engine.slots_per_bank)
     glossaries = await asyncio.to_thread(GlossaryBook, store.registry, settings.limits,
                                          backbone=runtime.scope)
+    memories = await asyncio.to_thread(lambda: MemoryBook(
+        store.registry, settings.memories,
+        backbone=store.registry.scope("module", runtime.scope))
+    ) if settings.memories.enabled else None
     if residency is not None:
         residency.add(runtime, scheduler)
         await residency.admit(runtime)
@@ -266,8 +282,9 @@ async def open_direction(store: Store, settings: Settings, *, backbone: str | No
     translator = make_translator(
         runtime, scheduler, policy, limits=settings.limits, decoding=settings.decoding,
         timeout_s=settings.scheduler.request_timeout_s, metrics=metrics,
-        glossaries=glossaries, quality=quality, preparation=preparation or PreparationGate(
+        glossaries=glossaries, quality=quality, memories=memories,
+        preparation=preparation or PreparationGate(
             max_chars=settings.limits.max_preparing_chars,
             retry_after_s=settings.scheduler.retry_after_s, worker=text_worker))
     admin = DomainAdmin(store, runtime, drain_timeout_s=settings.drain_timeout_s)
-    return Direction(runtime, scheduler, translator, glossaries, admin)
+    return Direction(runtime, scheduler, translator, glossaries, admin, memories)

@@ -7,9 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from server.engine.engine import SentenceJob
+from server.memories.book import MemoryChoice
 from server.quality.policy import SentenceResult
 from server.routing.policy import DomainSpec, RoutingDecision
 from server.serving.glossaries import GlossaryChoice
+from server.serving.memory_use import MemoryUse
 from server.textproc.document import Document, Format, GlossaryReport
 from server.textproc.line_layout import SplitMode
 
@@ -25,6 +27,7 @@ class Item:
     format: Format = "text"
     glossary: GlossaryChoice = GlossaryChoice()
     split: SplitMode = "on"  # where plain text's sentences end (server/textproc/line_layout.py)
+    memory: MemoryChoice = MemoryChoice()  # the translation memories it names, or none
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,7 @@ class ItemResult:
     proportions: ItemProportions | None = None
     glossary: GlossaryReport | None = None  # when a glossary applied to the text
     sentences: list[SentenceResult] | None = None  # when quality is scored
+    memory: MemoryUse | None = None  # when a translation memory is in play
 
 
 @dataclass(frozen=True)
@@ -77,3 +81,4 @@ class Prepared:
     mixture: str | None = None  # module id, when one word-level mixture translates it
     sources: tuple[str, ...] = ()  # what the engine reads per unit (capitals folded)
     shouted: tuple[bool, ...] = ()  # per unit: written in capitals (server/quality/casing.py)
+    memory: MemoryUse | None = None  # what the translation memories in play answered

@@ -31,6 +31,7 @@ from server.core.metrics import Metrics
 from server.core.settings import DecodingSettings, LimitSettings
 from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.engine import Engine, Member, SentenceJob
+from server.memories.book import MemoryBook
 from server.quality import casing, policy
 from server.quality.policy import QualityRequest
 from server.quality.review import Assessment, QualityReview
@@ -38,6 +39,7 @@ from server.routing.policy import RoutingDecision, RoutingPolicy
 from server.scheduling.preparation import PreparationGate, check_deadline
 from server.scheduling.scheduler import Scheduler
 from server.serving.glossaries import GlossaryBook
+from server.serving.memory_use import apply_memories
 from server.serving.request_limits import (
     RequestCaps,
     check_limits,
@@ -71,7 +73,8 @@ class Translator:
                  limits: LimitSettings, decoding: DecodingSettings, timeout_s: float,
                  metrics: Metrics, glossaries: GlossaryBook,
                  terms: TermMode = "inline", preparation: PreparationGate | None = None,
-                 quality: QualityReview | None = None) -> None:
+                 quality: QualityReview | None = None,
+                 memories: MemoryBook | None = None) -> None:
         self.runtime = runtime
         self.scheduler = scheduler
         self.policy = policy
@@ -82,6 +85,7 @@ class Translator:
         self.glossaries = glossaries
         self.terms = terms
         self.quality = quality
+        self.memories = memories  # this direction's translation memories (None: off)
         # one gate for all directions (open_direction's); without one, a gate of its own
         # with no text worker process (large texts are split on its thread)
         self.preparation = preparation or PreparationGate(
@@ -186,6 +190,9 @@ class Translator:
                 if glossary is not None:
                     document = build_document(item.text, fmt=item.format, glossary=glossary,
                                               terms=self.terms, split=item.split)
+            document, memory = apply_memories(self.memories, item.memory, item.text, document,
+                                              html=item.format == "html",
+                                              domain=decision.domain)
             members = tuple(Member(state.domains[d].module_id if d else None, w)
                             for d, w in decision.members)
             shouted = tuple(map(casing.is_shouted, document.sources()))
@@ -201,7 +208,7 @@ class Translator:
             single = decision.domain if len(decision.members) == 1 else None
             mixture = (state.domains[single].module_id if single in mixtures else None)
             prepared.append(Prepared(document, glossary is not None, decision, used,
-                                     module_ids, jobs, mixture, tuple(texts), shouted))
+                                     module_ids, jobs, mixture, tuple(texts), shouted, memory))
         return prepared
 
     def _documents(self, items: Sequence[Item], glossaries: Sequence[Glossary | None],
@@ -351,7 +358,8 @@ class Translator:
                             if n_best > 1 else None)
             report = document.glossary_report(finals) if item.glossary else None
             results.append(ItemResult(document.render(finals), item.decision, item.versions,
-                                      alternatives, glossary=report, sentences=sentences))
+                                      alternatives, glossary=report, sentences=sentences,
+                                      memory=item.memory))
         return results
 
     def _decoder(self) -> Decode:

@@ -61,7 +61,7 @@ FLOORS: dict[str, int] = {
     "server.core": 0,
     "server.decoding": 1, "server.execution": 1, "server.textproc": 1,
     "server.engine": 2, "server.settings": 2,
-    "server.quality": 3, "server.routing": 3, "server.scheduling": 3,
+    "server.quality": 3, "server.routing": 3, "server.scheduling": 3, "server.memories": 3,
     "server.serving": 4,
     "server.access": 5, "server.operations": 5,
     "server.corrections": 6, "server.documents": 6,

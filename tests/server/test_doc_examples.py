@@ -10,7 +10,7 @@ lines configure a server, so they are skipped), and placeholders a reader fills 
 job id) are filled in from earlier answers. The store is the server tests' tiny one with
 the domains the examples name, a word-level mixture served for requests without a domain
 (the mixture section's example), a tiny fr->en backbone beside it (the README's French
-example), and the files the examples upload."""
+example), and the files the examples upload (the README's TMX among them)."""
 
 from __future__ import annotations
 
@@ -104,6 +104,13 @@ def is_assignment(command: Command) -> bool:
     return bool(ASSIGNMENT.match(command.text.strip()))
 
 
+def readme_tmx() -> str:
+    """The README's translation memory (its one `xml` block), which its examples import."""
+    text = (REPOSITORY / "README.md").read_text(encoding="utf-8")
+    [block] = re.findall(r"```xml\n(.*?)```", text, flags=re.DOTALL)
+    return str(block)
+
+
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A store and the files the examples upload."""
@@ -132,6 +139,7 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         (files / name).write_text(PAIRS)
     for name, text in DOCUMENT_FILES.items():
         (files / name).write_bytes(text if isinstance(text, bytes) else text.encode())
+    (files / "acme.tmx").write_text(readme_tmx(), encoding="utf-8")
     for domain in ("law", "medical"):
         (files / ("module.tar.gz" if domain == "law" else "medical.tar.gz")).write_bytes(
             module_archive(scratch / f"archive-{domain}", domain, SEEDS[domain],

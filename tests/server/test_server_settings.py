@@ -21,7 +21,7 @@ def test_defaults() -> None:
 
 def test_every_field_is_documented() -> None:
     groups = ("engine", "limits", "decoding", "scheduler", "routing", "access", "documents",
-              "corrections", "quality", "directions", "execution")
+              "corrections", "quality", "directions", "execution", "memories")
     models: list[type[BaseModel]] = [Settings]
     models += [type(getattr(Settings(), name)) for name in groups]
     for model in models:
@@ -85,7 +85,7 @@ def test_there_is_no_admin_token_flag() -> None:
 def test_docs_list_every_setting() -> None:
     docs = (Path(__file__).resolve().parents[2] / "docs" / "API.md").read_text()
     groups = ("engine", "limits", "decoding", "scheduler", "routing", "access", "documents",
-              "corrections", "quality", "directions", "execution")
+              "corrections", "quality", "directions", "execution", "memories")
     names = [f"NMT_{name.upper()}" for name in Settings.model_fields if name not in groups]
     settings = Settings()
     for group in groups:

@@ -1,0 +1,136 @@
+"""Translation memories in the registry, on SQLite and PostgreSQL: memories, pairs, the
+change feed replicas follow, all-or-nothing imports, import job rows."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from model_store import ConflictError, NewPair, NotFoundError, Registry, Store
+from model_store.transfer import copy_registry
+
+
+def pair(source: str, target: str, **extra: object) -> NewPair:
+    key = hashlib.sha256(source.encode()).hexdigest()
+    return NewPair(source=source, target=target, source_key=key, **extra)  # type: ignore[arg-type]
+
+
+def test_memories_are_named_per_backbone_and_a_domain_has_one(store: Store) -> None:
+    registry = store.registry
+    acme = registry.create_memory("acme", backbone="en-fr", source_lang="en", target_lang="fr")
+    registry.create_memory("acme", backbone="fr-en")  # another direction: another memory
+    registry.create_memory("medical", backbone="en-fr", domain="medical")
+    with pytest.raises(ConflictError):
+        registry.create_memory("acme", backbone="en-fr")
+    with pytest.raises(ConflictError):
+        registry.create_memory("other", backbone="en-fr", domain="medical")
+
+    found = registry.find_memory("acme", backbone="en-fr")
+    assert found is not None and found.id == acme.id and found.owner == "shared"
+    assert [m.name for m in registry.list_memories(backbone="en-fr")] == ["acme", "medical"]
+    assert len(registry.list_memories()) == 3
+
+
+def test_pairs_are_added_replaced_and_deleted_and_every_change_is_in_the_feed(
+        store: Store) -> None:
+    registry = store.registry
+    memory = registry.create_memory("acme", backbone="b")
+    start = registry.latest_memory_change()
+    first = registry.add_pair(memory.id, pair("Hello.", "Bonjour.", tuid="t1"))
+    again = registry.add_pair(memory.id, pair("Hello!", "Salut !", tuid="t1"), replace="tuid")
+    assert registry.get_pair(memory.id, first.id) is None  # replaced by tuid
+    changed = registry.replace_pair(memory.id, again.id, pair("Hello!", "Bonjour !"))
+    assert changed is not None and changed.target == "Bonjour !"
+    assert registry.replace_pair(memory.id, 10**6, pair("x", "y")) is None
+    extra = registry.add_pair(memory.id, pair("Bye.", "Au revoir.", attributes={"notes": ["n"]}))
+    assert registry.delete_pair(memory.id, extra.id)
+    assert not registry.delete_pair(memory.id, extra.id)
+
+    changes = registry.memory_changes_since(start)
+    assert [c.id for c in changes] == sorted(c.id for c in changes)
+    assert [(c.pair_id, c.action) for c in changes] == [
+        (first.id, "pair"), (first.id, "pair"), (again.id, "pair"), (again.id, "pair"),
+        (extra.id, "pair"), (extra.id, "pair")]
+    assert [p.target for p in registry.pairs_after(memory.id)] == ["Bonjour !"]
+    listed = registry.get_memory(memory.id)
+    assert listed is not None and listed.pairs == 1
+    with pytest.raises(NotFoundError):
+        registry.add_pair(10**6, pair("a", "b"))
+
+
+def test_an_import_lands_whole_or_not_at_all(store: Store) -> None:
+    registry = store.registry
+    memory = registry.create_memory("acme", backbone="b")
+    registry.add_pair(memory.id, pair("Old.", "Ancien."))
+
+    def failing() -> object:
+        yield pair("One.", "Un.")
+        raise ValueError("the file ended midway")
+
+    with pytest.raises(ValueError):
+        registry.import_pairs(memory.id, failing())  # type: ignore[arg-type]
+    assert [p.source for p in registry.pairs_after(memory.id)] == ["Old."]
+
+    before = registry.latest_memory_change()
+    count = registry.import_pairs(memory.id, (pair(f"S{i}.", f"T{i}.",
+                                                    attributes={"props": {"x": str(i)}})
+                                              for i in range(2500)), replace_all=True)
+    assert count == 2500
+    pairs = registry.pairs_after(memory.id, limit=3)
+    assert [p.source for p in pairs] == ["S0.", "S1.", "S2."]
+    assert pairs[1].attributes == {"props": {"x": "1"}} and pairs[1].origin == "api"
+    assert [c.action for c in registry.memory_changes_since(before)] == ["reload"]
+
+
+def test_deleting_a_memory_removes_its_pairs_and_is_announced(store: Store) -> None:
+    registry = store.registry
+    memory = registry.create_memory("acme", backbone="b")
+    kept = registry.create_memory("kept", backbone="b")
+    registry.import_pairs(memory.id, [pair("A.", "A.")])
+    registry.import_pairs(kept.id, [pair("B.", "B.")])
+    job = registry.create_memory_import(memory.id, format="tmx", mode="append", filename="a")
+    before = registry.latest_memory_change()
+    assert registry.delete_memory(memory.id)
+    assert not registry.delete_memory(memory.id)
+    assert registry.get_memory(memory.id) is None
+    assert registry.pairs_after(memory.id) == []
+    assert registry.get_memory_import(job.id) is None
+    assert [p.source for p in registry.pairs_after(kept.id)] == ["B."]
+    assert [(c.memory_id, c.action) for c in registry.memory_changes_since(before)] == [
+        (memory.id, "delete")]
+
+
+def test_import_job_rows_keep_progress_and_report(store: Store) -> None:
+    registry = store.registry
+    memory = registry.create_memory("acme", backbone="b")
+    job = registry.create_memory_import(memory.id, format="tmx", mode="append",
+                                        filename="acme.tmx")
+    assert job.state == "queued" and job.progress == 0.0
+    registry.update_memory_import(job.id, state="running", progress=1.7)
+    running = registry.get_memory_import(job.id)
+    assert running is not None and running.state == "running" and running.progress == 1.0
+    registry.update_memory_import(job.id, state="done", report={"pairs": 3, "skipped": {}})
+    done = registry.get_memory_import(job.id)
+    assert done is not None and done.report == {"pairs": 3, "skipped": {}}
+    assert registry.get_memory_import("nope") is None
+
+
+def test_a_copied_registry_keeps_its_memories_and_their_ids_go_on(
+        tmp_path: Path, registry_url: str) -> None:
+    source_url = f"sqlite:///{tmp_path / 'old.sqlite'}"
+    source = Registry(source_url)
+    memory = source.create_memory("acme", backbone="b", source_lang="en", target_lang="fr")
+    first = source.add_pair(memory.id, pair("One.", "Un."))
+    source.close()
+    copied = copy_registry(source_url, registry_url)
+    assert (copied["memories"], copied["memory_pairs"], copied["memory_changes"]) == (1, 1, 2)
+    target = Registry(registry_url)
+    try:
+        changes = target.latest_memory_change()
+        second = target.add_pair(memory.id, pair("Two.", "Deux."))  # no id collision
+        assert second.id > first.id and target.latest_memory_change() > changes
+        assert target.create_memory("other", backbone="b").id > memory.id
+    finally:
+        target.close()
