@@ -17,13 +17,11 @@ it when given a larger --max-minutes. Another direction publishes beside en-fr
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import logging
 import threading
 from pathlib import Path
 
-import sentencepiece as spm
 import torch
 
 from contract.artifacts import BACKBONE_CONFIG_FILE
@@ -42,21 +40,26 @@ from trainer.recipes.direction_publication import publish_direction
 from trainer.recipes.directions import DIRECTIONS, EN_FR, Direction
 from trainer.recipes.publication import publish_builtin, publish_router
 from trainer.recipes.router_stage import train_router
-from trainer.recipes.snapshot import SNAPSHOT_DIR, save_snapshot
+from trainer.recipes.snapshot import save_snapshot
+from trainer.recipes.snapshot import snapshot_dir as snapshot_dir
+from trainer.recipes.snapshot_history import fetch
+
+# stage 1 (training_set.py), imported from here by the other recipes and benchmarks
+from trainer.recipes.training_set import DOMAINS as DOMAINS
+from trainer.recipes.training_set import MAX_LEN as MAX_LEN
+from trainer.recipes.training_set import VOCAB_SIZE
+from trainer.recipes.training_set import corpora as corpora
+from trainer.recipes.training_set import prepare as prepare
+from trainer.recipes.warm_start import warm_start
 from trainer.training.data import (
     BOS_ID,
     EOS_ID,
     PAD_ID,
     UNK_ID,
-    Corpus,
     EncodedPairs,
     encode_pairs,
-    encoded_corpus_sizes,
     iterate_batches,
-    load_encoded,
-    save_encoded,
     token_batches,
-    train_sentencepiece,
 )
 from trainer.training.loop import (
     ShouldStop,
@@ -68,14 +71,10 @@ from trainer.training.loop import (
     translation_loss,
 )
 from trainer.training.run import train
-from trainer.training.sampling import CorpusSizes
 
 log = logging.getLogger("trainer.recipes.default_en_fr")
 BUILTIN_DIR = Path(__file__).resolve().parents[2] / "model_store" / "builtin"
 
-DOMAINS = ("medical", "law", "it", "subtitles", "edu", "ted", "religion")
-VOCAB_SIZE = 8000
-MAX_LEN = 128
 
 # Pre-norm: with this recipe's small batches (~2k target tokens), lr 1e-3 and short warm-up,
 # post-norm learned the target language long before it learned to use the source (the
@@ -123,69 +122,6 @@ def cooldown(run_dir: Path, start: int | None, steps: int) -> dict[str, int]:
         log.info("cooldown from step %d (the checkpoint's) over %d steps: resume with "
                  "--cooldown-from %d", start, steps, start)
     return {"cooldown_from": start, "cooldown_steps": steps, "max_steps": start + steps}
-
-
-def corpora(data_dir: Path, split: str = "train",
-            direction: Direction = EN_FR) -> list[Corpus]:
-    en_fr = data_dir / "en-fr"
-    found = [direction.corpus(d, en_fr / "domains" / d, split) for d in DOMAINS]
-    if split == "train":
-        for extra in sorted((en_fr / "extra").iterdir()):
-            found.append(direction.corpus(extra.name, extra, "train"))
-    return found
-
-
-def prepare(data_dir: Path, run_dir: Path,
-            direction: Direction = EN_FR) -> tuple[spm.SentencePieceProcessor, EncodedPairs]:
-    """Stage 1: joint vocabulary and the encoded training set (cached in run_dir), with
-    each corpus's pair count beside it (train.corpora.json, for temperature sampling)."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    spm_path = run_dir / "spm.model"
-    encoded_path = run_dir / "train.npz"
-    sizes_path = run_dir / "train.corpora.json"
-    pairs: list[tuple[str, str]] = []
-    if not spm_path.exists() or not encoded_path.exists():
-        for corpus in corpora(data_dir, direction=direction):
-            part = corpus.read()
-            log.info("corpus %s: %d pairs", corpus.name, len(part))
-            pairs.extend(part)
-    if not spm_path.exists():
-        texts = [s for s, _ in pairs] + [t for _, t in pairs]
-        train_sentencepiece(texts, run_dir / "spm", vocab_size=VOCAB_SIZE)
-    processor = spm.SentencePieceProcessor(model_file=str(spm_path))
-    if not encoded_path.exists():
-        save_encoded(encode_pairs(pairs, processor, max_len=MAX_LEN), encoded_path)
-        encoded_with_path(run_dir).write_text(file_digest(spm_path))
-    check_encoded_vocabulary(run_dir)
-    data = load_encoded(encoded_path)
-    if not sizes_path.exists():  # a run dir encoded before the sizes were kept
-        encoded_corpus_sizes(corpora(data_dir, direction=direction), processor, max_len=MAX_LEN,
-                             encoded=data).save(sizes_path)
-    data.corpora = CorpusSizes.load(sizes_path)
-    log.info("training set: %d pairs, %d target tokens", len(data),
-             sum(len(t) + 1 for t in data.target))
-    return processor, data
-
-
-def encoded_with_path(run_dir: Path) -> Path:
-    return run_dir / "train.spm.sha256"
-
-
-def file_digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def check_encoded_vocabulary(run_dir: Path) -> None:
-    """train.npz holds token ids of one sentencepiece model: a run dir whose spm.model was
-    replaced afterwards would train on ids that the dev set, the snapshot and the published
-    backbone read as other words. A run dir encoded before the digest was kept gets it now."""
-    record, spm_path = encoded_with_path(run_dir), run_dir / "spm.model"
-    if not record.exists():
-        record.write_text(file_digest(spm_path))
-    elif record.read_text().strip() != file_digest(spm_path):
-        raise ValueError(f"{run_dir}/train.npz was encoded with another sentencepiece model "
-                         f"than {spm_path} (sha256 in {record.name}): put back the model it "
-                         "was encoded with, or delete train.npz to encode it again")
 
 
 def dev_loss_fn(model: Backbone, dev: EncodedPairs) -> float:
@@ -256,6 +192,16 @@ def main() -> None:
                              "what is already done)")
     parser.add_argument("--max-minutes", type=float, default=SETTINGS.max_minutes,
                         help="wall-clock budget of the backbone stage")
+    parser.add_argument("--max-steps", type=int, default=SETTINGS.max_steps,
+                        help="step budget of the backbone stage (the first budget spent "
+                             "stops it)")
+    parser.add_argument("--eval-every", type=int, default=SETTINGS.eval_every,
+                        help="backbone stage: steps between two dev loss evaluations")
+    parser.add_argument("--warm-start", default=None, metavar="BACKBONE",
+                        help="backbone stage of a new run dir: start from this built-in "
+                             "backbone (e.g. default-en-fr) with its embeddings carried into "
+                             "the run's vocabulary, not from random weights "
+                             "(trainer/recipes/warm_start.py)")
     parser.add_argument("--temperature", type=_temperature, default=SETTINGS.temperature,
                         help="corpus sampling temperature of the backbone stage: corpus c "
                              "is drawn with probability ~ size_c ** (1/T); 1 = by size")
@@ -318,11 +264,6 @@ def _temperature(text: str) -> float:
     return value
 
 
-def snapshot_dir(direction: Direction) -> Path:
-    return SNAPSHOT_DIR if direction == EN_FR else SNAPSHOT_DIR.with_name(
-        f"snapshot-{direction.name}")
-
-
 def publish(data_dir: Path, run_dir: Path, out: Path, direction: Direction, *,
             snapshot: Path) -> None:
     """The publish stage: the run dir's next built-in versions (en->fr stays the default
@@ -358,6 +299,7 @@ def share_vocabulary(builtin: Path, run_dir: Path) -> None:
 def run_stages(args: argparse.Namespace, stages: tuple[str, ...],
                stop: threading.Event, direction: Direction = EN_FR) -> None:
     if "restore" in stages:
+        fetch(args.snapshot)  # a snapshot carried in the history (snapshot_history.py)
         if direction == EN_FR or published(args.out, direction):
             restore_run_dir(args.run_dir, args.out, snapshot=args.snapshot,
                             backbone=direction.backbone_name)
@@ -366,9 +308,14 @@ def run_stages(args: argparse.Namespace, stages: tuple[str, ...],
         # the encoded training set (the model card reads it)
         prepare(args.data, args.run_dir, direction)
     if "backbone" in stages:
-        if direction != EN_FR:
+        if direction != EN_FR and direction.pair == EN_FR.pair:
             share_vocabulary(args.out, args.run_dir)
+        if args.warm_start:
+            prepare(args.data, args.run_dir, direction)  # the vocabulary it is carried into
+            warm_start(args.run_dir, args.out, backbone=args.warm_start, recipe=BACKBONE)
         settings = TrainSettings(**{**SETTINGS.__dict__, "max_minutes": args.max_minutes,
+                                    "max_steps": args.max_steps,
+                                    "eval_every": args.eval_every,
                                     "temperature": args.temperature,
                                     **cooldown(args.run_dir, args.cooldown_from,
                                                args.cooldown_steps)})

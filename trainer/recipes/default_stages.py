@@ -41,7 +41,7 @@ MAX_LEN = 128
 def domain_corpus(data_dir: Path, domain: str, split: str,
                   direction: Direction = EN_FR) -> Corpus:
     """A domain's `split` pairs, `direction`'s source side first."""
-    return direction.corpus(domain, data_dir / "en-fr" / "domains" / domain, split)
+    return direction.corpus(domain, data_dir / direction.pair / "domains" / domain, split)
 
 
 def backbone_progress_path(run_dir: Path) -> Path:

@@ -1,7 +1,8 @@
-"""The directions the default recipe trains: both halves of the en-fr data it reads.
+"""The directions the default recipe trains: both halves of the en-fr data it reads, and
+English->German from the en-de data.
 
-The corpora live under shared/data/en-fr whichever way they are read; a direction only
-says which side of each pair is the source."""
+The corpora live under shared/data/<pair> (en-fr, en-de) whichever way they are read; a
+direction says which folder it reads and which side of each pair is the source."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from trainer.training.data import Corpus
 class Direction:
     source: str  # ISO 639-1
     target: str
+    pair: str = "en-fr"  # the folder of shared/data holding its corpora
 
     @property
     def name(self) -> str:
@@ -32,4 +34,5 @@ class Direction:
 
 EN_FR = Direction("en", "fr")
 FR_EN = Direction("fr", "en")
-DIRECTIONS = {d.name: d for d in (EN_FR, FR_EN)}
+EN_DE = Direction("en", "de", pair="en-de")
+DIRECTIONS = {d.name: d for d in (EN_FR, FR_EN, EN_DE)}

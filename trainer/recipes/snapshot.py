@@ -1,12 +1,15 @@
-"""A backbone snapshot committed beside the recipe, for a backbone stage that needs more
-compute than one session (or one machine) has: the backbone's artifact files (matrices as
-int8 rows with a scale each, server/engine/row_int8.py: ~10 MB for the default model, so
-two directions' snapshots fit the repository) and the run's position (step, epoch, batch within
-the epoch, training time). No optimizer state: a run restored from it warm-starts Adam at
-the saved step, and reads the training batches from where the snapshot stopped; the
-weights' rounding (at most half a row's scale each) is noise the next steps train away.
+"""A backbone snapshot beside the recipe, for a backbone stage that needs more compute than
+one session (or one machine) has: the backbone's artifact files (matrices as int8 rows with
+a scale each, server/engine/row_int8.py: ~10.9 MB for the default shape, vocabulary
+included) and the run's position (step, epoch, batch within the epoch, training time). No
+optimizer state: a run restored from it warm-starts Adam at the saved step, and reads the
+training batches from where the snapshot stopped; the weights' rounding (at most half a
+row's scale each) is noise the next steps train away. This is already the smallest form
+that resumes well (float16 weights would double it, Adam's moments triple it), and still
+too large for the repository's tree: it travels in the history (snapshot_history.py).
 
     python -m trainer.recipes.default_en_fr --stage snapshot   # after some backbone training
+    python -m trainer.recipes.snapshot_history carry           # commit it beside the branch
     python -m trainer.recipes.default_en_fr --stage restore    # on the next machine
 
 `--stage restore` takes the snapshot when it is further along than the published built-in
@@ -28,6 +31,7 @@ import torch
 from contract.artifacts import BACKBONE_CONFIG_FILE, SOURCE_SPM_FILE
 from contract.backbone import BackboneConfig
 from server.engine.artifacts import BackboneParts, backbone_files, backbone_parts
+from trainer.recipes.directions import EN_FR, Direction
 from trainer.training.loop import Progress
 
 log = logging.getLogger("trainer.recipes.default_en_fr")
@@ -42,6 +46,12 @@ class Snapshot:
     parts: BackboneParts
     spm: bytes
     progress: Progress  # finished by "max_minutes": a larger budget trains on
+
+
+def snapshot_dir(direction: Direction) -> Path:
+    """The recipe's snapshot folder of `direction`."""
+    return SNAPSHOT_DIR if direction == EN_FR else SNAPSHOT_DIR.with_name(
+        f"snapshot-{direction.name}")
 
 
 def position(values: dict[str, Any]) -> Progress:
