@@ -36,7 +36,8 @@ from typing import Any
 import sacrebleu
 
 from benchmarks.quality.data import read_pairs
-from benchmarks.quality.pipeline import environment, write_results
+from benchmarks.quality.text.pipeline import environment
+from benchmarks.report_files import write_report
 from model_store import PairRecord, Registry
 from server.core.settings import MemorySettings
 from server.memories.book import MemoryBook
@@ -243,7 +244,7 @@ def markdown(results: dict[str, Any]) -> str:
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     results = run(args)
-    write_results(args.out, "memories", results, markdown(results))
+    write_report(args.out, "memories", results, markdown(results))
     print(markdown(results))
 
 
