@@ -47,10 +47,10 @@ async def prepare(params: Params, directions: Directions,
     texts, batch = params.texts("q")
     target = language(params.text("target", required=True))
     source = language(params.text("source")) or AUTO
+    hinted = memory_ids(params.text("hints"))  # read before any detection runs
+    vector = context_vector(params.text("context_vector"))
     choice = await directions.choose(source, target, texts)
     direction = choice.direction
-    hinted = memory_ids(params.text("hints"))
-    vector = context_vector(params.text("context_vector"))
     domain, standalone = await asyncio.to_thread(_routing, memories, direction, vector)
     names = await asyncio.to_thread(memories.in_direction, direction, hinted)
     memory = MemoryChoice(names=tuple(dict.fromkeys([*names, *standalone])),
