@@ -169,3 +169,13 @@ def test_a_post_with_the_override_is_the_method_it_names(base: str) -> None:
     assert listed.json() == {"status": 200, "data": {"en": ["fr"]}}
     # without the header a POST to a GET route is refused (405)
     assert httpx.post(f"{base}/translate/languages", timeout=60).status_code == 405
+
+
+@pytest.mark.parametrize("memory", ["٣", "99999999999999999999999", "-1", "1e3"])
+def test_memory_ids_are_ascii_integers_of_64_bits(base: str, memory: str) -> None:
+    answer = httpx.get(f"{base}/memories/{memory}", headers=WEBLATE, timeout=60)
+    assert answer.status_code == 400 and answer.json()["error"]["type"] == (
+        "BadRequestException")
+    hinted = httpx.get(f"{base}/translate", headers=WEBLATE, timeout=60,
+                       params={"q": "x", "source": "en", "target": "fr", "hints": memory})
+    assert hinted.status_code == 400

@@ -81,10 +81,10 @@ def memory_ids(value: str | None, name: str = "hints") -> list[int]:
     """`hints`: memory ids, comma-separated ("1,2")."""
     if value is None:
         return []
-    try:
-        ids = [int(part) for part in value.split(",") if part.strip()]
-    except ValueError:
-        raise bad_request(f"{name} must be memory ids separated by commas, e.g. 1,2") from None
+    parts = [part.strip() for part in value.split(",") if part.strip()]
+    if not all(_is_id(part) for part in parts):
+        raise bad_request(f"{name} must be memory ids separated by commas, e.g. 1,2")
+    ids = [int(part) for part in parts]
     if len(ids) > MAX_HINTS:
         raise bad_request(f"at most {MAX_HINTS} memories in {name}")
     return list(dict.fromkeys(ids))
@@ -100,6 +100,8 @@ def context_vector(value: str | None) -> dict[int, float]:
             continue
         key, sep, weight = part.partition(":")
         try:
+            if not _is_id(key.strip()):
+                raise ValueError(key)
             memory, score = int(key), float(weight)
         except ValueError:
             raise bad_request("context_vector must be id:weight pairs separated by commas, "
@@ -113,10 +115,15 @@ def context_vector(value: str | None) -> dict[int, float]:
 
 
 def memory_id(value: str) -> int:
-    try:
-        return int(value)
-    except ValueError:
-        raise bad_request(f"memory ids are integers (got {value[:40]!r})") from None
+    if not _is_id(value):
+        raise bad_request(f"memory ids are integers (got {value[:40]!r})")
+    return int(value)
+
+
+def _is_id(text: str) -> bool:
+    """ASCII digits within the registry's 64-bit ids (int() would take other scripts'
+    digits and any size)."""
+    return 0 < len(text) <= 18 and text.isascii() and text.isdigit()
 
 
 SPOOL_BYTES = 1024 * 1024
