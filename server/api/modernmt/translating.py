@@ -125,14 +125,15 @@ def vector_of(memories: ModernMTMemories, direction: Direction, text: str,
     hinted = set(hints)
     weights: dict[int, float] = {}
     book = direction.memories
+    if book is None:  # memories are off
+        return ""
     for record in memories.all():
-        if memories.get(record.id).direction is not direction:
+        if record.backbone != book.backbone:  # another direction's
             continue
         if record.domain is not None and posteriors.get(record.domain, 0.0) > 0:
             weights[record.id] = posteriors[record.domain]
-        elif record.domain is None and record.id in hinted and book is not None:
-            loaded = [m for m in book.in_play(MemoryChoice(names=(record.name,)), None)]
-            best = book.fuzzy(loaded, text)
+        elif record.domain is None and record.id in hinted:
+            best = book.fuzzy(book.in_play(MemoryChoice(names=(record.name,)), None), text)
             if best:
                 weights[record.id] = best[0].score / 100
     ranked = sorted(weights.items(), key=lambda item: -item[1])[:limit]
