@@ -179,3 +179,9 @@ def test_memory_ids_are_ascii_integers_of_64_bits(base: str, memory: str) -> Non
     hinted = httpx.get(f"{base}/translate", headers=WEBLATE, timeout=60,
                        params={"q": "x", "source": "en", "target": "fr", "hints": memory})
     assert hinted.status_code == 400
+
+
+def test_a_form_without_its_boundary_is_a_400(base: str) -> None:
+    answer = httpx.get(f"{base}/translate", timeout=60,
+                       headers={"Content-Type": "multipart/form-data"})
+    assert answer.status_code == 400 and "boundary" in answer.json()["error"]["message"]

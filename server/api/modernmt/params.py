@@ -12,6 +12,8 @@ from typing import IO, Any
 
 from fastapi import Request
 from starlette.datastructures import UploadFile
+from starlette.exceptions import HTTPException
+from starlette.formparsers import MultiPartException
 
 from server.api.modernmt.errors import ModernMTError, bad_request
 
@@ -65,7 +67,11 @@ async def read_params(request: Request) -> Params:
                 raise bad_request("the JSON body must be an object")
             values.update(parsed)
     elif kind in ("application/x-www-form-urlencoded", "multipart/form-data"):
-        form = await request.form()
+        try:
+            form = await request.form()
+        except (HTTPException, MultiPartException, ValueError, AssertionError):
+            raise bad_request(f"malformed {kind} body (a multipart form needs its "
+                              "boundary)") from None
         for name in form:
             parts = form.getlist(name)
             uploads = [m for m in parts if isinstance(m, UploadFile)]
