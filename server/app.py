@@ -20,6 +20,7 @@ from server.api import ADMIN_ROUTERS, PUBLIC_ROUTERS
 from server.api.body_limit import BodyLimitMiddleware
 from server.api.errors import install_error_handlers
 from server.api.middleware import MetricsMiddleware
+from server.api.modernmt.method_override import MethodOverrideMiddleware
 from server.api.openapi_security import document_api_keys
 from server.core.metrics import Metrics
 from server.corrections.desk import CorrectionDesk
@@ -166,6 +167,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(DrainMiddleware, lifecycle=app.state.lifecycle)  # before any body
     app.add_middleware(MetricsMiddleware, metrics=metrics)  # counts the 413s and 503s too
     app.add_middleware(ReplicaHeaderMiddleware)
+    app.add_middleware(MethodOverrideMiddleware)  # ModernMT's client: POST + the method
     separate_admin = settings.admin_port is not None
     for router in PUBLIC_ROUTERS if separate_admin else [*PUBLIC_ROUTERS, *ADMIN_ROUTERS]:
         app.include_router(router)

@@ -26,7 +26,7 @@ from server.memories.imports import MemoryImports
 from server.memories.normalisation import normalised, source_key
 from server.memories.tmx_writer import TMX_FOOTER, tmx_header, tmx_units
 
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")  # ':': Weblate's names
 OWNER = "shared"  # until memories belong to tenants
 PAGE = 1000
 
@@ -58,7 +58,7 @@ class MemoryAdmin:
                                "the memory's source and target", field="source")
         if not NAME.match(name):
             raise InvalidInput(f"memory name {name[:80]!r} is not allowed: 1-64 letters, "
-                               "digits, '_', '.', '-', starting with a letter or digit",
+                               "digits, '_', '.', ':', '-', starting with a letter or digit",
                                field="name")
         try:
             created = self.registry.create_memory(

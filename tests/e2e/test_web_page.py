@@ -361,3 +361,4 @@ def test_improve_a_translation_and_see_it_counted_in_operate(page: Page, base: s
         has=page.get_by_role("rowheader", name="it", exact=True))
     expect(row_on_page.locator("td")).to_have_text(["0", "1", "0", "0", "0"])
     api(base, "DELETE", "/admin/corrections", params={"domain": "it"}, headers=admin_headers())
+

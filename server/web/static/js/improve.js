@@ -4,6 +4,7 @@
 
 import { call } from "./api.js";
 import { $, showError } from "./dom.js";
+import { AddToMemory } from "./memories.js";
 
 export class ImproveBox {
   constructor() {
@@ -13,6 +14,10 @@ export class ImproveBox {
     this.error = $("#improve-error");
     this.last = null;
     $("#improve-send").addEventListener("click", () => this.send());
+    this.memory = new AddToMemory();
+    this.memory.onSend = () => {
+      if (this.last) this.memory.add(this.last.request.text, this.text.value);
+    };
   }
 
   // After every translation: the box starts from the machine output.
@@ -23,6 +28,7 @@ export class ImproveBox {
     this.text.value = result.translation;
     this.status.textContent = "";
     showError(this.error, null);
+    this.memory.reset(request.memory);
   }
 
   async send() {

@@ -5,6 +5,7 @@ import { call } from "./api.js";
 import { $, h, showError } from "./dom.js";
 import { LanguagesControl } from "./languages.js";
 import { ImproveBox } from "./improve.js";
+import { memoryOption, showMatches } from "./memories.js";
 import { summary } from "./routing.js";
 
 const MIXTURE = "__mixture__";
@@ -64,6 +65,7 @@ export class TranslateView {
   setFields(fields) {
     $("#html-field").hidden = !fields.has("format");
     $("#glossary-field").hidden = !fields.has("glossary");
+    $("#memory-field").hidden = !fields.has("memory");
   }
 
   setDomains(domains) {
@@ -124,6 +126,8 @@ export class TranslateView {
     if (fields.has("glossary") && $("#glossary").value.trim()) {
       body.glossary = parseGlossary($("#glossary").value);
     }
+    const memory = fields.has("memory") ? memoryOption($("#memory-name").value) : undefined;
+    if (memory !== undefined) body.memory = memory;
     if (fields.has("explain")) body.explain = true;
     return body;
   }
@@ -166,6 +170,7 @@ export class TranslateView {
     $("#alternatives-list").replaceChildren(...alternatives.map((a) =>
       h("li", {}, h("span", { class: "alt-text", text: a.translation }),
         h("span", { class: "alt-score", text: `score ${a.score.toFixed(3)}` }))));
+    showMatches(result);
     const report = $("#glossary-report");
     const glossary = result.glossary;
     report.hidden = !glossary;

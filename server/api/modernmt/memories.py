@@ -1,0 +1,115 @@
+"""ModernMT's memories over ours: a ModernMT memory id is our memory's integer id (stable,
+unique across directions); a memory lives in the direction of its languages (created in
+the default direction unless `source`/`target` name another). ModernMT memories also
+hold glossaries (Weblate uploads its project's glossary as a CSV): a memory's glossary is
+stored as our glossary `modernmt-memory-<id>` of its direction, used when a translation
+names the memory in `glossaries`."""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+
+from model_store import MemoryRecord
+from server.api.modernmt.errors import bad_request, not_found
+from server.memories.admin import MemoryAdmin
+from server.memories.imports import MemoryImports
+from server.serving.directions import Direction, Directions
+
+GLOSSARY_PREFIX = "modernmt-memory-"
+MAX_CSV_BYTES = 5 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Found:
+    direction: Direction
+    admin: MemoryAdmin
+    record: MemoryRecord
+
+
+def glossary_name(memory_id: int) -> str:
+    return f"{GLOSSARY_PREFIX}{memory_id}"
+
+
+class ModernMTMemories:
+    def __init__(self, directions: Directions, imports: MemoryImports) -> None:
+        self.directions = directions
+        self.imports = imports
+
+    def admins(self) -> list[tuple[Direction, MemoryAdmin]]:
+        found = []
+        for direction in self.directions.all:
+            admin = direction.memory_admin(self.imports)
+            if admin is not None:
+                found.append((direction, admin))
+        return found
+
+    def all(self) -> list[MemoryRecord]:
+        records = [r for _, admin in self.admins() for r in admin.all()]
+        return sorted(records, key=lambda r: r.id)
+
+    def get(self, memory_id: int) -> Found:
+        for direction, admin in self.admins():
+            record = admin.registry.get_memory(memory_id)
+            if record is not None and record.backbone == admin.book.backbone:
+                return Found(direction, admin, record)
+        raise not_found(f"memory {memory_id} does not exist")
+
+    def create(self, name: str, source: str | None, target: str | None) -> MemoryRecord:
+        """A new memory, or the one of that name (as ModernMT: creating a name again
+        answers the existing memory)."""
+        direction = self._direction(source, target)
+        admin = direction.memory_admin(self.imports)
+        if admin is None:
+            raise bad_request("translation memories are off on this server")
+        existing = admin.registry.find_memory(name, backbone=admin.book.backbone)
+        if existing is not None:
+            return existing
+        return admin.create(name, domain=None)
+
+    def _direction(self, source: str | None, target: str | None) -> Direction:
+        if source is None and target is None:
+            return self.directions.default
+        for direction in self.directions.all:
+            pair = direction.pair
+            if pair is not None and pair.source == source and pair.target == target:
+                return direction
+        raise bad_request(f"no direction {source} -> {target} is served")
+
+    def in_direction(self, direction: Direction, ids: list[int]) -> list[str]:
+        """The names of the memories `ids` names in `direction` (those of other
+        directions are not in play, as ModernMT ignores memories of other languages);
+        an id no direction knows is a 404."""
+        names = []
+        for memory_id in ids:
+            found = self.get(memory_id)
+            if found.direction is direction:
+                names.append(found.record.name)
+        return names
+
+
+def glossary_entries(data: bytes, source: str, target: str) -> list[tuple[str, str]]:
+    """ModernMT's CSV glossary: a header row of language codes (Weblate writes
+    `source,target`), then one term per column; the columns of our direction's two
+    languages are read (by code, loosely: `fr` matches `fr-FR`)."""
+    if len(data) > MAX_CSV_BYTES:
+        raise bad_request(f"the glossary is larger than {MAX_CSV_BYTES} bytes")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise bad_request("the glossary is not UTF-8") from None
+    rows = list(csv.reader(io.StringIO(text)))
+    if not rows:
+        raise bad_request("the glossary is empty (a header of language codes first)")
+    header = [cell.strip().lower().replace("_", "-").split("-")[0] for cell in rows[0]]
+    if source not in header or target not in header:
+        raise bad_request(f"the glossary's header names {rows[0]}; it needs the "
+                               f"columns {source} and {target}")
+    s, t = header.index(source), header.index(target)
+    entries = []
+    for row in rows[1:]:
+        if len(row) > max(s, t) and row[s].strip() and row[t].strip():
+            entries.append((row[s].strip(), row[t].strip()))
+    return entries
+
