@@ -11,11 +11,13 @@ from collections.abc import Iterator
 import deepl
 import httpx
 import pytest
-from conftest import make_settings
+from conftest import make_client, make_settings
 from test_libretranslate import build_store
 from uvicorn_live import serving
 
 from server.app import create_app
+from server.serving.requests import DecodingRequest, Item
+from server.serving.translation import Translator
 
 ENGLISH = "The patient takes one tablet a day."
 PLACEABLE = re.compile(r'<x id="[^"]*"></x>')
@@ -174,3 +176,23 @@ def test_bad_requests_answer_a_message(base: str, body: dict[str, object],
     answer = httpx.post(base + "/deepl/v2/translate", json=body)
     assert answer.status_code in (400, 404), answer.text
     assert message in answer.json()["message"]
+
+
+def test_context_feeds_the_router_and_is_not_translated(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """`context` disambiguates as DeepL reads it: the classifier reads it with the text
+    (a text of shared words alone routes nowhere in particular)."""
+    root = build_store(tmp_path_factory.mktemp("deepl-context") / "store")
+    with make_client(root) as served:
+        translator: Translator = served.app.state.translator  # type: ignore[attr-defined]
+        assert served.portal is not None
+
+        def decided(context: str | None) -> str | None:
+            [result] = served.portal.call(translator.translate,  # type: ignore[union-attr]
+                                          [Item("the", None, context=context)],
+                                          DecodingRequest())
+            return result.decision.domain
+
+        assert decided("patient tablet medicine dose") == "medical"
+        assert decided("council regulation directive") == "law"
+        assert decided(None) not in ("medical", "law")

@@ -62,7 +62,8 @@ async def translate(request: Request, runtime: RuntimeDep, translator: Translato
     markup: Format = "html" if params.tag_handling is not None else "text"
     glossary = GlossaryChoice(glossary_id=params.glossary_id, id_field="glossary_id")
     items = [Item(text, None, text_field=f"text[{i}]", format=markup, glossary=glossary,
-                  split=params.split) for i, text in enumerate(params.texts)]
+                  split=params.split, context=params.context)
+             for i, text in enumerate(params.texts)]
     results = await until_disconnected(request, translator.translate(items, DecodingRequest()))
     shown = deepl_code(source or "")
     return JSONResponse({"translations": [
