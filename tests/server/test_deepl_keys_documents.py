@@ -132,3 +132,21 @@ def test_a_document_in_an_unsupported_format_or_language(client: deepl.Translato
     with pytest.raises(deepl.DeepLException) as language:
         client.translate_document_upload(b"Hello.\n", target_lang="DE", filename="a.txt")
     assert language.value.http_status_code == 400
+
+
+def test_the_older_auth_key_parameter(base: str) -> None:
+    key = new_key(base)
+    form = httpx.post(base + "/deepl/v2/translate", timeout=60,
+                      data={"text": "Open the file.", "target_lang": "FR", "auth_key": key})
+    assert form.status_code == 200, form.text
+    wrong = httpx.post(base + "/deepl/v2/translate",
+                       data={"text": "Open the file.", "target_lang": "FR",
+                             "auth_key": "wrong"})
+    assert wrong.status_code == 403
+
+
+def test_a_document_is_not_converted(client: deepl.Translator) -> None:
+    with pytest.raises(deepl.DeepLException) as refused:
+        client.translate_document_upload(b"Hello.\n", target_lang="FR", filename="a.txt",
+                                         output_format="docx")
+    assert refused.value.http_status_code == 400 and "output_format" in str(refused.value)

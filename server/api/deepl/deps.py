@@ -8,6 +8,8 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from server.serving.glossaries import GlossaryBook
+
 AUTH_SCHEME = "deepl-auth-key"
 
 
@@ -20,3 +22,12 @@ async def get_deepl_key(request: Request) -> str | None:
 
 
 DeepLKeyDep = Annotated[str | None, Depends(get_deepl_key)]
+
+
+async def get_deepl_glossaries(request: Request) -> GlossaryBook:
+    """The stored glossaries (the registry's; DeepL names no backbone)."""
+    glossaries: GlossaryBook = request.app.state.glossaries
+    return glossaries
+
+
+DeepLGlossariesDep = Annotated[GlossaryBook, Depends(get_deepl_glossaries)]

@@ -10,6 +10,7 @@ import asyncio
 import hashlib
 import hmac
 import time
+from pathlib import Path
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
@@ -49,12 +50,16 @@ async def upload_document(request: Request, jobs: DocumentJobsDep, settings: Set
     filename = fields.get("filename") or upload.filename
     if not filename:
         raise bad_request("Missing or invalid argument: the file part has no file name")
+    wanted = fields.get("output_format")
+    if wanted and f".{wanted.lower().lstrip('.')}" != Path(filename).suffix.lower():
+        raise bad_request(f"Value for 'output_format' not supported: {wanted}; a document "
+                          "is translated into its own format")
     source = fields.get("source_lang")
     directed = await open_directed(jobs.service, filename, upload.data, DocumentRequest(
         source=our_code(source) if source else AUTO, target=our_code(fields["target_lang"]),
         glossary_id=fields.get("glossary_id")))
     document = directed.document
-    await admit(access, key, document.chars)
+    await admit(access, key or fields.get("auth_key"), document.chars)
     job = await jobs.submit(document, upload.data, detected=directed.detected)
     return JSONResponse({"document_id": job.id, "document_key": _key(job)})
 

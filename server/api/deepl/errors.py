@@ -12,6 +12,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from fastapi import Request, Response
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 
@@ -45,6 +46,11 @@ def to_deepl(exc: Exception) -> HttpError:
     """The DeepL form of an error raised while answering a DeepL call."""
     if isinstance(exc, DeepLError):
         return HttpError(exc.status, f"deepl_{exc.status}", exc.message)
+    if isinstance(exc, RequestValidationError):  # a path or query parameter FastAPI read
+        found = exc.errors()
+        where = ".".join(str(part) for part in found[0]["loc"]) if found else "request"
+        reason = found[0]["msg"] if found else "invalid"
+        return HttpError(400, "invalid", f"Invalid parameter {where}: {reason}")
     native = to_http(exc)
     status = STATUS.get(native.status, native.status)
     where = f"{native.field}: " if native.field and status == 400 else ""

@@ -11,13 +11,13 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 
 from model_store import GlossaryRecord
 from server.api.deepl.access import admit
-from server.api.deepl.deps import DeepLKeyDep
+from server.api.deepl.deps import DeepLGlossariesDep, DeepLKeyDep
 from server.api.deepl.directions import served_pairs
 from server.api.deepl.errors import DeepLError, DeepLRoute, bad_request
 from server.api.deepl.glossary_ids import entries_tsv, glossary_info, new_id
 from server.api.deepl.requests import deepl_code, optional, our_code, read_values
 from server.api.deepl.schemas import ERRORS, GLOSSARY_BODY
-from server.api.deps import AccessDep, DirectionsDep, GlossaryDep, RuntimeDep
+from server.api.deps import AccessDep, DirectionsDep, RuntimeDep
 from server.core.errors import NotFound
 from server.serving.glossaries import GlossaryBook
 from server.textproc.glossary import parse_table
@@ -38,7 +38,7 @@ async def glossary_language_pairs(runtime: RuntimeDep, directions: DirectionsDep
 
 
 @router.post("/glossaries", status_code=201, responses=ERRORS, openapi_extra=GLOSSARY_BODY)
-async def create_glossary(request: Request, book: GlossaryDep, runtime: RuntimeDep,
+async def create_glossary(request: Request, book: DeepLGlossariesDep, runtime: RuntimeDep,
                           directions: DirectionsDep, access: AccessDep,
                           key: DeepLKeyDep) -> JSONResponse:
     """Store a glossary (`name`, `source_lang`, `target_lang`, `entries`,
@@ -68,7 +68,7 @@ async def create_glossary(request: Request, book: GlossaryDep, runtime: RuntimeD
 
 
 @router.get("/glossaries", responses=ERRORS)
-async def list_glossaries(book: GlossaryDep, runtime: RuntimeDep, directions: DirectionsDep,
+async def list_glossaries(book: DeepLGlossariesDep, runtime: RuntimeDep, directions: DirectionsDep,
                           access: AccessDep, key: DeepLKeyDep) -> JSONResponse:
     await admit(access, key, 0)
     default = served_pairs(runtime, directions)[0]
@@ -77,7 +77,7 @@ async def list_glossaries(book: GlossaryDep, runtime: RuntimeDep, directions: Di
 
 
 @router.get("/glossaries/{glossary_id}", responses=ERRORS)
-async def get_glossary(glossary_id: str, book: GlossaryDep, runtime: RuntimeDep,
+async def get_glossary(glossary_id: str, book: DeepLGlossariesDep, runtime: RuntimeDep,
                        directions: DirectionsDep, access: AccessDep,
                        key: DeepLKeyDep) -> JSONResponse:
     await admit(access, key, 0)
@@ -86,7 +86,7 @@ async def get_glossary(glossary_id: str, book: GlossaryDep, runtime: RuntimeDep,
 
 
 @router.get("/glossaries/{glossary_id}/entries", responses=ERRORS)
-async def glossary_entries(glossary_id: str, request: Request, book: GlossaryDep,
+async def glossary_entries(glossary_id: str, request: Request, book: DeepLGlossariesDep,
                            access: AccessDep, key: DeepLKeyDep) -> Response:
     """The entries as TSV (DeepL's only entries format)."""
     await admit(access, key, 0)
@@ -99,7 +99,7 @@ async def glossary_entries(glossary_id: str, request: Request, book: GlossaryDep
 
 
 @router.delete("/glossaries/{glossary_id}", status_code=204, responses=ERRORS)
-async def delete_glossary(glossary_id: str, book: GlossaryDep, access: AccessDep,
+async def delete_glossary(glossary_id: str, book: DeepLGlossariesDep, access: AccessDep,
                           key: DeepLKeyDep) -> Response:
     await admit(access, key, 0)
     await asyncio.to_thread(_stored, book, glossary_id)

@@ -16,6 +16,7 @@ from server.api.deepl.directions import check_target, chosen_direction, served_p
 from server.api.deepl.errors import DeepLError, DeepLRoute
 from server.api.deepl.requests import (
     deepl_code,
+    optional,
     read_values,
     target_codes,
     translate_params,
@@ -40,9 +41,10 @@ async def translate(request: Request, runtime: RuntimeDep, translator: Translato
     """Translate `text` (one or a list) into `target_lang` (JSON or form body, as DeepL's
     `/v2/translate`). Answers `{"translations": [{"detected_source_language", "text",
     "billed_characters"}]}`."""
-    params = translate_params(await read_values(request))
+    values = await read_values(request)
+    params = translate_params(values)
     chars = sum(map(len, params.texts))
-    await admit(access, key, chars)
+    await admit(access, key or optional(values, "auth_key"), chars)
     check_target(served_pairs(runtime, directions), params.source, params.target,
                  params.target_shown)
     if params.formality in FORMAL:  # no served target has formality
