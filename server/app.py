@@ -142,7 +142,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
 
 
 UPLOAD_PATH = re.compile(
-    r"/admin/domains(/[^/]+/versions)?|/translate/file|/libretranslate/translate_file"
+    r"/admin/domains(/[^/]+/versions)?|/translate/file|/libretranslate/translate_file|(/deepl)?/v2/document"
     r"|/admin/memories/[^/]+/import")
 
 

@@ -75,6 +75,17 @@ class AccessGuard:
         self._count("accepted")
         return KeyIdentity(record.id, record.name)
 
+    async def usage(self, key: str | None) -> tuple[int, int] | None:
+        """(characters in use, the key's characters per minute) for an admitted key; None
+        when keys are off. Call `check` first: it refuses unknown keys."""
+        if not self.enabled or not key:
+            return None
+        record = await self._lookup(hash_key(key))
+        if record is None:
+            return None
+        limit = record.chars_per_minute or self.settings.chars_per_minute
+        return self.limiter.used(record.id, chars_per_minute=limit), limit
+
     def forget(self, record: ApiKeyRecord) -> None:
         """A key changed here (revoked): drop what this replica cached about it."""
         self._cache.pop(record.key_hash, None)

@@ -70,6 +70,16 @@ class RateLimiter:
                 buckets[limit].tokens -= amount
         return None
 
+    def used(self, key_id: str, *, chars_per_minute: int) -> int:
+        """Characters of the key's per-minute allowance in use now (0: all available)."""
+        now = self.clock()
+        with self._lock:
+            bucket = self._buckets.get((key_id, "characters"))
+            if bucket is None:
+                return 0
+            bucket.refill(now, capacity=chars_per_minute, per_second=chars_per_minute / 60)
+            return max(0, math.ceil(chars_per_minute - bucket.tokens))
+
     def forget(self, key_id: str) -> None:
         with self._lock:
             for limit in ("requests", "characters"):

@@ -5,6 +5,7 @@ and the one exception -> HTTP mapping (`errors.py`)."""
 from fastapi import APIRouter
 
 from server.api import (
+    deepl,
     libretranslate,
     modernmt,
     routes_admin,
@@ -27,7 +28,8 @@ from server.api.libretranslate import suggest
 PUBLIC_ROUTERS: list[APIRouter] = [routes_translate.router, routes_documents.router,
                                    routes_health.router, routes_languages.router,
                                    libretranslate.router, suggest.router,
-                                   routes_corrections.router, modernmt.router]
+                                   routes_corrections.router, modernmt.router,
+                                   deepl.router, deepl.joined]
 # Served on the main port, or only on the admin listener when NMT_ADMIN_PORT is set.
 ADMIN_ROUTERS: list[APIRouter] = [routes_admin.router, routes_jobs.router, routes_keys.router,
                                   routes_glossaries.router, routes_admin_corrections.router,

@@ -28,6 +28,7 @@ class Item:
     glossary: GlossaryChoice = GlossaryChoice()
     split: SplitMode = "on"  # where plain text's sentences end (server/textproc/line_layout.py)
     memory: MemoryChoice = MemoryChoice()  # the translation memories it names, or none
+    context: str | None = None  # text around it the router also reads (not translated)
 
 
 @dataclass(frozen=True)

@@ -182,6 +182,8 @@ class Translator:
                 item.text, fmt=item.format, glossary=glossary, terms=self.terms,
                 split=item.split)
             routed = document.plain_text() if item.format == "html" else item.text
+            if item.context:  # as DeepL reads `context`: to disambiguate, never output
+                routed = f"{item.context} {routed}"
             decision = self.policy.decide(item.domain, routed, domains=versions,
                                           classifier=state.classifier, field=item.domain_field,
                                           mixtures=mixtures)

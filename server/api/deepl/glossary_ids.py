@@ -1,0 +1,54 @@
+"""DeepL glossaries over the server's stored glossaries (server/serving/glossaries.py).
+A stored glossary's name is its DeepL `glossary_id`: the DeepL name made a glossary name
+(letters, digits, `_.-`) with the language pair after a dot (`terms.en-fr`), so a
+glossary's pair is known without a column of its own; a glossary stored another way
+(/admin/glossaries) is listed with the default direction's pair."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from datetime import UTC
+from typing import Any
+
+from model_store import GlossaryRecord
+from server.api.deepl.requests import deepl_code
+from server.textproc.languages import LanguagePair
+
+PAIRED = re.compile(r"^(?P<name>.+)\.(?P<source>[a-z]{2,3})-(?P<target>[a-z]{2,3})$")
+NOT_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
+MAX_NAME = 48  # leaves room for a suffix and the pair within the 64 a name may have
+
+
+def new_id(name: str, pair: LanguagePair, taken: set[str]) -> str:
+    """The glossary id (stored name) for a new DeepL glossary `name` of `pair`."""
+    slug = NOT_NAME.sub("-", name).strip("-.")[:MAX_NAME] or "glossary"
+    found = f"{slug}.{pair.source}-{pair.target}"
+    while found in taken:  # DeepL allows several glossaries of one name
+        found = f"{slug}-{uuid.uuid4().hex[:6]}.{pair.source}-{pair.target}"
+    return found
+
+
+def glossary_pair(record: GlossaryRecord, default: LanguagePair) -> LanguagePair:
+    match = PAIRED.match(record.name)
+    if match is None:
+        return default
+    return LanguagePair(match["source"], match["target"])
+
+
+def glossary_info(record: GlossaryRecord, default: LanguagePair) -> dict[str, Any]:
+    """DeepL's glossary object (GET /v2/glossaries/{id})."""
+    pair = glossary_pair(record, default)
+    match = PAIRED.match(record.name)
+    created = record.created_at
+    if created.tzinfo is not None:
+        created = created.astimezone(UTC).replace(tzinfo=None)
+    return {"glossary_id": record.name, "name": match["name"] if match else record.name,
+            "ready": True, "source_lang": deepl_code(pair.source),
+            "target_lang": deepl_code(pair.target),
+            "creation_time": created.strftime("%Y-%m-%dT%H:%M:%S.%f") + "Z",
+            "entry_count": len(record.entries)}
+
+
+def entries_tsv(record: GlossaryRecord) -> str:
+    return "".join(f"{source}\t{target}\n" for source, target in record.entries)
