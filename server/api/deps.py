@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import AsyncIterator
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Query, Request
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
@@ -26,6 +26,7 @@ from server.documents.service import DocumentService
 from server.memories.admin import MemoryAdmin
 from server.serving.admin import DomainAdmin
 from server.serving.admin_jobs import JobAdmin
+from server.serving.batch_jobs import BatchJobs
 from server.serving.directions import Direction, Directions
 from server.serving.glossaries import GlossaryBook
 from server.serving.residency import BackboneResidency
@@ -156,12 +157,18 @@ async def get_desk(request: Request) -> CorrectionDesk:
     return desk
 
 
+async def get_batch_jobs(request: Request) -> BatchJobs[Any]:
+    jobs: BatchJobs[Any] = request.app.state.batch_jobs
+    return jobs
+
+
 async def get_document_jobs(request: Request) -> DocumentJobs:
     jobs: DocumentJobs = request.app.state.document_jobs
     return jobs
 
 
 DocumentJobsDep = Annotated[DocumentJobs, Depends(get_document_jobs)]
+BatchJobsDep = Annotated[BatchJobs[Any], Depends(get_batch_jobs)]
 
 
 async def get_documents(jobs: DocumentJobsDep) -> DocumentService:

@@ -75,6 +75,13 @@ class DecodingOptions(Strict):
                                    description="most target tokens per sentence")
 
 
+DeadlineField = Annotated[float | None, Field(
+    gt=0, description="the client's own deadline in seconds, at most the server's (a base "
+                      "grown with the request's characters, NMT_SCHEDULER__*TIMEOUT*): a "
+                      "request that cannot finish by then behind the queued work is "
+                      "refused at once (504 with Retry-After)")]
+
+
 class TextOptions(Strict):
     """Format and glossary: shared by /translate, batch items and the batch itself."""
 
@@ -134,6 +141,7 @@ class TranslateRequest(TextOptions, QualityOptions, MemoryOptions):
     source: SourceField = None
     target: TargetField = None
     options: DecodingOptions = Field(default_factory=DecodingOptions)
+    deadline_s: DeadlineField = None
     return_proportions: bool = Field(
         False, description="debug: also return the word-level domain proportions of every "
                            "source token (the text must be translated by a word-level "
@@ -162,6 +170,15 @@ class BatchRequest(TextOptions, QualityOptions, MemoryOptions):
     source: SourceField = None
     target: TargetField = None
     options: DecodingOptions = Field(default_factory=DecodingOptions)
+    deadline_s: DeadlineField = None
+    run_async: bool = Field(
+        False, alias="async",
+        description="answer 202 with a job at once (follow Location, "
+                    "GET /translate/batch/jobs/{id}); a batch of more than "
+                    "NMT_SCHEDULER__BATCH_ASYNC_CHARS characters is a job anyway")
+    stream: bool = Field(
+        False, description="wait, but receive the results as NDJSON, one line per item "
+                           "in order as each finishes (also: Accept: application/x-ndjson)")
 
 
 class Routing(BaseModel):
