@@ -35,7 +35,7 @@ from server.api.schemas import (
     TranslateRequest,
     TranslateResponse,
 )
-from server.api.schemas_batch_jobs import BatchJobResponse, BatchStreamLine
+from server.api.schemas_batch_jobs import BatchJobResponse
 from server.api.schemas_memories import memory_choice
 from server.api.schemas_served import BackboneInfo, DomainInfo, DomainsResponse
 from server.api.translate_views import (
@@ -95,8 +95,9 @@ async def translate(body: TranslateRequest, request: Request, translator: Transl
 @router.post("/translate/batch", response_model=BatchResponse, responses={
     202: {"model": BatchJobResponse, "description": "a job (async, or a large batch): "
                                                     "follow Location"},
-    200: {"content": {NDJSON: {"schema": BatchStreamLine.model_json_schema()}},
-          "description": "the results; streamed, one NDJSON line per item"},
+    200: {"content": {NDJSON: {"schema": {"type": "string", "description": (
+        "streamed: one JSON line per item, in order: /translate's answer plus `index` "
+        "(BatchStreamLine)")}}}, "description": "the results"},
     **ERRORS})
 async def translate_batch(body: BatchRequest, request: Request, translator: TranslatorDep,
                           access: AccessDep, api_key: ApiKeyDep, directions: DirectionsDep,

@@ -5,9 +5,10 @@ clock to judge the server: order of completion, not timing."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -15,6 +16,8 @@ import pytest
 from conftest import build_store, make_client
 from fastapi.testclient import TestClient
 from test_server_backpressure import wait_for
+
+from server.serving.batch_jobs import in_order
 
 SENTENCES = ("The council adopted this regulation after consulting the committee.",
              "Member states shall comply with the directive within two years.",
@@ -159,3 +162,38 @@ def test_a_deadline_the_client_cannot_get_is_refused_with_why_and_when(
     assert "deadline" in error["message"] and "Retry-After" in error["message"]
     assert int(refused.headers["Retry-After"]) >= 1
     assert answers[0].status_code == 200  # the work queued before it was not refused
+
+
+def test_in_order_yields_in_the_items_order_whatever_order_they_finish_in() -> None:
+    """The last started item finishes first; results still come in the items' order,
+    and no more than `ahead` items run at once."""
+    async def scenario() -> tuple[list[int], list[int], int]:
+        gates = [asyncio.Event() for _ in range(6)]
+        finished: list[int] = []
+        running = peak = 0
+
+        def work(index: int) -> Callable[[], Awaitable[int]]:
+            async def run() -> int:
+                nonlocal running, peak
+                running += 1
+                peak = max(peak, running)
+                await gates[index].wait()
+                running -= 1
+                finished.append(index)
+                return index * 10
+            return run
+
+        async def release() -> None:
+            for index in reversed(range(6)):  # the latest first
+                await asyncio.sleep(0)
+                gates[index].set()
+
+        releaser = asyncio.ensure_future(release())
+        results = [value async for value in in_order([work(i) for i in range(6)], ahead=3)]
+        await releaser
+        return results, finished, peak
+
+    results, finished, peak = asyncio.run(scenario())
+    assert results == [0, 10, 20, 30, 40, 50]
+    assert finished != sorted(finished)  # some later item finished before an earlier one
+    assert peak <= 3
