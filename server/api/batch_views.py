@@ -50,7 +50,8 @@ def wants_stream(body: BatchRequest, request: Request) -> bool:
 
 
 def item_work(translator: Translator, items: Sequence[Item],
-              body: BatchRequest) -> list[ItemWork[TranslateResponse]]:
+              body: BatchRequest,
+              deadline_s: float | None) -> list[ItemWork[TranslateResponse]]:
     """One callable per item: the item translated as a request of its own (so a large
     batch queues behind its share, item by item, with each item's own deadline)."""
     decoding, quality = decoding_request(body.options), quality_request(body)
@@ -58,7 +59,7 @@ def item_work(translator: Translator, items: Sequence[Item],
     def work(item: Item) -> ItemWork[TranslateResponse]:
         async def run() -> TranslateResponse:
             results = await translator.translate([item], decoding, quality=quality,
-                                                 deadline_s=body.deadline_s)
+                                                 deadline_s=deadline_s)
             return to_response(results[0])
         return run
 

@@ -11,6 +11,7 @@ the engine's)."""
 from __future__ import annotations
 
 import hmac
+import math
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
@@ -18,7 +19,7 @@ from fastapi import Depends, Query, Request
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from server.access import AccessGuard
-from server.core.errors import Forbidden, NotFound, Unauthorized
+from server.core.errors import Forbidden, InvalidInput, NotFound, Unauthorized
 from server.core.metrics import Metrics
 from server.corrections.desk import CorrectionDesk
 from server.documents.jobs import DocumentJobs
@@ -157,6 +158,26 @@ async def get_desk(request: Request) -> CorrectionDesk:
     return desk
 
 
+DEADLINE_HEADER = "X-NMT-Deadline"
+
+
+async def client_deadline(request: Request) -> float | None:
+    """The deadline in seconds the client asked for (`X-NMT-Deadline`), if any: at most
+    the server's own; a request that cannot meet it behind the queued work is refused at
+    once (504 with Retry-After)."""
+    raw = request.headers.get(DEADLINE_HEADER)
+    if raw is None:
+        return None
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise InvalidInput(f"{DEADLINE_HEADER} must be a positive number of seconds, not "
+                           f"{raw[:40]!r}", field=DEADLINE_HEADER)
+    return seconds
+
+
 async def get_batch_jobs(request: Request) -> BatchJobs[Any]:
     jobs: BatchJobs[Any] = request.app.state.batch_jobs
     return jobs
@@ -169,6 +190,7 @@ async def get_document_jobs(request: Request) -> DocumentJobs:
 
 DocumentJobsDep = Annotated[DocumentJobs, Depends(get_document_jobs)]
 BatchJobsDep = Annotated[BatchJobs[Any], Depends(get_batch_jobs)]
+ClientDeadlineDep = Annotated[float | None, Depends(client_deadline)]
 
 
 async def get_documents(jobs: DocumentJobsDep) -> DocumentService:

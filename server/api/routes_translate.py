@@ -20,6 +20,7 @@ from server.api.deps import (
     AccessDep,
     ApiKeyDep,
     BatchJobsDep,
+    ClientDeadlineDep,
     DirectionsDep,
     RuntimeDep,
     SettingsDep,
@@ -61,14 +62,14 @@ ERRORS: dict[int | str, dict[str, Any]] = {
         (413, "a size limit is exceeded"), (422, "invalid request (the field is named)"),
         (429, "the queue is full, or the API key's allowance is used up (see Retry-After)"),
         (503, "not ready, or the server is draining"),
-        (504, "the request's deadline passed, or the deadline_s it asked for cannot be met "
-              "behind the queued work (see Retry-After)"))}
+        (504, "the request's deadline passed, or the one it asked for (X-NMT-Deadline) "
+              "cannot be met behind the queued work (see Retry-After)"))}
 
 
 @router.post("/translate", response_model=TranslateResponse, responses=ERRORS)
 async def translate(body: TranslateRequest, request: Request, translator: TranslatorDep,
-                    access: AccessDep, api_key: ApiKeyDep,
-                    directions: DirectionsDep) -> TranslateResponse | JSONResponse:
+                    access: AccessDep, api_key: ApiKeyDep, directions: DirectionsDep,
+                    deadline_s: ClientDeadlineDep) -> TranslateResponse | JSONResponse:
     """Translate one text; `routing` says which domain module(s) did it and why;
     `source`/`target` pick the direction (backbone)."""
     await access.check(api_key, chars=len(body.text))
@@ -82,7 +83,7 @@ async def translate(body: TranslateRequest, request: Request, translator: Transl
         request, translator.translate([item], decoding_request(body.options),
                                       proportions=body.return_proportions,
                                       explain=body.explain, quality=quality_request(body),
-                                      deadline_s=body.deadline_s))
+                                      deadline_s=deadline_s))
     response = to_response(results[0])
     if body.explain:
         response.explanation = explanation(results[0].decision,
@@ -101,7 +102,8 @@ async def translate(body: TranslateRequest, request: Request, translator: Transl
     **ERRORS})
 async def translate_batch(body: BatchRequest, request: Request, translator: TranslatorDep,
                           access: AccessDep, api_key: ApiKeyDep, directions: DirectionsDep,
-                          jobs: BatchJobsDep, settings: SettingsDep) -> Response:
+                          jobs: BatchJobsDep, settings: SettingsDep,
+                          deadline_s: ClientDeadlineDep) -> Response:
     """Translate many texts (domains may differ) in one direction; results come in the
     items' order. `"async": true`, or more than NMT_SCHEDULER__BATCH_ASYNC_CHARS
     characters, answers 202 with a job (`Location`); `"stream": true` (or
@@ -115,17 +117,18 @@ async def translate_batch(body: BatchRequest, request: Request, translator: Tran
     items = batch_items(body)
     if wants_stream(body, request):
         translator.check_limits(items)
-        return StreamingResponse(ndjson_lines(item_work(translator, items, body)),
+        return StreamingResponse(ndjson_lines(item_work(translator, items, body,
+                                                           deadline_s)),
                                  media_type=NDJSON)
     if body.run_async or chars > settings.scheduler.batch_async_chars:
         translator.check_limits(items)
-        job = jobs.submit(item_work(translator, items, body))
+        job = jobs.submit(item_work(translator, items, body, deadline_s))
         return JSONResponse(job_response(job).model_dump(mode="json"), status_code=202,
                             headers={"Location": job_path(job.id)})
     results = await until_disconnected(
         request, translator.translate(items, decoding_request(body.options),
                                       quality=quality_request(body),
-                                      deadline_s=body.deadline_s))
+                                      deadline_s=deadline_s))
     response = BatchResponse(results=[to_response(result) for result in results])
     if detected is not None:
         return with_detection(DetectedBatchResponse, response, detected)

@@ -75,13 +75,6 @@ class DecodingOptions(Strict):
                                    description="most target tokens per sentence")
 
 
-DeadlineField = Annotated[float | None, Field(
-    gt=0, description="the client's own deadline in seconds, at most the server's (a base "
-                      "grown with the request's characters, NMT_SCHEDULER__*TIMEOUT*): a "
-                      "request that cannot finish by then behind the queued work is "
-                      "refused at once (504 with Retry-After)")]
-
-
 class TextOptions(Strict):
     """Format and glossary: shared by /translate, batch items and the batch itself."""
 
@@ -141,7 +134,6 @@ class TranslateRequest(TextOptions, QualityOptions, MemoryOptions):
     source: SourceField = None
     target: TargetField = None
     options: DecodingOptions = Field(default_factory=DecodingOptions)
-    deadline_s: DeadlineField = None
     return_proportions: bool = Field(
         False, description="debug: also return the word-level domain proportions of every "
                            "source token (the text must be translated by a word-level "
@@ -170,7 +162,6 @@ class BatchRequest(TextOptions, QualityOptions, MemoryOptions):
     source: SourceField = None
     target: TargetField = None
     options: DecodingOptions = Field(default_factory=DecodingOptions)
-    deadline_s: DeadlineField = None
     run_async: bool = Field(
         False, alias="async",
         description="answer 202 with a job at once (follow Location, "

@@ -84,7 +84,7 @@ class RateLimited(Busy):
 
 
 class DeadlineUnreachable(Busy):
-    """The deadline the client asked for (`deadline_s`) cannot be met behind the work
+    """The deadline the client asked for (`X-NMT-Deadline`) cannot be met behind the work
     queued now (504 with Retry-After: when the queue will have drained)."""
 
     code = "deadline_unreachable"

@@ -274,8 +274,7 @@ class Translator:
                 return list(await asyncio.gather(*futures))
         except TimeoutError:
             raise DeadlineExceeded("the request's deadline passed before it finished; retry "
-                                   "later, allow a longer deadline_s, or send it with "
-                                   '"async": true') from None
+                                   "later, or send a batch with \"async\": true") from None
         finally:
             for future in futures:
                 future.cancel()  # withdraws what has not run (no-op for finished ones)

@@ -144,7 +144,7 @@ def test_a_bulk_batch_beside_a_polite_client_is_answered_after_it(
 
 def test_a_deadline_the_client_cannot_get_is_refused_with_why_and_when(
         law_client: TestClient) -> None:
-    """Behind queued work, a request whose own `deadline_s` cannot be met is refused at
+    """Behind queued work, a request whose own deadline (X-NMT-Deadline) cannot be met is refused at
     once: 504 `deadline_unreachable`, the reason, and a Retry-After."""
     scheduler = law_client.app.state.scheduler  # type: ignore[attr-defined]
     assert batch(law_client).status_code == 200  # the engine's rate is measured
@@ -153,13 +153,13 @@ def test_a_deadline_the_client_cannot_get_is_refused_with_why_and_when(
         waiting = threading.Thread(target=lambda: answers.append(batch(law_client)))
         waiting.start()
         wait_for(lambda: scheduler.depth > 0 or bool(scheduler._running), timeout=60)
-        refused = law_client.post("/translate", json={
-            "text": "The court ruled.", "domain": "law", "deadline_s": 0.001})
+        refused = law_client.post("/translate", headers={"X-NMT-Deadline": "0.001"},
+                                  json={"text": "The court ruled.", "domain": "law"})
     waiting.join(120)
     assert refused.status_code == 504
     error = refused.json()["error"]
     assert error["code"] == "deadline_unreachable"
-    assert "deadline" in error["message"] and "Retry-After" in error["message"]
+    assert "past its deadline" in error["message"] and "Retry-After" in error["message"]
     assert int(refused.headers["Retry-After"]) >= 1
     assert answers[0].status_code == 200  # the work queued before it was not refused
 
@@ -197,3 +197,11 @@ def test_in_order_yields_in_the_items_order_whatever_order_they_finish_in() -> N
     assert results == [0, 10, 20, 30, 40, 50]
     assert finished != sorted(finished)  # some later item finished before an earlier one
     assert peak <= 3
+
+
+@pytest.mark.parametrize("value", ["soon", "0", "-1", "nan", "inf"])
+def test_a_bad_deadline_header_is_422_naming_it(law_client: TestClient, value: str) -> None:
+    response = law_client.post("/translate", headers={"X-NMT-Deadline": value},
+                               json={"text": "The court ruled.", "domain": "law"})
+    assert response.status_code == 422
+    assert response.json()["error"]["field"] == "X-NMT-Deadline"
