@@ -202,10 +202,9 @@ class Scheduler:
             drain = math.ceil(queued / throughput)
             raise DeadlineUnreachable(
                 f"this request would take about {estimate:.1f} s here (the work queued "
-                f"before it included), too close to or past its deadline "
-                f"({remaining_s:.1f} s), the one it asked for; retry after the queue "
-                f"drains (Retry-After), ask for a longer one, send less at once, or send "
-                f"a batch with \"async\": true",
+                f"before it included), too close to or past its deadline ({remaining_s:.1f}"
+                f" s), which it asked for; retry after the queue drains (Retry-After), ask "
+                f"for longer, send less at once, or a batch with \"async\": true",
                 retry_after=max(self.settings.retry_after_s, drain))
 
     def _work_ahead(self, cost: int) -> int:
