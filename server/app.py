@@ -10,6 +10,7 @@ import contextlib
 import logging
 import re
 from collections.abc import AsyncIterator
+from typing import Any
 
 from fastapi import FastAPI
 
@@ -34,6 +35,7 @@ from server.operations.replica import ReplicaHeaderMiddleware
 from server.operations.watchdog import Watchdog
 from server.quality.estimators import QUALITY_DIR, EstimatorBook
 from server.quality.review import QualityReview
+from server.serving.batch_jobs import BatchJobs
 from server.serving.directions import (
     Directions,
     open_direction,
@@ -102,6 +104,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.document_jobs = DocumentJobs(
         job_root(settings.store_dir, settings.documents.jobs_dir), documents)
     await app.state.document_jobs.start()
+    app.state.batch_jobs = BatchJobs[Any](ttl_s=settings.scheduler.batch_job_ttl_s)
     books = [d.memories for d in opened if d.memories is not None]
     app.state.memory_imports = MemoryImports(
         store.registry, settings.memories, after=lambda: [book.sync() for book in books])
@@ -131,6 +134,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             task.cancel()
         await asyncio.gather(*background, return_exceptions=True)
         await app.state.document_jobs.stop()
+        await app.state.batch_jobs.stop()
         await app.state.memory_imports.stop()
         for waiter in [*waiters, *memory_waiters]:
             await waiter.close()

@@ -10,6 +10,7 @@ from server.api import (
     modernmt,
     routes_admin,
     routes_admin_corrections,
+    routes_batch_jobs,
     routes_corrections,
     routes_documents,
     routes_glossaries,
@@ -25,7 +26,8 @@ from server.api.libretranslate import suggest
 # TRAINING SIDECAR: `POST /admin/domains` (add a domain from data) and
 # `GET /admin/jobs[/{id}]` live in `server/api/routes_jobs.py`; the sidecar (`python -m trainer`)
 # runs the jobs.
-PUBLIC_ROUTERS: list[APIRouter] = [routes_translate.router, routes_documents.router,
+PUBLIC_ROUTERS: list[APIRouter] = [routes_translate.router, routes_batch_jobs.router,
+                                   routes_documents.router,
                                    routes_health.router, routes_languages.router,
                                    libretranslate.router, suggest.router,
                                    routes_corrections.router, modernmt.router,

@@ -11,14 +11,15 @@ the engine's)."""
 from __future__ import annotations
 
 import hmac
+import math
 from collections.abc import AsyncIterator
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Query, Request
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from server.access import AccessGuard
-from server.core.errors import Forbidden, NotFound, Unauthorized
+from server.core.errors import Forbidden, InvalidInput, NotFound, Unauthorized
 from server.core.metrics import Metrics
 from server.corrections.desk import CorrectionDesk
 from server.documents.jobs import DocumentJobs
@@ -26,6 +27,7 @@ from server.documents.service import DocumentService
 from server.memories.admin import MemoryAdmin
 from server.serving.admin import DomainAdmin
 from server.serving.admin_jobs import JobAdmin
+from server.serving.batch_jobs import BatchJobs
 from server.serving.directions import Direction, Directions
 from server.serving.glossaries import GlossaryBook
 from server.serving.residency import BackboneResidency
@@ -156,12 +158,39 @@ async def get_desk(request: Request) -> CorrectionDesk:
     return desk
 
 
+DEADLINE_HEADER = "X-NMT-Deadline"
+
+
+async def client_deadline(request: Request) -> float | None:
+    """The deadline in seconds the client asked for (`X-NMT-Deadline`), if any: at most
+    the server's own; a request that cannot meet it behind the queued work is refused at
+    once (504 with Retry-After)."""
+    raw = request.headers.get(DEADLINE_HEADER)
+    if raw is None:
+        return None
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise InvalidInput(f"{DEADLINE_HEADER} must be a positive number of seconds, not "
+                           f"{raw[:40]!r}", field=DEADLINE_HEADER)
+    return seconds
+
+
+async def get_batch_jobs(request: Request) -> BatchJobs[Any]:
+    jobs: BatchJobs[Any] = request.app.state.batch_jobs
+    return jobs
+
+
 async def get_document_jobs(request: Request) -> DocumentJobs:
     jobs: DocumentJobs = request.app.state.document_jobs
     return jobs
 
 
 DocumentJobsDep = Annotated[DocumentJobs, Depends(get_document_jobs)]
+BatchJobsDep = Annotated[BatchJobs[Any], Depends(get_batch_jobs)]
+ClientDeadlineDep = Annotated[float | None, Depends(client_deadline)]
 
 
 async def get_documents(jobs: DocumentJobsDep) -> DocumentService:

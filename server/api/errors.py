@@ -39,6 +39,7 @@ STATUS: dict[type[Exception], int] = {
     errors.NotFound: 404,
     errors.Conflict: 409,
     errors.Busy: 429,
+    errors.DeadlineUnreachable: 504,
     errors.DeadlineExceeded: 504,
     errors.NotReady: 503,
     errors.Unauthorized: 401,

@@ -4,10 +4,28 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse, StreamingResponse
 
-from server.api.deps import AccessDep, ApiKeyDep, DirectionsDep, RuntimeDep, TranslatorDep
+from server.api.batch_views import (
+    NDJSON,
+    batch_items,
+    item_work,
+    job_path,
+    job_response,
+    ndjson_lines,
+    wants_stream,
+)
+from server.api.deps import (
+    AccessDep,
+    ApiKeyDep,
+    BatchJobsDep,
+    ClientDeadlineDep,
+    DirectionsDep,
+    RuntimeDep,
+    SettingsDep,
+    TranslatorDep,
+)
 from server.api.disconnect import until_disconnected
 from server.api.schemas import (
     BatchRequest,
@@ -18,6 +36,7 @@ from server.api.schemas import (
     TranslateRequest,
     TranslateResponse,
 )
+from server.api.schemas_batch_jobs import BatchJobResponse
 from server.api.schemas_memories import memory_choice
 from server.api.schemas_served import BackboneInfo, DomainInfo, DomainsResponse
 from server.api.translate_views import (
@@ -42,14 +61,15 @@ ERRORS: dict[int | str, dict[str, Any]] = {
         (404, "unknown domain (the message names the known ones)"),
         (413, "a size limit is exceeded"), (422, "invalid request (the field is named)"),
         (429, "the queue is full, or the API key's allowance is used up (see Retry-After)"),
-        (503, "not ready"),
-        (504, "the request's deadline passed"))}
+        (503, "not ready, or the server is draining"),
+        (504, "the request's deadline passed, or the one it asked for (X-NMT-Deadline) "
+              "cannot be met behind the queued work (see Retry-After)"))}
 
 
 @router.post("/translate", response_model=TranslateResponse, responses=ERRORS)
 async def translate(body: TranslateRequest, request: Request, translator: TranslatorDep,
-                    access: AccessDep, api_key: ApiKeyDep,
-                    directions: DirectionsDep) -> TranslateResponse | JSONResponse:
+                    access: AccessDep, api_key: ApiKeyDep, directions: DirectionsDep,
+                    deadline_s: ClientDeadlineDep) -> TranslateResponse | JSONResponse:
     """Translate one text; `routing` says which domain module(s) did it and why;
     `source`/`target` pick the direction (backbone)."""
     await access.check(api_key, chars=len(body.text))
@@ -62,7 +82,8 @@ async def translate(body: TranslateRequest, request: Request, translator: Transl
     results = await until_disconnected(
         request, translator.translate([item], decoding_request(body.options),
                                       proportions=body.return_proportions,
-                                      explain=body.explain, quality=quality_request(body)))
+                                      explain=body.explain, quality=quality_request(body),
+                                      deadline_s=deadline_s))
     response = to_response(results[0])
     if body.explain:
         response.explanation = explanation(results[0].decision,
@@ -72,37 +93,46 @@ async def translate(body: TranslateRequest, request: Request, translator: Transl
     return response
 
 
-@router.post("/translate/batch", response_model=BatchResponse, responses=ERRORS)
+@router.post("/translate/batch", response_model=BatchResponse, responses={
+    202: {"model": BatchJobResponse, "description": "a job (async, or a large batch): "
+                                                    "follow Location"},
+    200: {"content": {NDJSON: {"schema": {"type": "string", "description": (
+        "streamed: one JSON line per item, in order: /translate's answer plus `index` "
+        "(BatchStreamLine)")}}}, "description": "the results"},
+    **ERRORS})
 async def translate_batch(body: BatchRequest, request: Request, translator: TranslatorDep,
-                          access: AccessDep, api_key: ApiKeyDep,
-                          directions: DirectionsDep) -> BatchResponse | JSONResponse:
+                          access: AccessDep, api_key: ApiKeyDep, directions: DirectionsDep,
+                          jobs: BatchJobsDep, settings: SettingsDep,
+                          deadline_s: ClientDeadlineDep) -> Response:
     """Translate many texts (domains may differ) in one direction; results come in the
-    items' order."""
-    await access.check(api_key, chars=sum(len(item.text) for item in body.items))
+    items' order. `"async": true`, or more than NMT_SCHEDULER__BATCH_ASYNC_CHARS
+    characters, answers 202 with a job (`Location`); `"stream": true` (or
+    `Accept: application/x-ndjson`) answers one NDJSON line per item as it finishes."""
+    chars = sum(len(item.text) for item in body.items)
+    await access.check(api_key, chars=chars)
     if body.source is not None or body.target is not None:
         translator.check_limits([Item(item.text, None) for item in body.items])
     translator, detected = await _direction_of(directions, translator, body.source,
                                                body.target, [item.text for item in body.items])
-    items = [Item(item.text, item.domain if "domain" in item.model_fields_set else body.domain,
-                  text_field=f"items[{index}].text",
-                  domain_field=(f"items[{index}].domain" if "domain" in item.model_fields_set
-                                else "domain"),
-                  format=item.format if "format" in item.model_fields_set else body.format,
-                  split=(item.split_sentences if "split_sentences" in item.model_fields_set
-                         else body.split_sentences),
-                  glossary=(glossary_choice(item, f"items[{index}].")
-                            if {"glossary", "glossary_id"} & item.model_fields_set
-                            else glossary_choice(body)),
-                  memory=(memory_choice(item.memory, f"items[{index}].memory")
-                          if "memory" in item.model_fields_set else memory_choice(body.memory)))
-             for index, item in enumerate(body.items)]
+    items = batch_items(body)
+    if wants_stream(body, request):
+        translator.check_limits(items)
+        return StreamingResponse(ndjson_lines(item_work(translator, items, body,
+                                                           deadline_s)),
+                                 media_type=NDJSON)
+    if body.run_async or chars > settings.scheduler.batch_async_chars:
+        translator.check_limits(items)
+        job = jobs.submit(item_work(translator, items, body, deadline_s))
+        return JSONResponse(job_response(job).model_dump(mode="json"), status_code=202,
+                            headers={"Location": job_path(job.id)})
     results = await until_disconnected(
         request, translator.translate(items, decoding_request(body.options),
-                                      quality=quality_request(body)))
+                                      quality=quality_request(body),
+                                      deadline_s=deadline_s))
     response = BatchResponse(results=[to_response(result) for result in results])
     if detected is not None:
         return with_detection(DetectedBatchResponse, response, detected)
-    return response
+    return JSONResponse(response.model_dump(mode="json"))
 
 
 async def _direction_of(directions: DirectionsDep, translator: Translator,

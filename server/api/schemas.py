@@ -162,6 +162,14 @@ class BatchRequest(TextOptions, QualityOptions, MemoryOptions):
     source: SourceField = None
     target: TargetField = None
     options: DecodingOptions = Field(default_factory=DecodingOptions)
+    run_async: bool = Field(
+        False, alias="async",
+        description="answer 202 with a job at once (follow Location, "
+                    "GET /translate/batch/jobs/{id}); a batch of more than "
+                    "NMT_SCHEDULER__BATCH_ASYNC_CHARS characters is a job anyway")
+    stream: bool = Field(
+        False, description="wait, but receive the results as NDJSON, one line per item "
+                           "in order as each finishes (also: Accept: application/x-ndjson)")
 
 
 class Routing(BaseModel):

@@ -83,6 +83,13 @@ class RateLimited(Busy):
     code = "rate_limited"
 
 
+class DeadlineUnreachable(Busy):
+    """The deadline the client asked for (`X-NMT-Deadline`) cannot be met behind the work
+    queued now (504 with Retry-After: when the queue will have drained)."""
+
+    code = "deadline_unreachable"
+
+
 class DeadlineExceeded(ServingError):
     """The request did not finish within its deadline."""
 

@@ -153,7 +153,22 @@ class SchedulerSettings(BaseModel):
     max_queue: int = Field(
         1024, ge=1, description="sentences waiting at most; beyond it requests get 429")
     request_timeout_s: float = Field(
-        30.0, gt=0, description="deadline of one request, queueing included (504 after)")
+        30.0, gt=0, description="base deadline of one request, queueing included; it grows "
+                                "with the request's characters (timeout_per_char_s) up to "
+                                "max_timeout_s, and a client may ask for less (deadline_s); "
+                                "504 after")
+    timeout_per_char_s: float = Field(
+        0.002, ge=0, description="seconds a request's deadline grows per character it "
+                                 "sends: a large batch is queued behind its share, never "
+                                 "refused for being large")
+    max_timeout_s: float = Field(
+        600.0, gt=0, description="the longest deadline a request's size can grow to")
+    batch_async_chars: int = Field(
+        60_000, ge=1, description="a /translate/batch request with more characters than "
+                                  "this becomes a job (202) unless it asks to stream")
+    batch_job_ttl_s: float = Field(
+        3600.0, gt=0, description="a finished /translate/batch job (and its results) is "
+                                  "kept this long")
     retry_after_s: int = Field(1, ge=0, description="Retry-After of a 429 answer, seconds")
     continuous: bool = Field(
         False, description="continuous batching: sentences join and leave the running batch "

@@ -137,8 +137,10 @@ class ContinuousScheduler(Scheduler):
                 self._on_reports(quiet, [])
 
     def submit(self, jobs: Sequence[SentenceJob], options: SearchOptions, *,
-               deadline: float, admitted: bool = False) -> list[asyncio.Future[list[Hypothesis]]]:
-        futures = super().submit(jobs, options, deadline=deadline, admitted=admitted)
+               deadline: float, admitted: bool = False,
+               judged: bool = True) -> list[asyncio.Future[list[Hypothesis]]]:
+        futures = super().submit(jobs, options, deadline=deadline, admitted=admitted,
+                                 judged=judged)
         if self._stepping and not self._feed_soon:
             # rows are live: the new sentences join at the next step, no batch to gather
             self._feed_soon = True

@@ -9,12 +9,13 @@ groups, the token budget and the module slots), mechanism in the engine:
   whichever comes first;
 - the queue is bounded (`max_queue` sentences): beyond it `submit` raises `Busy` (429);
   a request that fits an empty queue is always accepted, whatever its size;
-- admission by deadline: once the engine's throughput (budget tokens per second, a moving
-  average over well-filled batches) is known, a request whose estimated finish under
-  round-robin (the batch running now, plus min(its cost, each waiting request's cost),
-  plus its own cost; the processor-sharing completion time), with a safety margin, lies
-  past its deadline is refused with `Busy` at once instead of timing out later; this holds
-  for a request alone too (a bulk request too large for its deadline on this machine);
+- admission by deadline, for a deadline the client chose (`judged`): once the engine's
+  throughput (budget tokens per second, a moving average over well-filled batches) is
+  known, a request whose estimated finish under round-robin (the running batch, plus
+  min(its cost, each waiting request's cost), plus its own; the processor-sharing
+  completion time), with a safety margin, lies past its deadline is refused with
+  `DeadlineUnreachable` (504 + Retry-After) at once instead of timing out later; the
+  server's own deadline, grown with the size, is never judged: such a request waits;
   before any well-filled batch was measured, a request that arrives while others wait or
   run is judged by the best rate any batch reached (a lower bound: small batches run less
   efficiently), so the first bulk request of a busy server cannot be admitted blind;
@@ -38,9 +39,9 @@ import logging
 import math
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Protocol, TypeVar
+from typing import Protocol
 
-from server.core.errors import Busy, DeadlineExceeded, NotReady
+from server.core.errors import Busy, DeadlineExceeded, DeadlineUnreachable, NotReady
 from server.core.metrics import Metrics
 from server.core.settings import SchedulerSettings
 from server.decoding.search import Hypothesis, SearchOptions
@@ -68,7 +69,6 @@ class Residency(Protocol):
     async def reload(self, module_id: str) -> None:
         """Read the module back into memory, off the engine thread."""
         ...
-T = TypeVar("T")
 HEARTBEAT_S = 1.0  # the idle batching loop still beats this often
 ADMISSION_MARGIN = 1.5  # a request is admitted when 1.5x its estimated finish fits
 log = logging.getLogger(__name__)
@@ -149,11 +149,13 @@ class Scheduler:
 
     # -- submission --------------------------------------------------------------------
     def submit(self, jobs: Sequence[SentenceJob], options: SearchOptions, *,
-               deadline: float, admitted: bool = False) -> list[asyncio.Future[list[Hypothesis]]]:
+               deadline: float, admitted: bool = False,
+               judged: bool = True) -> list[asyncio.Future[list[Hypothesis]]]:
         """Queue sentences; one future per job (cancel it to withdraw the sentence).
         `admitted`: more work of a request admitted before (its sentences translated
         again): neither the queue bound nor admission refuses it, since refusing would
-        throw away the work already done for it; its deadline still holds."""
+        throw away the work already done for it; its deadline still holds. `judged`
+        False: the server's own deadline (grown with the size): it waits, never refused."""
         if self.failure is not None:
             raise NotReady(f"the scheduler stopped ({self.failure}); retry later")
         if (not admitted and self._queue
@@ -162,7 +164,7 @@ class Scheduler:
                        f"limit {self.settings.max_queue}); retry later",
                        retry_after=self.settings.retry_after_s)
         now = time.monotonic()
-        if not admitted:
+        if not admitted and judged:
             self._admit(sum(job_cost(job, options) for job in jobs), deadline - now)
         loop = asyncio.get_running_loop()
         request = next(self._requests)
@@ -198,10 +200,12 @@ class Scheduler:
         if estimate * ADMISSION_MARGIN > remaining_s:
             queued = sum(lane.cost for lane in self._lanes.values())
             drain = math.ceil(queued / throughput)
-            raise Busy(f"this request would take about {estimate:.1f} s here (the work "
-                       f"queued before it included), too close to or past its deadline "
-                       f"({remaining_s:.1f} s); retry later or send less at once",
-                       retry_after=max(self.settings.retry_after_s, drain))
+            raise DeadlineUnreachable(
+                f"this request would take about {estimate:.1f} s here (the work queued "
+                f"before it included), too close to or past its deadline ({remaining_s:.1f}"
+                f" s), which it asked for; retry after the queue drains (Retry-After), ask "
+                f"for longer, send less at once, or a batch with \"async\": true",
+                retry_after=max(self.settings.retry_after_s, drain))
 
     def _work_ahead(self, cost: int) -> int:
         """Budget tokens computed before a new request of `cost` finishes: the running

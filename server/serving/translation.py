@@ -93,14 +93,19 @@ class Translator:
 
     async def translate(self, items: Sequence[Item], request: DecodingRequest, *,
                         proportions: bool = False, explain: bool = False,
-                        quality: QualityRequest = DEFAULT_QUALITY) -> list[ItemResult]:
+                        quality: QualityRequest = DEFAULT_QUALITY,
+                        deadline_s: float | None = None) -> list[ItemResult]:
         """`proportions` (debug): also return each text's per-token domain proportions;
         every text must then be translated by a word-level mixture. `explain`: the same for
-        the texts a mixture translates, without requiring one."""
+        the texts a mixture translates, without requiring one. `deadline_s`: the client's
+        own deadline (at most the server's; admission refuses what cannot meet it)."""
         self.check_limits(items)
         options = self.search_options(request)
-        deadline = time.monotonic() + self.timeout_s
         chars = sum(len(item.text) for item in items)
+        seconds = self.deadline_for(chars)
+        if deadline_s is not None:
+            seconds = min(seconds, deadline_s)
+        deadline = time.monotonic() + seconds
         small = not self.preparation.is_large(chars)
         prepared, held = await self._prepare_held(items, request, deadline, chars)
         shown: list[ItemProportions | None] = [None] * len(prepared)
@@ -110,7 +115,7 @@ class Translator:
             jobs = [job for item in prepared for job in item.jobs]
             # every beam hypothesis comes back: their agreement is a quality signal
             hypotheses = await self._run(jobs, replace(options, n_best=options.beam_size),
-                                         deadline)
+                                         deadline, judged=deadline_s is not None)
             hypotheses, assessed = await self._review(prepared, jobs, hypotheses, options,
                                                       deadline)
             restored = await self._text_work(small, self._restore, prepared, hypotheses)
@@ -124,6 +129,14 @@ class Translator:
                                         retried, request.n_best, assessed, quality)
         return [replace(result, proportions=extra) for result, extra in
                 zip(results, shown, strict=True)]
+
+    def deadline_for(self, chars: int) -> float:
+        """The server's deadline of a request of `chars` characters: the base plus a
+        per-character budget, capped, so a large request waits its share instead of
+        being refused for its size."""
+        settings = self.scheduler.settings
+        return min(max(settings.max_timeout_s, self.timeout_s),
+                   self.timeout_s + settings.timeout_per_char_s * chars)
 
     @staticmethod
     async def _text_work(small: bool, function: Callable[..., T], *args: Any) -> T:
@@ -251,16 +264,19 @@ class Translator:
 
     # -- 4. scheduling -----------------------------------------------------------------
     async def _run(self, jobs: list[SentenceJob], options: SearchOptions, deadline: float, *,
-                   admitted: bool = False) -> list[list[Hypothesis]]:
+                   admitted: bool = False, judged: bool = False) -> list[list[Hypothesis]]:
+        """`judged`: the client chose the deadline, so admission may refuse it (504) at
+        once; the server's own deadline (grown with the size) waits its turn instead."""
         if not jobs:
             return []
-        futures = self.scheduler.submit(jobs, options, deadline=deadline, admitted=admitted)
+        futures = self.scheduler.submit(jobs, options, deadline=deadline, admitted=admitted,
+                                        judged=judged)
         try:
             async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
                 return list(await asyncio.gather(*futures))
         except TimeoutError:
-            raise DeadlineExceeded(f"the request did not finish within {self.timeout_s:g} s"
-                                   ) from None
+            raise DeadlineExceeded("the request's deadline passed before it finished; retry "
+                                   "later, or send a batch with \"async\": true") from None
         finally:
             for future in futures:
                 future.cancel()  # withdraws what has not run (no-op for finished ones)

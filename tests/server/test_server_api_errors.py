@@ -154,7 +154,7 @@ class FailingTranslator:
 
     async def translate(self, items: object, request: object, *,
                         proportions: bool = False, explain: bool = False,
-                        quality: object = None) -> list[object]:
+                        quality: object = None, deadline_s: float | None = None) -> list[object]:
         raise self.error
 
 
