@@ -151,7 +151,7 @@ def test_router_is_skipped_with_a_note_without_examples(tmp_path: Path, router: 
         done = store.registry.get_job(job.id)
         assert done.state == "published" and done.result is not None
         assert done.result["classifier_version"] is None
-        expected = "carries no examples.tsv.gz" if router else "no active classifier"
+        expected = "carries no features.npz.xz" if router else "no active classifier"
         assert expected in done.result["notes"][0]
         assert store.registry.list_versions("classifier", "router") == ([1] if router else [])
         assert store.active_domains()[NEW_DOMAIN] == 1
