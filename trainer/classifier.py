@@ -32,6 +32,7 @@ from server.routing.features import HashedFeatures, feature_line, model_input
 from trainer.router_features import FeatureExample
 
 Example = tuple[str, str]  # (label, source text)
+QUANTIZE_MIN_FEATURES = 256
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,9 @@ def train_classifier(examples: Sequence[FeatureExample],
             str(data), epoch=settings.epoch, lr=settings.lr, dim=settings.dim,
             wordNgrams=1, minn=0, maxn=0, bucket=0, thread=1, seed=settings.seed, verbose=0)
         out = Path(tmp) / CLASSIFIER_MODEL_FILE
-        if settings.quantize:
+        # product quantization needs 256 rows (its codebooks); a router of fewer
+        # features is small anyway
+        if settings.quantize and len(model.get_words()) >= QUANTIZE_MIN_FEATURES:
             model.quantize(input=str(data), qnorm=True, retrain=False, cutoff=100_000)
         model.save_model(str(out))
         return out.read_bytes()

@@ -9,7 +9,8 @@ import re
 
 import pytest
 
-from server.routing.features import HashedFeatures
+from server.routing.features import HashedFeatures, feature_line
+from trainer.classifier import ClassifierSettings, load_model, train_classifier
 from trainer.router_features import (
     features_from_bytes,
     features_to_bytes,
@@ -77,3 +78,14 @@ def test_new_text_keeps_the_features_enough_sentences_hold() -> None:
     assert cut[0] == cut[1] == tuple(sorted(
         FEATURES.of("take") + FEATURES.of("the") + FEATURES.of("tablet") + FEATURES.of(".")))
     assert pruned_new(new, stored, 1) == new
+
+
+def test_a_router_of_few_features_is_trained_unquantized() -> None:
+    """fastText's product quantization needs 256 rows: a small router is left as it is."""
+    settings = ClassifierSettings(epoch=2, min_examples=1)
+    assert settings.quantize
+    examples = featurize([("law", "the court rules"), ("it", "click the button")] * 5,
+                         settings.features())
+    model = load_model(train_classifier(examples, settings))
+    assert not model.is_quantized()
+    assert model.predict(feature_line(FEATURES.of("the court")))[0][0] == "__label__law"
