@@ -191,8 +191,7 @@ FEATURES = HashedFeatures()
 
 
 def write_router(run_dir: Path, *, temperature: float) -> None:
-    """The classifier stage's outputs (a tiny fastText model, its examples as features and
-    its scores)."""
+    """The classifier stage's outputs (a tiny fastText model, its examples and scores)."""
     directory = run_dir / "classifier"
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "classifier.bin").write_bytes(

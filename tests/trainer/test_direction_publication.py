@@ -73,6 +73,9 @@ def test_publish_puts_fr_en_beside_en_fr_and_leaves_en_fr_as_it_was(tmp_path: Pa
     assert "a French→English Transformer backbone" in card
     assert "over the French source" in card and "benchmarks/results/eval-fr-en.md" in card
     assert "English side of the en-de" not in card  # no sister pair has French
+    # what the router's artifact holds, said beside the corpora's licences
+    assert "The router ships no training text" in card and "`features.npz.xz`" in card
+    assert "those of at least 5 training sentences" in card
     assert published(builtin, FR_EN)
 
     # nothing changed: nothing new, the card written again
