@@ -25,7 +25,10 @@ MODULE_WEIGHTS_FILE = "module.safetensors"
 
 # classifier: a fastText supervised model; the manifest's `config.labels` lists domains
 CLASSIFIER_MODEL_FILE = "classifier.bin"
-CLASSIFIER_EXAMPLES_FILE = "examples.tsv.gz"  # optional: label TAB text, for retraining
+# optional: its training examples as hashed features, no text (trainer/routers/features.py)
+CLASSIFIER_FEATURES_FILE = "features.npz.xz"
+# older classifiers' examples as label TAB text: read only to retrain them into features
+CLASSIFIER_EXAMPLES_FILE = "examples.tsv.gz"
 
 BACKBONE_FILES: tuple[str, ...] = (BACKBONE_CONFIG_FILE, BACKBONE_WEIGHTS_FILE,
                                    SOURCE_SPM_FILE, TARGET_SPM_FILE)

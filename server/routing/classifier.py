@@ -2,7 +2,8 @@
 
 Artifact: kind "classifier" (default name "router"), file `classifier.bin` (a fastText
 supervised model whose labels are `__label__<domain>`), manifest config
-`{"labels": [domain, ...], "temperature": T}`.
+`{"labels": [domain, ...], "temperature": T, "features": {...}}`; `features` names the
+hashed features the model reads (server/routing/features.py; absent: the text itself).
 
 fastText trained to convergence is overconfident (on the default router's dev set: mean
 top posterior 0.91 at 66.7% accuracy). The optional `temperature` (T > 1 flattens, fitted on
@@ -23,7 +24,7 @@ from typing import Protocol
 import fasttext
 
 from contract.artifacts import CLASSIFIER_MODEL_FILE
-from server.routing.features import classifier_text
+from server.routing.features import HashedFeatures, model_input
 
 LABEL_PREFIX = "__label__"
 MIN_PROBABILITY = 1e-6  # fastText's own smoothing floor is 1e-5
@@ -55,24 +56,34 @@ class FastTextClassifier:
     """A loaded fastText model; `posteriors` is thread-safe (fastText predict is const)."""
 
     def __init__(self, model: fasttext.FastText._FastText, *, labels: Sequence[str],
-                 version: int, temperature: float = 1.0) -> None:
+                 version: int, temperature: float = 1.0,
+                 features: HashedFeatures | None = None) -> None:
         self.model = model
         self.labels = list(labels)
         self.version = version
         self.temperature = temperature
+        self.features = features
 
     def raw_posteriors(self, text: str) -> dict[str, float]:
         """fastText's own probabilities, before temperature scaling."""
-        return raw_posteriors(self.model, text, self.labels)
+        return raw_posteriors(self.model, text, self.labels, features=self.features)
 
     def posteriors(self, text: str) -> dict[str, float]:
         return calibrated(self.raw_posteriors(text), self.temperature)
 
 
 def raw_posteriors(model: fasttext.FastText._FastText, text: str,
-                   labels: Sequence[str] = ()) -> dict[str, float]:
-    """Label -> fastText probability, for every label of the model (and of `labels`)."""
-    found, probabilities = model.predict(classifier_text(text), k=-1, threshold=0.0,
+                   labels: Sequence[str] = (), *,
+                   features: HashedFeatures | None = None) -> dict[str, float]:
+    """Label -> fastText probability, for every label of the model (and of `labels`), of
+    a model that reads `features` (None: the normalised text)."""
+    return line_posteriors(model, model_input(text, features), labels)
+
+
+def line_posteriors(model: fasttext.FastText._FastText, line: str,
+                    labels: Sequence[str] = ()) -> dict[str, float]:
+    """`raw_posteriors` of the line the model reads (normalised text or feature numbers)."""
+    found, probabilities = model.predict(line, k=-1, threshold=0.0,
                                          on_unicode_error="replace")
     # fastText reports exp(log(p + 1e-5)): clamp back into [0, 1].
     result = {label.removeprefix(LABEL_PREFIX): min(1.0, float(probability))
@@ -100,6 +111,7 @@ def load_classifier(files: Mapping[str, bytes], config: Mapping[str, object], *,
     if not isinstance(labels, list) or not all(isinstance(x, str) for x in labels):
         raise ValueError("classifier config needs 'labels': a list of domain names")
     temperature = config_temperature(config)
+    features = HashedFeatures.from_config(config)
     descriptor, path = tempfile.mkstemp(prefix="nmt-classifier-", suffix=".bin")
     try:
         with os.fdopen(descriptor, "wb") as handle:  # mkstemp: mode 0600, owner only
@@ -112,4 +124,4 @@ def load_classifier(files: Mapping[str, bytes], config: Mapping[str, object], *,
     if missing:
         raise ValueError(f"classifier config lists labels the model lacks: {missing}")
     return FastTextClassifier(model, labels=labels, version=version,
-                              temperature=temperature)
+                              temperature=temperature, features=features)

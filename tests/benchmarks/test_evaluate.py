@@ -17,6 +17,7 @@ from server.engine.artifacts import backbone_parts, module_files
 from server.engine.families import Params, get_family
 from tests.tiny import random_module, tiny_backbone_files, tiny_config
 from trainer.routers.classifier import ClassifierSettings, train_classifier
+from trainer.routers.features import featurize
 
 DOMAINS = ("it", "law", "medical", "religion")
 GENRES = ("captions", "news")
@@ -92,11 +93,13 @@ def build_store(root: Path) -> str:
         # the word-level mixture, served as "mixed" (as the recipe publishes it): one module
         # for every domain, evaluated without a label and never as a served domain
         _publish_module(store, "mixed", "mixing", 31, fingerprint)
+        settings = ClassifierSettings(epoch=40, dim=8, bucket=2000, min_examples=1,
+                                      quantize=False)
         examples = [(d, line) for d in DOMAINS for line in WORDS[d]] * 5
-        data = train_classifier(examples, ClassifierSettings(epoch=40, dim=8, bucket=2000,
-                                                             quantize=False))
+        data = train_classifier(featurize(examples, settings.features()), settings)
         router = store.publish("classifier", "router", {"classifier.bin": data},
-                               config={"labels": list(DOMAINS), "temperature": 2.0},
+                               config={"labels": list(DOMAINS), "temperature": 2.0,
+                                       "features": settings.features().as_config()},
                                backbone_fingerprint=fingerprint)
         store.activate("classifier", "router", router.version)
     return fingerprint

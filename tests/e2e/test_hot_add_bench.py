@@ -26,6 +26,7 @@ def test_hot_add_benchmark_runs_on_a_tiny_store(tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NMT_TRAINER__ROUTER__BUCKET", str(ROUTER.bucket))
     monkeypatch.setenv("NMT_TRAINER__ROUTER__QUANTIZE", "false")
+    monkeypatch.setenv("NMT_TRAINER__ROUTER__MIN_EXAMPLES", str(ROUTER.min_examples))
     root = build_store(tmp_path / "store")
     out = tmp_path / "results"
     code = hot_add.main([

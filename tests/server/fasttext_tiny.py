@@ -16,6 +16,8 @@ from __future__ import annotations
 import struct
 from collections.abc import Mapping, Sequence
 
+from server.routing.features import HashedFeatures, feature_line
+
 MAGIC = 793712314
 VERSION = 12
 LOSS_SOFTMAX = 3
@@ -48,6 +50,15 @@ def classifier_bytes(keywords: Mapping[str, Sequence[str]], *, shared: Sequence[
     out += struct.pack("<?", False)  # output matrix not quantized
     out += _matrix([[1.0 if i == j else 0.0 for j in range(dim)] for i in range(dim)])
     return out
+
+
+def hashed_classifier_bytes(keywords: Mapping[str, Sequence[str]],
+                            features: HashedFeatures | None = None, **options: float) -> bytes:
+    """`classifier_bytes` of a model that reads hashed `features` (the default ones): each
+    keyword (one word) is known by its number, as a router trained on features knows it."""
+    of = (features or HashedFeatures()).of
+    return classifier_bytes({domain: [feature_line(of(word)) for word in words]
+                             for domain, words in keywords.items()}, **options)
 
 
 def _matrix(rows: list[list[float]]) -> bytes:

@@ -1,13 +1,16 @@
-"""The fastText router's posteriors: temperature scaling from the artifact's config."""
+"""The fastText router's posteriors: temperature scaling from the artifact's config, and
+the hashed features a router of `config.features` reads."""
 
 from __future__ import annotations
 
 import math
+import zlib
 
 import pytest
-from fasttext_tiny import classifier_bytes
+from fasttext_tiny import classifier_bytes, hashed_classifier_bytes
 
 from server.routing.classifier import calibrated, load_classifier
+from server.routing.features import HashedFeatures, feature_line, model_input
 
 KEYWORDS = {"law": ["court"], "medical": ["dose"], "it": ["click"]}
 TEXT = "the court said"
@@ -48,3 +51,51 @@ def test_an_invalid_temperature_is_refused_with_a_clear_message(value: object) -
     files = {"classifier.bin": classifier_bytes(KEYWORDS)}
     with pytest.raises(ValueError, match="'temperature' must be a finite number > 0"):
         load_classifier(files, {"labels": list(KEYWORDS), "temperature": value}, version=1)
+
+
+def test_a_router_of_hashed_features_reads_the_text_hashed() -> None:
+    """The same keywords, once as words (an older router) and once as their feature numbers
+    (the recipe's): each routes the text when it reads it its own way."""
+    features = HashedFeatures()
+    hashed = load_classifier({"classifier.bin": hashed_classifier_bytes(KEYWORDS)},
+                             {"labels": list(KEYWORDS), "features": features.as_config()},
+                             version=1)
+    words = load_classifier({"classifier.bin": classifier_bytes(KEYWORDS)},
+                            {"labels": list(KEYWORDS)}, version=1)
+    assert hashed.features == features and words.features is None
+    for classifier in (hashed, words):
+        found = classifier.posteriors("The COURT said:")
+        assert max(found, key=found.__getitem__) == "law" and found["law"] > 0.9
+    # read the other way, the keywords are unknown: no class stands out
+    mismatched = load_classifier({"classifier.bin": classifier_bytes(KEYWORDS)},
+                                 {"labels": list(KEYWORDS), "features": features.as_config()},
+                                 version=1)
+    assert max(mismatched.posteriors(TEXT).values()) < 0.5
+
+
+@pytest.mark.parametrize(("text", "grams"), [
+    ("the court said", ["the", "court", "said", "the court", "court said"]),
+    ("The COURT,", ["the", "court", ",", "the court", "court ,"]),
+    ("", []),
+])
+def test_features_are_the_hashed_words_and_word_pairs_sorted(text: str,
+                                                             grams: list[str]) -> None:
+    """The numbers are CRC-32 of the normalised words and pairs: stable across processes
+    and machines (a router trained on one reads them on another)."""
+    features = HashedFeatures(ngrams=2, buckets=1 << 22)
+    found = features.of(text)
+    assert found == tuple(sorted(zlib.crc32(g.encode()) % (1 << 22) for g in grams))
+    assert model_input(text, features) == feature_line(found)
+    unigrams = HashedFeatures(ngrams=1, buckets=1000).of(text)
+    assert unigrams == tuple(sorted(zlib.crc32(g.encode()) % 1000 for g in grams
+                                    if " " not in g))
+
+
+@pytest.mark.parametrize("value", [
+    {"kind": "char-ngrams", "ngrams": 2, "buckets": 8}, {"kind": "hashed-word-ngrams"},
+    {"kind": "hashed-word-ngrams", "ngrams": True, "buckets": 8},
+    {"kind": "hashed-word-ngrams", "ngrams": 0, "buckets": 8}, "hashed", 3])
+def test_unknown_features_are_refused_with_a_clear_message(value: object) -> None:
+    files = {"classifier.bin": classifier_bytes(KEYWORDS)}
+    with pytest.raises(ValueError, match="features"):
+        load_classifier(files, {"labels": list(KEYWORDS), "features": value}, version=1)

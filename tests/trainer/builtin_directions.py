@@ -13,19 +13,21 @@ from pathlib import Path
 import sentencepiece as spm
 from safetensors.torch import save_file
 
-from contract.artifacts import CLASSIFIER_EXAMPLES_FILE
+from contract.artifacts import CLASSIFIER_FEATURES_FILE
 from model_store import Store
 from server.engine.artifacts import backbone_files, backbone_parts, module_files
-from tests.server.fasttext_tiny import classifier_bytes
+from server.routing.features import HashedFeatures
+from tests.server.fasttext_tiny import classifier_bytes, hashed_classifier_bytes
 from tests.tiny import ENGLISH, FRENCH, random_module, spm_bytes, tiny_backbone_files, tiny_config
 from trainer.recipes.default_stages import BACKBONE_NAME, ROUTER_NAME, restore_run_dir
 from trainer.recipes.direction_publication import publish_direction
 from trainer.recipes.directions import FR_EN
-from trainer.routers.classifier import examples_to_bytes
+from trainer.routers.features import features_to_bytes, featurize
 from trainer.training.data import encode_pairs, save_encoded
 
 FR_EN_NAME = FR_EN.backbone_name
-# the routers' classes and their keywords (the French one reads French)
+# the routers' classes and their keywords (the French one reads French, hashed as the
+# recipe's router does; the English one reads the text, as routers did before features)
 ENGLISH_ROUTER = {"medical": ["patient", "tablet", "dose"], "generic": ["photo"]}
 FRENCH_ROUTER = {"medical": ["patient", "comprimé", "dose"], "generic": ["photo"]}
 
@@ -82,12 +84,14 @@ def fr_en_run_dir(tmp_path: Path) -> Path:
          "backbone_dev": {"bleu": 1.0, "chrf": 10.0}, "steps": 10, "train_seconds": 1.0}))
     router = run_dir / "classifier"
     router.mkdir()
-    (router / "classifier.bin").write_bytes(classifier_bytes(FRENCH_ROUTER))
-    (router / CLASSIFIER_EXAMPLES_FILE).write_bytes(
-        examples_to_bytes([("medical", "une dose"), ("generic", "une photo")]))
+    (router / "classifier.bin").write_bytes(hashed_classifier_bytes(FRENCH_ROUTER))
+    features = HashedFeatures()
+    (router / CLASSIFIER_FEATURES_FILE).write_bytes(features_to_bytes(
+        featurize([("medical", "une dose"), ("generic", "une photo")], features)))
     (router / "accuracy.json").write_text(json.dumps(
         {"dev_accuracy": 0.9, "per_domain": {"medical": 0.95, "generic": 0.85},
-         "confusion": {}, "temperature": 1.5, "dev_nll": 0.4, "dev_nll_uncalibrated": 0.6}))
+         "confusion": {}, "temperature": 1.5, "dev_nll": 0.4, "dev_nll_uncalibrated": 0.6,
+         "features": features.as_config()}))
     return run_dir
 
 

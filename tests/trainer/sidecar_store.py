@@ -1,6 +1,7 @@
 """A tiny store for sidecar tests: a tiny backbone, three random `adapter` domains and a
-fastText router trained with its examples (`examples.tsv.gz`), plus synthetic data of a
-new domain (word-by-word "translations", so a module can learn something)."""
+fastText router trained with its examples as hashed features (`features.npz.xz`), plus
+synthetic data of a new domain (word-by-word "translations", so a module can learn
+something)."""
 
 from __future__ import annotations
 
@@ -9,15 +10,16 @@ import random
 from pathlib import Path
 from typing import Any
 
-from contract.artifacts import CLASSIFIER_EXAMPLES_FILE
+from contract.artifacts import CLASSIFIER_FEATURES_FILE
 from model_store import Job, Store
 from server.engine.artifacts import backbone_parts, module_files
 from server.serving.admin_jobs import DomainUpload, submit_domain
 from server.settings import Settings
 from tests.tiny import random_module, tiny_backbone_files, tiny_config
 from trainer.jobs.settings import WorkerSettings
-from trainer.routers.classifier import ClassifierSettings, examples_to_bytes
+from trainer.routers.classifier import ClassifierSettings
 from trainer.routers.classifier import train_classifier as fit_classifier
+from trainer.routers.features import features_to_bytes, featurize, pruned
 from trainer.routers.settings import RouterSettings
 
 BACKBONE = "tiny"
@@ -31,7 +33,9 @@ LEXICON = {"god": "dieu", "merciful": "miséricordieux", "name": "nom", "prayer"
            "faith": "foi", "heaven": "ciel", "mercy": "pitié", "lord": "seigneur",
            "the": "le", "of": "de", "in": "dans", "is": "est"}
 NEW_TEXT = "the lord is merciful in heaven"
-ROUTER = RouterSettings(bucket=20_000, dim=16, quantize=False)
+# 30 sentences a class of a few words: every feature is kept (min_examples 1), or the
+# classes would share most of what is left
+ROUTER = RouterSettings(bucket=20_000, dim=16, min_examples=1, quantize=False)
 FAST_JOB: dict[str, Any] = {"max_epochs": 4, "eval_every": 4, "patience": 0, "lr": 0.01,
                             "warmup_steps": 4, "max_tokens": 1000}
 
@@ -39,6 +43,11 @@ FAST_JOB: dict[str, Any] = {"max_epochs": 4, "eval_every": 4, "patience": 0, "lr
 def sentences(words: list[str], count: int, seed: int) -> list[str]:
     rng = random.Random(seed)
     return [" ".join(rng.choice(words) for _ in range(rng.randint(3, 6))) for _ in range(count)]
+
+
+def router_texts() -> list[tuple[str, str]]:
+    """The (domain, sentence) examples the store's router learns from."""
+    return [(d, s) for i, (d, w) in enumerate(WORDS.items()) for s in sentences(w, 30, i)]
 
 
 def new_domain_pairs(count: int = 48, seed: int = 7) -> list[tuple[str, str]]:
@@ -77,11 +86,13 @@ def build_store(root: Path, *, examples: bool = True, router: bool = True,
                                      backbone_fingerprint=fingerprint)
             store.activate("module", domain, manifest.version)
         if router:
-            data = [(d, s) for i, (d, w) in enumerate(WORDS.items()) for s in sentences(w, 30, i)]
-            files = {"classifier.bin": fit_classifier(data, classifier_settings())}
+            settings = classifier_settings()
+            data = pruned(featurize(router_texts(), settings.features()), settings.min_examples)
+            files = {"classifier.bin": fit_classifier(data, settings)}
             if examples:
-                files[CLASSIFIER_EXAMPLES_FILE] = examples_to_bytes(data)
-            config: dict[str, Any] = {"labels": sorted(WORDS)}
+                files[CLASSIFIER_FEATURES_FILE] = features_to_bytes(data)
+            config: dict[str, Any] = {"labels": sorted(WORDS),
+                                      "features": settings.features().as_config()}
             if router_temperature is not None:
                 config["temperature"] = router_temperature
             manifest = store.publish("classifier", "router", files, config=config,
@@ -123,6 +134,7 @@ def sidecar_env(root: Path, **extra: str) -> dict[str, str]:
         "NMT_TRAINER__CHECKPOINT_EVERY_S": "0", "NMT_TRAINER__PROGRESS_EVERY_STEPS": "1",
         "NMT_TRAINER__THREADS": "1", "NMT_TRAINER__ROUTER__BUCKET": str(ROUTER.bucket),
         "NMT_TRAINER__ROUTER__DIM": str(ROUTER.dim), "NMT_TRAINER__ROUTER__QUANTIZE": "false",
+        "NMT_TRAINER__ROUTER__MIN_EXAMPLES": str(ROUTER.min_examples),
     }
     return env | extra
 

@@ -46,7 +46,7 @@ def builtin(tmp_path: Path) -> Path:
                                   backbone_fingerprint=backbone.backbone_fingerprint)
         router = factory.publish("classifier", "router",
                                  {"classifier.bin": b"fasttext bytes",
-                                  "examples.tsv.gz": b"examples"},
+                                  "features.npz.xz": b"features"},
                                  config={"labels": ["medical"]},
                                  backbone_fingerprint=backbone.backbone_fingerprint)
         out = tmp_path / "builtin"

@@ -15,12 +15,13 @@ import sentencepiece as spm
 import torch
 from safetensors.torch import save_file
 
-from contract.artifacts import CLASSIFIER_EXAMPLES_FILE
+from contract.artifacts import CLASSIFIER_FEATURES_FILE
 from model_store import Store
 from server.engine.artifacts import backbone_files, backbone_parts, module_files
 from server.engine.backbone import Backbone
 from server.engine.row_int8 import dequantize_rows, quantize_rows
-from tests.server.fasttext_tiny import classifier_bytes
+from server.routing.features import HashedFeatures
+from tests.server.fasttext_tiny import hashed_classifier_bytes
 from tests.tiny import (
     ENGLISH,
     FRENCH,
@@ -49,7 +50,7 @@ from trainer.recipes.router_stage import (
     GENERIC_TRAIN,
 )
 from trainer.recipes.snapshot import load_snapshot, save_snapshot
-from trainer.routers.classifier import examples_to_bytes
+from trainer.routers.features import features_to_bytes, featurize
 from trainer.training.average import average_checkpoints
 from trainer.training.data import EncodedPairs, encode_pairs, save_encoded
 from trainer.training.run import train
@@ -186,18 +187,21 @@ def test_the_model_card_names_the_averaged_checkpoints_and_the_routers_extra_tex
     assert f"news: {GENERIC_TRAIN:,} lines drawn across their train splits" in card
 
 
+FEATURES = HashedFeatures()
+
+
 def write_router(run_dir: Path, *, temperature: float) -> None:
     """The classifier stage's outputs (a tiny fastText model, its examples and scores)."""
     directory = run_dir / "classifier"
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "classifier.bin").write_bytes(
-        classifier_bytes({"medical": ["dose"], GENERIC_LABEL: ["photo"]}))
-    (directory / CLASSIFIER_EXAMPLES_FILE).write_bytes(
-        examples_to_bytes([("medical", "one dose"), (GENERIC_LABEL, "a photo")]))
+        hashed_classifier_bytes({"medical": ["dose"], GENERIC_LABEL: ["photo"]}))
+    (directory / CLASSIFIER_FEATURES_FILE).write_bytes(features_to_bytes(featurize(
+        [("medical", "one dose"), (GENERIC_LABEL, "a photo")], FEATURES)))
     (directory / "accuracy.json").write_text(json.dumps(
         {"dev_accuracy": 0.9, "per_domain": {"medical": 0.9, GENERIC_LABEL: 0.9},
          "confusion": {}, "temperature": temperature, "dev_nll": 0.5,
-         "dev_nll_uncalibrated": 0.8}))
+         "dev_nll_uncalibrated": 0.8, "features": FEATURES.as_config()}))
 
 
 def test_publish_ships_the_router_with_its_calibration(tmp_path: Path) -> None:
@@ -208,7 +212,8 @@ def test_publish_ships_the_router_with_its_calibration(tmp_path: Path) -> None:
     publish_builtin(tmp_path / "data", run_dir, builtin, snapshot=tmp_path / "snapshot")
     with Store.open(tmp_path / "serving", builtin_dir=builtin) as store:
         router = store.load("classifier", ROUTER_NAME).manifest
-        assert router.config == {"labels": ["generic", "medical"], "temperature": 2.0}
+        assert router.config == {"labels": ["generic", "medical"], "temperature": 2.0,
+                                 "features": FEATURES.as_config()}
         assert router.scores["dev_nll"] == 0.5 and router.scores["dev_nll_uncalibrated"] == 0.8
     assert "temperature 2.00" in (builtin / "MODEL_CARD.md").read_text()
 
@@ -230,7 +235,7 @@ def test_publish_router_ships_the_router_alone(tmp_path: Path) -> None:
     assert {p: b for p, b in after.items() if p in before} == before  # nothing else changed
     assert sorted(p.relative_to(builtin).as_posix() for p in set(after) - set(before)) == [
         f"classifiers/{ROUTER_NAME}/v1/{name}" for name in
-        sorted(["classifier.bin", CLASSIFIER_EXAMPLES_FILE, "manifest.json"])]
+        sorted(["classifier.bin", CLASSIFIER_FEATURES_FILE, "manifest.json"])]
     with Store.open(tmp_path / "serving", builtin_dir=builtin) as store:
         router = store.load("classifier", ROUTER_NAME).manifest
         backbone = store.load_backbone(BACKBONE_NAME).manifest

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from server.routing.features import HashedFeatures
 from trainer.jobs.settings import SidecarSettings
 from trainer.recipes.router_stage import (
     GENERIC_GENRES,
@@ -96,12 +97,13 @@ def test_the_router_settings_row_of_the_api_docs_shows_the_defaults() -> None:
 def test_router_settings_follow_the_environment_within_bounds(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NMT_TRAINER__ROUTER__WORD_NGRAMS", "1")
-    monkeypatch.setenv("NMT_TRAINER__ROUTER__MINN", "3")
-    monkeypatch.setenv("NMT_TRAINER__ROUTER__MAXN", "5")
+    monkeypatch.setenv("NMT_TRAINER__ROUTER__BUCKET", "1000")
+    monkeypatch.setenv("NMT_TRAINER__ROUTER__MIN_EXAMPLES", "3")
     router = SidecarSettings().trainer.router.classifier_settings()
-    assert (router.word_ngrams, router.minn, router.maxn) == (1, 3, 5)
+    assert (router.word_ngrams, router.bucket, router.min_examples) == (1, 1000, 3)
+    assert router.features() == HashedFeatures(ngrams=1, buckets=1000)
     assert router.epoch == ROUTER_SETTINGS.epoch
-    for invalid in ({"word_ngrams": 0}, {"minn": 6, "maxn": 5}):
+    for invalid in ({"word_ngrams": 0}, {"bucket": 1}, {"min_examples": 0}):
         with pytest.raises(ValidationError):
             RouterSettings(**invalid)
 

@@ -14,6 +14,7 @@ import pytest
 from model_store import Store
 from server.quality.estimator import Estimator
 from server.quality.estimators import EstimatorBook
+from server.routing.features import HashedFeatures
 from tests.tiny import ENGLISH, FRENCH
 from tests.trainer.builtin_directions import (
     FR_EN_NAME,
@@ -30,7 +31,7 @@ from trainer.recipes.default_stages import (
     load_trained_backbone,
     restore_run_dir,
 )
-from trainer.recipes.direction_publication import publish_direction
+from trainer.recipes.direction_publication import publish_direction, publish_direction_router
 from trainer.recipes.directions import EN_FR, FR_EN
 from trainer.recipes.publication import adapter_files
 from trainer.recipes.router_stage import generic_examples, sister_pair_examples
@@ -72,6 +73,9 @@ def test_publish_puts_fr_en_beside_en_fr_and_leaves_en_fr_as_it_was(tmp_path: Pa
     assert "a French→English Transformer backbone" in card
     assert "over the French source" in card and "benchmarks/results/eval-fr-en.md" in card
     assert "English side of the en-de" not in card  # no sister pair has French
+    # what the router's artifact holds, said beside the corpora's licences
+    assert "The router ships no training text" in card and "`features.npz.xz`" in card
+    assert "those of at least 5 training sentences" in card
     assert published(builtin, FR_EN)
 
     # nothing changed: nothing new, the card written again
@@ -98,7 +102,8 @@ def test_a_store_over_the_built_ins_registers_both_directions_apart(tmp_path: Pa
         assert backbone.provenance["languages"] == {"source": "fr", "target": "en"}
         assert "--direction fr-en" in backbone.provenance["recipe"]
         router = store.load("classifier", ROUTER_NAME, backbone=FR_EN_NAME).manifest
-        assert router.config == {"labels": ["generic", "medical"], "temperature": 1.5}
+        assert router.config == {"labels": ["generic", "medical"], "temperature": 1.5,
+                                 "features": HashedFeatures().as_config()}
         assert "train.fr" in router.provenance["data"]
 
 
@@ -116,6 +121,25 @@ def test_a_republished_fr_en_router_is_a_new_version_of_fr_en_only(tmp_path: Pat
         assert store.registry.get_active("classifier", ROUTER_NAME, backbone=FR_EN_NAME) == 2
         assert store.registry.get_active("classifier", ROUTER_NAME,
                                          backbone=BACKBONE_NAME) == 1
+
+
+def test_publish_router_ships_the_fr_en_router_alone(tmp_path: Path) -> None:
+    builtin = build_both(tmp_path)
+    before = {p: p.read_bytes() for p in builtin.rglob("*") if p.is_file()}
+    run_dir = tmp_path / "fr-en-run"
+    accuracy = run_dir / "classifier" / "accuracy.json"
+    accuracy.write_text(json.dumps(json.loads(accuracy.read_text()) | {"temperature": 2.5}))
+    written = publish_direction_router(run_dir, builtin, FR_EN)
+    routers = builtin / "directions" / FR_EN_NAME / "classifiers" / ROUTER_NAME
+    assert written == [routers / "v2"]
+    after = {p: p.read_bytes() for p in builtin.rglob("*") if p.is_file()}
+    changed = {p for p in set(before) | set(after) if before.get(p) != after.get(p)}
+    assert changed and all(p.is_relative_to(routers) for p in changed)  # card and rest kept
+    with Store.open(tmp_path / "serving", builtin_dir=builtin) as store:
+        router = store.load("classifier", ROUTER_NAME, backbone=FR_EN_NAME).manifest
+        assert router.version == 2 and router.config["temperature"] == 2.5
+        assert router.config["features"] == HashedFeatures().as_config()
+    assert publish_direction_router(run_dir, builtin, FR_EN) == []  # unchanged: no version
 
 
 def write_pairs(folder: Path, split: str, pairs: list[tuple[str, str]]) -> None:

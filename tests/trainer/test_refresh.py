@@ -14,7 +14,11 @@ from typing import Any
 import pytest
 import torch
 
-from contract.artifacts import CLASSIFIER_EXAMPLES_FILE, CLASSIFIER_MODEL_FILE
+from contract.artifacts import (
+    CLASSIFIER_EXAMPLES_FILE,
+    CLASSIFIER_FEATURES_FILE,
+    CLASSIFIER_MODEL_FILE,
+)
 from contract.training import RUN_DIR, TRAIN_FILE, job_key
 from contract.tsv import pairs_from_bytes
 from model_store import Store
@@ -24,6 +28,7 @@ from server.engine.artifacts import module_params
 from server.quality.estimator import Estimator
 from server.quality.estimators import estimator_path, write_estimator
 from server.quality.features import FEATURES
+from server.routing.features import HashedFeatures
 from server.serving.refresh_jobs import due_refreshes, submit_refresh
 from tests.trainer.refresh_fixtures import SCRAMBLED, add, fresh_sources, translate
 from tests.trainer.sidecar_store import (
@@ -32,13 +37,15 @@ from tests.trainer.sidecar_store import (
     LEXICON,
     NEW_DOMAIN,
     build_store,
+    router_texts,
     submit,
     worker_settings,
 )
 from trainer.corrections.refresh_job import CHOICE_FILE
 from trainer.jobs.refresh_settings import RefreshSettings
 from trainer.quality.refit import fit_rows, quality_root
-from trainer.routers.classifier import accuracy, examples_from_bytes
+from trainer.routers.classifier import accuracy
+from trainer.routers.features import features_from_bytes, projected
 from trainer.sidecar.worker import Sidecar
 
 # Fine-tuning options of the tests' refreshes: the tiny model learns in a few steps.
@@ -164,13 +171,14 @@ def test_corrections_routed_elsewhere_teach_the_router_the_domain_the_corrector_
         store: Store) -> None:
     """Sources the router had learnt as another domain, corrected for the religion domain
     after an answer routed there or to an ensemble: the retrained router's examples hold
-    them as religion, and it routes them there."""
+    them (as features) as religion, and it routes them there."""
     router_before = store.registry.get_active("classifier", "router")
-    stored = examples_from_bytes(store.load("classifier", "router").files[
-        CLASSIFIER_EXAMPLES_FILE])
-    elsewhere = list(dict.fromkeys(t for label, t in stored if label not in (NEW_DOMAIN,
-                                                                              "generic")))
-    chosen = elsewhere[:40]
+    loaded = store.load("classifier", "router")
+    features = HashedFeatures.from_config(loaded.manifest.config)
+    assert features is not None
+    stored = features_from_bytes(loaded.files[CLASSIFIER_FEATURES_FILE])
+    known = {number for _, bag in stored for number in bag}
+    chosen = list(dict.fromkeys(text for _, text in router_texts()))[:40]  # medical, law, it
     sources = fresh_sources(20, avoid=own_sources(store), seed=9)
     add(store, chosen[:20], key="key-a", routed="ensemble", correct=lambda s: f"{s} (fr)")
     add(store, chosen[20:], key="key-b", routed="medical", correct=lambda s: f"{s} (fr)")
@@ -183,20 +191,25 @@ def test_corrections_routed_elsewhere_teach_the_router_the_domain_the_corrector_
     retrained = store.load("classifier", "router", version)
     assert retrained.manifest.provenance["based_on"] == router_before
     assert retrained.manifest.provenance["refreshed_domain"] == NEW_DOMAIN
-    examples = examples_from_bytes(retrained.files[CLASSIFIER_EXAMPLES_FILE])
-    moved = set(chosen) - held_sources(store, done)  # the held-back ones are not trained on
-    assert len(moved) >= 30
+    assert retrained.manifest.config["features"] == features.as_config()
+    assert CLASSIFIER_EXAMPLES_FILE not in retrained.files
+    examples = features_from_bytes(retrained.files[CLASSIFIER_FEATURES_FILE])
+    texts = set(chosen) - held_sources(store, done)  # the held-back ones are not trained on
+    assert len(texts) >= 30
+    moved = {projected(features.of(text), known) for text in texts}
+    assert moved <= {bag for _, bag in stored}  # each was a stored example
     # every other stored example keeps its label and place; the corrected sources are
-    # religion, once each
+    # religion
     others = [e for e in stored if e[1] not in moved]
     assert examples[:len(others)] == others
-    assert sorted(t for label, t in examples[len(others):] if t in moved) == sorted(moved)
-    assert {label for label, t in examples if t in moved} == {NEW_DOMAIN}
+    added = {projected(bag, known) for _, bag in examples[len(others):]}
+    assert moved <= added
+    assert {label for label, bag in examples if projected(bag, known) in moved} == {NEW_DOMAIN}
     model = retrained.files[CLASSIFIER_MODEL_FILE]
     before = store.load("classifier", "router", router_before).files[CLASSIFIER_MODEL_FILE]
-    as_religion = [(NEW_DOMAIN, t) for t in sorted(moved)]
-    assert accuracy(model, as_religion).overall >= 0.9
-    assert accuracy(before, as_religion).overall <= 0.1
+    as_religion = [(NEW_DOMAIN, t) for t in sorted(texts)]
+    assert accuracy(model, as_religion, features).overall >= 0.9
+    assert accuracy(before, as_religion, features).overall <= 0.1
 
 
 def held_sources(store: Store, done: Any) -> set[str]:

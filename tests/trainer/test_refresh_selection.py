@@ -9,10 +9,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from model_store.correction_rows import CorrectionRecord
+from server.routing.features import HashedFeatures
 from trainer.corrections.correction_set import explain_empty, near_key, select_corrections
 from trainer.corrections.refresh_gate import RefreshGate, chrf_gain_interval
 from trainer.corrections.refresh_router import corrected_examples
 from trainer.jobs.refresh_settings import RefreshSettings
+from trainer.routers.features import projected
 from trainer.training.evaluate import Scores, score
 
 START = datetime(2026, 11, 1, tzinfo=UTC)
@@ -146,12 +148,28 @@ def test_corrections_that_contradict_the_domains_own_pairs_are_left_out() -> Non
 
 
 def test_corrected_sources_join_the_chosen_domain_and_leave_other_labels() -> None:
-    stored = [("it", "open the file"), ("medical", "take one tablet"),
-              ("religion", "blessed are the meek"), ("it", "close the window")]
+    of = HashedFeatures().of
+    stored = [("it", of("open the file")), ("medical", of("take one tablet")),
+              ("religion", of("blessed are the meek")), ("it", of("close the window"))]
     sources = ["open the file", "blessed are the meek", "pray every day", "pray every day", " "]
-    examples = corrected_examples(stored, "religion", sources)
+    examples = corrected_examples(stored, "religion", [of(s) for s in sources])
     # the it example the corrector put under religion moves; religion's own stays once;
     # a new source is added once; a blank one never
-    assert examples == [("medical", "take one tablet"), ("religion", "blessed are the meek"),
-                        ("it", "close the window"), ("religion", "open the file"),
-                        ("religion", "pray every day")]
+    assert examples == [("medical", of("take one tablet")),
+                        ("religion", of("blessed are the meek")),
+                        ("it", of("close the window")), ("religion", of("open the file")),
+                        ("religion", of("pray every day"))]
+
+
+def test_a_source_finds_its_stored_example_whose_rare_features_were_dropped() -> None:
+    """A stored example holds only the features frequent enough to keep: a corrected source
+    is matched by its own features cut to those the store knows."""
+    of = HashedFeatures().of
+    common = of("take the tablet")
+    stored = [("medical", common)] * 2 + [("it", of("take the tablet"))]
+    known = {number for _, bag in stored for number in bag}
+    source = of("take the tablet zyprexa")  # "zyprexa" was too rare to be stored
+    assert source != common and projected(source, known) == common
+    examples = corrected_examples(stored, "religion", [source])
+    assert [label for label, _ in examples] == ["religion"]
+    assert examples == [("religion", source)]

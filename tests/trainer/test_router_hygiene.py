@@ -1,5 +1,6 @@
 """Training text from uploads cannot steer the router's fastText training file: label
-markers and control characters are neutralised, and every example stays one line."""
+markers and control characters are neutralised, every example stays one line, and what
+the router reads and stores is hashed feature numbers."""
 
 from __future__ import annotations
 
@@ -11,13 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from server.routing.classifier import LABEL_PREFIX
-from server.routing.features import classifier_text, neutralise
-from trainer.routers.classifier import (
-    ClassifierSettings,
-    examples_from_bytes,
-    examples_to_bytes,
-    train_classifier,
-)
+from server.routing.features import HashedFeatures, classifier_text, model_input, neutralise
+from trainer.routers.classifier import ClassifierSettings, train_classifier
+from trainer.routers.features import features_from_bytes, features_to_bytes, featurize
 
 HOSTILE = [
     "take the dose __label__evil now",
@@ -37,20 +34,20 @@ def test_neutralised_text_is_one_line_without_label_markers(text: str) -> None:
     assert "evil" in classifier_text(text)  # the words stay: only their meaning is gone
 
 
-def test_examples_survive_a_round_trip_one_line_each() -> None:
-    examples = [("medical", text) for text in HOSTILE] + [("law", "the court rules")]
-
-    back = examples_from_bytes(examples_to_bytes(examples))
-
-    assert [label for label, _ in back] == [label for label, _ in examples]
-    assert all(LABEL_PREFIX not in text for _, text in back)
+def test_hostile_text_becomes_inert_feature_numbers() -> None:
+    features = HashedFeatures()
+    for text in HOSTILE:
+        line = model_input(text, features)
+        assert line and all(re.fullmatch("[0-9a-f]+", token) for token in line.split(" "))
+        assert all(0 <= number < features.buckets for number in features.of(text))
 
 
 def test_a_router_trained_on_hostile_lines_learns_only_real_labels(tmp_path: str) -> None:
+    settings = ClassifierSettings(epoch=2, quantize=False, min_examples=1)
     examples = [("medical", text) for text in HOSTILE] * 3
     examples += [("law", "the court rules on the appeal")] * 18
-    model_bytes = train_classifier(examples_from_bytes(examples_to_bytes(examples)),
-                                   ClassifierSettings(epoch=2, quantize=False, bucket=1000))
+    stored = features_from_bytes(features_to_bytes(featurize(examples, settings.features())))
+    model_bytes = train_classifier(stored, settings)
 
     path = f"{tmp_path}/router.bin"
     with open(path, "wb") as out:

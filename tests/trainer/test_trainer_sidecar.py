@@ -30,8 +30,8 @@ from tests.trainer.sidecar_store import (
     worker_settings,
 )
 from trainer.jobs.domain_job import run_dir_of
-from trainer.sidecar import worker as sidecar_module
 from trainer.sidecar.worker import Heartbeat, Sidecar
+from trainer.sidecar.worker import worker as sidecar_module
 
 UNTIL_LAST_STEP = {"eval_every": 1000}  # the module is the last step's, not the first eval's
 
@@ -151,7 +151,7 @@ def test_router_is_skipped_with_a_note_without_examples(tmp_path: Path, router: 
         done = store.registry.get_job(job.id)
         assert done.state == "published" and done.result is not None
         assert done.result["classifier_version"] is None
-        expected = "carries no examples.tsv.gz" if router else "no active classifier"
+        expected = "carries no features.npz.xz" if router else "no active classifier"
         assert expected in done.result["notes"][0]
         assert store.registry.list_versions("classifier", "router") == ([1] if router else [])
         assert store.active_domains()[NEW_DOMAIN] == 1

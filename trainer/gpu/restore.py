@@ -33,7 +33,7 @@ from safetensors.torch import save_file
 
 from contract.artifacts import (
     BACKBONE_CONFIG_FILE,
-    CLASSIFIER_EXAMPLES_FILE,
+    CLASSIFIER_FEATURES_FILE,
     CLASSIFIER_MODEL_FILE,
     MODULE_WEIGHTS_FILE,
 )
@@ -150,11 +150,13 @@ def keep_router(builtin: Path, run_dir: Path) -> None:
         loaded = store.load("classifier", ROUTER_NAME, backbone=BACKBONE_NAME)
     out = run_dir / "classifier"
     out.mkdir(parents=True, exist_ok=True)
-    for name in (CLASSIFIER_MODEL_FILE, CLASSIFIER_EXAMPLES_FILE):
+    for name in (CLASSIFIER_MODEL_FILE, CLASSIFIER_FEATURES_FILE):
         (out / name).write_bytes(loaded.files[name])
     scores = dict(loaded.manifest.scores)
+    config = loaded.manifest.config
     (out / "accuracy.json").write_text(json.dumps(
-        {**scores, "temperature": loaded.manifest.config.get("temperature", 1.0)}, indent=1))
+        {**scores, "temperature": config.get("temperature", 1.0),
+         "features": config["features"]}, indent=1))
 
 
 def restore(shards: Path, pack_dir: Path, data_dir: Path, run_dir: Path, *,

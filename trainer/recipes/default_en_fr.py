@@ -36,7 +36,7 @@ from trainer.recipes.default_stages import (
     restore_run_dir,
     train_adapter,
 )
-from trainer.recipes.direction_publication import publish_direction
+from trainer.recipes.direction_publication import publish_direction, publish_direction_router
 from trainer.recipes.directions import DIRECTIONS, EN_FR, Direction
 from trainer.recipes.publication import publish_builtin, publish_router
 from trainer.recipes.router_stage import train_router
@@ -93,8 +93,9 @@ ADAPTER_SETTINGS = TrainSettings(lr=1e-3, warmup_steps=100, max_tokens=5000, max
                                  max_minutes=5.0, eval_every=50, patience=6, log_every=25,
                                  checkpoint_every_s=120.0)
 STAGES = ("backbone", "adapters", "classifier", "publish")
-# not part of "all"; publish-router publishes the classifier alone (backbone and modules
-# untouched); quality refits the built-in quality estimator alone (publish does it too)
+# not part of "all"; publish-router publishes a direction's classifier alone (backbone,
+# modules and model card untouched); quality refits the built-in quality estimator alone
+# (publish does it too)
 EXTRA_STAGES = ("restore", "snapshot", "publish-router", "quality")
 
 # The budgets are the shipped default's (backbone v3: 112 min, 0.65 passes; adapters 5 min).
@@ -102,10 +103,6 @@ SETTINGS = TrainSettings(lr=1e-3, warmup_steps=800, max_tokens=5000, max_epochs=
                          max_minutes=112.0, eval_every=500, checkpoint_every_s=300.0,
                          patience=0)
 
-
-# publish-router republishes en-fr's router alone; another direction republishes its router
-# with `--stage publish` (which keeps an unchanged backbone and modules as they are).
-OTHER_DIRECTION_STAGES = STAGES + ("restore", "snapshot", "quality")
 
 
 def cooldown(run_dir: Path, start: int | None, steps: int) -> dict[str, int]:
@@ -235,10 +232,6 @@ def main() -> None:
     args.run_dir = args.run_dir or Path(f"runs/default-{direction.name}")
     args.snapshot = args.snapshot or snapshot_dir(direction)
     stages: tuple[str, ...] = STAGES if args.stage == "all" else (args.stage,)
-    if direction != EN_FR and not set(stages) <= set(OTHER_DIRECTION_STAGES):
-        parser.error(f"--direction {direction.name} has the stages "
-                     f"{', '.join(OTHER_DIRECTION_STAGES)}: its router is republished with "
-                     "`--stage publish`")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     torch.set_num_threads(args.threads)
     stop = stop_on_signals()
@@ -340,7 +333,10 @@ def run_stages(args: argparse.Namespace, stages: tuple[str, ...],
         refit_builtin(args.out, args.data, backbone=direction.backbone_name,
                       source=direction.source, target=direction.target)
     if "publish-router" in stages:
-        publish_router(args.run_dir, args.out)
+        if direction == EN_FR:
+            publish_router(args.run_dir, args.out)
+        else:
+            publish_direction_router(args.run_dir, args.out, direction)
 
 if __name__ == "__main__":
     main()

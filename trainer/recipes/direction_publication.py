@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from contract.artifacts import CLASSIFIER_EXAMPLES_FILE, CLASSIFIER_MODEL_FILE
+from contract.artifacts import CLASSIFIER_MODEL_FILE
 from model_store import ArtifactKind, Manifest, Store
 from model_store.hashing import sha256_hex
 from trainer.recipes.default_stages import ROUTER_NAME, backbone_progress, load_trained_backbone
@@ -35,7 +35,13 @@ from trainer.recipes.publication import (
     gpu_run,
     install_version,
 )
-from trainer.recipes.router_stage import DOMAIN_EXTRAS, GENERIC_GENRES, GENERIC_TRAIN
+from trainer.recipes.router_stage import (
+    DOMAIN_EXTRAS,
+    GENERIC_GENRES,
+    GENERIC_TRAIN,
+    router_config,
+    router_files,
+)
 from trainer.recipes.snapshot import remove_if_superseded
 
 log = logging.getLogger("trainer.recipes.default_en_fr")
@@ -77,6 +83,23 @@ def publish_direction(data_dir: Path, run_dir: Path, out: Path, direction: Direc
                             gpu_run=gpu_run(run_dir), direction=direction)
     log.info("%s published to %s: %s; model card %s", name, out,
              ", ".join(str(p.relative_to(out)) for p in published) or "unchanged", card.name)
+    return published
+
+
+def publish_direction_router(run_dir: Path, out: Path, direction: Direction) -> list[Path]:
+    """Publish the run dir's router alone, as the next built-in version of `direction`'s
+    router for its published backbone (which, with its modules and model card, stays as
+    it is). Returns the version directories written (none when the router is unchanged)."""
+    name = direction.backbone_name
+    with tempfile.TemporaryDirectory() as tmp, Store.open(Path(tmp), builtin_dir=out) as store:
+        version = store.registry.get_active("backbone", name)
+        if version is None:
+            raise ValueError(f"no built-in backbone {name!r} in {out}")
+        fingerprint = store.record("backbone", name, version).manifest.backbone_fingerprint
+        new = _publish_router(store, run_dir / "classifier", fingerprint, direction)
+        published = [_install(store, Path(tmp), out, manifest, name) for manifest in new]
+    log.info("router of %s written to %s: %s", name, out,
+             ", ".join(str(p.relative_to(out)) for p in published) or "unchanged")
     return published
 
 
@@ -141,9 +164,7 @@ def _publish_router(store: Store, directory: Path, fingerprint: str,
     if not (directory / CLASSIFIER_MODEL_FILE).exists():
         return []
     scores = json.loads((directory / "accuracy.json").read_text())
-    files = {CLASSIFIER_MODEL_FILE: (directory / CLASSIFIER_MODEL_FILE).read_bytes(),
-             CLASSIFIER_EXAMPLES_FILE: (directory / CLASSIFIER_EXAMPLES_FILE).read_bytes()}
-    config = {"labels": sorted(scores["per_domain"]), "temperature": scores.get("temperature", 1.0)}
+    files, config = router_files(directory), router_config(scores)
     backbone, side = direction.backbone_name, direction.source
     if _unchanged(store, "classifier", ROUTER_NAME, files, fingerprint, backbone, config):
         return []

@@ -9,9 +9,11 @@ from typing import Any
 
 import numpy as np
 
+from contract.artifacts import CLASSIFIER_FEATURES_FILE
 from contract.backbone import BackboneConfig
 from server.textproc.languages import language_name
 from trainer.recipes.directions import EN_FR, Direction
+from trainer.recipes.router_stage import ROUTER_SETTINGS
 
 LICENCES = """The 7 domains come from OPUS samples (EMEA and JRC-Acquis: EU documents, reuse with
 acknowledgement; KDE4: free-software documentation; TED2020 and QED: CC BY-NC-ND;
@@ -23,6 +25,18 @@ GFDL, CC BY-SA), Debian package descriptions (DDTP), game texts (GPL), World Eng
 and Louis Segond 1910 (public domain), GNU Health/GNUmed terms (ICD-10 terms from the WHO),
 finance and lexicon catalogs (their programs' licences). Treat the model as a research
 artifact: fine for evaluation and demos; check these licences before commercial use."""
+
+# What the router's artifact holds: no sentence of the corpora above.
+ROUTER_FILES = (
+    "The router ships no training text. Its artifact holds `classifier.bin`, the fastText "
+    "model's parameters (a vector per feature number and per class; its dictionary lists "
+    f"numbers, not words), and `{CLASSIFIER_FEATURES_FILE}`, what the training sidecar "
+    "retrains the router on when a domain is added or corrections are learnt: per training "
+    "sentence, its class and the numbers of its words and word pairs (CRC-32 hashes), "
+    "sorted, so the order of the sentence is gone, and only the numbers that at least "
+    f"{ROUTER_SETTINGS.min_examples} sentences share, so a name or a phrase of one sentence "
+    "is not there (`trainer/routers/features.py`; what the router loses by it: "
+    "`benchmarks/results/router-artifacts.md`).")
 
 
 def _adapter_rows(run_dir: Path) -> list[str]:
@@ -98,8 +112,9 @@ def write_model_card(out: Path, run_dir: Path, *, config: BackboneConfig, parame
         f"- domain modules: residual adapters (Bapna & Firat 2019; Pham et al. 2020) after "
         f"every layer, {counts} parameters each ({shares} of the backbone; each domain's "
         "bottleneck is in the adapters table below).",
-        f"- router: fastText supervised classifier over the {source} source (word unigrams and "
-        "bigrams, 10 epochs, product-quantized) with one class per domain and a `generic` "
+        f"- router: fastText supervised classifier over the {source} source (hashed word "
+        f"unigrams and bigrams, those of at least {ROUTER_SETTINGS.min_examples} training "
+        "sentences; 10 epochs, product-quantized) with one class per domain and a `generic` "
         "class learned from training genres that no module covers (captions, conversation, "
         f"news: {generic_lines:,} lines drawn across their train splits)" + extras + "; a "
         "confident prediction of a domain sends the text to its adapter, anything else to "
@@ -120,7 +135,7 @@ def write_model_card(out: Path, run_dir: Path, *, config: BackboneConfig, parame
         "conversation, captions, biomedical, parliament, software UI and docs, package "
         "descriptions, fiction, bible, medical terms, finance, lexicon)"
         + ("" if direction == EN_FR else f", read {source} side first") + ". Dev and test "
-        "splits were never trained on.", "", LICENCES, "",
+        "splits were never trained on.", "", LICENCES, "", ROUTER_FILES, "",
         "## Limitations", "",
         f"A small model trained for {_trained_for(gpu_run, hours)}, far from production "
         "quality (dev BLEU per domain in the adapters table above). The evaluation also measures "

@@ -16,7 +16,6 @@ import torch
 from safetensors.torch import load_file
 
 from contract.artifacts import (
-    CLASSIFIER_EXAMPLES_FILE,
     CLASSIFIER_MODEL_FILE,
     MODULE_WEIGHTS_FILE,
 )
@@ -40,6 +39,8 @@ from trainer.recipes.router_stage import (
     GENERIC_TRAIN,
     SISTER_DOMAINS,
     SISTER_PAIRS,
+    router_config,
+    router_files,
 )
 from trainer.recipes.snapshot import remove_if_superseded
 from trainer.training.average import checkpoint_step
@@ -246,10 +247,8 @@ def _publish_router(store: Store, directory: Path, fingerprint: str) -> None:
     if not (directory / CLASSIFIER_MODEL_FILE).exists():
         return
     scores = json.loads((directory / "accuracy.json").read_text())
-    labels = sorted(scores["per_domain"])
-    files = {CLASSIFIER_MODEL_FILE: (directory / CLASSIFIER_MODEL_FILE).read_bytes(),
-             CLASSIFIER_EXAMPLES_FILE: (directory / CLASSIFIER_EXAMPLES_FILE).read_bytes()}
-    config = {"labels": labels, "temperature": scores.get("temperature", 1.0)}
+    files, config = router_files(directory), router_config(scores)
+    labels = config["labels"]
     if _unchanged(store, "classifier", ROUTER_NAME, files, fingerprint, config=config):
         return
     sisters = ",".join(d for d in SISTER_DOMAINS if d in labels)

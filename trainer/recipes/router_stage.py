@@ -1,6 +1,9 @@
 """Stage 3 of the default model's recipe: the fastText router and its training data (the
 routed domains, a "generic" class of open genres, extra lines of neighbouring genres and
-sister language pairs)."""
+sister language pairs). The stage writes the model, its examples as hashed features (no
+text: trainer/routers/features.py) and `accuracy.json` (dev scores, the temperature and the
+features' description), which the publish stages turn into the artifact
+(`router_files`, `router_config`)."""
 
 from __future__ import annotations
 
@@ -8,9 +11,10 @@ import json
 import logging
 import random
 from pathlib import Path
+from typing import Any
 
 from contract.artifacts import (
-    CLASSIFIER_EXAMPLES_FILE,
+    CLASSIFIER_FEATURES_FILE,
     CLASSIFIER_MODEL_FILE,
 )
 from trainer.recipes.default_stages import domain_corpus
@@ -18,10 +22,10 @@ from trainer.recipes.directions import EN_FR, Direction
 from trainer.routers.classifier import (
     ClassifierSettings,
     accuracy,
-    examples_to_bytes,
     fit_temperature,
     train_classifier,
 )
+from trainer.routers.features import features_to_bytes, featurize, pruned
 from trainer.routers.settings import RouterSettings
 
 log = logging.getLogger("trainer.recipes.default_en_fr")
@@ -114,14 +118,10 @@ def domain_extra_examples(data_dir: Path, domains: tuple[str, ...],
     return out
 
 
-def train_router(data_dir: Path, run_dir: Path, domains: tuple[str, ...],
-                 direction: Direction = EN_FR) -> None:
-    """The router of `direction`'s backbone: it reads the source side of every example."""
-    out_dir = run_dir / "classifier"
-    if (out_dir / "accuracy.json").exists():
-        log.info("classifier: already trained")
-        return
-    out_dir.mkdir(parents=True, exist_ok=True)
+def router_examples(data_dir: Path, domains: tuple[str, ...], direction: Direction = EN_FR
+                    ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(train, dev) examples of `direction`'s router, its source side: the domains' splits,
+    the generic class, the extra and sister-pair lines."""
     language = direction.source
     examples = [(d, s) for d in domains
                 for s, _ in domain_corpus(data_dir, d, "train", direction).read()]
@@ -132,20 +132,45 @@ def train_router(data_dir: Path, run_dir: Path, domains: tuple[str, ...],
                  + sister_pair_examples(data_dir, tuple(d for d in domains
                                                         if d in SISTER_DOMAINS),
                                         language=language))
-    dev += generic_dev
-    model_bytes = train_classifier(examples, ROUTER_SETTINGS)
+    return examples, dev + generic_dev
+
+
+def train_router(data_dir: Path, run_dir: Path, domains: tuple[str, ...],
+                 direction: Direction = EN_FR) -> None:
+    """The router of `direction`'s backbone: it reads the source side of every example."""
+    out_dir = run_dir / "classifier"
+    if (out_dir / "accuracy.json").exists():
+        log.info("classifier: already trained")
+        return
+    out_dir.mkdir(parents=True, exist_ok=True)
+    examples, dev = router_examples(data_dir, domains, direction)
+    features = ROUTER_SETTINGS.features()
+    stored = pruned(featurize(examples, features), ROUTER_SETTINGS.min_examples)
+    model_bytes = train_classifier(stored, ROUTER_SETTINGS)
     (out_dir / CLASSIFIER_MODEL_FILE).write_bytes(model_bytes)
-    (out_dir / CLASSIFIER_EXAMPLES_FILE).write_bytes(examples_to_bytes(examples))
-    scores = accuracy(model_bytes, dev)
-    calibration = fit_temperature(model_bytes, dev)
+    (out_dir / CLASSIFIER_FEATURES_FILE).write_bytes(features_to_bytes(stored))
+    scores = accuracy(model_bytes, dev, features)
+    calibration = fit_temperature(model_bytes, dev, features)
     (out_dir / "accuracy.json").write_text(json.dumps(
         {"dev_accuracy": scores.overall, "per_domain": scores.per_label,
          "confusion": scores.confusion, "temperature": calibration.temperature,
-         "dev_nll": calibration.nll, "dev_nll_uncalibrated": calibration.nll_uncalibrated},
-        indent=1))
+         "dev_nll": calibration.nll, "dev_nll_uncalibrated": calibration.nll_uncalibrated,
+         "features": features.as_config()}, indent=1))
     log.info("classifier: dev accuracy %.3f; temperature %.2f (dev NLL %.3f, %.3f without)",
              scores.overall, calibration.temperature, calibration.nll,
              calibration.nll_uncalibrated)
+
+
+def router_files(directory: Path) -> dict[str, bytes]:
+    """The artifact files of the router the stage wrote to `directory`."""
+    return {name: (directory / name).read_bytes()
+            for name in (CLASSIFIER_MODEL_FILE, CLASSIFIER_FEATURES_FILE)}
+
+
+def router_config(scores: dict[str, Any]) -> dict[str, Any]:
+    """The artifact config of the router whose `accuracy.json` is `scores`."""
+    return {"labels": sorted(scores["per_domain"]),
+            "temperature": scores.get("temperature", 1.0), "features": scores["features"]}
 
 
 def sister_pair_examples(data_dir: Path, domains: tuple[str, ...],

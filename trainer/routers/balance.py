@@ -28,14 +28,16 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Literal
 
+from server.routing.features import Features
 from server.routing.policy import GENERIC
-from trainer.routers.classifier import ClassifierSettings, Example
+from trainer.routers.classifier import ClassifierSettings
+from trainer.routers.features import FeatureExample
 from trainer.routers.overlap import claimed
 
 Balance = Literal["none", "median", "largest"]
 
 
-def reference_size(examples: Sequence[Example], balance: Balance) -> int:
+def reference_size(examples: Sequence[FeatureExample], balance: Balance) -> int:
     """How many examples the new class should hold: the median or the largest size of the
     other domain classes ("generic", the open-genre class, is no domain and not counted);
     0 for "none" or when there is no other domain class."""
@@ -46,18 +48,18 @@ def reference_size(examples: Sequence[Example], balance: Balance) -> int:
     return int(statistics.median(sizes)) if balance == "median" else max(sizes)
 
 
-def updated_examples(stored: Sequence[Example], domain: str, sources: Sequence[str], *,
-                     max_lines: int, balance: Balance,
-                     claim: ClassifierSettings | None = None) -> list[Example]:
+def updated_examples(stored: Sequence[FeatureExample], domain: str,
+                     sources: Sequence[Features], *, max_lines: int, balance: Balance,
+                     claim: ClassifierSettings | None = None) -> list[FeatureExample]:
     """The stored examples without `domain`'s old ones, plus up to `max_lines` distinct
-    `sources` of `domain`; with `claim`, the other examples that look like them move to
-    `domain` too (trainer/routers/overlap.py, trained with these settings). The class's
-    lines are then repeated in order (whole passes, then a partial one) until it reaches
-    the reference size of the others. The repeats are kept in the examples file the
-    classifier carries, so a later retraining (another domain added) weighs the class the
-    same again."""
-    old = [(label, text) for label, text in stored if label != domain]
-    lines = list(dict.fromkeys(s for s in sources if s.strip()))[:max_lines]
+    `sources` (source sentences as features) of `domain`; with `claim`, the other
+    examples that look like them move to `domain` too (trainer/routers/overlap.py, trained
+    with these settings). The class's lines are then repeated in order (whole passes, then
+    a partial one) until it reaches the reference size of the others. The repeats are kept
+    in the features file the classifier carries, so a later retraining (another domain
+    added) weighs the class the same again."""
+    old = [(label, bag) for label, bag in stored if label != domain]
+    lines = list(dict.fromkeys(bag for bag in sources if bag))[:max_lines]
     if not lines:
         return old
     if claim is not None:

@@ -1,10 +1,12 @@
 """Train the fastText domain classifier (the router).
 
-The classifier artifact carries its own training examples (`examples.tsv.gz`: label TAB
-text), so adding a domain retrains on every domain the store knows plus the new one.
-fastText reads its input in order and does not shuffle, so examples are shuffled here
-(seeded); one thread keeps training deterministic. `fit_temperature` calibrates the trained
-model's posteriors on held-out examples (server/routing/classifier.py applies it).
+The router reads hashed word n-grams (server/routing/features.py) and the classifier
+artifact carries its training examples as those features (`features.npz.xz`, no text:
+trainer/routers/features.py), so adding a domain retrains on every domain the store knows
+plus the new one. fastText reads its input in order and does not shuffle, so examples are
+shuffled here (seeded); one thread keeps training deterministic. `fit_temperature`
+calibrates the trained model's posteriors on held-out examples (server/routing/
+classifier.py applies it).
 """
 
 from __future__ import annotations
@@ -26,9 +28,11 @@ from server.routing.classifier import (
     calibrated,
     raw_posteriors,
 )
-from server.routing.features import classifier_text, neutralise
+from server.routing.features import HashedFeatures, feature_line, model_input
+from trainer.routers.features import FeatureExample
 
 Example = tuple[str, str]  # (label, source text)
+QUANTIZE_MIN_FEATURES = 256
 
 
 @dataclass(frozen=True)
@@ -38,30 +42,30 @@ class ClassifierSettings:
     (trainer/routers/settings.py `RouterSettings`), so a router retrained when a domain is added
     is trained as the shipped one was.
 
-    Word uni+bigrams without character n-grams, 10 epochs (router v5): on a held-out
-    1,000 train lines + dev per domain (1,150 each) the lowest of medical/law/it/religion
-    was 91.0% (it 92.4%), against 90.1% (it 90.1%) for 25 epochs with character
-    3-5-grams, which overfit the 5,000 lines per domain (benchmarks/results/router.md)."""
+    Word uni+bigrams, 10 epochs (router v5): on a held-out 1,000 train lines + dev per
+    domain (1,150 each) the lowest of medical/law/it/religion was 91.0% (it 92.4%),
+    against 90.1% (it 90.1%) for 25 epochs with character 3-5-grams, which overfit the
+    5,000 lines per domain (benchmarks/results/router.md). The words and pairs are hashed
+    (`word_ngrams`, `bucket`: server/routing/features.py) and kept where they occur in at
+    least `min_examples` distinct examples (trainer/routers/features.py): on dev as
+    accurate as the text itself (benchmarks/results/router-artifacts.md)."""
 
     epoch: int = 10
     lr: float = 0.5
     dim: int = 32
     word_ngrams: int = 2
-    minn: int = 0  # character n-grams: none (maxn 0)
-    maxn: int = 0
-    bucket: int = 200_000
+    bucket: int = 1 << 22  # hashed feature numbers
+    min_examples: int = 5
     seed: int = 1
     quantize: bool = True  # product quantization: the file shrinks ~10x
 
-
-def examples_to_bytes(examples: Sequence[Example]) -> bytes:
-    """`label TAB text` lines; texts are neutralised (no TAB, line break or label marker
-    inside), so every example stays one line with its own label."""
-    lines = "".join(f"{label}\t{neutralise(text)}\n" for label, text in examples)
-    return gzip.compress(lines.encode("utf-8"), mtime=0)
+    def features(self) -> HashedFeatures:
+        return HashedFeatures(self.word_ngrams, self.bucket)
 
 
 def examples_from_bytes(data: bytes) -> list[Example]:
+    """The examples of an older classifier (`examples.tsv.gz`: `label TAB text` lines), to
+    retrain it into one that keeps features."""
     out: list[Example] = []
     # split("\n"), not splitlines(): older files may hold a form feed or U+2028 in a text.
     for line in gzip.decompress(data).decode("utf-8").split("\n"):
@@ -71,9 +75,10 @@ def examples_from_bytes(data: bytes) -> list[Example]:
     return out
 
 
-def train_classifier(examples: Sequence[Example], settings: ClassifierSettings | None = None
-                     ) -> bytes:
-    """The bytes of a trained fastText model (`classifier.bin`)."""
+def train_classifier(examples: Sequence[FeatureExample],
+                     settings: ClassifierSettings | None = None) -> bytes:
+    """The bytes of a fastText model (`classifier.bin`) trained on the examples' features
+    as they are (prune them first: trainer/routers/features.py `pruned`)."""
     settings = settings or ClassifierSettings()
     labels = sorted({label for label, _ in examples})
     if len(labels) < 2:
@@ -82,14 +87,16 @@ def train_classifier(examples: Sequence[Example], settings: ClassifierSettings |
     random.Random(settings.seed).shuffle(shuffled)
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "train.txt"
-        data.write_text("".join(f"{LABEL_PREFIX}{label} {classifier_text(text)}\n"
-                                for label, text in shuffled), encoding="utf-8")
+        data.write_text("".join(f"{LABEL_PREFIX}{label} {feature_line(bag)}\n"
+                                for label, bag in shuffled), encoding="utf-8")
+        # the features are the n-grams: fastText's own word and character n-grams off
         model = fasttext.train_supervised(
             str(data), epoch=settings.epoch, lr=settings.lr, dim=settings.dim,
-            wordNgrams=settings.word_ngrams, minn=settings.minn, maxn=settings.maxn,
-            bucket=settings.bucket, thread=1, seed=settings.seed, verbose=0)
+            wordNgrams=1, minn=0, maxn=0, bucket=0, thread=1, seed=settings.seed, verbose=0)
         out = Path(tmp) / CLASSIFIER_MODEL_FILE
-        if settings.quantize:
+        # product quantization needs 256 rows (its codebooks); a router of fewer
+        # features is small anyway
+        if settings.quantize and len(model.get_words()) >= QUANTIZE_MIN_FEATURES:
             model.quantize(input=str(data), qnorm=True, retrain=False, cutoff=100_000)
         model.save_model(str(out))
         return out.read_bytes()
@@ -109,11 +116,15 @@ def load_model(model_bytes: bytes) -> fasttext.FastText._FastText:
         return fasttext.load_model(str(path))
 
 
-def accuracy(model_bytes: bytes, examples: Sequence[Example]) -> Accuracy:
+def accuracy(model_bytes: bytes, examples: Sequence[Example],
+             features: HashedFeatures | None) -> Accuracy:
+    """Top-1 accuracy on (label, text) examples of a model that reads `features` (None:
+    the normalised text, an older classifier)."""
     model = load_model(model_bytes)
     confusion: dict[str, Counter[str]] = {}
     for label, text in examples:
-        predicted = model.predict(classifier_text(text), k=1)[0][0].removeprefix(LABEL_PREFIX)
+        line = model_input(text, features)
+        predicted = model.predict(line, k=1)[0][0].removeprefix(LABEL_PREFIX)
         confusion.setdefault(label, Counter())[predicted] += 1
     per_label = {label: counts[label] / sum(counts.values()) for label, counts in confusion.items()}
     correct = sum(counts[label] for label, counts in confusion.items())
@@ -142,16 +153,18 @@ def negative_log_likelihood(posteriors: Sequence[dict[str, float]], labels: Sequ
     return total / max(len(labels), 1)
 
 
-def fit_temperature(model_bytes: bytes, examples: Sequence[Example]) -> Calibration:
+def fit_temperature(model_bytes: bytes, examples: Sequence[Example],
+                    features: HashedFeatures | None) -> Calibration:
     """The temperature that minimises the negative log-likelihood of held-out `examples`
-    (those whose label the model knows). The NLL is convex in 1/T, so a fine grid finds
-    its minimum; with no usable example the temperature stays 1."""
+    (those whose label the model knows) for a model that reads `features`. The NLL is
+    convex in 1/T, so a fine grid finds its minimum; with no usable example the
+    temperature stays 1."""
     model = load_model(model_bytes)
     known = {label.removeprefix(LABEL_PREFIX) for label in model.get_labels()}
     usable = [(label, text) for label, text in examples if label in known]
     if not usable:
         return Calibration(1.0, math.nan, math.nan, 0)
-    posteriors = [raw_posteriors(model, text) for _, text in usable]
+    posteriors = [raw_posteriors(model, text, features=features) for _, text in usable]
     labels = [label for label, _ in usable]
     scores = {t: negative_log_likelihood(posteriors, labels, t) for t in TEMPERATURES}
     best = min(scores, key=lambda t: (scores[t], abs(math.log(t))))

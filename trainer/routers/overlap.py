@@ -23,15 +23,17 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 
-from server.routing.classifier import raw_posteriors
-from trainer.routers.classifier import ClassifierSettings, Example, load_model, train_classifier
+from server.routing.classifier import line_posteriors
+from server.routing.features import Features, feature_line
+from trainer.routers.classifier import ClassifierSettings, load_model, train_classifier
+from trainer.routers.features import FeatureExample
 
 NEW, OTHER = "new", "other"
 FOLDS = 2
 MAX_CLAIMED_SHARE = 0.5
 
 
-def claimed(others: Sequence[Example], new_lines: Sequence[str], *,
+def claimed(others: Sequence[FeatureExample], new_lines: Sequence[Features], *,
             settings: ClassifierSettings, threshold: float = 0.5) -> set[int]:
     """Indices of `others` that look like `new_lines` (see the module docstring)."""
     if not others or not new_lines:
@@ -40,15 +42,16 @@ def claimed(others: Sequence[Example], new_lines: Sequence[str], *,
     found: set[int] = set()
     for fold in range(FOLDS):
         train = [(NEW, line) for line in new_lines] + [
-            (OTHER, text) for i, (_, text) in enumerate(others) if i % FOLDS != fold]
+            (OTHER, bag) for i, (_, bag) in enumerate(others) if i % FOLDS != fold]
         model = load_model(train_classifier(train, binary))
         for i in range(fold, len(others), FOLDS):
-            if raw_posteriors(model, others[i][1]).get(NEW, 0.0) >= threshold:
+            posteriors = line_posteriors(model, feature_line(others[i][1]))
+            if posteriors.get(NEW, 0.0) >= threshold:
                 found.add(i)
     return _without_whole_classes(others, found)
 
 
-def _without_whole_classes(others: Sequence[Example], found: set[int]) -> set[int]:
+def _without_whole_classes(others: Sequence[FeatureExample], found: set[int]) -> set[int]:
     """`found` less the examples of classes it would take more than MAX_CLAIMED_SHARE of."""
     sizes = Counter(label for label, _ in others)
     taken = Counter(others[i][0] for i in found)

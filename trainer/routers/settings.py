@@ -6,7 +6,7 @@ defaults (trainer/recipes/router_stage.py)."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from trainer.routers.balance import Balance
 from trainer.routers.classifier import ClassifierSettings
@@ -36,25 +36,23 @@ class RouterSettings(BaseModel):
     epoch: int = Field(_FASTTEXT.epoch, ge=1)
     lr: float = Field(_FASTTEXT.lr, gt=0)
     dim: int = Field(_FASTTEXT.dim, ge=2)
-    word_ngrams: int = Field(_FASTTEXT.word_ngrams, ge=1, description="word n-grams up to")
-    minn: int = Field(_FASTTEXT.minn, ge=0, description="shortest character n-gram")
-    maxn: int = Field(_FASTTEXT.maxn, ge=0, description="longest character n-gram "
-                                                        "(0: none)")
-    bucket: int = Field(_FASTTEXT.bucket, ge=0, description="hashed n-gram buckets")
+    word_ngrams: int = Field(
+        _FASTTEXT.word_ngrams, ge=1, description="word n-grams up to, hashed into `bucket` "
+                                                 "numbers: for a router retrained from an "
+                                                 "older one's text examples (a router that "
+                                                 "keeps features keeps its own)")
+    bucket: int = Field(_FASTTEXT.bucket, ge=2, description="hashed feature numbers (see "
+                                                            "word_ngrams)")
+    min_examples: int = Field(
+        _FASTTEXT.min_examples, ge=1, description="a feature is learnt and stored only when "
+                                                  "at least this many distinct examples "
+                                                  "hold it")
     quantize: bool = Field(_FASTTEXT.quantize,
                            description="product quantization (a ~10x smaller file)")
     seed: int = Field(_FASTTEXT.seed, ge=0)
 
-    @model_validator(mode="after")
-    def _character_ngrams(self) -> RouterSettings:
-        # fastText silently trains without character n-grams when minn > maxn.
-        if self.maxn and self.minn > self.maxn:
-            raise ValueError(f"minn {self.minn} > maxn {self.maxn} (maxn 0: no character "
-                             "n-grams)")
-        return self
-
     def classifier_settings(self) -> ClassifierSettings:
         return ClassifierSettings(
             epoch=self.epoch, lr=self.lr, dim=self.dim, word_ngrams=self.word_ngrams,
-            minn=self.minn, maxn=self.maxn, bucket=self.bucket, seed=self.seed,
+            bucket=self.bucket, min_examples=self.min_examples, seed=self.seed,
             quantize=self.quantize)

@@ -81,8 +81,9 @@ def candidate_classifier(directory: Path) -> FastTextClassifier:
     """A classifier the recipe's classifier stage wrote (`classifier.bin`, `accuracy.json`)."""
     scores = json.loads((directory / "accuracy.json").read_text())
     model = {CLASSIFIER_MODEL_FILE: (directory / CLASSIFIER_MODEL_FILE).read_bytes()}
-    loaded = load_classifier(model, {"labels": [], "temperature": scores["temperature"]},
-                             version=0)
+    config = {"labels": [], "temperature": scores["temperature"]} | (
+        {"features": scores["features"]} if "features" in scores else {})
+    loaded = load_classifier(model, config, version=0)
     loaded.labels = sorted(label.removeprefix(LABEL_PREFIX)
                            for label in loaded.model.get_labels())
     return loaded

@@ -32,6 +32,7 @@ from trainer.recipes.router_stage import (
     sister_pair_examples,
 )
 from trainer.routers.classifier import ClassifierSettings, accuracy, train_classifier
+from trainer.routers.features import featurize, pruned
 
 # The extras were compared with the generic class of router v6 (2,000 lines); then the
 # generic class's size, with the chosen extra; then en-de's English for every class or for
@@ -102,8 +103,10 @@ def score_candidate(data: Path, extras: dict[str, tuple[str, int]], settings: Cl
                                                                       sister_pairs)
               if text not in held]
     choice += generic_dev
-    model = train_classifier(train, settings)
-    on_choice, on_test = accuracy(model, choice), accuracy(model, test)
+    features = settings.features()
+    model = train_classifier(pruned(featurize(train, features), settings.min_examples),
+                             settings)
+    on_choice, on_test = accuracy(model, choice, features), accuracy(model, test, features)
     return {"choice": {k: round(100 * v, 1) for k, v in sorted(on_choice.per_label.items())},
             "test": {k: round(100 * v, 1) for k, v in sorted(on_test.per_label.items())},
             "choice_lowest_target": round(100 * min(on_choice.per_label[d]

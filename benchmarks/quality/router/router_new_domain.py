@@ -1,9 +1,10 @@
 """A domain added from data: does the retrained router send that domain's text to it?
 
 The sidecar's router retraining (trainer/routers/update.py) is replayed on the shipped
-router's own examples (model_store/builtin) with a new domain built from an en-fr extra
-genre that the shipped router was not trained on (its lines in the router's examples are
-left out), once per class-balance setting (trainer/routers/balance.py). Scored:
+router's own examples (model_store/builtin: hashed features) with a new domain built from
+an en-fr extra genre that the shipped router was not trained on (lines whose features
+match a stored example are left out), once per class-balance setting
+(trainer/routers/balance.py). Scored:
 
 - the new domain's unseen lines (drawn from the same genre, not trained on): top-1
   accuracy, and "routed" = top-1 with a calibrated confidence at or above the serving
@@ -28,18 +29,21 @@ from typing import Any
 
 from benchmarks.locations import DEFAULT_DATA, REPO, RESULTS_DIR
 from benchmarks.report_files import write_report
-from contract.artifacts import CLASSIFIER_EXAMPLES_FILE, CLASSIFIER_MODEL_FILE
+from contract.artifacts import CLASSIFIER_FEATURES_FILE, CLASSIFIER_MODEL_FILE
 from server.core.settings import RoutingSettings
 from server.routing.classifier import config_temperature, load_classifier
+from server.routing.features import Features, HashedFeatures
 from trainer.recipes.default_en_fr import DOMAINS
 from trainer.routers.balance import Balance, updated_examples
-from trainer.routers.classifier import Example, examples_from_bytes, train_classifier
+from trainer.routers.classifier import Example, train_classifier
+from trainer.routers.features import features_from_bytes, projected, pruned_new
 from trainer.routers.settings import RouterSettings
 
 BUILTIN_ROUTER = REPO / "model_store/builtin/classifiers/router"
 # genre -> lines the new domain is trained on (the issue's case: 3,000 Medline abstract
 # lines; biomedical is also the shipped medical class's neighbour, the hardest case).
-GENRES = {"biomedical": 3000, "package-descriptions": 3000, "parliament": 2400}
+GENRES = {"biomedical": 3000, "package-descriptions": 3000, "parliament": 2400,
+          "finance": 3000}
 # name -> (class balance, claim the stored examples that look like the new domain)
 CANDIDATES: dict[str, tuple[Balance, bool]] = {
     "as before": ("none", False), "median": ("median", False), "largest": ("largest", False),
@@ -50,7 +54,7 @@ SEEDS = (1, 2)
 def shipped_router() -> tuple[dict[str, bytes], dict[str, Any]]:
     version = max(BUILTIN_ROUTER.iterdir(), key=lambda p: int(p.name.removeprefix("v")))
     files = {name: (version / name).read_bytes()
-             for name in (CLASSIFIER_MODEL_FILE, CLASSIFIER_EXAMPLES_FILE)}
+             for name in (CLASSIFIER_MODEL_FILE, CLASSIFIER_FEATURES_FILE)}
     return files, json.loads((version / "manifest.json").read_text())
 
 
@@ -58,12 +62,15 @@ def lines_of(path: Path) -> list[str]:
     return [line for line in path.read_text(encoding="utf-8").split("\n") if line.strip()]
 
 
-def new_domain_split(data: Path, genre: str, train: int, held_out: int, known: set[str]
+def new_domain_split(data: Path, genre: str, train: int, held_out: int, *,
+                     stored: set[Features], features: HashedFeatures
                      ) -> tuple[list[str], list[str]]:
     """(train lines, unseen lines): distinct lines of the genre that the shipped router
-    never saw, drawn seeded from the whole file (it is ordered by document)."""
+    never saw (no stored example holds their features), drawn seeded from the whole file
+    (it is ordered by document)."""
+    known = {number for bag in stored for number in bag}
     pool = [line for line in dict.fromkeys(lines_of(data / "en-fr/extra" / genre / "train.en"))
-            if line not in known]
+            if projected(features.of(line), known) not in stored]
     random.Random(0).shuffle(pool)
     if len(pool) < train + held_out:
         raise SystemExit(f"{genre}: {len(pool)} usable lines, need {train + held_out}")
@@ -75,10 +82,9 @@ def shipped_eval(data: Path) -> list[Example]:
             for line in lines_of(data / "en-fr/domains" / domain / f"{split}.en")]
 
 
-def score(model: bytes, labels: list[str], temperature: float, threshold: float,
+def score(model: bytes, config: dict[str, Any], threshold: float,
           shipped: list[Example], new: list[Example]) -> dict[str, Any]:
-    classifier = load_classifier({CLASSIFIER_MODEL_FILE: model},
-                                 {"labels": labels, "temperature": temperature}, version=0)
+    classifier = load_classifier({CLASSIFIER_MODEL_FILE: model}, config, version=0)
     per: dict[str, list[int]] = {}
     for label, text in shipped:
         posteriors = classifier.posteriors(text)
@@ -141,31 +147,36 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS_DIR)
     args = parser.parse_args()
     files, manifest = shipped_router()
-    stored = examples_from_bytes(files[CLASSIFIER_EXAMPLES_FILE])
-    known = {text for _, text in stored}
+    stored = features_from_bytes(files[CLASSIFIER_FEATURES_FILE])
+    features = HashedFeatures.from_config(manifest["config"])
+    if features is None:
+        raise SystemExit("the shipped router names no features")
     temperature = config_temperature(manifest["config"])
     threshold = RoutingSettings().threshold
     shipped = shipped_eval(args.data)
     rows: list[dict[str, Any]] = [{
         "genre": "(shipped router)", "balance": "", "seed": "", "examples": "",
-        **score(files[CLASSIFIER_MODEL_FILE], manifest["config"]["labels"], temperature,
-                threshold, shipped, [])}]
+        **score(files[CLASSIFIER_MODEL_FILE], manifest["config"], threshold, shipped, [])}]
     print(json.dumps(rows[0]), flush=True)
     settings = RouterSettings()
     for genre in args.genres:
-        train, unseen = new_domain_split(args.data, genre, GENRES[genre], args.held_out, known)
+        train, unseen = new_domain_split(args.data, genre, GENRES[genre], args.held_out,
+                                         stored={bag for _, bag in stored}, features=features)
         for candidate in args.candidates:
             balance, claim = CANDIDATES[candidate]
             examples = updated_examples(
-                stored, genre, train, max_lines=settings.max_examples_per_domain,
-                balance=balance, claim=settings.classifier_settings() if claim else None)
-            labels = sorted({label for label, _ in examples})
+                stored, genre, pruned_new([features.of(line) for line in train], stored,
+                                          settings.min_examples),
+                max_lines=settings.max_examples_per_domain, balance=balance,
+                claim=settings.classifier_settings() if claim else None)
+            config = {"labels": sorted({label for label, _ in examples}),
+                      "temperature": temperature, "features": features.as_config()}
             for seed in args.seeds:
                 model = train_classifier(examples, replace(settings.classifier_settings(),
                                                            seed=seed))
                 row = {"genre": f"{genre} ({len(train)})", "balance": candidate, "seed": seed,
                        "examples": sum(label == genre for label, _ in examples),
-                       **score(model, labels, temperature, threshold, shipped,
+                       **score(model, config, threshold, shipped,
                                [(genre, line) for line in unseen])}
                 print(json.dumps(row), flush=True)
                 rows.append(row)
