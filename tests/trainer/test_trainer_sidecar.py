@@ -31,7 +31,7 @@ from tests.trainer.sidecar_store import (
 )
 from trainer.jobs.domain_job import run_dir_of
 from trainer.sidecar.worker import Heartbeat, Sidecar
-from trainer.sidecar.worker import worker as sidecar_module
+from trainer.sidecar import worker as sidecar_module
 
 UNTIL_LAST_STEP = {"eval_every": 1000}  # the module is the last step's, not the first eval's
 
