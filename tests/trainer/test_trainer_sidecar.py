@@ -30,8 +30,8 @@ from tests.trainer.sidecar_store import (
     worker_settings,
 )
 from trainer.jobs.domain_job import run_dir_of
-from trainer.sidecar.worker import Heartbeat, Sidecar
 from trainer.sidecar import worker as sidecar_module
+from trainer.sidecar.worker import Heartbeat, Sidecar
 
 UNTIL_LAST_STEP = {"eval_every": 1000}  # the module is the last step's, not the first eval's
 
