@@ -19,7 +19,7 @@ forms, and the sidecar's default for the features form (claim + median,
 trainer/routers/update.py). Scored: the new domain's unseen lines (top-1) and the same dev
 set. No translation is decoded.
 
-    python -m benchmarks.quality.router_artifacts --data ../shared/data
+    python -m benchmarks.quality.router.router_artifacts --data ../shared/data
 """
 
 from __future__ import annotations
