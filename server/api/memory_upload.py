@@ -4,18 +4,14 @@ within the import limit, with its format from the query, the content type or the
 from __future__ import annotations
 
 import os
-import tempfile
-from typing import IO, Literal
+from typing import Literal
 
 from fastapi import Request
-from starlette.datastructures import UploadFile
-from starlette.formparsers import MultiPartException, MultiPartParser
 
-from server.api.uploads import capped
+from server.api.uploads import multipart_file, spool_body
 from server.core.errors import InvalidInput, TooLarge
 from server.memories.imports import Format, Upload, format_of
 
-SPOOL_BYTES = 1 << 20
 RAW_TYPES: dict[str, Format | None] = {
     "application/x-tmx+xml": "tmx", "text/tab-separated-values": "tsv",
     "application/xliff+xml": "xliff", "application/x-xliff+xml": "xliff",
@@ -34,9 +30,9 @@ async def receive_upload(request: Request, *, limit: int, format: Format | None,
         raise TooLarge(f"upload of {declared} bytes; at most {limit} "
                        "(NMT_MEMORIES__MAX_IMPORT_BYTES)", field="body")
     if content_type == "multipart/form-data":
-        file, name = await _multipart(request, limit)
+        file, name = await multipart_file(request, limit, what="the file")
     elif content_type in RAW_TYPES or not content_type:
-        file, name = await _raw(request, limit), ""
+        file, name = await spool_body(request, limit, prefix="nmt-memory-"), ""
         format = format or RAW_TYPES.get(content_type)
     else:
         raise InvalidInput(f"unsupported content type {content_type!r}: send the file as the "
@@ -52,29 +48,3 @@ async def receive_upload(request: Request, *, limit: int, format: Format | None,
                            "name ending .tmx, .tsv, .xlf)", field="body" if size == 0
                            else "format")
     return Upload(file, size, name, chosen, mode)
-
-
-async def _raw(request: Request, limit: int) -> IO[bytes]:
-    spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES, prefix="nmt-memory-")
-    try:
-        async for chunk in capped(request.stream(), limit):
-            spool.write(chunk)
-    except BaseException:
-        spool.close()
-        raise
-    return spool
-
-
-async def _multipart(request: Request, limit: int) -> tuple[IO[bytes], str]:
-    parser = MultiPartParser(request.headers, capped(request.stream(), limit),
-                             max_files=1, max_fields=0)
-    try:
-        form = await parser.parse()
-    except MultiPartException as error:
-        raise InvalidInput(f"malformed multipart upload ({error.message}); send the file "
-                           "as the field 'file'", field="body") from None
-    upload = form.get("file")
-    if not isinstance(upload, UploadFile):
-        await form.close()
-        raise InvalidInput("the form needs a file field named 'file'", field="file")
-    return upload.file, upload.filename or ""

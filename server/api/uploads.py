@@ -32,33 +32,42 @@ async def receive_archive(request: Request, *, limit: int) -> IO[bytes]:
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise TooLarge(f"upload of {declared} bytes; at most {limit}", field="body")
     if content_type == "multipart/form-data":
-        return await _multipart_file(request, limit)
+        file, _ = await multipart_file(request, limit, what="the archive")
+        return _rewound(file)
     if content_type not in ARCHIVE_TYPES and content_type:
         raise InvalidInput(f"unsupported content type {content_type!r}: send a tar.gz body "
                            f"({ARCHIVE_TYPES[0]}) or multipart/form-data", field="body")
-    spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES, prefix="nmt-upload-")
+    return _rewound(await spool_body(request, limit, prefix="nmt-upload-"))
+
+
+async def spool_body(request: Request, limit: int, *, prefix: str) -> IO[bytes]:
+    """The raw body in a spooled temporary file (memory, then disk), refused (413) past
+    `limit` bytes; the caller rewinds and closes it."""
+    spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES, prefix=prefix)
     try:
         async for chunk in capped(request.stream(), limit):
             spool.write(chunk)
-        return _rewound(spool)
     except BaseException:
         spool.close()
         raise
+    return spool
 
 
-async def _multipart_file(request: Request, limit: int) -> IO[bytes]:
+async def multipart_file(request: Request, limit: int, *, what: str) -> tuple[IO[bytes], str]:
+    """The form's `file` part (starlette spools it to disk the same way) and its file name;
+    `what` names the expected file in the error messages."""
     parser = MultiPartParser(request.headers, capped(request.stream(), limit),
                              max_files=1, max_fields=0)
     try:
         form = await parser.parse()
     except MultiPartException as error:
-        raise InvalidInput(f"malformed multipart upload ({error.message}); send the archive "
+        raise InvalidInput(f"malformed multipart upload ({error.message}); send {what} "
                            "as the file field 'file'", field="body") from None
     upload = form.get("file")
     if not isinstance(upload, UploadFile):
         await form.close()
         raise InvalidInput("multipart upload needs a file field named 'file'", field="file")
-    return _rewound(upload.file)  # starlette spools it to disk the same way
+    return upload.file, upload.filename or ""
 
 
 def _rewound(file: IO[bytes]) -> IO[bytes]:
