@@ -40,6 +40,7 @@ from .memory_rows import MemoryRows
 from .notify import CHANNEL
 from .schema import upgrade_schema
 from .tables import active, artifacts, events
+from .tenant_rows import TenantRows
 
 # Serializes PostgreSQL transactions that write events or check before they write.
 WRITE_LOCK_KEY = 0x6E6D_7472_6567_7772  # "nmtregwr"
@@ -75,7 +76,7 @@ def _now() -> datetime:
 
 
 class Registry(GlossaryRows, CorrectionRows, MemoryRows, MemoryImportRows, JobRows,
-               ApiKeyRows):
+               ApiKeyRows, TenantRows):
     """Artifacts, active versions, jobs and events in one SQL database."""
 
     def __init__(self, url: str) -> None:

@@ -247,3 +247,37 @@ memory_imports = Table(
                     name="ck_memory_imports_state"),
 )
 Index("ix_memory_imports_memory", memory_imports.c.memory_id)
+
+# Tenants (server/tenancy): a tenant owns API keys and named resources (domains, glossaries,
+# memories); what no tenant owns is shared. `tenant_keys` gives a key its tenant and role
+# ("member": uses the tenant's resources; "admin": also manages them); `tenant_resources`
+# names what a tenant owns by kind and name (in every direction). Revision 0007.
+TENANT_ROLES = ("member", "admin")
+TENANT_KINDS = ("domain", "glossary", "memory")
+tenants = Table(
+    "tenants",
+    metadata,
+    Column("name", String(32), primary_key=True),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+tenant_keys = Table(
+    "tenant_keys",
+    metadata,
+    Column("key_id", String(36), primary_key=True),
+    Column("tenant", String(32), nullable=False),
+    Column("role", String(16), nullable=False),
+    CheckConstraint("role IN (" + ", ".join(f"'{r}'" for r in TENANT_ROLES) + ")",
+                    name="ck_tenant_keys_role"),
+)
+Index("ix_tenant_keys_tenant", tenant_keys.c.tenant)
+tenant_resources = Table(
+    "tenant_resources",
+    metadata,
+    Column("kind", String(16), primary_key=True),
+    Column("name", String(64), primary_key=True),
+    Column("tenant", String(32), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    CheckConstraint("kind IN (" + ", ".join(f"'{k}'" for k in TENANT_KINDS) + ")",
+                    name="ck_tenant_resources_kind"),
+)
+Index("ix_tenant_resources_tenant", tenant_resources.c.tenant)

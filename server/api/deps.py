@@ -21,6 +21,7 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 from server.access import AccessGuard
 from server.core.errors import Forbidden, InvalidInput, NotFound, Unauthorized
 from server.core.metrics import Metrics
+from server.core.tenancy import OPERATOR, TenantScope, current_scope, enter_scope
 from server.corrections.desk import CorrectionDesk
 from server.documents.jobs import DocumentJobs
 from server.documents.service import DocumentService
@@ -202,15 +203,37 @@ DeskDep = Annotated[CorrectionDesk, Depends(get_desk)]
 DocumentsDep = Annotated[DocumentService, Depends(get_documents)]
 
 
-def require_admin(settings: SettingsDep,
-                  credentials: Annotated[HTTPAuthorizationCredentials | None,
-                                         Depends(bearer)]) -> None:
+async def require_admin(request: Request, settings: SettingsDep,
+                        credentials: Annotated[HTTPAuthorizationCredentials | None,
+                                               Depends(bearer)]) -> None:
     """Admin endpoints: 403 when admin is disabled (no NMT_ADMIN_TOKEN), 401 without a
-    well-formed bearer token, 403 with a wrong one (constant-time comparison)."""
+    well-formed bearer token, 403 with a wrong one (constant-time comparison). The
+    operator's token manages everything; a tenant admin's API key, sent as the bearer
+    token, manages its tenant's resources only (the scope, server/core/tenancy.py)."""
     token = settings.admin_secret()
     if token is None:
         raise Forbidden("the admin API is disabled: set NMT_ADMIN_TOKEN to enable it")
     if credentials is None or not credentials.credentials:
         raise Unauthorized("admin endpoints need an 'Authorization: Bearer <token>' header")
-    if not hmac.compare_digest(credentials.credentials.encode(), token.encode()):
+    if hmac.compare_digest(credentials.credentials.encode(), token.encode()):
+        enter_scope(OPERATOR)
+        return
+    access: AccessGuard | None = getattr(request.app.state, "access", None)
+    if access is None or await access.admin_scope(credentials.credentials) is None:
         raise Forbidden("the admin token is not valid")
+
+
+async def require_operator() -> None:
+    """Admin endpoints of the operator only (after `require_admin`): 403 for a tenant's
+    admin."""
+    if not current_scope().operator:
+        raise Forbidden("only the operator (NMT_ADMIN_TOKEN) may do this")
+
+
+async def listing_scope(access: AccessDep, api_key: ApiKeyDep) -> TenantScope:
+    """The scope of a public list (domains, languages): the tenant of the key sent, if
+    any (no key, or keys off: the shared resources only)."""
+    return await access.scope_of(api_key)
+
+
+ListingScopeDep = Annotated[TenantScope, Depends(listing_scope)]

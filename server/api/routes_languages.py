@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from server.api.deps import DirectionsDep
+from server.api.deps import DirectionsDep, ListingScopeDep
 from server.api.schemas_served import DirectionInfo, LanguagesResponse
 from server.core.errors import NotReady
 from server.textproc.languages import language_name
@@ -13,7 +13,7 @@ router = APIRouter(tags=["translation"])
 
 
 @router.get("/languages", response_model=LanguagesResponse)
-async def languages(directions: DirectionsDep) -> LanguagesResponse:
+async def languages(directions: DirectionsDep, scope: ListingScopeDep) -> LanguagesResponse:
     """Exactly the directions served (backbones loaded, or unloaded by the residency
     limit and loaded on demand), the default first."""
     if directions is None:
@@ -30,5 +30,5 @@ async def languages(directions: DirectionsDep) -> LanguagesResponse:
             target_name=language_name(pair.target) if pair else None,
             backbone=backbone.name, version=backbone.version,
             default=direction is directions.default,
-            domains=await direction.domains()))
+            domains=scope.visible_names("domain", await direction.domains())))
     return LanguagesResponse(directions=listed)

@@ -22,6 +22,7 @@ from server.api.deps import (
     BatchJobsDep,
     ClientDeadlineDep,
     DirectionsDep,
+    ListingScopeDep,
     RuntimeDep,
     SettingsDep,
     TranslatorDep,
@@ -151,19 +152,21 @@ async def _direction_of(directions: DirectionsDep, translator: Translator,
 
 
 @router.get("/domains", response_model=DomainsResponse)
-async def domains(runtime: RuntimeDep) -> DomainsResponse:
+async def domains(runtime: RuntimeDep, scope: ListingScopeDep) -> DomainsResponse:
     """The active domains and their served versions ("generic", the backbone, is always
-    servable); a domain that no loaded version serves is listed as broken."""
+    servable); a domain that no loaded version serves is listed as broken. With tenants:
+    the shared domains and those of the key's tenant (X-API-Key)."""
     state = runtime.state
     backbone = runtime.backbone
     listed = [DomainInfo(name=entry.name, version=entry.version, family=entry.family,
                          size=entry.size,
                          status=("stale: " + state.module_failures[name])
                          if name in state.module_failures else "ready")
-              for name, entry in sorted(state.domains.items())]
+              for name, entry in sorted(scope.visible("domain", state.domains).items())]
     listed += [DomainInfo(name=name, version=version, family=None, size=None,
                           status="broken: " + problem)
-               for name, (version, problem) in sorted(state.broken().items())]
+               for name, (version, problem)
+               in sorted(scope.visible("domain", state.broken()).items())]
     info = (BackboneInfo(name=backbone.name, version=backbone.version,
                          fingerprint=backbone.backbone_fingerprint) if backbone else None)
     return DomainsResponse(backbone=info, domains=listed)

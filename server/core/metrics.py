@@ -82,6 +82,10 @@ class Metrics:
         self.access = Counter("nmt_access_requests_total",
                               "public requests by API key check outcome (accepted, missing, "
                               "refused, rate_limited); never the key", ["outcome"], registry=r)
+        # tenants hashed into 16 buckets ("shared": keys of no tenant), never a name
+        self.tenant_requests = Counter("nmt_tenant_requests_total",
+                                       "admitted public requests by tenant bucket "
+                                       "(server/core/tenancy.py)", ["tenant"], registry=r)
         self.rate_limited = Counter("nmt_access_rate_limited_total",
                                     "requests refused by a per-key limit, by limit (requests, "
                                     "characters)", ["limit"], registry=r)

@@ -35,6 +35,7 @@ from server.corrections.plausibility import implausible, normalised
 from server.memories.admin import MemoryAdmin
 from server.routing.policy import GENERIC, RoutingPolicy
 from server.serving.runtime import Runtime
+from server.serving.tenant_view import routable
 from server.textproc.languages import LanguageDetectors, LanguagePair, language_pair
 
 MAX_DIRECTION = 16
@@ -144,7 +145,8 @@ class CorrectionDesk:
 
     def _domain(self, submission: Submission) -> str | None:
         state = self.runtime.state
-        served = state.versions()
+        visible = routable(state)  # another tenant's domain is one that does not exist
+        served = visible.versions
         if submission.domain is not None:
             if submission.domain not in served:
                 raise UnknownDomain(f"unknown domain {submission.domain[:64]!r}; corrections "
@@ -154,7 +156,7 @@ class CorrectionDesk:
         if submission.routed in served:
             return submission.routed
         decision = self.policy.decide(None, submission.source, domains=served,
-                                      classifier=state.classifier, field="domain")
+                                      classifier=visible.classifier, field="domain")
         if decision.mode == "classifier" and decision.domain not in (None, GENERIC):
             return decision.domain
         return None

@@ -52,6 +52,7 @@ from server.routing.policy import AUTO, DomainSpec, RoutingDecision
 from server.serving.directions import Directions
 from server.serving.glossaries import GlossaryChoice
 from server.serving.requests import DecodingRequest, Item, ItemResult
+from server.serving.tenant_view import routable
 from server.serving.translation import Translator
 from server.textproc.document import build_document
 from server.textproc.sentences import split_text
@@ -183,15 +184,16 @@ class DocumentService:
         """The document's routing (CPU work: call it off the event loop)."""
         translator = self.translator_for(document)
         state = translator.runtime.state
+        served = routable(state)  # the tenant's domains and the shared ones
         policy = translator.policy
         spec = document.options.domain
         mixture = policy.settings.mixture
         automatic = spec is None or spec == AUTO
-        if not automatic or state.classifier is None or (
-                mixture is not None and mixture in state.mixtures()):
-            return policy.decide(spec, "", domains=state.versions(),
-                                 classifier=state.classifier, mixtures=state.mixtures())
-        classifier = state.classifier
+        if not automatic or served.classifier is None or (
+                mixture is not None and mixture in served.mixtures):
+            return policy.decide(spec, "", domains=served.versions,
+                                 classifier=served.classifier, mixtures=served.mixtures)
+        classifier = served.classifier
         totals: dict[str, float] = {}
         weight = 0.0
         for segment in _sample(document.segments, ROUTING_SAMPLE):
@@ -203,9 +205,9 @@ class DocumentService:
                 totals[label] = totals.get(label, 0.0) + posterior * len(text)
             weight += len(text)
         if weight == 0:
-            return policy.decide(spec, "", domains=state.versions(), classifier=None)
+            return policy.decide(spec, "", domains=served.versions, classifier=None)
         averaged = {label: total / weight for label, total in totals.items()}
-        return policy.from_posteriors(averaged, domains=state.versions())
+        return policy.from_posteriors(averaged, domains=served.versions)
 
     # -- 3. the segments, batch by batch ----------------------------------------------
     async def translate(self, document: OpenedDocument, *, progress: Progress | None = None,

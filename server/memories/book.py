@@ -27,6 +27,7 @@ from model_store import MemoryRecord, PairRecord, Registry
 from model_store.notify import ChangeWaiter, SleepingWaiter
 from server.core.errors import NotFound
 from server.core.settings import MemorySettings
+from server.core.tenancy import current_scope
 from server.memories.document_matches import Hit, Lookup
 from server.memories.index import Entry, PairIndex, Scored, entry
 from server.memories.normalisation import normalised
@@ -175,7 +176,7 @@ class MemoryBook:
         if choice.off:
             return []
         view = self.view
-        named = view.by_name
+        named = current_scope().visible("memory", view.by_name)  # others' do not exist
         chosen: list[Loaded] = []
         for name in choice.names:
             if name not in named:

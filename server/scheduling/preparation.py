@@ -28,6 +28,7 @@ one (tools, tests of the gate alone) that work runs in the preparation thread.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import threading
 import time
@@ -72,7 +73,9 @@ class PreparationGate:
                 return function(*args)
             finally:
                 self._release(chars)
-        future = self._executor.submit(functools.partial(function, *args))
+        # in the request's context: its tenant scope (server/core/tenancy.py) goes along
+        future = self._executor.submit(contextvars.copy_context().run,
+                                       functools.partial(function, *args))
         # Released when the work really ends (a thread cannot be interrupted).
         future.add_done_callback(functools.partial(self._release, chars))
         try:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from model_store import ConflictError, GlossaryRecord, Registry
 from server.core.errors import Conflict, InvalidInput, NotFound
 from server.core.settings import LimitSettings
+from server.core.tenancy import current_scope
 from server.textproc.glossary import Glossary, build_glossary
 
 log = logging.getLogger(__name__)
@@ -61,8 +62,10 @@ class GlossaryBook:
         if choice.glossary_id is None:
             return None
         record = self.registry.get_glossary(choice.glossary_id)
-        if record is None:
-            known = ", ".join(r.name for r in self.registry.list_glossaries()) or "none"
+        scope = current_scope()  # another tenant's glossary is one that does not exist
+        if record is None or not scope.sees("glossary", record.name):
+            known = ", ".join(scope.visible_names(
+                "glossary", (r.name for r in self.registry.list_glossaries()))) or "none"
             raise NotFound(f"unknown glossary {choice.glossary_id!r}; stored: {known}",
                            field=choice.id_field)
         return self._compile(record)

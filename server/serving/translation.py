@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 from server.core.errors import DeadlineExceeded, NotReady, TooLarge
 from server.core.metrics import Metrics
 from server.core.settings import DecodingSettings, LimitSettings
+from server.core.tenancy import current_scope
 from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.engine import Engine, Member, SentenceJob
 from server.memories.book import MemoryBook
@@ -58,6 +59,7 @@ from server.serving.requests import (
 from server.serving.results import Decode, n_best_alternatives, per_item
 from server.serving.runtime import Runtime
 from server.serving.state import ServingState
+from server.serving.tenant_view import routable
 from server.textproc.document import Document, build_document
 from server.textproc.documents import DocumentSpec, TooManySentences, build_documents
 from server.textproc.glossary import Glossary
@@ -173,11 +175,11 @@ class Translator:
 
     def _prepare(self, items: Sequence[Item], request: DecodingRequest, state: ServingState,
                  engine: Engine, deadline: float) -> list[Prepared]:
-        versions = state.versions()
-        mixtures = state.mixtures()
+        served = routable(state)  # what this request's tenant may route to
+        versions, mixtures = served.versions, served.mixtures
         prepared: list[Prepared] = []
         caps = RequestCaps(self.limits)
-        broken = state.broken()
+        broken = served.scope.visible("domain", state.broken())
         glossaries = []
         for item in items:
             check_not_broken(item, broken)
@@ -198,8 +200,8 @@ class Translator:
             if item.context:  # as DeepL reads `context`: to disambiguate, never output
                 routed = f"{item.context} {routed}"
             decision = self.policy.decide(item.domain, routed, domains=versions,
-                                          classifier=state.classifier, field=item.domain_field,
-                                          mixtures=mixtures)
+                                          classifier=served.classifier,
+                                          field=item.domain_field, mixtures=mixtures)
             if glossary is None and decision.domain is not None:
                 glossary = self.glossaries.domain_default(decision.domain)
                 if glossary is not None:
@@ -258,7 +260,9 @@ class Translator:
     def _count(self, decision: RoutingDecision) -> None:
         self.metrics.routing_decisions.labels(mode=decision.mode).inc()
         if decision.predicted is not None:
-            self.metrics.predicted_domains.labels(domain=decision.predicted).inc()
+            # a tenant's domain is counted under its tenant's bucket (bounded labels)
+            label = current_scope().metric_label("domain", decision.predicted)
+            self.metrics.predicted_domains.labels(domain=label).inc()
         if decision.confidence is not None:
             self.metrics.confidence.observe(decision.confidence)
 

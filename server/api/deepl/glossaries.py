@@ -18,7 +18,9 @@ from server.api.deepl.glossary_ids import entries_tsv, glossary_info, new_id
 from server.api.deepl.requests import deepl_code, optional, our_code, read_values
 from server.api.deepl.schemas import ERRORS, GLOSSARY_BODY
 from server.api.deps import AccessDep, DirectionsDep, RuntimeDep
-from server.core.errors import NotFound
+from server.api.tenant_claims import claim_created
+from server.core.errors import Forbidden, NotFound
+from server.core.tenancy import current_scope
 from server.serving.glossaries import GlossaryBook
 from server.textproc.glossary import parse_table
 from server.textproc.languages import LanguagePair
@@ -61,9 +63,10 @@ async def create_glossary(request: Request, book: DeepLGlossariesDep, runtime: R
     entries = parse_table((fields["entries"] or "").encode("utf-8"),
                           delimiter=DELIMITERS[entries_format], field="entries")
     taken = {r.name for r in await asyncio.to_thread(book.registry.list_glossaries)}
-    glossary_id = new_id(fields["name"] or "", pair, taken)
+    glossary_id = new_id(current_scope().own_name(fields["name"] or ""), pair, taken)
     record, _ = await asyncio.to_thread(book.put, glossary_id, entries, default_for=None,
                                         field="entries")
+    await claim_created(access, "glossary", glossary_id)
     return JSONResponse(glossary_info(record, pair), status_code=201)
 
 
@@ -73,7 +76,9 @@ async def list_glossaries(book: DeepLGlossariesDep, runtime: RuntimeDep, directi
     await admit(access, key, 0)
     default = served_pairs(runtime, directions)[0]
     records = await asyncio.to_thread(book.registry.list_glossaries)
-    return JSONResponse({"glossaries": [glossary_info(r, default) for r in records]})
+    scope = current_scope()  # the shared glossaries and the key's tenant's
+    return JSONResponse({"glossaries": [glossary_info(r, default) for r in records
+                                        if scope.sees("glossary", r.name)]})
 
 
 @router.get("/glossaries/{glossary_id}", responses=ERRORS)
@@ -103,12 +108,20 @@ async def delete_glossary(glossary_id: str, book: DeepLGlossariesDep, access: Ac
                           key: DeepLKeyDep) -> Response:
     await admit(access, key, 0)
     await asyncio.to_thread(_stored, book, glossary_id)
+    try:
+        current_scope().check_manages("glossary", glossary_id)
+    except Forbidden as refused:
+        raise DeepLError(403, str(refused)) from None
     await asyncio.to_thread(book.delete, glossary_id)
     return Response(status_code=204)
 
 
 def _stored(book: GlossaryBook, glossary_id: str) -> GlossaryRecord:
+    """The glossary; 404 also for another tenant's (as if it did not exist)."""
     try:
-        return book.get(glossary_id)
+        record = book.get(glossary_id)
     except NotFound:
-        raise DeepLError(404, f"Glossary not found: {glossary_id}") from None
+        record = None
+    if record is None or not current_scope().sees("glossary", record.name):
+        raise DeepLError(404, f"Glossary not found: {glossary_id}")
+    return record

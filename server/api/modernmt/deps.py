@@ -1,7 +1,8 @@
 """The ModernMT door's own dependencies (the native ones are server/api/deps.py's).
 ModernMT authenticates with the `MMT-ApiKey` header: it is the API key of translations
 (NMT_ACCESS__API_KEYS, when keys are on) and, for the memories, the admin token
-(NMT_ADMIN_TOKEN): memories are an admin matter on the native API too."""
+(NMT_ADMIN_TOKEN) or a tenant admin's key: memories are an admin matter on the native
+API too."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ from typing import Annotated
 from fastapi import Depends, Request
 from fastapi.security import APIKeyHeader
 
-from server.api.deps import SettingsDep
+from server.api.deps import AccessDep, SettingsDep
 from server.api.modernmt.errors import ModernMTError
 from server.api.modernmt.memories import ModernMTMemories
 from server.core.errors import NotReady
+from server.core.tenancy import OPERATOR, enter_scope
 
 mmt_api_key = APIKeyHeader(name="MMT-ApiKey", auto_error=False,
                            description="the API key (translations) or the admin token "
@@ -29,9 +31,10 @@ async def get_modernmt_memories(request: Request) -> ModernMTMemories:
     return ModernMTMemories(directions, request.app.state.memory_imports)
 
 
-async def require_memory_key(settings: SettingsDep, key: MmtKeyDep) -> None:
+async def require_memory_key(settings: SettingsDep, key: MmtKeyDep,
+                             access: AccessDep) -> None:
     """Memory calls: the admin token in `MMT-ApiKey` (401 without one, 403 when wrong or
-    when admin is off)."""
+    when admin is off); a tenant admin's API key there manages its tenant's memories."""
     token = settings.admin_secret()
     if token is None:
         raise ModernMTError(403, "memories need the admin API: set NMT_ADMIN_TOKEN and "
@@ -39,7 +42,9 @@ async def require_memory_key(settings: SettingsDep, key: MmtKeyDep) -> None:
     if not key:
         raise ModernMTError(401, "memory calls need the admin token in the MMT-ApiKey "
                                  "header")
-    if not hmac.compare_digest(key.encode(), token.encode()):
+    if hmac.compare_digest(key.encode(), token.encode()):
+        enter_scope(OPERATOR)
+    elif await access.admin_scope(key) is None:
         raise ModernMTError(403, "the MMT-ApiKey is not the admin token")
 
 

@@ -12,7 +12,9 @@ import io
 from dataclasses import dataclass
 
 from model_store import MemoryRecord
-from server.api.modernmt.errors import bad_request, not_found
+from server.api.modernmt.errors import ModernMTError, bad_request, not_found
+from server.core.errors import Forbidden, NotFound
+from server.core.tenancy import current_scope
 from server.memories.admin import MemoryAdmin
 from server.memories.imports import MemoryImports
 from server.serving.directions import Direction, Directions
@@ -46,15 +48,32 @@ class ModernMTMemories:
         return found
 
     def all(self) -> list[MemoryRecord]:
-        records = [r for _, admin in self.admins() for r in admin.all()]
+        """The memories the request's tenant sees (its own and the shared ones)."""
+        scope = current_scope()
+        records = [r for _, admin in self.admins() for r in admin.all()
+                   if scope.sees("memory", r.name)]
         return sorted(records, key=lambda r: r.id)
 
     def get(self, memory_id: int) -> Found:
+        """The memory; 404 also for another tenant's (as if it did not exist)."""
+        scope = current_scope()
         for direction, admin in self.admins():
             record = admin.registry.get_memory(memory_id)
-            if record is not None and record.backbone == admin.book.backbone:
+            if record is not None and record.backbone == admin.book.backbone \
+                    and scope.sees("memory", record.name):
                 return Found(direction, admin, record)
         raise not_found(f"memory {memory_id} does not exist")
+
+    def changed(self, memory_id: int) -> Found:
+        """The memory, when the request may change it (a tenant's admin: its own only)."""
+        found = self.get(memory_id)
+        try:
+            current_scope().check_manages("memory", found.record.name)
+        except NotFound:
+            raise not_found(f"memory {memory_id} does not exist") from None
+        except Forbidden as refused:
+            raise ModernMTError(403, str(refused)) from None
+        return found
 
     def create(self, name: str, source: str | None, target: str | None) -> MemoryRecord:
         """A new memory, or the one of that name (as ModernMT: creating a name again
@@ -63,8 +82,9 @@ class ModernMTMemories:
         admin = direction.memory_admin(self.imports)
         if admin is None:
             raise bad_request("translation memories are off on this server")
+        name = current_scope().own_name(name)  # a tenant's names start "<tenant>-"
         existing = admin.registry.find_memory(name, backbone=admin.book.backbone)
-        if existing is not None:
+        if existing is not None and current_scope().sees("memory", existing.name):
             return existing
         return admin.create(name, domain=None)
 

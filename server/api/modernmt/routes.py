@@ -21,6 +21,7 @@ from server.api.modernmt.memories import glossary_entries, glossary_name
 from server.api.modernmt.params import memory_id, memory_ids, read_params, spooled
 from server.api.modernmt.schemas import ERRORS
 from server.api.modernmt.translating import answer, language, prepare, translate, vector_of
+from server.api.tenant_claims import claim_created
 from server.core.errors import NotFound, NotReady
 from server.memories.admin import PairText
 from server.memories.imports import Upload
@@ -98,7 +99,7 @@ async def list_memories(memories: MmtMemoriesDep, _: MemoryKeyDep) -> JSONRespon
 
 @router.post("/memories")
 async def create_memory(request: Request, memories: MmtMemoriesDep,
-                        _: MemoryKeyDep) -> JSONResponse:
+                        _: MemoryKeyDep, access: AccessDep) -> JSONResponse:
     """`name` (JSON or form); extra: `source` and `target` pick the direction (default:
     the default one). A name that exists answers its memory, as ModernMT does."""
     params = await read_params(request)
@@ -106,6 +107,7 @@ async def create_memory(request: Request, memories: MmtMemoriesDep,
     record = await asyncio.to_thread(memories.create, name,
                                      language(params.text("source")),
                                      language(params.text("target")))
+    await claim_created(access, "memory", record.name)
     return envelope(answers.memory(record))
 
 
@@ -121,7 +123,7 @@ async def edit_memory(memory: str, request: Request, memories: MmtMemoriesDep,
     """Names are fixed once given (the native API names memories by them): a rename is
     refused; the description is not kept."""
     params = await read_params(request)
-    found = await asyncio.to_thread(memories.get, memory_id(memory))
+    found = await asyncio.to_thread(memories.changed, memory_id(memory))
     name = params.text("name")
     if name is not None and name != found.record.name:
         raise bad_request("a memory cannot be renamed on this server")
@@ -132,7 +134,7 @@ async def edit_memory(memory: str, request: Request, memories: MmtMemoriesDep,
 async def delete_memory(memory: str, memories: MmtMemoriesDep,
                         _: MemoryKeyDep) -> JSONResponse:
     """The memory, its pairs and its glossary."""
-    found = await asyncio.to_thread(memories.get, memory_id(memory))
+    found = await asyncio.to_thread(memories.changed, memory_id(memory))
     await asyncio.to_thread(found.admin.delete, found.record.name)
     book = found.direction.glossaries
     if await asyncio.to_thread(book.registry.get_glossary, glossary_name(found.record.id)):
@@ -158,7 +160,7 @@ async def replace_content(memory: str, request: Request, memories: MmtMemoriesDe
 async def _content(memory: str, request: Request, memories: MmtMemoriesDep,
                    settings: SettingsDep, *, replace: bool) -> JSONResponse:
     params = await read_params(request)
-    found = await asyncio.to_thread(memories.get, memory_id(memory))
+    found = await asyncio.to_thread(memories.changed, memory_id(memory))
     if "tmx" in params.files:
         if params.text("compression") not in (None, ""):
             raise bad_request("compressed uploads are not supported: send the TMX as is")
@@ -189,7 +191,7 @@ async def import_glossary(memory: str, request: Request, memories: MmtMemoriesDe
     writes it) becomes the memory's glossary, replacing the one before; translations
     naming the memory in `glossaries` use it."""
     params = await read_params(request)
-    found = await asyncio.to_thread(memories.get, memory_id(memory))
+    found = await asyncio.to_thread(memories.changed, memory_id(memory))
     if "csv" not in params.files:
         raise bad_request("send the glossary as the form's csv file (single terms are not "
                           "supported)")

@@ -1,0 +1,36 @@
+"""What one request may route to: a serving state's domains, word-level mixtures and
+classifier as the request's tenant scope sees them (server/core/tenancy.py). With no
+tenant owning anything this is the state itself, unchanged."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from functools import partial
+
+from server.core.tenancy import TenantScope, current_scope
+from server.routing.classifier import Classifier
+from server.routing.visible_labels import VisibleLabels
+from server.serving.state import ServingState
+
+
+@dataclass(frozen=True)
+class Routable:
+    versions: Mapping[str, int]  # domain -> served version
+    mixtures: Collection[str]
+    classifier: Classifier | None
+    scope: TenantScope
+
+
+def routable(state: ServingState, scope: TenantScope | None = None) -> Routable:
+    scope = scope or current_scope()
+    versions = state.versions()
+    mixtures = state.mixtures()
+    classifier = state.classifier
+    if scope.operator or not scope.owners:
+        return Routable(versions, mixtures, classifier, scope)
+    sees = partial(scope.sees, "domain")
+    return Routable(scope.visible("domain", versions),
+                    [m for m in mixtures if sees(m)],
+                    VisibleLabels(classifier, sees) if classifier is not None else None,
+                    scope)
