@@ -61,9 +61,8 @@ class AccessGuard:
         (413) when the request alone exceeds it. `field` names where the key was expected
         (a header or a form field) in the messages. The rest of the request is served in
         the key's tenant scope (server/core/tenancy.py)."""
-        owners = await self.owners.fresh()
         if not self.enabled:
-            enter_scope(TenantScope(None, "shared", owners))
+            enter_scope(await self.owners.scope(None, "shared"))
             return None
         if not key:
             self._count("missing")
@@ -86,9 +85,9 @@ class AccessGuard:
             raise RateLimited(refusal.message, retry_after=refusal.retry_after_s)
         self._count("accepted")
         tenant = found[1]
-        enter_scope(TenantScope(tenant.tenant if tenant else None,
-                                "shared" if tenant is None else
-                                "admin" if tenant.role == "admin" else "member", owners))
+        enter_scope(await self.owners.scope(
+            tenant.tenant if tenant else None,
+            "shared" if tenant is None else "admin" if tenant.role == "admin" else "member"))
         self.metrics.tenant_requests.labels(
             tenant=tenant_bucket(tenant.tenant if tenant else None)).inc()
         return KeyIdentity(record.id, record.name, tenant.tenant if tenant else None,
@@ -97,11 +96,10 @@ class AccessGuard:
     async def scope_of(self, key: str | None) -> TenantScope:
         """The scope of a request that only reads lists (languages, domains): its key's
         tenant's when it sends a valid key, else the shared one; charges nothing."""
-        owners = await self.owners.fresh()
         found = await self._lookup(hash_key(key)) if key and self.enabled else None
         tenant = found[1] if found is not None and found[0].active else None
-        scope = TenantScope(tenant.tenant if tenant else None,
-                            "member" if tenant else "shared", owners)
+        scope = await self.owners.scope(tenant.tenant if tenant else None,
+                                        "member" if tenant else "shared")
         enter_scope(scope)
         return scope
 
@@ -145,7 +143,7 @@ class AccessGuard:
         if found is None or not found[0].active or found[1] is None \
                 or found[1].role != "admin":
             return None
-        scope = TenantScope(found[1].tenant, "admin", await self.owners.fresh())
+        scope = await self.owners.scope(found[1].tenant, "admin")
         enter_scope(scope)
         return scope
 

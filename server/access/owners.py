@@ -1,4 +1,4 @@
-"""What each tenant owns, as every request's scope needs it: the registry's
+"""What each tenant owns, as every request's scope needs it: the registry's tenants and
 `tenant_resources` rows held in memory and reread when older than `cache_s` (a claim
 made on this replica is seen here at once, on others within that time)."""
 
@@ -9,7 +9,7 @@ import threading
 import time
 
 from model_store import Registry
-from server.core.tenancy import Kind, Owners
+from server.core.tenancy import Kind, Owners, Role, TenantScope
 
 
 class OwnerBook:
@@ -17,20 +17,31 @@ class OwnerBook:
         self.registry = registry
         self.cache_s = cache_s
         self._owners: dict[tuple[str, str], str] = {}
+        self._tenants: frozenset[str] = frozenset()
         self._read_at = -float("inf")
         self._lock = threading.Lock()
 
-    async def fresh(self) -> Owners:
-        """The owners, reread first when the copy in memory is older than `cache_s`."""
+    async def scope(self, tenant: str | None, role: Role) -> TenantScope:
+        """A request's scope, with what every tenant owns (reread first when the copy in
+        memory is older than `cache_s`)."""
         if time.monotonic() - self._read_at >= self.cache_s:
             await asyncio.to_thread(self.reread)
+        return TenantScope(tenant, role, self._owners, self._tenants)
+
+    @property
+    def owners(self) -> Owners:
         return self._owners
 
     def reread(self) -> None:
         started = time.monotonic()
+        tenants = frozenset(self.registry.list_tenants())
         owners = {(r.kind, r.name): r.tenant for r in self.registry.tenant_resources()}
         with self._lock:
-            self._owners, self._read_at = owners, started
+            self._owners, self._tenants, self._read_at = owners, tenants, started
+
+    def forget(self) -> None:
+        """Reread at the next request (a tenant was added here)."""
+        self._read_at = -float("inf")
 
     def claim(self, kind: Kind, name: str, tenant: str) -> None:
         """Record (in the registry and here) that `tenant` owns `kind` `name`."""

@@ -19,6 +19,7 @@ from server.api import (
     routes_keys,
     routes_languages,
     routes_memories,
+    routes_tenants,
     routes_translate,
 )
 from server.api.libretranslate import suggest
@@ -35,7 +36,7 @@ PUBLIC_ROUTERS: list[APIRouter] = [routes_translate.router, routes_batch_jobs.ro
 # Served on the main port, or only on the admin listener when NMT_ADMIN_PORT is set.
 ADMIN_ROUTERS: list[APIRouter] = [routes_admin.router, routes_jobs.router, routes_keys.router,
                                   routes_glossaries.router, routes_admin_corrections.router,
-                                  routes_memories.router]
+                                  routes_memories.router, routes_tenants.router]
 ROUTERS: list[APIRouter] = [*PUBLIC_ROUTERS, *ADMIN_ROUTERS]
 
 __all__ = ["ADMIN_ROUTERS", "PUBLIC_ROUTERS", "ROUTERS"]

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request, status
 
-from server.api.deps import AdminDep, SettingsDep, require_admin
+from server.api.deps import AccessDep, AdminDep, SettingsDep, require_admin
 from server.api.schemas import MAX_NAME_CHARS, ErrorResponse
 from server.api.schemas_admin import (
     ActivateRequest,
@@ -22,7 +22,9 @@ from server.api.schemas_admin import (
     VersionInfo,
     VersionResponse,
 )
+from server.api.tenant_claims import claim_created
 from server.api.uploads import receive_archive
+from server.core.tenancy import current_scope
 
 router = APIRouter(prefix="/admin", tags=["admin"], dependencies=[Depends(require_admin)],
                    responses={401: {"model": ErrorResponse, "description": "no bearer token"},
@@ -37,8 +39,10 @@ UPLOAD_BODY: dict[str, Any] = {"requestBody": {"required": True, "content": {
 
 @router.get("/domains", response_model=AdminDomainsResponse)
 async def list_domains(admin: AdminDep) -> AdminDomainsResponse:
-    """Every domain with all its versions and which one is active."""
-    listed = await admin.list_domains()
+    """Every domain with all its versions and which one is active (a tenant's admin: the
+    shared ones and its tenant's)."""
+    scope = current_scope()
+    listed = [d for d in await admin.list_domains() if scope.sees("domain", d.name)]
     return AdminDomainsResponse(domains=[
         AdminDomain(name=d.name, active_version=d.active_version, versions=[
             VersionInfo(version=v.version, created_at=v.created_at, family=v.family,
@@ -50,15 +54,19 @@ async def list_domains(admin: AdminDep) -> AdminDomainsResponse:
              status_code=status.HTTP_201_CREATED, openapi_extra=UPLOAD_BODY,
              responses={413: {"model": ErrorResponse}, 422: {"model": ErrorResponse}})
 async def upload_version(name: DomainPath, request: Request, admin: AdminDep, settings: SettingsDep,
+                         access: AccessDep,
                          activate: Annotated[bool, Query(
                              description="serve it right away")] = False) -> VersionResponse:
     """Upload a prebuilt module artifact (tar.gz body, or multipart field `file`). It is
-    verified (hashes, backbone fingerprint, tensor shapes) before it is published."""
+    verified (hashes, backbone fingerprint, tensor shapes) before it is published. A
+    tenant's admin uploads its tenant's domains (named `<tenant>-...`)."""
+    current_scope().check_manages("domain", name)
     archive = await receive_archive(request, limit=settings.limits.max_upload_bytes)
     try:
         manifest = await admin.upload(name, archive, activate=activate)
     finally:
         archive.close()
+    await claim_created(access, "domain", name)
     entry = admin.runtime.state.domains.get(name)
     served = entry is not None and entry.version == manifest.version
     return VersionResponse(name=name, version=manifest.version, active=served,
@@ -71,6 +79,7 @@ async def upload_version(name: DomainPath, request: Request, admin: AdminDep, se
 async def activate_version(name: DomainPath, body: ActivateRequest,
                            admin: AdminDep) -> VersionResponse:
     """Serve a version (roll forward or back); answers once it is loaded and served."""
+    current_scope().check_manages("domain", name)
     entry = await admin.activate(name, body.version)
     return VersionResponse(name=name, version=entry.version, active=True, family=entry.family,
                            size=entry.size)
@@ -80,6 +89,7 @@ async def activate_version(name: DomainPath, body: ActivateRequest,
                responses={404: {"model": ErrorResponse}})
 async def delete_domain(name: DomainPath, admin: AdminDep) -> DeleteResponse:
     """Stop serving a domain once in-flight requests using it finish; artifacts stay."""
+    current_scope().check_manages("domain", name)
     deleted = await admin.delete(name)
     return DeleteResponse(name=deleted.name, deactivated_version=deleted.deactivated_version,
                           drained=deleted.drained)

@@ -14,7 +14,7 @@ from fastapi.responses import StreamingResponse
 
 from model_store.correction_rows import CorrectionFilter, CorrectionStatus
 from server.api.admin_views import correction_info, correction_line, job_response, last_refresh
-from server.api.deps import AdminDirectionDep, DeskDep, require_admin
+from server.api.deps import AdminDirectionDep, DeskDep, require_admin, require_operator
 from server.api.schemas import ErrorResponse
 from server.api.schemas_corrections import (
     CorrectionList,
@@ -31,7 +31,7 @@ from server.corrections.refreshes import last_refresh_jobs
 from server.serving.refresh_jobs import submit_refresh
 
 router = APIRouter(prefix="/admin/corrections", tags=["admin", "corrections"],
-                   dependencies=[Depends(require_admin)],
+                   dependencies=[Depends(require_admin), Depends(require_operator)],
                    responses={401: {"model": ErrorResponse, "description": "no bearer token"},
                               403: {"model": ErrorResponse,
                                     "description": "wrong token, or admin disabled"}})

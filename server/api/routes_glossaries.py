@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request, Response, status
 
-from server.api.deps import GlossaryDep, SettingsDep, require_admin
+from server.api.deps import AccessDep, GlossaryDep, SettingsDep, require_admin
 from server.api.glossary_upload import read_glossary_upload
 from server.api.schemas import ErrorResponse
 from server.api.schemas_glossaries import (
@@ -23,6 +23,9 @@ from server.api.schemas_glossaries import (
     GlossaryInfo,
     GlossaryUpload,
 )
+from server.api.tenant_claims import claim_created
+from server.core.errors import NotFound
+from server.core.tenancy import current_scope
 
 router = APIRouter(prefix="/admin/glossaries", tags=["admin"],
                    dependencies=[Depends(require_admin)],
@@ -37,8 +40,11 @@ PUT_BODY: dict[str, Any] = {"requestBody": {"required": True, "content": {
 
 @router.get("", response_model=GlossariesResponse)
 async def list_glossaries(book: GlossaryDep) -> GlossariesResponse:
-    """Every stored glossary (without its entries)."""
-    records = await asyncio.to_thread(book.registry.list_glossaries)
+    """Every stored glossary (without its entries); a tenant's admin: the shared ones and
+    its tenant's."""
+    scope = current_scope()
+    records = [r for r in await asyncio.to_thread(book.registry.list_glossaries)
+               if scope.sees("glossary", r.name)]
     return GlossariesResponse(glossaries=[
         GlossaryInfo(name=r.name, size=len(r.entries), default_for=r.default_for,
                      created_at=r.created_at, updated_at=r.updated_at) for r in records])
@@ -47,7 +53,7 @@ async def list_glossaries(book: GlossaryDep) -> GlossariesResponse:
 @router.get("/{name}", response_model=GlossaryDetail,
             responses={404: {"model": ErrorResponse}})
 async def get_glossary(name: str, book: GlossaryDep) -> GlossaryDetail:
-    record = await asyncio.to_thread(book.get, name)
+    record = await asyncio.to_thread(book.get, visible(name))
     return GlossaryDetail(name=record.name, size=len(record.entries),
                           default_for=record.default_for, created_at=record.created_at,
                           updated_at=record.updated_at, entries=dict(record.entries))
@@ -58,18 +64,24 @@ async def get_glossary(name: str, book: GlossaryDep) -> GlossaryDetail:
                        409: {"model": ErrorResponse}, 413: {"model": ErrorResponse},
                        422: {"model": ErrorResponse}})
 async def put_glossary(name: str, request: Request, response: Response, book: GlossaryDep,
-                       settings: SettingsDep,
+                       settings: SettingsDep, access: AccessDep,
                        default_for: Annotated[str | None, Query(
                            pattern=r"^[a-z][a-z0-9_-]{0,62}$",
                            description="CSV/TSV bodies: the domain whose requests use it "
                                        "when they name no glossary")] = None) -> GlossaryDetail:
-    """Create or replace a glossary (201 when created, 200 when replaced)."""
+    """Create or replace a glossary (201 when created, 200 when replaced). A tenant's
+    admin: its tenant's (named `<tenant>-...`), the default of its own domains only."""
+    scope = current_scope()
+    scope.check_manages("glossary", name)
     limits = settings.limits
     limit = limits.max_glossary_entries * (2 * limits.max_glossary_term_chars + 64) * 4
     entries, default_for = await read_glossary_upload(request, limit=limit,
                                                       default_for=default_for)
+    if default_for is not None:
+        scope.check_manages("domain", default_for)
     record, created = await asyncio.to_thread(book.put, name, entries,
                                               default_for=default_for, field="entries")
+    await claim_created(access, "glossary", name)
     response.status_code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
     return GlossaryDetail(name=record.name, size=len(record.entries),
                           default_for=record.default_for, created_at=record.created_at,
@@ -79,5 +91,14 @@ async def put_glossary(name: str, request: Request, response: Response, book: Gl
 @router.delete("/{name}", response_model=GlossaryDeleted,
                responses={404: {"model": ErrorResponse}})
 async def delete_glossary(name: str, book: GlossaryDep) -> GlossaryDeleted:
+    current_scope().check_manages("glossary", name)
     await asyncio.to_thread(book.delete, name)
     return GlossaryDeleted(name=name, deleted=True)
+
+
+def visible(name: str) -> str:
+    """`name`, when the caller sees that glossary (else 404, as for one that does not
+    exist)."""
+    if not current_scope().sees("glossary", name):
+        raise NotFound(f"unknown glossary {name[:64]!r}", field="name")
+    return name

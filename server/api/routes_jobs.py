@@ -11,10 +11,13 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response, status
 
 from model_store import JobState
 from server.api.admin_views import job_response
-from server.api.deps import JobAdminDep, SettingsDep, require_admin
+from server.api.deps import AccessDep, JobAdminDep, SettingsDep, require_admin
 from server.api.domain_upload import read_domain_upload
 from server.api.schemas import ErrorResponse
 from server.api.schemas_jobs import JobListResponse, JobResponse
+from server.api.tenant_claims import claim_created
+from server.core.errors import NotFound
+from server.core.tenancy import current_scope
 
 router = APIRouter(prefix="/admin", tags=["admin", "jobs"], dependencies=[Depends(require_admin)],
                    responses={401: {"model": ErrorResponse, "description": "no bearer token"},
@@ -37,11 +40,13 @@ FORM_BODY: dict[str, Any] = {"requestBody": {"required": True, "content": {
              responses={409: {"model": ErrorResponse}, 413: {"model": ErrorResponse},
                         422: {"model": ErrorResponse}, 503: {"model": ErrorResponse}})
 async def add_domain(request: Request, response: Response, jobs: JobAdminDep,
-                     settings: SettingsDep) -> JobResponse:
+                     settings: SettingsDep, access: AccessDep) -> JobResponse:
     """Add a domain from parallel text: validates the upload, queues a training job for the
     sidecar and answers at once; follow it at `Location` (`/admin/jobs/{id}`)."""
     upload = await read_domain_upload(request, limit=settings.limits.max_domain_upload_bytes)
+    current_scope().check_manages("domain", upload.name)  # a tenant's admin: its own
     job = await jobs.submit(upload)
+    await claim_created(access, "domain", upload.name)
     response.headers["Location"] = f"/admin/jobs/{job.id}"
     return job_response(job)
 
@@ -49,8 +54,10 @@ async def add_domain(request: Request, response: Response, jobs: JobAdminDep,
 @router.get("/jobs", response_model=JobListResponse)
 async def list_jobs(jobs: JobAdminDep, state: Annotated[JobState | None, Query(
         description="only jobs in this state")] = None) -> JobListResponse:
-    """Every training job, oldest first."""
-    return JobListResponse(jobs=[job_response(job) for job in await jobs.list_jobs(state)])
+    """Every training job, oldest first (a tenant's admin: those of the domains it sees)."""
+    scope = current_scope()
+    return JobListResponse(jobs=[job_response(job) for job in await jobs.list_jobs(state)
+                                 if scope.sees("domain", job.domain)])
 
 
 @router.get("/jobs/{job_id}", response_model=JobResponse,
@@ -58,4 +65,7 @@ async def list_jobs(jobs: JobAdminDep, state: Annotated[JobState | None, Query(
 async def get_job(job_id: Annotated[str, Path(max_length=64, description="the job's id")],
                   jobs: JobAdminDep) -> JobResponse:
     """A job's state, progress, loss, dev scores and (when failed) the reason."""
-    return job_response(await jobs.get(job_id))
+    job = await jobs.get(job_id)
+    if not current_scope().sees("domain", job.domain):
+        raise NotFound(f"no training job {job_id!r}", field="job_id")
+    return job_response(job)

@@ -27,6 +27,7 @@ from server.api.schemas_memories import (
     PairUpload,
 )
 from server.core.errors import InvalidInput
+from server.core.tenancy import current_scope
 from server.memories.admin import PairText
 from server.memories.imports import Format
 
@@ -45,14 +46,20 @@ ModeQuery = Annotated[Literal["append", "replace"], Query(
 
 @router.get("/memories", response_model=MemoriesResponse)
 async def list_memories(admin: MemoryAdminDep) -> MemoriesResponse:
-    records = await asyncio.to_thread(admin.all)
+    """The direction's memories (a tenant's admin: the shared ones and its tenant's)."""
+    scope = current_scope()
+    records = [r for r in await asyncio.to_thread(admin.all) if scope.sees("memory", r.name)]
     return MemoriesResponse(memories=[memory_info(r) for r in records])
 
 
 @router.post("/memories", response_model=MemoryInfo, status_code=status.HTTP_201_CREATED,
              responses={409: {"model": ErrorResponse}, 422: {"model": ErrorResponse}})
 async def create_memory(body: MemoryCreate, admin: MemoryAdminDep) -> MemoryInfo:
-    """A new, empty memory of the direction."""
+    """A new, empty memory of the direction (a tenant's admin: named `<tenant>-...`,
+    for one of its own domains)."""
+    changes(body.name)
+    if body.domain is not None:
+        current_scope().check_manages("domain", body.domain)
     languages = ((body.source, body.target) if body.source and body.target else None)
     record = await asyncio.to_thread(admin.create, body.name, domain=body.domain,
                                      languages=languages)
@@ -67,6 +74,7 @@ async def get_memory(name: str, admin: MemoryAdminDep) -> MemoryInfo:
 @router.delete("/memories/{name}", response_model=MemoryDeleted)
 async def delete_memory(name: str, admin: MemoryAdminDep) -> MemoryDeleted:
     """The memory and every pair of it (at once, on every replica within a second)."""
+    changes(name)
     await asyncio.to_thread(admin.delete, name)
     return MemoryDeleted(name=name, deleted=True)
 
@@ -86,6 +94,7 @@ async def list_pairs(name: str, admin: MemoryAdminDep,
              responses={409: {"model": ErrorResponse}, 422: {"model": ErrorResponse}})
 async def add_pair(name: str, body: PairUpload, admin: MemoryAdminDep) -> PairInfo:
     """Add one pair (or replace those with its tuid, or its source: `replace`)."""
+    changes(name)
     pair = await asyncio.to_thread(admin.add_pair, name,
                                    PairText(body.source, body.target, body.tuid),
                                    replace=body.replace)
@@ -96,6 +105,7 @@ async def add_pair(name: str, body: PairUpload, admin: MemoryAdminDep) -> PairIn
             responses={422: {"model": ErrorResponse}})
 async def replace_pair(name: str, pair_id: int, body: PairUpload,
                        admin: MemoryAdminDep) -> PairInfo:
+    changes(name)
     if body.replace is not None:
         raise InvalidInput("`replace` belongs to POST .../pairs; PUT replaces this pair",
                            field="replace")
@@ -106,6 +116,7 @@ async def replace_pair(name: str, pair_id: int, body: PairUpload,
 
 @router.delete("/memories/{name}/pairs/{pair_id}", status_code=status.HTTP_204_NO_CONTENT)
 async def delete_pair(name: str, pair_id: int, admin: MemoryAdminDep) -> Response:
+    changes(name)
     await asyncio.to_thread(admin.delete_pair, name, pair_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
@@ -122,6 +133,7 @@ async def import_file(name: str, request: Request, response: Response, admin: Me
     """Import a TMX, TSV or XLIFF file (the body, or the `file` part of a form): a small
     file before the answer (200: `state` says done or failed), a larger one as a job
     (202)."""
+    changes(name)
     memory = await asyncio.to_thread(admin.get, name)
     upload = await receive_upload(request, limit=settings.memories.max_import_bytes,
                                   format=format, mode=mode, filename=filename)
@@ -152,3 +164,9 @@ async def _threaded(pages: Iterator[bytes]) -> AsyncIterator[bytes]:
     """Each page read on a worker thread (registry reads), sent as it comes."""
     while (page := await asyncio.to_thread(next, pages, None)) is not None:
         yield page
+
+
+def changes(name: str) -> None:
+    """A tenant's admin changes its tenant's memories only (404 for another's, 403 for a
+    shared one)."""
+    current_scope().check_manages("memory", name)

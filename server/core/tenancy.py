@@ -38,23 +38,30 @@ class TenantScope:
     tenant: str | None
     role: Role
     owners: Owners = field(default_factory=dict, compare=False)
+    tenants: frozenset[str] = field(default_factory=frozenset, compare=False)
 
     @property
     def operator(self) -> bool:
         return self.role == "operator"
 
     def owner(self, kind: Kind, name: str) -> str | None:
-        return self.owners.get((kind, name))
+        """The tenant that owns `kind` `name`: the one it was given to, else the tenant
+        its name's prefix names (`acme-legal`: tenant `acme`), else None (shared)."""
+        owner = self.owners.get((kind, name))
+        if owner is not None:
+            return owner
+        prefix, dash, _ = name.partition("-")
+        return prefix if dash and prefix in self.tenants else None
 
     def sees(self, kind: Kind, name: str) -> bool:
-        if self.operator or not self.owners:
+        if self.operator or not self.tenants:
             return True
-        owner = self.owners.get((kind, name))
+        owner = self.owner(kind, name)
         return owner is None or owner == self.tenant
 
     def visible(self, kind: Kind, named: Mapping[str, V]) -> Mapping[str, V]:
         """`named` without what another tenant owns (the same mapping when all is seen)."""
-        if self.operator or not self.owners:
+        if self.operator or not self.tenants:
             return named
         return {name: value for name, value in named.items() if self.sees(kind, name)}
 
@@ -62,16 +69,20 @@ class TenantScope:
         return [name for name in names if self.sees(kind, name)]
 
     def check_manages(self, kind: Kind, name: str) -> None:
-        """May this request change (or create) `kind` `name`? 404 for another tenant's
-        (as for one that does not exist); for a tenant's key, 403 for a shared one or a
-        new name outside the tenant's prefix (`<tenant>-`). A key of no tenant changes
-        shared ones, as before tenants."""
+        """May this request change (or create) `kind` `name`? A tenant's key changes its
+        tenant's own: 404 for a name of another tenant's prefix (as for one that does not
+        exist), 403 for a shared one or a new name outside its prefix (`<tenant>-`). A
+        key of no tenant changes shared ones, as before tenants."""
         if self.operator:
             return
         owner = self.owner(kind, name)
-        if owner is not None and owner != self.tenant:
+        # decided by the name alone, never by whether it exists: another tenant's prefix
+        # is a 404 whether or not the resource is there; any other name outside the
+        # tenant's prefix a 403, whoever was given it
+        if owner is not None and owner != self.tenant \
+                and name.startswith(tenant_prefix(owner)):
             raise NotFound(f"{kind} {name[:64]!r} does not exist")
-        if owner is None and self.tenant is not None \
+        if owner != self.tenant and self.tenant is not None \
                 and not name.startswith(tenant_prefix(self.tenant)):
             raise Forbidden(f"shared {kind}s are managed by the operator; the names of "
                             f"tenant {self.tenant!r} start with "
@@ -88,7 +99,7 @@ class TenantScope:
     def metric_label(self, kind: Kind, name: str) -> str:
         """`name` as a metric label: a tenant's resource is counted under its tenant's
         bucket, so the label values stay bounded however many tenants there are."""
-        owner = self.owners.get((kind, name))
+        owner = self.owner(kind, name) if self.tenants else None
         return name if owner is None else tenant_bucket(owner)
 
 

@@ -21,6 +21,7 @@ from model_store import (
 )
 from model_store.memory_rows import Replace
 from server.core.errors import Conflict, InvalidInput, NotFound
+from server.core.tenancy import current_scope
 from server.memories.book import MemoryBook
 from server.memories.imports import MemoryImports
 from server.memories.normalisation import normalised, source_key
@@ -72,8 +73,10 @@ class MemoryAdmin:
 
     def get(self, name: str) -> MemoryRecord:
         found = self.registry.find_memory(name, backbone=self.book.backbone)
-        if found is None:
-            known = ", ".join(m.name for m in self.all()) or "none"
+        scope = current_scope()  # another tenant's memory is one that does not exist
+        if found is None or not scope.sees("memory", found.name):
+            known = ", ".join(scope.visible_names("memory", (m.name for m in self.all()))
+                              ) or "none"
             raise NotFound(f"unknown memory {name[:64]!r}; memories of this direction: "
                            f"{known}", field="name")
         return found

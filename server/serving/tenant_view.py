@@ -4,7 +4,7 @@ tenant owning anything this is the state itself, unchanged."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
 
@@ -17,7 +17,7 @@ from server.serving.state import ServingState
 @dataclass(frozen=True)
 class Routable:
     versions: Mapping[str, int]  # domain -> served version
-    mixtures: Collection[str]
+    mixtures: set[str]  # the served domains whose module is a word-level mixture
     classifier: Classifier | None
     scope: TenantScope
 
@@ -27,10 +27,10 @@ def routable(state: ServingState, scope: TenantScope | None = None) -> Routable:
     versions = state.versions()
     mixtures = state.mixtures()
     classifier = state.classifier
-    if scope.operator or not scope.owners:
+    if scope.operator or not scope.tenants:
         return Routable(versions, mixtures, classifier, scope)
     sees = partial(scope.sees, "domain")
     return Routable(scope.visible("domain", versions),
-                    [m for m in mixtures if sees(m)],
+                    {m for m in mixtures if sees(m)},
                     VisibleLabels(classifier, sees) if classifier is not None else None,
                     scope)
