@@ -53,7 +53,7 @@ async def list_glossaries(book: GlossaryDep) -> GlossariesResponse:
 @router.get("/{name}", response_model=GlossaryDetail,
             responses={404: {"model": ErrorResponse}})
 async def get_glossary(name: str, book: GlossaryDep) -> GlossaryDetail:
-    record = await asyncio.to_thread(book.get, visible(name))
+    record = await asyncio.to_thread(book.get, _visible(name))
     return GlossaryDetail(name=record.name, size=len(record.entries),
                           default_for=record.default_for, created_at=record.created_at,
                           updated_at=record.updated_at, entries=dict(record.entries))
@@ -96,7 +96,7 @@ async def delete_glossary(name: str, book: GlossaryDep) -> GlossaryDeleted:
     return GlossaryDeleted(name=name, deleted=True)
 
 
-def visible(name: str) -> str:
+def _visible(name: str) -> str:
     """`name`, when the caller sees that glossary (else 404, as for one that does not
     exist)."""
     if not current_scope().sees("glossary", name):

@@ -57,7 +57,7 @@ async def list_memories(admin: MemoryAdminDep) -> MemoriesResponse:
 async def create_memory(body: MemoryCreate, admin: MemoryAdminDep) -> MemoryInfo:
     """A new, empty memory of the direction (a tenant's admin: named `<tenant>-...`,
     for one of its own domains)."""
-    changes(body.name)
+    _changes(body.name)
     if body.domain is not None:
         current_scope().check_manages("domain", body.domain)
     languages = ((body.source, body.target) if body.source and body.target else None)
@@ -74,7 +74,7 @@ async def get_memory(name: str, admin: MemoryAdminDep) -> MemoryInfo:
 @router.delete("/memories/{name}", response_model=MemoryDeleted)
 async def delete_memory(name: str, admin: MemoryAdminDep) -> MemoryDeleted:
     """The memory and every pair of it (at once, on every replica within a second)."""
-    changes(name)
+    _changes(name)
     await asyncio.to_thread(admin.delete, name)
     return MemoryDeleted(name=name, deleted=True)
 
@@ -94,7 +94,7 @@ async def list_pairs(name: str, admin: MemoryAdminDep,
              responses={409: {"model": ErrorResponse}, 422: {"model": ErrorResponse}})
 async def add_pair(name: str, body: PairUpload, admin: MemoryAdminDep) -> PairInfo:
     """Add one pair (or replace those with its tuid, or its source: `replace`)."""
-    changes(name)
+    _changes(name)
     pair = await asyncio.to_thread(admin.add_pair, name,
                                    PairText(body.source, body.target, body.tuid),
                                    replace=body.replace)
@@ -105,7 +105,7 @@ async def add_pair(name: str, body: PairUpload, admin: MemoryAdminDep) -> PairIn
             responses={422: {"model": ErrorResponse}})
 async def replace_pair(name: str, pair_id: int, body: PairUpload,
                        admin: MemoryAdminDep) -> PairInfo:
-    changes(name)
+    _changes(name)
     if body.replace is not None:
         raise InvalidInput("`replace` belongs to POST .../pairs; PUT replaces this pair",
                            field="replace")
@@ -116,7 +116,7 @@ async def replace_pair(name: str, pair_id: int, body: PairUpload,
 
 @router.delete("/memories/{name}/pairs/{pair_id}", status_code=status.HTTP_204_NO_CONTENT)
 async def delete_pair(name: str, pair_id: int, admin: MemoryAdminDep) -> Response:
-    changes(name)
+    _changes(name)
     await asyncio.to_thread(admin.delete_pair, name, pair_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
@@ -133,7 +133,7 @@ async def import_file(name: str, request: Request, response: Response, admin: Me
     """Import a TMX, TSV or XLIFF file (the body, or the `file` part of a form): a small
     file before the answer (200: `state` says done or failed), a larger one as a job
     (202)."""
-    changes(name)
+    _changes(name)
     memory = await asyncio.to_thread(admin.get, name)
     upload = await receive_upload(request, limit=settings.memories.max_import_bytes,
                                   format=format, mode=mode, filename=filename)
@@ -166,7 +166,7 @@ async def _threaded(pages: Iterator[bytes]) -> AsyncIterator[bytes]:
         yield page
 
 
-def changes(name: str) -> None:
+def _changes(name: str) -> None:
     """A tenant's admin changes its tenant's memories only (404 for another's, 403 for a
     shared one)."""
     current_scope().check_manages("memory", name)

@@ -24,6 +24,15 @@ export const adminToken = {
   clear: () => sessionStorage.removeItem(TOKEN_KEY),
 };
 
+const API_KEY = "nmt-api-key";
+
+// The API key public calls send (X-API-Key): with tenants, it decides which domains,
+// glossaries and memories the page sees and uses.
+export const apiKey = {
+  get: () => sessionStorage.getItem(API_KEY),
+  set: (key) => (key ? sessionStorage.setItem(API_KEY, key) : sessionStorage.removeItem(API_KEY)),
+};
+
 // Paths are relative ("translate", not "/translate") so that the page also works behind a
 // reverse proxy that serves the API under a prefix.
 export async function call(path, { method = "GET", json, body, admin = false, signal } = {}) {
@@ -35,6 +44,8 @@ export async function call(path, { method = "GET", json, body, admin = false, si
   if (admin) {
     const token = adminToken.get();
     if (token) headers.authorization = `Bearer ${token}`;
+  } else if (apiKey.get()) {
+    headers["x-api-key"] = apiKey.get();
   }
   let response;
   try {

@@ -2,7 +2,7 @@
 // activate / roll back / remove, module upload, adding a domain from TSV with a live
 // progress bar of its training job.
 
-import { adminToken, call } from "./api.js";
+import { adminToken, apiKey, call } from "./api.js";
 import { refreshCorrections } from "./corrections.js";
 import { $, h, showError } from "./dom.js";
 
@@ -58,6 +58,11 @@ export class OperateView {
       this.signIn();
     });
     $("#sign-out").addEventListener("click", () => this.signOut());
+    $("#key-form").addEventListener("submit", (event) => {
+      event.preventDefault();
+      apiKey.set($("#api-key").value.trim());
+      window.location.reload();  // the lists of domains are the key's tenant's
+    });
     $("#upload-form").addEventListener("submit", (event) => {
       event.preventDefault();
       this.upload();
