@@ -1,0 +1,133 @@
+"""Tenants on the other doors of a live server, with their real clients where they have
+one: LibreTranslate (`libretranslate_aio` and its form fields), DeepL (the official
+`deepl` client: glossaries), ModernMT (the official `modernmt` client: memories, hints)
+and document uploads. A key of tenant acme cannot use, list, read or infer tenant beta's
+domains, glossaries or memories on any of them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import deepl
+import httpx
+import pytest
+from conftest import admin_headers, make_settings
+from libretranslate_aio import LibreTranslate
+from modernmt import ModernMT, ModernMTException
+from tenant_world import World, build_tenant_store, make_world, same_refusal
+from uvicorn_live import serving
+
+from server.app import create_app
+
+BETA_WORDS = "court verdict appeal"
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    root = build_tenant_store(tmp_path_factory.mktemp("tenant-doors") / "store")
+    settings = make_settings(root, access={"api_keys": True, "cache_s": 0.0})
+    with serving(create_app(settings)) as base:
+        yield make_world(base)
+
+
+def modernmt(world: World, key: str) -> ModernMT:
+    client = ModernMT(key)
+    client._ModernMT__base_url = world.base + "/modernmt"  # type: ignore[attr-defined]
+    return client
+
+
+def test_libretranslate_keys_use_their_tenants_domains(world: World) -> None:
+    with LibreTranslate(world.base + "/libretranslate", api_key=world.acme) as client:
+        assert client.translate("the contract", "en", "fr").translated_text
+    def translate(key: str, domain: str) -> httpx.Response:
+        return httpx.post(world.base + "/libretranslate/translate", timeout=30, json={
+            "q": BETA_WORDS, "source": "en", "target": "fr", "api_key": key,
+            "domain": domain})
+    assert translate(world.beta, "beta-legal").status_code == 200
+    theirs, missing = translate(world.acme, "beta-legal"), translate(world.acme, "beta-legak")
+    # LibreTranslate answers an unknown domain with its 400, like any bad parameter
+    assert theirs.status_code == 400 and same_refusal(theirs, missing, "beta-legal",
+                                                      "beta-legak")
+    routed = translate(world.acme, "auto").json()["routing"]
+    assert routed["domain"] != "beta-legal"
+
+
+def test_deepl_glossaries_belong_to_the_tenant_that_made_them(world: World) -> None:
+    beta = deepl.Translator(world.beta, server_url=world.base + "/deepl/")
+    acme = deepl.Translator(world.acme, server_url=world.base + "/deepl/")
+    try:
+        made = beta.create_glossary("terms", "EN", "FR", {"court": "tribunal"})
+        assert made.glossary_id.startswith("beta-")
+        assert made.glossary_id in [g.glossary_id for g in beta.list_glossaries()]
+        assert made.glossary_id not in [g.glossary_id for g in acme.list_glossaries()]
+        with pytest.raises(deepl.GlossaryNotFoundException):
+            acme.get_glossary(made.glossary_id)
+        with pytest.raises(deepl.GlossaryNotFoundException):
+            acme.get_glossary_entries(made.glossary_id)
+        with pytest.raises(deepl.GlossaryNotFoundException):
+            acme.delete_glossary(made.glossary_id)
+        with pytest.raises(deepl.DeepLException) as theirs:
+            acme.translate_text("the court", source_lang="EN", target_lang="FR",
+                                glossary=made.glossary_id)
+        with pytest.raises(deepl.DeepLException) as missing:
+            acme.translate_text("the court", source_lang="EN", target_lang="FR",
+                                glossary="beta-termz.en-fr")
+        assert type(theirs.value) is type(missing.value)
+        assert str(theirs.value).replace(made.glossary_id, "X") == \
+            str(missing.value).replace("beta-termz.en-fr", "X")
+        used = beta.translate_text("the court", source_lang="EN", target_lang="FR",
+                                   glossary=made)
+        assert isinstance(used, deepl.TextResult) and "tribunal" in used.text
+        beta.delete_glossary(made)
+    finally:
+        beta.close()
+        acme.close()
+
+
+def test_modernmt_memories_belong_to_the_tenant_that_made_them(world: World) -> None:
+    beta, acme = modernmt(world, world.beta_admin), modernmt(world, world.acme_admin)
+    memory = beta.memories.create("client-tm")
+    assert memory.name == "beta-client-tm"
+    assert memory.id in [m.id for m in beta.memories.list()]
+    assert memory.id not in [m.id for m in acme.memories.list()]
+    for attempt in (lambda: acme.memories.get(memory.id),
+                    lambda: acme.memories.delete(memory.id)):
+        with pytest.raises(ModernMTException) as refused:
+            attempt()
+        assert refused.value.status == 404
+    member = modernmt(world, world.acme)
+    with pytest.raises(ModernMTException) as theirs:
+        member.translate("en", "fr", "the court", hints=[memory.id])
+    with pytest.raises(ModernMTException) as missing:
+        member.translate("en", "fr", "the court", hints=[memory.id + 1000])
+    assert theirs.value.status == missing.value.status == 404
+    assert str(theirs.value).replace(str(memory.id), "X") == \
+        str(missing.value).replace(str(memory.id + 1000), "X")
+    vector = member.get_context_vector("en", "fr", BETA_WORDS)
+    assert str(memory.id) not in vector
+    assert modernmt(world, world.beta).translate("en", "fr", "the court",
+                                                  hints=[memory.id]).translation
+    # a member's key is not a memory admin
+    with pytest.raises(ModernMTException) as refused:
+        modernmt(world, world.acme).memories.list()
+    assert refused.value.status == 403
+
+
+def test_documents_cannot_name_another_tenants_domain(world: World) -> None:
+    def upload(key: str, domain: str) -> httpx.Response:
+        return httpx.post(world.base + "/translate/file", headers={"X-API-Key": key},
+                          files={"file": ("notes.txt", b"The court heard the appeal.\n")},
+                          data={"domain": domain}, timeout=60)
+    assert upload(world.beta, "beta-legal").status_code == 200
+    theirs, missing = upload(world.acme, "beta-legal"), upload(world.acme, "beta-legak")
+    assert theirs.status_code == 404 and same_refusal(theirs, missing, "beta-legal",
+                                                      "beta-legak")
+
+
+def test_the_operator_memory_token_sees_every_tenants_memories(world: World) -> None:
+    beta = modernmt(world, world.beta_admin)
+    memory = beta.memories.create("kept")
+    operator = httpx.get(world.base + "/admin/memories", headers=admin_headers(),
+                         timeout=30).json()["memories"]
+    assert memory.name in {m["name"] for m in operator}
+    beta.memories.delete(memory.id)
