@@ -1,4 +1,4 @@
-"""Admin endpoints of tenants (docs/TENANTS.md): the operator (NMT_ADMIN_TOKEN) creates
+"""Admin endpoints of tenants (docs/API.md, "Tenants"): the operator (NMT_ADMIN_TOKEN) creates
 tenants and gives them resources; a tenant's admin (its admin key as the bearer token)
 creates its own tenant's keys. What a tenant owns is seen and used by its keys only;
 what no tenant owns is shared."""

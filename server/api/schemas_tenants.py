@@ -1,5 +1,5 @@
 """Bodies of the tenants' admin endpoints (/admin/tenants): tenants, their keys and what
-they own (docs/TENANTS.md)."""
+they own (docs/API.md, "Tenants")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Whose request this is: the tenant scope every floor reads (docs/TENANTS.md).
+"""Whose request this is: the tenant scope every floor reads (docs/API.md, "Tenants").
 
 A tenant owns API keys and named resources (domains, glossaries, memories); a resource no
 tenant owns is shared. A request's scope says which tenant sent it and what each tenant

@@ -31,6 +31,7 @@ from model_store.correction_rows import (
 from server.access import KeyIdentity
 from server.core.errors import Forbidden, InvalidInput, NotReady, UnknownDomain
 from server.core.settings import CorrectionSettings
+from server.core.tenancy import current_scope
 from server.corrections.plausibility import implausible, normalised
 from server.memories.admin import MemoryAdmin
 from server.routing.policy import GENERIC, RoutingPolicy
@@ -105,7 +106,12 @@ class CorrectionDesk:
         if self.registry.has_correction(new.fingerprint):
             raise ConflictError("duplicate")
         record = self.registry.add_correction(new)
-        self._remember([record])
+        scope = current_scope()
+        # a tenant's correction of a shared domain stays out of that domain's memory,
+        # which every tenant's requests read
+        if scope.tenant is None or new.domain is None or \
+                scope.owner("domain", new.domain) == scope.tenant:
+            self._remember([record])
         return record
 
     def review(self, which: CorrectionFilter, *, approve: bool) -> int:

@@ -63,7 +63,8 @@ class MemoryAdmin:
                                field="name")
         try:
             created = self.registry.create_memory(
-                name, backbone=self.book.backbone, domain=domain, owner=OWNER,
+                name, backbone=self.book.backbone, domain=domain,
+                owner=current_scope().tenant or OWNER,
                 source_lang=languages[0], target_lang=languages[1])
         except ConflictError as error:
             raise Conflict(str(error), field="domain" if "domain" in str(error) else "name"

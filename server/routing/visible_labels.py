@@ -1,6 +1,6 @@
 """A tenant's router: the shared classifier's posteriors restricted to the labels the
 tenant sees (its own domains, the shared ones and "generic"), renormalised, so `auto`
-routing never picks, ranks or names another tenant's domain (docs/TENANTS.md)."""
+routing never picks, ranks or names another tenant's domain (docs/API.md, "Tenants")."""
 
 from __future__ import annotations
 

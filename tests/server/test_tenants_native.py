@@ -5,6 +5,7 @@ tenant's admin manages its own, the operator everything; metric labels stay boun
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -176,3 +177,25 @@ def test_metric_labels_name_no_tenant(world: World) -> None:
     assert tenant_lines and all('tenant="tenant-' in line or 'tenant="shared"' in line
                                 for line in tenant_lines)
     assert "beta" not in text and "acme" not in text
+
+
+def test_a_tenants_correction_of_a_shared_domain_stays_out_of_its_memory(world: World) -> None:
+    def correct(source: str, corrected: str, domain: str) -> None:
+        sent = call(world, "POST", "/corrections", world.acme,
+                    json={"source": source, "corrected": corrected, "domain": domain})
+        assert sent.status_code == 201, sent.text
+
+    def translation(key: str, source: str, domain: str) -> str:
+        answer = call(world, "POST", "/translate", key, json={"text": source,
+                                                               "domain": domain})
+        assert answer.status_code == 200, answer.text
+        return str(answer.json()["translation"])
+    correct("Read the contract twice.", "Lisez le contrat deux fois.", "acme-legal")
+    correct("Give the patient a tablet.", "Donnez un comprimé au patient.", "medical")
+    deadline = time.monotonic() + 10
+    while translation(world.acme, "Read the contract twice.", "acme-legal") \
+            != "Lisez le contrat deux fois.":  # its own domain's memory has it
+        assert time.monotonic() < deadline, "the correction never reached the memory"
+        time.sleep(0.1)
+    assert translation(world.beta, "Give the patient a tablet.", "medical") \
+        != "Donnez un comprimé au patient."
