@@ -8,6 +8,10 @@ of the memories), so change ids grow in commit order and a replica that follows 
 (`memory_changes_since`) never skips one; PostgreSQL also announces each change (NOTIFY
 on `MEMORY_CHANNEL`). An import replaces or extends a memory in ONE transaction: readers
 see the memory before it or after it, never half of it.
+
+The feed is pruned to its last changes (`prune_memory_changes`); each pruning that removes
+some leaves a "pruned" change naming the last id removed, so a replica that had not read
+that far learns it missed changes and reloads its memories whole (server/memories/book.py).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from .tables import memories, memory_changes, memory_imports, memory_pairs
 MEMORY_CHANNEL = "nmt_memories"
 MEMORY_LOCK_KEY = 0x6E6D_746D_656D_6F72  # "nmtmemor"
 INSERT_CHUNK = 1000
+PRUNED = 0  # the memory id of "pruned" changes (memory ids start at 1)
 Replace = Literal["tuid", "source"]
 
 
@@ -76,8 +81,16 @@ class PairRecord:
 class MemoryChange:
     id: int
     memory_id: int
-    pair_id: int | None  # None: the whole memory ("reload", "delete")
-    action: str  # "pair" (written or removed: reread it), "reload", "delete"
+    pair_id: int | None  # None: the whole memory ("reload", "memory", "delete")
+    # "pair" (written or removed: reread it), "reload" (reread the memory and its pairs),
+    # "memory" (renamed: reread the memory, its pairs are as they were), "delete", and
+    # "pruned" (memory_id PRUNED; pair_id: the last change id removed from the feed)
+    action: str
+
+    @property
+    def pruned_through(self) -> int | None:
+        """For a "pruned" change, the last change id the feed no longer holds."""
+        return self.pair_id if self.action == "pruned" else None
 
 
 def _now() -> datetime:
@@ -143,6 +156,30 @@ class MemoryRows:
                  .where(*where).order_by(memories.c.backbone, memories.c.name))
         with self._read() as conn:
             return [MemoryRecord(**dict(row)) for row in conn.execute(query).mappings()]
+
+    def rename_memory(self, memory_id: int, name: str) -> MemoryRecord:
+        """NotFoundError for an unknown memory; ConflictError when its backbone has a
+        memory of that name. The feed's "memory" change makes replicas reread its name."""
+        try:
+            with self._memory_write() as conn:
+                row = conn.execute(select(memories.c.backbone, memories.c.name)
+                                   .where(memories.c.id == memory_id)).first()
+                if row is None:
+                    raise NotFoundError("memory", memory_id)
+                if row.name != name:
+                    if conn.execute(select(memories.c.id).where(
+                            memories.c.backbone == row.backbone,
+                            memories.c.name == name)).first():
+                        raise ConflictError(f"a memory named {name!r} exists already")
+                    conn.execute(update(memories).where(memories.c.id == memory_id)
+                                 .values(name=name, updated_at=_now()))
+                    self._changed(conn, memory_id, None, "memory")
+        except IntegrityError as exc:  # a concurrent writer took the name
+            raise ConflictError(f"memory {name!r} changed concurrently; retry") from exc
+        renamed = self.get_memory(memory_id)
+        if renamed is None:  # deleted since
+            raise NotFoundError("memory", memory_id)
+        return renamed
 
     def delete_memory(self, memory_id: int) -> bool:
         with self._memory_write() as conn:
@@ -266,6 +303,22 @@ class MemoryRows:
                  .limit(limit))
         with self._read() as conn:
             return [MemoryChange(**dict(row)) for row in conn.execute(query).mappings()]
+
+    def prune_memory_changes(self, *, keep: int) -> int:
+        """Remove the feed's changes but those of the last `keep` ids (not counting
+        "pruned" changes, so pruning again without new changes removes nothing); how many
+        were removed. Those that were leave a "pruned" change behind."""
+        with self._memory_write() as conn:
+            latest = conn.execute(select(func.max(memory_changes.c.id))
+                                  .where(memory_changes.c.action != "pruned")).scalar()
+            through = (0 if latest is None else int(latest)) - keep
+            if through <= 0:
+                return 0
+            removed = conn.execute(sql_delete(memory_changes)
+                                   .where(memory_changes.c.id <= through)).rowcount
+            if removed:
+                self._changed(conn, PRUNED, through, "pruned")
+        return int(removed)
 
     @staticmethod
     def _touch(conn: Connection, memory_id: int, now: datetime) -> None:

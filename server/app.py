@@ -17,7 +17,12 @@ from fastapi import FastAPI
 from model_store.memory_rows import MEMORY_CHANNEL
 from model_store.notify import change_waiter
 from server.access import AccessGuard
-from server.api import ADMIN_ROUTERS, PUBLIC_ROUTERS
+from server.api import (
+    ADMIN_LISTENER_EXTRA,
+    ADMIN_ROUTERS,
+    PUBLIC_ROUTERS,
+    PUBLIC_WITHOUT_ADMIN,
+)
 from server.api.body_limit import BodyLimitMiddleware
 from server.api.errors import install_error_handlers
 from server.api.middleware import MetricsMiddleware
@@ -173,7 +178,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(ReplicaHeaderMiddleware)
     app.add_middleware(MethodOverrideMiddleware)  # ModernMT's client: POST + the method
     separate_admin = settings.admin_port is not None
-    for router in PUBLIC_ROUTERS if separate_admin else [*PUBLIC_ROUTERS, *ADMIN_ROUTERS]:
+    for router in ([*PUBLIC_ROUTERS, *PUBLIC_WITHOUT_ADMIN] if separate_admin
+                   else [*PUBLIC_ROUTERS, *ADMIN_ROUTERS]):
         app.include_router(router)
     install_web(app)
     document_api_keys(app, required=settings.access.api_keys)
@@ -181,7 +187,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
 
 def create_admin_app(app: FastAPI) -> FastAPI:
-    """The admin listener's app (`NMT_ADMIN_PORT`): the /admin routes over the main app's
+    """The admin listener's app (`NMT_ADMIN_PORT`): the /admin routes (and the ModernMT
+    door, memories included: server/api/__init__.py) over the main app's
     state (store, runtime, metrics), which the main app's lifespan builds; it has no
     lifespan of its own and is served only once the main app has started."""
     settings: Settings = app.state.settings
@@ -193,6 +200,7 @@ def create_admin_app(app: FastAPI) -> FastAPI:
     admin.add_middleware(DrainMiddleware, lifecycle=app.state.lifecycle)
     admin.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
     admin.add_middleware(ReplicaHeaderMiddleware)
-    for router in ADMIN_ROUTERS:
+    admin.add_middleware(MethodOverrideMiddleware)  # the ModernMT door is here too
+    for router in [*ADMIN_ROUTERS, *ADMIN_LISTENER_EXTRA]:
         admin.include_router(router)
     return admin

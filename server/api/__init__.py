@@ -36,7 +36,15 @@ PUBLIC_ROUTERS: list[APIRouter] = [routes_translate.router, routes_batch_jobs.ro
 # Served on the main port, or only on the admin listener when NMT_ADMIN_PORT is set.
 ADMIN_ROUTERS: list[APIRouter] = [routes_admin.router, routes_jobs.router, routes_keys.router,
                                   routes_glossaries.router, routes_admin_corrections.router,
-                                  routes_memories.router, routes_tenants.router]
+                                  routes_memories.router, modernmt.memory_router,
+                                  routes_tenants.router]
+# With NMT_ADMIN_PORT: the public port answers the ModernMT door's memory calls with a 404
+# naming the admin listener; the admin listener serves the whole ModernMT door (its
+# clients, Weblate's and ModernMT's own, have one base URL for translations and memories;
+# its translations still need an API key when keys are on).
+PUBLIC_WITHOUT_ADMIN: list[APIRouter] = [modernmt.memories_moved]
+ADMIN_LISTENER_EXTRA: list[APIRouter] = [modernmt.router]
 ROUTERS: list[APIRouter] = [*PUBLIC_ROUTERS, *ADMIN_ROUTERS]
 
-__all__ = ["ADMIN_ROUTERS", "PUBLIC_ROUTERS", "ROUTERS"]
+__all__ = ["ADMIN_LISTENER_EXTRA", "ADMIN_ROUTERS", "PUBLIC_ROUTERS", "PUBLIC_WITHOUT_ADMIN",
+           "ROUTERS"]

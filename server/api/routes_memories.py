@@ -22,6 +22,7 @@ from server.api.schemas_memories import (
     MemoryCreate,
     MemoryDeleted,
     MemoryInfo,
+    MemoryUpdate,
     PairInfo,
     PairsResponse,
     PairUpload,
@@ -69,6 +70,16 @@ async def create_memory(body: MemoryCreate, admin: MemoryAdminDep) -> MemoryInfo
 @router.get("/memories/{name}", response_model=MemoryInfo)
 async def get_memory(name: str, admin: MemoryAdminDep) -> MemoryInfo:
     return memory_info(await asyncio.to_thread(admin.get, name))
+
+
+@router.patch("/memories/{name}", response_model=MemoryInfo,
+              responses={409: {"model": ErrorResponse}, 422: {"model": ErrorResponse}})
+async def rename_memory(name: str, body: MemoryUpdate, admin: MemoryAdminDep) -> MemoryInfo:
+    """Rename the memory: requests, imports and exports name it by its new name (on
+    every replica within a second); its pairs, id and domain stay."""
+    _changes(name)
+    _changes(body.name)  # a tenant's memory keeps its tenant's prefix
+    return memory_info(await asyncio.to_thread(admin.rename, name, body.name))
 
 
 @router.delete("/memories/{name}", response_model=MemoryDeleted)

@@ -109,6 +109,11 @@ class MemoryCreate(Strict):
                                description="default: the direction's target language")
 
 
+class MemoryUpdate(Strict):
+    name: MemoryName = Field(description="the memory's new name (409 when the direction "
+                                         "has a memory of that name)")
+
+
 class MemoryInfo(BaseModel):
     id: int
     name: str

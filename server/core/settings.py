@@ -312,6 +312,10 @@ class MemorySettings(BaseModel):
     poll_interval_s: float = Field(
         0.5, gt=0, le=60, description="how often the memories' change feed is read "
                                       "(PostgreSQL also announces changes at once)")
+    feed_keep: int = Field(
+        100_000, ge=1, description="the memories' change feed keeps its last this many "
+                                   "changes (pruned every 5 minutes); a replica further "
+                                   "behind reloads its memories whole")
     max_import_bytes: int = Field(
         512 * 1024 * 1024, ge=1024, description="largest TMX, TSV or XLIFF upload (413)")
     sync_import_bytes: int = Field(

@@ -57,10 +57,7 @@ class MemoryAdmin:
         if languages is None:
             raise InvalidInput("this direction's backbone does not say its languages: give "
                                "the memory's source and target", field="source")
-        if not NAME.match(name):
-            raise InvalidInput(f"memory name {name[:80]!r} is not allowed: 1-64 letters, "
-                               "digits, '_', '.', ':', '-', starting with a letter or digit",
-                               field="name")
+        _check_name(name)
         try:
             created = self.registry.create_memory(
                 name, backbone=self.book.backbone, domain=domain,
@@ -81,6 +78,22 @@ class MemoryAdmin:
             raise NotFound(f"unknown memory {name[:64]!r}; memories of this direction: "
                            f"{known}", field="name")
         return found
+
+    def rename(self, name: str, new_name: str) -> MemoryRecord:
+        """The memory `name` named `new_name` (409 when the direction has a memory of
+        that name); requests name it by its new name on every replica within a second."""
+        _check_name(new_name)
+        memory = self.get(name)
+        try:
+            renamed = self.registry.rename_memory(memory.id, new_name)
+        except NotFoundError:
+            raise NotFound(f"memory {name!r} was deleted", field="name") from None
+        except ConflictError:
+            raise Conflict(f"this direction has a memory named {new_name!r} already: "
+                           "choose another name, or delete that memory first",
+                           field="name") from None
+        self.book.sync()
+        return renamed
 
     def delete(self, name: str) -> MemoryRecord:
         memory = self.get(name)
@@ -175,3 +188,10 @@ class MemoryAdmin:
                 after = page[-1].id
             yield TMX_FOOTER
         return pages()
+
+
+def _check_name(name: str) -> None:
+    if not NAME.match(name):
+        raise InvalidInput(f"memory name {name[:80]!r} is not allowed: 1-64 letters, "
+                           "digits, '_', '.', ':', '-', starting with a letter or digit",
+                           field="name")

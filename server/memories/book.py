@@ -7,6 +7,11 @@ memories that changed since the last change it applied; `keep_fresh` runs it eve
 change, so a pair written through one replica answers on every other within a second.
 Writes made through this replica sync before their answer.
 
+The feed keeps only its last `feed_keep` changes (NMT_MEMORIES__FEED_KEEP): every replica
+prunes it every PRUNE_EVERY_S (pruning is idempotent, so several replicas may), and a
+replica that finds the feed pruned past what it had read (it was stopped, or fell that
+far behind) reloads its memories whole instead of missing changes.
+
 A request's memories (`in_play`): those it names (`"memory": "acme"` or a list), then
 the memory of the domain it was routed to; `"memory": false`: none. Exact matches come
 from the first memory in that order that holds the source; fuzzy matches from all,
@@ -18,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -34,6 +40,7 @@ from server.memories.normalisation import normalised
 
 log = logging.getLogger(__name__)
 PAGE = 10_000
+PRUNE_EVERY_S = 300.0
 
 
 @dataclass(frozen=True)
@@ -100,38 +107,60 @@ class MemoryBook:
     # -- keeping in step -----------------------------------------------------------------
     def reload_all(self) -> None:
         with self._syncing:
-            seen = self.registry.latest_memory_change()
-            loaded = {r.id: self._load(r) for r in
-                      self.registry.list_memories(backbone=self.backbone)}
-            self.view = View(loaded)
-            self.seen = seen
+            self._reload_all()
+
+    def _reload_all(self) -> None:
+        seen = self.registry.latest_memory_change()
+        loaded = {r.id: self._load(r) for r in
+                  self.registry.list_memories(backbone=self.backbone)}
+        self.view = View(loaded)
+        self.seen = seen
 
     def sync(self) -> int:
-        """Apply the registry's changes since the last one applied; how many."""
+        """Apply the registry's changes since the last one applied; how many (a reload
+        after the feed was pruned past them counts as one)."""
         with self._syncing:
             applied = 0
             while changes := self.registry.memory_changes_since(self.seen, limit=PAGE):
-                whole = {c.memory_id for c in changes if c.pair_id is None}
+                if any((c.pruned_through or 0) > self.seen for c in changes):
+                    log.info("the memories' change feed was pruned past change %d: "
+                             "reloading every memory", self.seen)
+                    self._reload_all()
+                    applied += 1
+                    continue
+                whole = {c.memory_id for c in changes
+                         if c.pair_id is None and c.action != "memory"}
+                renamed = {c.memory_id for c in changes if c.action == "memory"} - whole
                 pairs: dict[int, set[int]] = defaultdict(set)
                 for change in changes:
-                    if change.pair_id is not None and change.memory_id not in whole:
+                    if (change.action == "pair" and change.pair_id is not None
+                            and change.memory_id not in whole):
                         pairs[change.memory_id].add(change.pair_id)
                 self._reload(whole)
+                self._reread_records(renamed)
                 self._reread(pairs)
                 self.seen = changes[-1].id
                 applied += len(changes)
             return applied
 
+    def prune(self) -> int:
+        """Prune the registry's change feed to its last `feed_keep` changes."""
+        return self.registry.prune_memory_changes(keep=self.settings.feed_keep)
+
     async def keep_fresh(self, changes: ChangeWaiter | None = None) -> None:
         """`sync` on a worker thread whenever a change is announced, or every poll
         interval, until cancelled; a failed read is logged and retried."""
         changes = changes or SleepingWaiter()
+        next_prune = time.monotonic()
         while True:
             await changes.wait(self.settings.poll_interval_s)
             try:
                 await asyncio.to_thread(self.sync)
+                if time.monotonic() >= next_prune:
+                    next_prune = time.monotonic() + PRUNE_EVERY_S
+                    await asyncio.to_thread(self.prune)
             except Exception:
-                log.exception("reading the memories' change feed failed")
+                log.exception("reading or pruning the memories' change feed failed")
 
     def _load(self, record: MemoryRecord) -> Loaded:
         index = PairIndex()
@@ -152,6 +181,19 @@ class MemoryBook:
                 by_id.pop(memory_id, None)
             else:
                 by_id[memory_id] = self._load(record)
+        self.view = View(by_id)
+
+    def _reread_records(self, memory_ids: set[int]) -> None:
+        """Memories renamed: their records anew, their indexes as they are."""
+        if not memory_ids:
+            return
+        by_id = dict(self.view.by_id)
+        for memory_id in memory_ids & set(by_id):
+            record = self.registry.get_memory(memory_id)
+            if record is None or record.backbone != self.backbone:
+                by_id.pop(memory_id, None)
+            else:
+                by_id[memory_id] = Loaded(record, by_id[memory_id].index)
         self.view = View(by_id)
 
     def _reread(self, pairs: dict[int, set[int]]) -> None:

@@ -134,3 +134,48 @@ def test_a_copied_registry_keeps_its_memories_and_their_ids_go_on(
         assert target.create_memory("other", backbone="b").id > memory.id
     finally:
         target.close()
+
+
+def test_a_memory_is_renamed_unless_its_backbone_has_the_name(store: Store) -> None:
+    registry = store.registry
+    acme = registry.create_memory("acme", backbone="b", domain="law")
+    registry.create_memory("taken", backbone="b")
+    registry.create_memory("free", backbone="other")  # another direction's name is free
+    registry.add_pair(acme.id, pair("One.", "Un."))
+    before = registry.latest_memory_change()
+    renamed = registry.rename_memory(acme.id, "free")
+    assert (renamed.id, renamed.name, renamed.domain, renamed.pairs) == (acme.id, "free",
+                                                                         "law", 1)
+    assert registry.find_memory("acme", backbone="b") is None
+    assert [(c.memory_id, c.pair_id, c.action)
+            for c in registry.memory_changes_since(before)] == [(acme.id, None, "memory")]
+    with pytest.raises(ConflictError):
+        registry.rename_memory(acme.id, "taken")
+    same = registry.latest_memory_change()
+    assert registry.rename_memory(acme.id, "free").name == "free"  # no change: no entry
+    assert registry.latest_memory_change() == same
+    with pytest.raises(NotFoundError):
+        registry.rename_memory(999, "other")
+
+
+def test_the_feed_is_pruned_to_its_last_changes_and_says_how_far(store: Store) -> None:
+    registry = store.registry
+    memory = registry.create_memory("acme", backbone="b")
+    for number in range(6):
+        registry.add_pair(memory.id, pair(f"S{number}.", f"T{number}."))
+    changes = registry.memory_changes_since(0)
+    assert len(changes) == 7
+    assert registry.prune_memory_changes(keep=10) == 0  # fewer than kept: nothing goes
+    assert registry.prune_memory_changes(keep=2) == 5
+    left = registry.memory_changes_since(0)
+    assert [c.id for c in left[:2]] == [c.id for c in changes[-2:]]
+    marker = left[-1]
+    assert (marker.action, marker.pruned_through) == ("pruned", changes[-3].id)
+    assert left[0].pruned_through is None
+    assert registry.prune_memory_changes(keep=2) == 0  # again, no new change: nothing
+    assert registry.memory_changes_since(0) == left
+    registry.add_pair(memory.id, pair("S6.", "T6."))
+    assert registry.prune_memory_changes(keep=1) == 3  # the older marker goes too
+    left = registry.memory_changes_since(0)
+    assert [c.action for c in left] == ["pair", "pruned"]
+    assert left[-1].pruned_through == left[0].id - 1

@@ -145,6 +145,28 @@ def test_memory_false_names_and_unknown_memories(client: TestClient) -> None:
     assert bad.status_code == 422
 
 
+def test_a_renamed_memory_answers_by_its_new_name_and_names_are_not_shared(
+        client: TestClient) -> None:
+    created = create(client)
+    create(client, "taken")
+    add(client, "acme", "Open the file.", "Ouvrez le fichier.")
+    renamed = client.patch("/admin/memories/acme", json={"name": "acme-legal"}, headers=H)
+    assert renamed.status_code == 200, renamed.text
+    assert (renamed.json()["id"], renamed.json()["name"], renamed.json()["pairs"]) == (
+        created["id"], "acme-legal", 1)
+    assert translate(client, "Open the file.", memory="acme-legal")["match"]["memory"] == \
+        "acme-legal"
+    assert client.post("/translate", json={"text": "x", "memory": "acme"}).status_code == 404
+    taken = client.patch("/admin/memories/acme-legal", json={"name": "taken"}, headers=H)
+    assert taken.status_code == 409 and taken.json()["error"]["field"] == "name"
+    assert "'taken'" in taken.json()["error"]["message"]
+    for body in ({"name": "no spaces"}, {"name": ""}, {"domain": "law"}):
+        assert client.patch("/admin/memories/acme-legal", json=body,
+                            headers=H).status_code == 422
+    assert client.patch("/admin/memories/acme", json={"name": "x"},
+                        headers=H).status_code == 404
+
+
 def test_a_domains_memory_serves_the_requests_routed_to_it(client: TestClient) -> None:
     create(client, "medical-tm", domain="medical")
     conflict = client.post("/admin/memories", json={"name": "other", "domain": "medical"},

@@ -84,6 +84,29 @@ def test_the_modernmt_client_creates_imports_adds_and_translates(mmt: ModernMT) 
     assert (error.value.status, error.value.type) == (404, "NotFoundException")
 
 
+def test_the_client_renames_a_memory_and_a_taken_name_is_a_conflict(mmt: ModernMT,
+                                                                     base: str) -> None:
+    memory = mmt.memories.create("rename-me")
+    mmt.memories.create("rename-taken")
+    mmt.memories.add(memory.id, "en", "fr", "Save the file.", "Enregistrez le fichier.")
+    renamed = mmt.memories.edit(memory.id, name="renamed")
+    assert (renamed.id, renamed.name) == (memory.id, "renamed")
+    assert mmt.memories.get(memory.id).name == "renamed"
+    assert mmt.translate("en", "fr", "Save the file.",
+                         hints=[memory.id]).translation == "Enregistrez le fichier."
+    native = httpx.get(f"{base.removesuffix('/modernmt')}/admin/memories/renamed",
+                       headers=admin_headers(), timeout=60)
+    assert native.status_code == 200 and native.json()["id"] == memory.id
+    with pytest.raises(ModernMTException) as error:
+        mmt.memories.edit(memory.id, name="rename-taken")
+    assert (error.value.status, error.value.type) == (409, "ConflictException")
+    assert "'rename-taken'" in error.value.message
+    with pytest.raises(ModernMTException) as error:
+        mmt.memories.edit(memory.id, name="no spaces here")
+    assert error.value.status == 400 and "not allowed" in error.value.message
+    assert mmt.memories.edit(memory.id).name == "renamed"  # no name: as it was
+
+
 def test_client_errors_come_in_modernmt_shape(mmt: ModernMT, base: str) -> None:
     with pytest.raises(ModernMTException) as error:
         mmt.translate("en", "fr", "Hello.", hints="one,two")

@@ -131,3 +131,33 @@ def test_the_operator_memory_token_sees_every_tenants_memories(world: World) -> 
                          timeout=30).json()["memories"]
     assert memory.name in {m["name"] for m in operator}
     beta.memories.delete(memory.id)
+
+
+def test_a_modernmt_memorys_glossary_and_new_name_stay_its_tenants(world: World) -> None:
+    beta = modernmt(world, world.beta_admin)
+    memory = beta.memories.create("weblate-project")
+    renamed = beta.memories.edit(memory.id, name="renamed")
+    assert renamed.name == "beta-renamed"
+    uploaded = httpx.post(f"{world.base}/modernmt/memories/{memory.id}/glossary",
+                          headers={"MMT-ApiKey": world.beta_admin},
+                          data={"type": "unidirectional"},
+                          files={"csv": ("glossary.csv", b"en,fr\ncourt,tribunal\n")},
+                          timeout=30)
+    assert uploaded.status_code == 200, uploaded.text
+    def translate(key: str, memory_id: int) -> httpx.Response:
+        return httpx.get(f"{world.base}/modernmt/translate", headers={"MMT-ApiKey": key},
+                         params={"q": "the court", "source": "en", "target": "fr",
+                                 "glossaries": str(memory_id)}, timeout=60)
+    assert "tribunal" in translate(world.beta, memory.id).json()["data"]["translation"]
+    theirs, missing = translate(world.acme, memory.id), translate(world.acme, memory.id + 999)
+    assert theirs.status_code == 404
+    assert theirs.text.replace(str(memory.id), "X") == \
+        missing.text.replace(str(memory.id + 999), "X")
+    for key, sees in ((world.acme, False), (world.beta, True)):
+        client = deepl.Translator(key, server_url=world.base + "/deepl/")
+        try:
+            listed = {g.glossary_id for g in client.list_glossaries()}
+        finally:
+            client.close()
+        assert (f"modernmt-memory-{memory.id}" in listed) is sees
+    beta.memories.delete(memory.id)
