@@ -147,6 +147,13 @@ def test_a_tenant_admin_manages_only_its_own(world: World) -> None:
                         for key_id in (world.beta_key_id, "f" * 32))
     assert revoked.status_code == 404 and same_refusal(revoked, missing, world.beta_key_id,
                                                        "f" * 32)
+    made_key = admin(world, "POST", "/admin/keys", token, json={"name": "acme-ci"})
+    assert made_key.status_code == 201
+    assert domains(world, made_key.json()["key"]) == {"medical", "acme-legal"}
+    assert "acme-ci" not in {k["name"] for k in admin(
+        world, "GET", "/admin/keys", world.beta_admin).json()["keys"]}
+    assert admin(world, "POST", "/admin/tenants/beta/keys", token,
+                 json={"name": "intruder"}).status_code == 404
     assert admin(world, "GET", "/admin/tenants", token).status_code == 403
     assert admin(world, "GET", "/admin/corrections", token).status_code == 403
     # a member's key is no admin token
