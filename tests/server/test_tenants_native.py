@@ -155,7 +155,20 @@ def test_a_tenant_admin_manages_only_its_own(world: World) -> None:
     assert admin(world, "POST", "/admin/tenants/beta/keys", token,
                  json={"name": "intruder"}).status_code == 404
     assert admin(world, "GET", "/admin/tenants", token).status_code == 403
+    sent = call(world, "POST", "/corrections", world.acme, json={
+        "source": "Sign the contract.", "corrected": "Signez le contrat.",
+        "domain": "acme-legal"})
+    assert sent.status_code == 201, sent.text
+    own = admin(world, "GET", "/admin/corrections", token, params={"domain": "acme-legal"})
+    assert "Sign the contract." in {c["source"] for c in own.json()["corrections"]}
+    theirs, missing = (admin(world, "GET", "/admin/corrections", token,
+                             params={"domain": name}) for name in ("beta-legal", "beta-legak"))
+    assert theirs.status_code == 404 and same_refusal(theirs, missing, "beta-legal",
+                                                      "beta-legak")
     assert admin(world, "GET", "/admin/corrections", token).status_code == 403
+    counted = admin(world, "GET", "/admin/corrections/summary", token).json()["domains"]
+    assert set(counted) == {"acme-legal"}
+    assert "acme-legal" in admin(world, "GET", "/admin/corrections/summary").json()["domains"]
     # a member's key is no admin token
     assert admin(world, "GET", "/admin/domains", world.acme).status_code == 403
 
