@@ -314,6 +314,32 @@ def test_export_is_tmx_that_imports_back(client: TestClient) -> None:
     assert client.get("/admin/memories/nope/export", headers=H).status_code == 404
 
 
+def test_the_version_shows_in_the_listing_the_matches_and_the_export(
+        client: TestClient) -> None:
+    def version() -> int:
+        found: int = client.get("/admin/memories/acme", headers=H).json()["version"]
+        return found
+
+    created = create(client)["version"]
+    assert client.get("/admin/memories", headers=H).json()["memories"][0]["version"] == \
+        created == version() > 0
+    add(client, "acme", "Open the file.", "Ouvrez le fichier.")
+    added = version()
+    assert added > created
+    assert translate(client, "Open the file.", memory="acme")["match"]["version"] == added
+    upload(client, "acme", toolkit_tmx())
+    imported = version()
+    assert imported > added
+    [fuzzy] = translate(client, "Open the files.", memory="acme")["matches"]
+    assert (fuzzy["source"], fuzzy["version"]) == ("Open the file.", imported)
+    sentence = translate(client, f"Open the file. {TOOLKIT_PAIRS[1][0]}", memory="acme")
+    assert [m["version"] for m in sentence["sentence_matches"]] == [imported, imported]
+    renamed = client.patch("/admin/memories/acme", json={"name": "acme-2"}, headers=H)
+    assert renamed.json()["version"] == imported  # a rename leaves the pairs as they were
+    exported = client.get("/admin/memories/acme-2/export", headers=H).content
+    assert f'<prop type="x-memory-version">{imported}</prop>'.encode() in exported
+
+
 def test_memories_can_be_turned_off(tmp_path: Path) -> None:
     with client_for(tmp_path, memories={"enabled": False}) as client:
         assert client.get("/admin/memories", headers=H).status_code == 403
