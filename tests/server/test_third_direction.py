@@ -6,6 +6,7 @@ sends English to German only when the target says German; a pair no backbone ser
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -177,3 +178,24 @@ def test_a_document_goes_to_the_german_backbone(
                                                            for line in lines]
     assert refused.status_code == 400
     assert SERVED in refused.json()["error"]["message"]
+
+
+def test_a_deepl_document_into_de_uses_the_german_backbone(
+        client: TestClient, german_alone: TestClient) -> None:
+    data = (ENGLISH + "\n").encode()
+    started = client.post("/deepl/v2/document", files={"file": ("leaflet.txt", data)},
+                          data={"source_lang": "EN", "target_lang": "DE"})
+    assert started.status_code == 200, started.text
+    ids = started.json()
+    deadline = time.monotonic() + 60
+    status = ""
+    while status not in ("done", "error"):
+        assert time.monotonic() < deadline, "the document job did not finish"
+        status = client.post(f"/deepl/v2/document/{ids['document_id']}",
+                             data={"document_key": ids["document_key"]}).json()["status"]
+        time.sleep(0.05)
+    result = client.post(f"/deepl/v2/document/{ids['document_id']}/result",
+                         data={"document_key": ids["document_key"]})
+
+    assert status == "done"
+    assert result.content.decode() == alone(german_alone, ENGLISH) + "\n"
