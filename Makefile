@@ -4,6 +4,8 @@
 #                                           (on 127.0.0.1, or NMT_HOST, unless HOST is given)
 #   make test                               dev install, system packages, ruff, mypy, pytest
 #   make system-packages                    the Debian packages the tests use (apt, as root)
+#   make weblate-venv                       Weblate's machinery in a venv of its own (the tests
+#                                           check Weblate's backends against the server)
 #   make bench-engine [QUICK=1] [DATA=..]   engine speed against peers
 #   make bench-markup / bench-glossary [QUICK=1] [DATA=..]   tags, placeholders, glossary terms
 #   make bench-documents [DOCS=folder] [FORMATS=docx,..] [QUICK=1]  whole files vs /translate/batch
@@ -37,7 +39,8 @@ TORCH_PIN := torch==2.13.0
 # and each test that needs one skips, naming its package. dpkg-query tells what is missing,
 # so a machine that has them all stays offline.
 SYSTEM_PACKAGES := postgresql chromium libreoffice-writer-nogui libreoffice-calc-nogui \
-                   libreoffice-impress-nogui pandoc gcc libc6-dev curl git make
+                   libreoffice-impress-nogui pandoc gcc libc6-dev curl git make \
+                   python3-venv python3-gi-cairo gir1.2-pango-1.0
 APT_GET ?= apt-get
 
 # An editable install maps the top-level packages that exist when it runs: reinstall when
@@ -50,12 +53,26 @@ RAY_STAMP     := $(VENV)/.installed-ray
 
 HOST_FLAG := $(if $(HOST),--host $(HOST),)
 
+# Weblate's machinery classes, which tests/server/test_weblate_machinery.py runs against the
+# server, in a venv of their own: Weblate pins lxml and translate-toolkit below ours. It is
+# made from Debian's Python with its packages visible, for the GObject and cairo bindings
+# that Weblate imports (python3-gi-cairo, gir1.2-pango-1.0: SYSTEM_PACKAGES); the rest comes
+# from PyPI, pinned in tests/weblate/requirements.txt (--no-deps: Weblate's own dependency
+# list builds C extensions that its machinery never uses; --ignore-installed: Debian's copies
+# of the pinned packages do not count). Rebuilt when the pins change. It lives in the user's
+# cache folder, beside the int8 kernel's, so that every checkout on the machine shares it
+# (and no test that walks the repository meets it); the test looks there too.
+WEBLATE_VENV   ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/nmt-server/weblate-venv
+WEBLATE_PYTHON ?= /usr/bin/python3
+WEBLATE_PINS   := tests/weblate/requirements.txt
+WEBLATE_STAMP  := $(WEBLATE_VENV)/.installed
+
 # --quick is passed to the benchmarks only when QUICK is set to something other than 0.
 QUICK_FLAG := $(if $(filter-out 0,$(QUICK)),--quick,)
 # make eval / eval-router DIRECTION=fr-en: the fr->en backbone (docs/DIRECTIONS.md)
 DIRECTION_FLAG := $(if $(DIRECTION),--direction $(DIRECTION),)
 
-.PHONY: venv venv-runtime system-packages run serve-ray bench-ray test lint bench-engine bench-serve bench-adversarial bench-adversarial-compare bench-mixed-lengths bench-live-engine bench-markup bench-glossary bench-documents bench-quality bench-corrections bench-memories eval eval-router train-default learning-curve bench-backbone screenshots clean distclean
+.PHONY: venv venv-runtime system-packages weblate-venv run serve-ray bench-ray test lint bench-engine bench-serve bench-adversarial bench-adversarial-compare bench-mixed-lengths bench-live-engine bench-markup bench-glossary bench-documents bench-quality bench-corrections bench-memories eval eval-router train-default learning-curve bench-backbone screenshots clean distclean
 
 venv: $(DEV_STAMP)
 
@@ -100,6 +117,19 @@ system-packages:
 	         "the tests that need them skip):" $$missing; \
 	fi
 
+# Without Debian's Python (not a Debian system) it says so and stops there: the Weblate tests
+# then skip, naming this target (they fail in CI).
+weblate-venv: $(WEBLATE_STAMP)
+
+$(WEBLATE_STAMP): $(WEBLATE_PINS) | system-packages
+	@if [ ! -x $(WEBLATE_PYTHON) ]; then \
+	    echo "no $(WEBLATE_PYTHON): the Weblate venv is not built (its tests skip)"; exit 0; \
+	fi; \
+	rm -rf $(WEBLATE_VENV) && \
+	$(WEBLATE_PYTHON) -m venv --system-site-packages $(WEBLATE_VENV) && \
+	$(WEBLATE_VENV)/bin/pip install -q --no-deps --ignore-installed -r $(WEBLATE_PINS) && \
+	touch $(WEBLATE_STAMP)
+
 run: $(RUNTIME_STAMP)
 	$(PY) -m server $(HOST_FLAG) --port $(PORT)
 
@@ -110,7 +140,7 @@ lint: $(DEV_STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy contract launch server model_store converters trainer
 
-test: $(DEV_STAMP) system-packages
+test: $(DEV_STAMP) system-packages $(WEBLATE_STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy contract launch server model_store converters trainer
 	$(VENV)/bin/pytest -q
@@ -193,4 +223,4 @@ clean:
 	rm -rf .mypy_cache .ruff_cache .pytest_cache build dist *.egg-info benchmarks/results/tmp
 
 distclean: clean
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(WEBLATE_VENV)

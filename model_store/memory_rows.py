@@ -12,6 +12,12 @@ see the memory before it or after it, never half of it.
 The feed is pruned to its last changes (`prune_memory_changes`); each pruning that removes
 some leaves a "pruned" change naming the last id removed, so a replica that had not read
 that far learns it missed changes and reloads its memories whole (server/memories/book.py).
+
+A memory's version is the id of its latest change to its pairs ("pair" or "reload": its
+creation, every pair written or removed, every import; not a rename): it grows with
+every change to its content, it orders the states of all memories, and a replica knows
+it from the feed it follows. Pruning keeps each memory's latest such change, so the
+version outlives the changes pruned before it.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from datetime import UTC, datetime
 from itertools import islice
 from typing import Any, Literal
 
-from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy import Connection, Select, func, insert, select, update
 from sqlalchemy import delete as sql_delete
 from sqlalchemy.exc import IntegrityError
 
@@ -36,6 +42,7 @@ MEMORY_CHANNEL = "nmt_memories"
 MEMORY_LOCK_KEY = 0x6E6D_746D_656D_6F72  # "nmtmemor"
 INSERT_CHUNK = 1000
 PRUNED = 0  # the memory id of "pruned" changes (memory ids start at 1)
+CONTENT_CHANGES = ("pair", "reload")  # the changes that give a memory its version
 Replace = Literal["tuid", "source"]
 
 
@@ -51,6 +58,7 @@ class MemoryRecord:
     created_at: datetime
     updated_at: datetime
     pairs: int = 0
+    version: int = 0  # the id of its latest change to its pairs (see the module's comment)
 
 
 @dataclass(frozen=True)
@@ -130,10 +138,10 @@ class MemoryRows:
                         raise ConflictError(f"a memory {what} {value!r} exists already")
                 memory_id = int(conn.execute(insert(memories).values(values)
                                              .returning(memories.c.id)).scalar_one())
-                self._changed(conn, memory_id, None, "reload")
+                version = self._changed(conn, memory_id, None, "reload")
         except IntegrityError as exc:  # a concurrent writer took the name or the domain
             raise ConflictError(f"memory {name!r} changed concurrently; retry") from exc
-        return MemoryRecord(id=memory_id, **values)
+        return MemoryRecord(id=memory_id, version=version, **values)
 
     def get_memory(self, memory_id: int) -> MemoryRecord | None:
         found = self._memories(memories.c.id == memory_id)
@@ -151,8 +159,11 @@ class MemoryRows:
     def _memories(self, *where: Any) -> list[MemoryRecord]:
         counts = (select(memory_pairs.c.memory_id, func.count().label("pairs"))
                   .group_by(memory_pairs.c.memory_id).subquery())
-        query = (select(memories, func.coalesce(counts.c.pairs, 0).label("pairs"))
+        versions = _latest_content_changes().subquery()
+        query = (select(memories, func.coalesce(counts.c.pairs, 0).label("pairs"),
+                        func.coalesce(versions.c.version, 0).label("version"))
                  .outerjoin(counts, counts.c.memory_id == memories.c.id)
+                 .outerjoin(versions, versions.c.memory_id == memories.c.id)
                  .where(*where).order_by(memories.c.backbone, memories.c.name))
         with self._read() as conn:
             return [MemoryRecord(**dict(row)) for row in conn.execute(query).mappings()]
@@ -306,16 +317,19 @@ class MemoryRows:
 
     def prune_memory_changes(self, *, keep: int) -> int:
         """Remove the feed's changes but those of the last `keep` ids (not counting
-        "pruned" changes, so pruning again without new changes removes nothing); how many
-        were removed. Those that were leave a "pruned" change behind."""
+        "pruned" changes, so pruning again without new changes removes nothing) and each
+        memory's latest change to its pairs (its version); how many were removed. Those
+        that were leave a "pruned" change behind."""
         with self._memory_write() as conn:
             latest = conn.execute(select(func.max(memory_changes.c.id))
                                   .where(memory_changes.c.action != "pruned")).scalar()
             through = (0 if latest is None else int(latest)) - keep
             if through <= 0:
                 return 0
-            removed = conn.execute(sql_delete(memory_changes)
-                                   .where(memory_changes.c.id <= through)).rowcount
+            versions = select(_latest_content_changes().subquery().c.version)
+            removed = conn.execute(sql_delete(memory_changes).where(
+                memory_changes.c.id <= through, memory_changes.c.id.not_in(versions))
+            ).rowcount
             if removed:
                 self._changed(conn, PRUNED, through, "pruned")
         return int(removed)
@@ -327,12 +341,22 @@ class MemoryRows:
             raise NotFoundError("memory", memory_id)
 
     @staticmethod
-    def _changed(conn: Connection, memory_id: int, pair_id: int | None, action: str) -> None:
-        change_id = conn.execute(insert(memory_changes).values(
+    def _changed(conn: Connection, memory_id: int, pair_id: int | None, action: str) -> int:
+        change_id = int(conn.execute(insert(memory_changes).values(
             memory_id=memory_id, pair_id=pair_id, action=action, at=_now()
-        ).returning(memory_changes.c.id)).scalar()
+        ).returning(memory_changes.c.id)).scalar_one())
         if conn.dialect.name == "postgresql":
             conn.execute(select(func.pg_notify(MEMORY_CHANNEL, str(change_id))))
+        return change_id
+
+
+def _latest_content_changes() -> Select[tuple[int, int]]:
+    """(memory_id, version) of every memory that exists: its latest change to its pairs."""
+    return (select(memory_changes.c.memory_id,
+                   func.max(memory_changes.c.id).label("version"))
+            .where(memory_changes.c.action.in_(CONTENT_CHANGES),
+                   memory_changes.c.memory_id.in_(select(memories.c.id)))
+            .group_by(memory_changes.c.memory_id))
 
 
 def _pair_values(memory_id: int, pair: NewPair, now: datetime) -> dict[str, Any]:

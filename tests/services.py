@@ -35,6 +35,9 @@ DEBIAN_PACKAGES: dict[str, tuple[str, ...]] = {
     "curl": ("curl",),  # the README's and docs' curl examples run for real
     "git": ("git",),
     "make": ("make",),
+    # Debian's Python makes the Weblate venv (`make weblate-venv`), which sees the GObject
+    # and cairo bindings that Weblate imports from Debian (tests/weblate/requirements.txt)
+    "python3": ("python3-venv", "python3-gi-cairo", "gir1.2-pango-1.0"),
 }
 
 

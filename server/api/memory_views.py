@@ -9,7 +9,7 @@ from server.api.schemas_memories import ImportJobInfo, MemoryInfo, PairInfo
 def memory_info(record: MemoryRecord) -> MemoryInfo:
     return MemoryInfo(id=record.id, name=record.name, domain=record.domain,
                       owner=record.owner, source=record.source_lang,
-                      target=record.target_lang, pairs=record.pairs,
+                      target=record.target_lang, pairs=record.pairs, version=record.version,
                       created_at=record.created_at, updated_at=record.updated_at)
 
 

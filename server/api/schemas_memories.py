@@ -57,6 +57,8 @@ class MatchInfo(BaseModel):
     score: float = Field(description="similarity of the memory's source to the text, 0-100 "
                                      "(100: the same text)")
     memory: str = Field(description="the memory that holds the pair")
+    version: int = Field(description="the memory's version that answered (it grows with "
+                                     "every change to the memory's pairs)")
     source: str
     target: str
     tuid: str | None = Field(description="the pair's id in its TMX (or as added)")
@@ -67,7 +69,7 @@ class MatchInfo(BaseModel):
 def match_info(found: MemoryMatch) -> MatchInfo:
     return MatchInfo(score=found.score, memory=found.memory, source=found.source,
                      target=found.target, tuid=found.tuid, origin=found.origin,
-                     pair_id=found.pair_id)
+                     pair_id=found.pair_id, version=found.version)
 
 
 def memory_fields(use: MemoryUse | None) -> dict[str, Any]:
@@ -122,6 +124,9 @@ class MemoryInfo(BaseModel):
     source: str
     target: str
     pairs: int
+    version: int = Field(description="grows with every change to the memory's pairs (the id "
+                                     "of its latest change); matches and TMX exports say "
+                                     "the version they come from")
     created_at: datetime
     updated_at: datetime
 

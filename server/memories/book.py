@@ -12,6 +12,10 @@ prunes it every PRUNE_EVERY_S (pruning is idempotent, so several replicas may), 
 replica that finds the feed pruned past what it had read (it was stopped, or fell that
 far behind) reloads its memories whole instead of missing changes.
 
+Each memory carries its version (model_store/memory_rows.py): the id of the latest
+change to its pairs this replica applied, so a match says which state of the memory
+answered.
+
 A request's memories (`in_play`): those it names (`"memory": "acme"` or a list), then
 the memory of the domain it was routed to; `"memory": false`: none. Exact matches come
 from the first memory in that order that holds the source; fuzzy matches from all,
@@ -30,6 +34,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from model_store import MemoryRecord, PairRecord, Registry
+from model_store.memory_rows import CONTENT_CHANGES
 from model_store.notify import ChangeWaiter, SleepingWaiter
 from server.core.errors import NotFound
 from server.core.settings import MemorySettings
@@ -61,12 +66,16 @@ class MemoryMatch:
     tuid: str | None
     origin: str
     pair_id: int
+    version: int  # the memory's version that answered
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class Loaded:
     record: MemoryRecord
     index: PairIndex
+    # its version in this replica: raised in place, as its index changes in place, when a
+    # change to its pairs is applied
+    version: int
 
 
 @dataclass(frozen=True)
@@ -88,9 +97,10 @@ def as_entry(pair: PairRecord) -> Entry:
                  key=pair.source_key)
 
 
-def as_match(memory: str, found: Scored) -> MemoryMatch:
+def as_match(memory: Loaded, found: Scored) -> MemoryMatch:
     e = found.entry
-    return MemoryMatch(found.score, memory, e.source, e.target, e.tuid, e.origin, e.id)
+    return MemoryMatch(found.score, memory.record.name, e.source, e.target, e.tuid,
+                       e.origin, e.id, memory.version)
 
 
 class MemoryBook:
@@ -132,13 +142,20 @@ class MemoryBook:
                          if c.pair_id is None and c.action != "memory"}
                 renamed = {c.memory_id for c in changes if c.action == "memory"} - whole
                 pairs: dict[int, set[int]] = defaultdict(set)
+                versions: dict[int, int] = {}
                 for change in changes:
                     if (change.action == "pair" and change.pair_id is not None
                             and change.memory_id not in whole):
                         pairs[change.memory_id].add(change.pair_id)
+                    if change.action in CONTENT_CHANGES:
+                        versions[change.memory_id] = change.id  # in id order: the last
                 self._reload(whole)
                 self._reread_records(renamed)
                 self._reread(pairs)
+                for memory_id, version in versions.items():
+                    loaded = self.view.by_id.get(memory_id)
+                    if loaded is not None and loaded.version < version:
+                        loaded.version = version
                 self.seen = changes[-1].id
                 applied += len(changes)
             return applied
@@ -169,7 +186,7 @@ class MemoryBook:
             for pair in page:
                 index.put(as_entry(pair))
             after = page[-1].id
-        return Loaded(record, index)
+        return Loaded(record, index, record.version)
 
     def _reload(self, memory_ids: set[int]) -> None:
         if not memory_ids:
@@ -193,7 +210,8 @@ class MemoryBook:
             if record is None or record.backbone != self.backbone:
                 by_id.pop(memory_id, None)
             else:
-                by_id[memory_id] = Loaded(record, by_id[memory_id].index)
+                kept = by_id[memory_id]
+                by_id[memory_id] = Loaded(record, kept.index, kept.version)
         self.view = View(by_id)
 
     def _reread(self, pairs: dict[int, set[int]]) -> None:
@@ -239,7 +257,7 @@ class MemoryBook:
             for memory in memories:
                 found = memory.index.exact(text)
                 if found is not None:
-                    return Hit(memory.record.name, found)
+                    return Hit(memory.record.name, found, memory.version)
             return None
         return find
 
@@ -248,7 +266,7 @@ class MemoryBook:
         limit = self.settings.max_matches
         if not memories or limit == 0 or len(text) > self.settings.max_fuzzy_chars:
             return []
-        found = [as_match(m.record.name, scored) for m in memories
+        found = [as_match(m, scored) for m in memories
                  for scored in m.index.fuzzy(text, threshold=self.settings.fuzzy_threshold,
                                              limit=limit)]
         found.sort(key=lambda match: -match.score)  # stable: memory order among ties

@@ -24,6 +24,7 @@ from server.textproc.parts import Text, raw_of
 class Hit:
     memory: str
     entry: Entry
+    version: int  # the memory's version that held the pair
 
 
 Lookup = Callable[[str], Hit | None]  # a source text -> the pair a memory holds for it

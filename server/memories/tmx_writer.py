@@ -1,5 +1,7 @@
-"""A memory as a TMX 1.4 file (UTF-8), written page by page: each pair a `<tu>` with its
-tuid, the attributes, `<prop>`s and `<note>`s it was imported with, and two `<tuv>`s.
+"""A memory as a TMX 1.4 file (UTF-8), written page by page: the header's props name the
+memory and its version when the export began (`x-memory`, `x-memory-version`); each pair
+a `<tu>` with its tuid, the attributes, `<prop>`s and `<note>`s it was imported with, and
+two `<tuv>`s.
 
 Markup in a segment (`Click <b>Save</b>`) is written as TMX inline codes: a tag whose
 closing tag follows as `<bpt i="n">`/`<ept i="n">`, any other as `<ph>`, each holding
@@ -26,7 +28,8 @@ def tmx_header(memory: MemoryRecord) -> bytes:
         '<?xml version="1.0" encoding="UTF-8"?>\n<tmx version="1.4">\n'
         f'  <header creationtool="nmt-server" creationtoolversion="1" segtype="sentence" '
         f'o-tmf="nmt-server" adminlang="en" srclang={quoteattr(source)} '
-        f'datatype="plaintext"><prop type="x-memory">{_text(memory.name)}</prop></header>\n'
+        f'datatype="plaintext"><prop type="x-memory">{_text(memory.name)}</prop>'
+        f'<prop type="x-memory-version">{memory.version}</prop></header>\n'
         "  <body>\n").encode()
 
 

@@ -21,7 +21,8 @@ class MemoryUse:
 
 def exact(hit: Hit) -> MemoryMatch:
     e = hit.entry
-    return MemoryMatch(100.0, hit.memory, e.source, e.target, e.tuid, e.origin, e.id)
+    return MemoryMatch(100.0, hit.memory, e.source, e.target, e.tuid, e.origin, e.id,
+                       hit.version)
 
 
 def apply_memories(book: MemoryBook | None, memory: MemoryChoice, text: str,

@@ -1,23 +1,35 @@
-"""`make eval DIRECTION=fr-en` and `make eval-router DIRECTION=fr-en` (issue #43): the
+"""`make eval DIRECTION=fr-en` and `make eval-router DIRECTION=fr-en`: the
 harness and the router tables evaluate the fr->en backbone of a built-in directory that
 holds both directions, with its own modules and router, on the same sets read French side
-first, into results files of their own (tiny models, synthetic data)."""
+first, into results files of their own (tiny models, synthetic data); en->de reads the en-de
+folder, and `make eval DIRECTION=en-de` hands the harness its direction."""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from benchmarks.quality.data import domain_set, genre_dev_slice, genre_set
+from benchmarks.quality.data import (
+    domain_names,
+    domain_set,
+    genre_dev_slice,
+    genre_names,
+    genre_set,
+)
 from benchmarks.quality.evaluation.evaluate import main, results_stem
 from benchmarks.quality.router import router
 from model_store import Store
 from tests.benchmarks.test_evaluate import build_data
 from tests.trainer.builtin_directions import FR_EN_NAME, build_both, build_en_fr
-from trainer.recipes.directions import FR_EN
+from trainer.recipes.directions import EN_DE, FR_EN
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -85,3 +97,32 @@ def test_a_direction_whose_backbone_is_not_published_is_refused(tmp_path: Path) 
         with pytest.raises(SystemExit, match="no backbone default-fr-en to evaluate fr-en"):
             run()
     assert not (tmp_path / "out").exists()  # nothing half-written
+
+
+def test_en_de_reads_the_en_de_folder_and_make_eval_passes_the_direction(
+        tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    build_data(data)  # en-fr: medical, law, it, religion and genres
+    for folder, english, german in (
+            ("domains/medical", "take one tablet", "nehmen sie eine tablette"),
+            ("extra/news", "the council met", "der rat tagte")):
+        for split in ("train", "test"):
+            (data / "en-de" / folder).mkdir(parents=True, exist_ok=True)
+            (data / "en-de" / folder / f"{split}.en").write_text(english + "\n")
+            (data / "en-de" / folder / f"{split}.de").write_text(german + "\n")
+
+    assert domain_names(data, EN_DE) == ["medical"]
+    assert genre_names(data, EN_DE) == ["news"]
+    assert "law" in domain_names(data)  # en->fr still reads en-fr
+    medical = domain_set(data, "medical", direction=EN_DE)
+    assert (medical.sources, medical.references) == (["take one tablet"],
+                                                     ["nehmen sie eine tablette"])
+    assert genre_set(data, "news", direction=EN_DE).references == ["der rat tagte"]
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    lines = subprocess.run(["make", "--no-print-directory", "-n", "eval", "DIRECTION=en-de"],
+                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
+                           check=True).stdout
+    assert "-m benchmarks.quality.evaluation.evaluate" in lines
+    assert "--direction en-de" in lines

@@ -66,3 +66,20 @@ def test_make_test_sets_up_the_system_packages_before_the_tests() -> None:
                             f"SYSTEM_PACKAGES={ABSENT}"], cwd=ROOT, env=env,
                            capture_output=True, text=True, timeout=60, check=True).stdout
     assert ABSENT in lines and lines.index(ABSENT) < lines.index(".venv/bin/pytest")
+
+
+def test_make_test_builds_the_weblate_venv_before_the_tests(tmp_path: Path) -> None:
+    """On a fresh machine (no Weblate venv yet) `make test` builds it, from Debian's Python
+    with the pinned packages, before pytest runs (tests/server/test_weblate_machinery.py)."""
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    venv = tmp_path / "weblate-venv"
+    lines = subprocess.run(["make", "--no-print-directory", "-n", "test", "SYSTEM_PACKAGES=dpkg",
+                            f"WEBLATE_VENV={venv}"], cwd=ROOT, env=env,
+                           capture_output=True, text=True, timeout=60, check=True).stdout
+    install = f"{venv}/bin/pip install -q --no-deps --ignore-installed -r " \
+              "tests/weblate/requirements.txt"
+    assert f"-m venv --system-site-packages {venv}" in lines
+    assert install in lines and lines.index(install) < lines.index(".venv/bin/pytest")
+    assert not venv.exists()  # -n: nothing was built

@@ -9,8 +9,9 @@ replaces that one, `NMT_ADMIN_TOKEN` is its token (the files' `export NMT_ADMIN_
 lines configure a server, so they are skipped), and placeholders a reader fills in (a
 job id) are filled in from earlier answers. The store is the server tests' tiny one with
 the domains the examples name, a word-level mixture served for requests without a domain
-(the mixture section's example), a tiny fr->en backbone beside it (the README's French
-example), and the files the examples upload (the README's TMX among them)."""
+(the mixture section's example), tiny fr->en and en->de backbones beside it (the README's
+French example, the Weblate section's German one), and the files the examples upload (the
+README's TMX among them)."""
 
 from __future__ import annotations
 
@@ -132,6 +133,11 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         french = store.publish("backbone", "tiny-fr-en", files,
                                config=json.loads(files["config.json"]))
         store.activate("backbone", "tiny-fr-en", french.version)
+        # docs/API.md's Weblate example translates English into German, as Weblate's check
+        files = tiny_backbone_files(seed=8)
+        german = store.publish("backbone", "tiny-en-de", files,
+                               config=json.loads(files["config.json"]))
+        store.activate("backbone", "tiny-en-de", german.version)
     publish_mixture(root)
     files = scratch / "files"
     files.mkdir()

@@ -19,8 +19,8 @@ from tmx_files import (
     BILLION_LAUGHS,
     EXTERNAL_ENTITY,
     TOOLKIT_PAIRS,
-    cat_tool_tmx,
     one_sided_unit,
+    python_tmx_file,
     toolkit_tmx,
 )
 
@@ -84,10 +84,17 @@ def test_tmx_files_of_two_real_writers_import_with_their_pair_counts(
     job = form.json()
     assert (job["state"], job["filename"], job["format"]) == ("done", "toolkit.tmx", "tmx")
     assert job["report"]["pairs"] == len(TOOLKIT_PAIRS) and job["progress"] == 1.0
-    cat = upload(client, "acme", cat_tool_tmx(extra_units=[one_sided_unit("Alone.")])).json()
-    assert cat["state"] == "done" and cat["report"]["pairs"] == 3
-    assert cat["report"]["skipped"] == {"no_target_segment": 1}
+    utf16 = python_tmx_file(extra_units=[one_sided_unit("Alone.")])
+    written = upload(client, "acme", utf16).json()
+    assert written["state"] == "done" and written["report"]["pairs"] == 3
+    assert written["report"]["skipped"] == {"no_target_segment": 1}
     assert pairs_of(client, "acme") == len(TOOLKIT_PAIRS) + 3
+    create(client, "acme-utf8")
+    utf8 = upload(client, "acme-utf8", python_tmx_file(encoding="UTF-8")).json()
+    assert utf8["state"] == "done" and utf8["report"]["pairs"] == 3
+    held = translate(client, "Delete {count} files?", memory="acme-utf8")
+    assert held["translation"] == "Supprimer {count} fichiers ?"
+    assert held["match"]["memory"] == "acme-utf8" and held["match"]["tuid"] == "ui-3"
     listed = client.get("/admin/memories/acme/pairs", params={"limit": 2}, headers=H).json()
     assert len(listed["pairs"]) == 2 and listed["next_after"] == listed["pairs"][1]["id"]
     assert listed["pairs"][0]["attributes"]["notes"] == ["checked by the reviewer"]
@@ -245,7 +252,7 @@ def test_an_anonymous_correction_reaches_the_memory_once_approved(
     (BILLION_LAUGHS, "declares entities"),
     (EXTERNAL_ENTITY, "declares entities"),
     (toolkit_tmx()[:-60], "not well-formed"),
-    (cat_tool_tmx(codes=("de-DE", "it-IT")), "none of the file's 3 units"),
+    (python_tmx_file(codes=("de-DE", "it-IT")), "none of the file's 3 units"),
     (b"<tmx version='1.4'><body/></tmx>", "no translation unit"),
 ])
 def test_hostile_or_broken_files_import_nothing_and_say_why(
@@ -294,7 +301,7 @@ def test_a_large_file_is_a_job_with_progress_and_replace_mode_replaces(
 
 def test_export_is_tmx_that_imports_back(client: TestClient) -> None:
     create(client)
-    upload(client, "acme", cat_tool_tmx())
+    upload(client, "acme", python_tmx_file())
     exported = client.get("/admin/memories/acme/export", headers=H)
     assert exported.status_code == 200
     assert exported.headers["content-type"].startswith("application/x-tmx+xml")
@@ -305,6 +312,32 @@ def test_export_is_tmx_that_imports_back(client: TestClient) -> None:
     assert first["tuid"] == "leaflet-1" and first["attributes"]["props"] == [
         ["x-Project", "Leaflets 2025"]]
     assert client.get("/admin/memories/nope/export", headers=H).status_code == 404
+
+
+def test_the_version_shows_in_the_listing_the_matches_and_the_export(
+        client: TestClient) -> None:
+    def version() -> int:
+        found: int = client.get("/admin/memories/acme", headers=H).json()["version"]
+        return found
+
+    created = create(client)["version"]
+    assert client.get("/admin/memories", headers=H).json()["memories"][0]["version"] == \
+        created == version() > 0
+    add(client, "acme", "Open the file.", "Ouvrez le fichier.")
+    added = version()
+    assert added > created
+    assert translate(client, "Open the file.", memory="acme")["match"]["version"] == added
+    upload(client, "acme", toolkit_tmx())
+    imported = version()
+    assert imported > added
+    [fuzzy] = translate(client, "Open the files.", memory="acme")["matches"]
+    assert (fuzzy["source"], fuzzy["version"]) == ("Open the file.", imported)
+    sentence = translate(client, f"Open the file. {TOOLKIT_PAIRS[1][0]}", memory="acme")
+    assert [m["version"] for m in sentence["sentence_matches"]] == [imported, imported]
+    renamed = client.patch("/admin/memories/acme", json={"name": "acme-2"}, headers=H)
+    assert renamed.json()["version"] == imported  # a rename leaves the pairs as they were
+    exported = client.get("/admin/memories/acme-2/export", headers=H).content
+    assert f'<prop type="x-memory-version">{imported}</prop>'.encode() in exported
 
 
 def test_memories_can_be_turned_off(tmp_path: Path) -> None:

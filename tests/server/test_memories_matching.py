@@ -95,7 +95,7 @@ def test_a_target_keeps_only_the_markup_the_request_holds(
 
 def lookup(text: str) -> Hit | None:
     found = leaflet().exact(text)
-    return Hit("leaflet", found) if found is not None else None
+    return Hit("leaflet", found, 1) if found is not None else None
 
 
 def test_sentences_a_memory_holds_leave_the_engines_work() -> None:
@@ -113,7 +113,7 @@ def test_html_sentences_keep_the_requests_markup_and_refuse_foreign_tags() -> No
 
     def find(text: str) -> Hit | None:
         found = index.exact(text)
-        return Hit("ui", found) if found is not None else None
+        return Hit("ui", found, 1) if found is not None else None
 
     document = build_document("<p>Click <b>Save</b>. Open it.</p>", fmt="html")
     left, hits = sentences(document, find)

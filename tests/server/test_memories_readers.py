@@ -1,5 +1,5 @@
-"""The memory readers on files written by real writers (translate-toolkit, an lxml-built
-CAT tool export), on hostile and broken files, and the TMX writer read back."""
+"""The memory readers on files written by real writers (translate-toolkit, python-tmx),
+on hostile and broken files, and the TMX writer read back."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import pytest
 from defusedxml import EntitiesForbidden
 from tmx_files import (
     BILLION_LAUGHS,
-    CAT_UNITS,
     EXTERNAL_ENTITY,
+    PYTHON_TMX_UNITS,
     TOOLKIT_PAIRS,
-    cat_tool_tmx,
     one_sided_unit,
+    python_tmx_file,
     toolkit_tmx,
 )
 from translate.storage.tmx import tmxfile
@@ -50,31 +50,39 @@ def test_a_translate_toolkit_tmx_reads_every_pair_with_its_markup_and_notes() ->
     assert pairs[0].attributes["notes"] == ["checked by the reviewer"]
 
 
-def test_a_cat_tool_tmx_in_utf16_reads_inline_codes_props_and_loose_language_codes() -> None:
-    data = cat_tool_tmx(extra_units=[one_sided_unit("Alone in its unit.")])
-    assert data.startswith(b"\xff\xfe")  # UTF-16 with a byte-order mark
+@pytest.mark.parametrize(("encoding", "starts"), [("UTF-16", b"\xff\xfe"),  # with a BOM
+                                                  ("UTF-8", b"<?xml")])
+def test_a_python_tmx_file_reads_inline_codes_props_notes_and_loose_language_codes(
+        encoding: str, starts: bytes) -> None:
+    data = python_tmx_file(extra_units=[one_sided_unit("Alone in its unit.")],
+                           encoding=encoding)
+    assert data.startswith(starts)
     pairs, report = read(read_tmx, data)
-    assert [p.tuid for p in pairs] == [tuid for tuid, _, _ in CAT_UNITS]
+    assert [p.tuid for p in pairs] == [tuid for tuid, _, _ in PYTHON_TMX_UNITS]
+    assert pairs[1].source == "Keep out of the reach of children."
+    assert pairs[1].target == "Tenir hors de la portée des enfants."
     assert pairs[0].source == "Take <b>two</b> tablets."
     assert pairs[0].target == "Prenez <b>deux</b> comprimés."
     assert pairs[2].target == "Supprimer {count} fichiers ?"
     assert pairs[0].attributes is not None
     assert pairs[0].attributes["props"] == [["x-Project", "Leaflets 2025"]]
+    assert pairs[0].attributes["notes"] == ["reviewed leaflet-1"]
     assert pairs[0].attributes["attributes"]["creationid"] == "ANA"
+    assert pairs[0].attributes["attributes"]["creationdate"] == "20250102T101500Z"
     assert report.units == 4 and report.skipped == {"no_target_segment": 1}
 
 
 @pytest.mark.parametrize("codes", [("en", "fr"), ("EN", "FR"), ("en-us", "fr-CA"),
                                    ("en_GB", "fr_BE")])
 def test_language_codes_match_loosely(codes: tuple[str, str]) -> None:
-    pairs, _ = read(read_tmx, cat_tool_tmx(codes=codes))
-    assert len(pairs) == len(CAT_UNITS)
+    pairs, _ = read(read_tmx, python_tmx_file(codes=codes))
+    assert len(pairs) == len(PYTHON_TMX_UNITS)
 
 
 def test_a_tmx_of_other_languages_yields_no_pair_and_counts_why() -> None:
-    pairs, report = read(read_tmx, cat_tool_tmx(codes=("de-DE", "fr-FR")))
-    assert pairs == [] and report.skipped == {"no_source_segment": len(CAT_UNITS)}
-    assert report.languages["de-DE"] == len(CAT_UNITS)
+    pairs, report = read(read_tmx, python_tmx_file(codes=("de-DE", "fr-FR")))
+    assert pairs == [] and report.skipped == {"no_source_segment": len(PYTHON_TMX_UNITS)}
+    assert report.languages["de-DE"] == len(PYTHON_TMX_UNITS)
 
 
 def test_the_billion_laughs_are_refused_at_the_declaration_before_any_expansion() -> None:
@@ -165,7 +173,7 @@ def test_xliff_12_and_20_units_read_and_other_languages_are_skipped() -> None:
 def test_exported_tmx_reads_back_in_our_reader_and_in_translate_toolkit() -> None:
     now = datetime.now(UTC)
     memory = MemoryRecord(1, "acme", "b", None, "shared", "en", "fr", now, now)
-    originals, _ = read(read_tmx, cat_tool_tmx())
+    originals, _ = read(read_tmx, python_tmx_file())
     records = [PairRecord(i, 1, p.tuid, p.source, p.target, "k", "import", p.attributes,
                           now, now) for i, p in enumerate(originals, 1)]
     data = tmx_header(memory) + b"".join(tmx_units(memory, records)) + TMX_FOOTER

@@ -64,6 +64,7 @@ def test_a_pair_written_through_one_replica_answers_on_the_other_when_announced(
     assert seen_within(lambda: answer(second, "Open the file.")["translation"] ==
                        "Ouvrez le fichier.", WITHIN_S)
 
+    before = second.get("/admin/memories/acme", headers=H).json()["version"]
     imported = second.post("/admin/memories/acme/import", params={"mode": "replace"},
                            content=toolkit_tmx(),
                            headers={**H, "Content-Type": "application/x-tmx+xml"})
@@ -71,6 +72,12 @@ def test_a_pair_written_through_one_replica_answers_on_the_other_when_announced(
     source, target = TOOLKIT_PAIRS[1]
     assert seen_within(lambda: answer(first, source)["translation"] == target, WITHIN_S)
     assert "match" not in answer(first, "Open the file.")
+    # both replicas answer from the version the import made, as the registry has it
+    version = first.get("/admin/memories/acme", headers=H).json()["version"]
+    assert version == second.get("/admin/memories/acme", headers=H).json()["version"]
+    assert version > before and all(
+        answer(replica, source)["match"]["version"] == version  # type: ignore[index]
+        for replica in replicas)
 
     assert first.delete("/admin/memories/acme", headers=H).status_code == 200
     assert seen_within(lambda: second.post("/translate", json={

@@ -1,14 +1,17 @@
-"""TMX files written by real writers for the memory tests: translate-toolkit's TMX
-writer, and an lxml-built TMX 1.4 as CAT tools write it (UTF-16 with a byte-order mark,
-a DOCTYPE, tuids and dates, props and notes, inline codes, regional language codes).
-The sentences are our own."""
+"""TMX files written by two real writers for the memory tests: translate-toolkit's TMX
+writer, and python-tmx's (tuids and creation attributes, props and notes, inline codes,
+regional language codes, in UTF-16 with a byte-order mark or in UTF-8). The sentences
+are our own."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
+import PythonTmx as ptmx
 from lxml import etree
 from translate.storage.tmx import tmxfile
 
-XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
+Part = str | tuple[str, int, str]
 
 TOOLKIT_PAIRS = [
     ("Click <b>Save</b> to keep your changes.",
@@ -33,7 +36,7 @@ def toolkit_tmx(pairs: list[tuple[str, str]] = TOOLKIT_PAIRS, *, source: str = "
 
 
 # (tuid, English parts, French parts): a part is text, or ("bpt"|"ept"|"ph", i, code)
-CAT_UNITS = [
+PYTHON_TMX_UNITS: list[tuple[str, list[Part], list[Part]]] = [
     ("leaflet-1", ["Take ", ("bpt", 1, "<b>"), "two", ("ept", 1, "</b>"), " tablets."],
      ["Prenez ", ("bpt", 1, "<b>"), "deux", ("ept", 1, "</b>"), " comprimés."]),
     ("leaflet-2", ["Keep out of the reach of children."],
@@ -41,55 +44,55 @@ CAT_UNITS = [
     ("ui-3", ["Delete ", ("ph", 1, "{count}"), " files?"],
      ["Supprimer ", ("ph", 1, "{count}"), " fichiers ?"]),
 ]
+CREATED = datetime(2025, 1, 2, 10, 15, tzinfo=UTC)
 
 
-def _segment(parts: list[object]) -> etree._Element:
-    seg = etree.Element("seg")
-    last: etree._Element | None = None
+def _content(parts: list[Part]) -> list[str | ptmx.Bpt | ptmx.Ept | ptmx.Ph]:
+    content: list[str | ptmx.Bpt | ptmx.Ept | ptmx.Ph] = []
     for part in parts:
         if isinstance(part, str):
-            if last is None:
-                seg.text = (seg.text or "") + part
-            else:
-                last.tail = (last.tail or "") + part
+            content.append(part)
             continue
-        kind, number, code = part  # type: ignore[misc]
-        last = etree.SubElement(seg, kind, {"i" if kind != "ph" else "x": str(number)})
-        last.text = code
-    return seg
+        kind, number, code = part
+        if kind == "bpt":
+            content.append(ptmx.Bpt(i=number, content=[code]))
+        elif kind == "ept":
+            content.append(ptmx.Ept(i=number, content=[code]))
+        else:
+            content.append(ptmx.Ph(x=number, content=[code]))
+    return content
 
 
-def cat_tool_tmx(*, codes: tuple[str, str] = ("EN-GB", "fr_FR"),
-                 extra_units: list[etree._Element] | None = None) -> bytes:
-    """TMX 1.4 as a CAT tool exports it, written with lxml in UTF-16."""
-    root = etree.Element("tmx", version="1.4")
-    etree.SubElement(root, "header", {
-        "creationtool": "SomeCAT", "creationtoolversion": "12.0", "segtype": "sentence",
-        "o-tmf": "SomeCAT TM", "adminlang": "en-US", "srclang": codes[0],
-        "datatype": "xml"})
-    body = etree.SubElement(root, "body")
-    for tuid, english, french in CAT_UNITS:
-        unit = etree.SubElement(body, "tu", tuid=tuid, creationdate="20250102T101500Z",
-                                creationid="ANA", usagecount="3")
-        prop = etree.SubElement(unit, "prop", type="x-Project")
-        prop.text = "Leaflets 2025"
-        note = etree.SubElement(unit, "note")
-        note.text = f"reviewed {tuid}"
-        for code, parts in ((codes[0], english), (codes[1], french)):
-            variant = etree.SubElement(unit, "tuv", {XML_LANG: code})
-            variant.append(_segment(parts))  # type: ignore[arg-type]
-    for extra in extra_units or []:
-        body.append(extra)
-    return etree.tostring(root, encoding="UTF-16", xml_declaration=True,
-                          doctype='<!DOCTYPE tmx SYSTEM "tmx14.dtd">')
+def python_tmx_unit(tuid: str | None, variants: list[tuple[str, list[Part]]]) -> ptmx.Tu:
+    """One unit as python-tmx builds it: creation attributes, a prop, a note."""
+    return ptmx.Tu(
+        tuid=tuid, creationdate=CREATED, creationid="ANA", usagecount=3,
+        props=[ptmx.Prop(type="x-Project", text="Leaflets 2025")],
+        notes=[ptmx.Note(text=f"reviewed {tuid}")],
+        tuvs=[ptmx.Tuv(lang=code, content=_content(parts)) for code, parts in variants])
 
 
-def one_sided_unit(text: str, code: str = "en-GB") -> etree._Element:
+def python_tmx_file(*, codes: tuple[str, str] = ("EN-GB", "fr_FR"),
+                    extra_units: list[ptmx.Tu] | None = None,
+                    encoding: str = "UTF-16") -> bytes:
+    """TMX 1.4 written by python-tmx (PyPI `python-tmx`, the package since renamed
+    hypomnema): its objects, its element writer (attribute names, dates, inline codes);
+    lxml serialises the tree, as python-tmx's documentation does."""
+    document = ptmx.Tmx(
+        header=ptmx.Header(
+            creationtool="python-tmx", creationtoolversion="0.3.1",
+            segtype=ptmx.SEGTYPE.SENTENCE, tmf="PythonTmx", adminlang="en-US",
+            srclang=codes[0], datatype="plaintext", encoding=encoding.lower(),
+            props=[ptmx.Prop(type="x-Client", text="Pharma Nord")]),
+        tus=[python_tmx_unit(tuid, [(codes[0], english), (codes[1], french)])
+             for tuid, english, french in PYTHON_TMX_UNITS] + list(extra_units or []))
+    return etree.tostring(ptmx.to_element(document, True), encoding=encoding,
+                          xml_declaration=True)
+
+
+def one_sided_unit(text: str, code: str = "en-GB") -> ptmx.Tu:
     """A misaligned unit: a source segment and no target."""
-    unit = etree.Element("tu")
-    variant = etree.SubElement(unit, "tuv", {XML_LANG: code})
-    etree.SubElement(variant, "seg").text = text
-    return unit
+    return ptmx.Tu(tuvs=[ptmx.Tuv(lang=code, content=[text])])
 
 
 BILLION_LAUGHS = b"""<?xml version="1.0"?>

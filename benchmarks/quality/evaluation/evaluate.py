@@ -183,12 +183,12 @@ def machine() -> dict[str, Any]:
 
 
 def build_context(args: argparse.Namespace, models: Models, run_dir: Path) -> Context:
-    domains = domain_names(args.data)
     direction = DIRECTIONS[args.direction]
+    domains = domain_names(args.data, direction)
     limit, genre_limit = _mode_value(args, "sentences"), _mode_value(args, "genre_sentences")
     known = [domain_set(args.data, d, limit=limit, direction=direction) for d in domains]
     genres = [genre_set(args.data, g, limit=genre_limit, direction=direction)
-              for g in genre_names(args.data)]
+              for g in genre_names(args.data, direction)]
     router = Router(models.served, models.classifier, settings=RoutingSettings())
     settings = DecodeSettings(beam_size=_mode_value(args, "beam"), batch_size=args.batch_size)
     cache = run_dir / "translations"
@@ -313,7 +313,7 @@ def main(argv: list[str] | None = None) -> None:
     direction = DIRECTIONS[args.direction]
     default_run_dir = Path("runs/eval" if direction == EN_FR else f"runs/eval-{direction.name}")
     run_dir = (args.run_dir or default_run_dir) / ("quick" if args.quick else "full")
-    domains = domain_names(args.data)
+    domains = domain_names(args.data, direction)
     with open_stores(args) as (store, families_store):
         try:
             models = load_models(store, backbone=args.backbone or backbone_of(store, direction),

@@ -133,8 +133,8 @@ def generic_share(router: Router, sets: Sequence[EvalSet]) -> dict[str, float]:
 
 def evaluate(args: argparse.Namespace, store: Store) -> dict[str, Any]:
     started = time.perf_counter()
-    domains = domain_names(args.data)
     direction = DIRECTIONS[args.direction]
+    domains = domain_names(args.data, direction)
     models = load_models(store, backbone=backbone_of(store, direction), domains=domains)
     classifier = (candidate_classifier(args.classifier_dir) if args.classifier_dir
                   else models.classifier)
@@ -151,11 +151,11 @@ def evaluate(args: argparse.Namespace, store: Store) -> dict[str, Any]:
                             direction=direction)
                  for d in domains] if args.domain_sentences else [],
                 [genre_dev_slice(args.data, g, lines=args.dev_lines, direction=direction)
-                 for g in genre_names(args.data)]),
+                 for g in genre_names(args.data, direction)]),
         "test": ([domain_set(args.data, d, limit=args.domain_sentences, direction=direction)
                   for d in domains] if args.domain_sentences else [],
                  [genre_set(args.data, g, limit=args.sentences, direction=direction)
-                  for g in genre_names(args.data)]),
+                  for g in genre_names(args.data, direction)]),
     }
     decoder = Decoder(models.engine, label=models.backbone.backbone_fingerprint[:16],
                       settings=DecodeSettings(beam_size=1), cache_dir=args.cache_dir)

@@ -1,6 +1,6 @@
-"""The web page on a server of two directions (tests/two_directions.py: tiny en->fr and
-fr->en, en->fr the default): one live server for every test of this folder, a fresh
-page per test."""
+"""The web page on a server of three directions (tests/two_directions.py: tiny en->fr,
+fr->en and en->de, en->fr the default): one live server for every test of this folder, a
+fresh page per test."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ expect.set_options(timeout=TIMEOUT_MS)
 
 @pytest.fixture(scope="package")
 def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    root = build_two_directions(tmp_path_factory.mktemp("web-directions") / "store")
+    root = build_two_directions(tmp_path_factory.mktemp("web-directions") / "store",
+                                german=True)
     with live_server(server_settings(root, backbone=EN_FR)) as url:
         yield url
 

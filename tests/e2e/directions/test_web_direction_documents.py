@@ -1,6 +1,6 @@
-"""The Documents view on a server of two directions (tiny en->fr and fr->en): the files'
-languages are chosen there ("Detect language" into a target sends source auto), and the
-file downloaded is the one the public API answers for the same upload and fields."""
+"""The Documents view on a server of several directions (tiny en->fr, fr->en, en->de): the
+files' languages are chosen there ("Detect language" into a target sends source auto), and
+the file downloaded is the one the public API answers for the same upload and fields."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""The web page on a server of two directions (tiny en->fr and fr->en): source and target
-selectors appear, a swap button reverses the direction, "Detect language" shows what was
-detected, and every translation is what the public API answers for the same request."""
+"""The web page on a server of several directions (tiny en->fr, fr->en, en->de): source
+and target selectors appear, a swap button reverses the direction, "Detect language" shows
+what was detected, and every translation is what the public API answers for the same
+request."""
 
 from __future__ import annotations
 
