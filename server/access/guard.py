@@ -68,10 +68,10 @@ class AccessGuard:
             self._count("missing")
             raise Unauthorized(f"an API key is required: send it in {field}", field=field)
         found = await self._lookup(hash_key(key))
-        record = found[0] if found is not None else None
-        if found is None or record is None or not record.active:
+        if found is None or not found[0].active:
             self._count("refused")
             raise Forbidden("the API key is not valid (unknown or revoked)", field=field)
+        record, tenant = found
         settings = self.settings
         refusal = self.limiter.take(
             record.id, chars=chars,
@@ -84,7 +84,6 @@ class AccessGuard:
                 raise TooLarge(refusal.message)
             raise RateLimited(refusal.message, retry_after=refusal.retry_after_s)
         self._count("accepted")
-        tenant = found[1]
         enter_scope(await self.owners.scope(
             tenant.tenant if tenant else None,
             "shared" if tenant is None else "admin" if tenant.role == "admin" else "member"))
