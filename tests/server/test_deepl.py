@@ -86,7 +86,7 @@ def test_a_glossary_is_created_listed_used_and_deleted(client: deepl.Translator)
     info = client.create_glossary("Manual terms", "EN", "FR",
                                   {"file": "fichier", "button": "bouton"})
     assert (info.source_lang, info.target_lang, info.entry_count) == ("EN", "FR", 2)
-    assert info.glossary_id == "Manual-terms.en-fr" and info.name == "Manual-terms"
+    assert info.glossary_id == "Manual_20terms.en-fr" and info.name == "Manual terms"
     assert info.glossary_id in [g.glossary_id for g in client.list_glossaries()]
     assert client.get_glossary(info.glossary_id).entry_count == 2
     assert client.get_glossary_entries(info) == {"file": "fichier", "button": "bouton"}

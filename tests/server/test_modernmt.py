@@ -151,6 +151,12 @@ def test_weblate_lists_translates_and_syncs_a_glossary(base: str) -> None:
                              timeout=30)
     uploaded.raise_for_status()
     assert uploaded.json()["data"]["size"] == 1
+    unserved = requests.post(f"{base}/memories/{glossary_id}/glossary", headers=WEBLATE,
+                             data={"type": "unidirectional"},
+                             files={"csv": ("glossary.csv", b"en,es\nwindow,ventana\n")},
+                             timeout=30)
+    assert unserved.status_code == 400
+    assert "no served direction" in unserved.json()["error"]["message"]
     listed = requests.get(f"{base}/memories", headers=WEBLATE, timeout=30).json()["data"]
     assert {m["name"]: m["id"] for m in listed}[name] == glossary_id
     assert all(m["creationDate"] for m in listed)

@@ -52,3 +52,31 @@ def test_memory_calls_are_served_on_the_admin_listener_only(tmp_path_factory:
                                 hints=[memory.id]).translation == "Fermez la fenêtre."
         assert httpx.post(f"{admin_url}/translate", json={"text": "Hi."},
                           timeout=60).status_code == 404  # the native API stays public
+
+
+def test_with_keys_on_the_admin_token_translates_only_where_memories_are_managed(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """ModernMT's clients send one key for translations and memories (Weblate syncs its
+    glossaries as memories): the admin listener takes the admin token for both; the
+    public port refuses it as it refuses any key it does not know, and takes API keys."""
+    access = {"api_keys": True, "requests_per_minute": 1000, "chars_per_minute": 100_000}
+    app = create_app(make_settings(build_store(tmp_path_factory.mktemp("keys") / "store"),
+                                   admin_port=free_port(), access=access))
+    with serving(app) as public_url, serving(create_admin_app(app)) as admin_url:
+        made = httpx.post(f"{admin_url}/admin/keys", headers=admin_headers(), timeout=60,
+                          json={"name": "mmt"})
+        assert made.status_code == 201, made.text
+        query = {"q": "Close the window.", "source": "en", "target": "fr"}
+
+        def status(base: str, key: str) -> int:
+            return httpx.get(f"{base}/modernmt/translate", params=query, timeout=60,
+                             headers={"MMT-ApiKey": key}).status_code
+
+        assert status(admin_url, TOKEN) == 200
+        assert status(public_url, TOKEN) == 403
+        assert status(public_url, made.json()["key"]) == 200
+        assert status(admin_url, "s3cret-token-guess") == 403
+        vector = httpx.get(f"{admin_url}/modernmt/context-vector", timeout=60,
+                           headers={"MMT-ApiKey": TOKEN},
+                           params={"source": "en", "targets": "fr", "text": "Hello."})
+        assert vector.status_code == 200, vector.text

@@ -2,7 +2,12 @@
 LibreTranslate, DeepL and ModernMT backends pass the check Weblate runs when an
 administrator saves their settings (list the languages, translate "test" from English
 into German), and then translate into German exactly as the native API does; a wrong key
-fails the check, and so does a server without German.
+fails the check, and so does a server without German. Weblate's DeepL and ModernMT
+backends then sync a project's glossary as Weblate does when a translator asks for a
+suggestion (create it, name it in the request, replace it when it changes): the door
+lists it under Weblate's name, the server stores its entries and the translation uses
+them. Keys are on: DeepL syncs with an API key; ModernMT needs the admin token (memory
+calls are admin calls), which its door also accepts for translations.
 
 Weblate runs in a venv of its own (`make weblate-venv`, which `make test` runs: its pins
 conflict with ours), through tests/weblate/machinery_check.py."""
@@ -18,7 +23,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import admin_headers, make_settings
+from conftest import TOKEN, admin_headers, make_settings
 from uvicorn_live import serving
 
 from server.app import create_app
@@ -34,6 +39,10 @@ CHECK = ROOT / "tests" / "weblate" / "machinery_check.py"
 DOORS = {"libretranslate": "/libretranslate/", "deepl": "/deepl/v2/",
          "modernmt": "/modernmt/"}
 ACCESS = {"api_keys": True, "requests_per_minute": 1000, "chars_per_minute": 100_000}
+# the project's glossary that Weblate syncs (terms of ENGLISH); the second round drops the last
+TERMS = [("tablet", "Pille"), ("water", "Sprudelwasser")]
+# the key each glossary-syncing backend is set up with
+SYNCING = {"deepl": "ok", "modernmt": "admin"}
 
 
 @pytest.fixture(scope="module")
@@ -80,14 +89,18 @@ def native_german(servers: tuple[str, str]) -> str:
 
 @pytest.fixture(scope="module")
 def checked(weblate_python: Path, servers: tuple[str, str]) -> dict[tuple[str, str], Any]:
-    """Weblate's check of each door: with a key ("ok"), a wrong key ("wrong") and against
-    the server without German ("no-german"); in one Weblate process (Django starts once)."""
+    """Weblate's check of each door: with a key ("ok"), a wrong key ("wrong"), against
+    the server without German ("no-german") and with the admin token ("admin"), each
+    passing one then syncing the glossary TERMS; in one Weblate process (Django starts
+    once)."""
     base, other = servers
     cases = {"ok": (base, new_key(base)), "wrong": (base, "not-a-key"),
-             "no-german": (other, new_key(other))}
+             "no-german": (other, new_key(other)), "admin": (base, TOKEN)}
     arguments = [value for service, path in DOORS.items() for url, key in cases.values()
                  for value in (service, url + path, key)]
-    done = subprocess.run([str(weblate_python), str(CHECK), "--text", ENGLISH, *arguments],
+    terms = [f"--term={source}={target}" for source, target in TERMS]
+    done = subprocess.run([str(weblate_python), str(CHECK), "--text", ENGLISH, *terms,
+                           *arguments],
                           capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-4000:]
     lines = [json.loads(line) for line in done.stdout.splitlines()]
@@ -124,3 +137,58 @@ def test_a_server_without_german_fails_weblates_check(
     assert not result["valid"]
     assert any("Could not fetch translation" in error and "de" in error
                for error in result["errors"]), result["errors"]
+
+
+@pytest.mark.parametrize("service", ["libretranslate", "deepl"])
+def test_the_admin_token_is_no_api_key_of_the_other_doors(
+        checked: dict[tuple[str, str], Any], service: str) -> None:
+    result = checked[service, "admin"]
+
+    assert not result["valid"]
+    assert any("403" in error for error in result["errors"]), result["errors"]
+
+
+def test_weblates_modernmt_translates_with_the_admin_token(
+        checked: dict[tuple[str, str], Any], native_german: str) -> None:
+    result = checked["modernmt", "admin"]
+
+    assert result["valid"], result["errors"]
+    assert result["translation"] == native_german
+
+
+def test_weblates_modernmt_cannot_sync_a_glossary_with_an_api_key(
+        checked: dict[tuple[str, str], Any]) -> None:
+    synced = checked["modernmt", "ok"]["synced"]
+
+    assert "error" in synced and "403" in synced["error"], synced
+
+
+def stored_glossary(base: str, service: str, listed_id: str | int) -> httpx.Response:
+    """The server's own record of a glossary Weblate synced (native admin API): DeepL's
+    glossary id is its name; a ModernMT memory's en->de glossary is named after it."""
+    name = listed_id if service == "deepl" else f"modernmt-memory-{listed_id}.en-de"
+    return httpx.get(f"{base}/admin/glossaries/{name}", headers=admin_headers(), timeout=30)
+
+
+@pytest.mark.parametrize("service", list(SYNCING))
+def test_weblate_syncs_its_glossary_and_translates_with_it(
+        checked: dict[tuple[str, str], Any], servers: tuple[str, str], service: str) -> None:
+    first, second = checked[service, SYNCING[service]]["synced"]
+    source, target = ("EN", "DE") if service == "deepl" else ("en", "de")
+
+    # the door lists each glossary under Weblate's own name, and only the current one
+    assert first["name"].startswith(f"weblate:7:{source}:{target}:")
+    assert second["name"].startswith(f"weblate:7:{source}:{target}:")
+    assert first["name"] != second["name"]
+    assert list(first["listed"]) == [first["name"]]
+    assert list(second["listed"]) == [second["name"]]
+    # the glossary's terms come back in the translation, as placeholders guarantee
+    assert "Pille" in first["translation"] and "Sprudelwasser" in first["translation"]
+    assert "Pille" in second["translation"]
+    assert "Sprudelwasser" not in second["translation"]
+    # the server holds the current glossary's entries, and no longer the stale one
+    stored = stored_glossary(servers[0], service, second["listed"][second["name"]])
+    assert stored.status_code == 200, stored.text
+    assert stored.json()["entries"] == dict(TERMS[:-1])
+    stale = stored_glossary(servers[0], service, first["listed"][first["name"]])
+    assert stale.status_code == 404, stale.text

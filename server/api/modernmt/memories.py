@@ -1,9 +1,11 @@
 """ModernMT's memories over ours: a ModernMT memory id is our memory's integer id (stable,
 unique across directions); a memory lives in the direction of its languages (created in
 the default direction unless `source`/`target` name another). ModernMT memories also
-hold glossaries (Weblate uploads its project's glossary as a CSV): a memory's glossary is
-stored as our glossary `modernmt-memory-<id>` of its direction, used when a translation
-names the memory in `glossaries`."""
+hold glossaries (Weblate uploads its project's glossary as a CSV), of any languages: a
+memory's glossary of a language pair is stored as our glossary `modernmt-memory-<id>.<pair>`
+(`modernmt-memory-3.en-de`), used when a translation of that pair names the memory in
+`glossaries`. (Weblate creates its glossary memories by name alone, so they live in the
+default direction while their glossaries are of its project's languages.)"""
 
 from __future__ import annotations
 
@@ -11,13 +13,14 @@ import csv
 import io
 from dataclasses import dataclass
 
-from model_store import MemoryRecord
+from model_store import MemoryRecord, Registry
 from server.api.modernmt.errors import ModernMTError, bad_request, not_found
 from server.core.errors import Forbidden, NotFound
 from server.core.tenancy import current_scope
 from server.memories.admin import MemoryAdmin
 from server.memories.imports import MemoryImports
 from server.serving.directions import Direction, Directions
+from server.textproc.languages import LanguagePair
 
 GLOSSARY_PREFIX = "modernmt-memory-"
 MAX_CSV_BYTES = 5 * 1024 * 1024
@@ -30,8 +33,26 @@ class Found:
     record: MemoryRecord
 
 
-def glossary_name(memory_id: int) -> str:
-    return f"{GLOSSARY_PREFIX}{memory_id}"
+def glossary_name(memory_id: int, pair: LanguagePair) -> str:
+    """The stored glossary of memory `memory_id` for `pair`."""
+    return f"{GLOSSARY_PREFIX}{memory_id}.{pair.source}-{pair.target}"
+
+
+def pair_of(direction: Direction, found: Found) -> LanguagePair | None:
+    """The languages of `direction` as the memory `found` sees them: a direction that
+    does not name its pair has the memory's own languages when it is the memory's."""
+    if direction.pair is not None:
+        return direction.pair
+    if found.direction is direction:
+        return LanguagePair(found.record.source_lang, found.record.target_lang)
+    return None
+
+
+def glossaries_of(registry: Registry, memory_id: int) -> list[str]:
+    """The names of every stored glossary of memory `memory_id`."""
+    own = f"{GLOSSARY_PREFIX}{memory_id}"
+    return [r.name for r in registry.list_glossaries()
+            if r.name == own or r.name.startswith(own + ".")]
 
 
 class ModernMTMemories:
@@ -109,10 +130,13 @@ class ModernMTMemories:
         return names
 
 
-def glossary_entries(data: bytes, source: str, target: str) -> list[tuple[str, str]]:
+def glossary_tables(data: bytes, served: list[LanguagePair], *, unidirectional: bool
+                    ) -> dict[LanguagePair, list[tuple[str, str]]]:
     """ModernMT's CSV glossary: a header row of language codes (Weblate writes
-    `source,target`), then one term per column; the columns of our direction's two
-    languages are read (by code, loosely: `fr` matches `fr-FR`)."""
+    `source,target`), then one term per column; read as one table of term pairs per
+    served direction between two of its columns (codes read loosely: `fr-FR` is `fr`).
+    Unidirectional: from the first column into each other one; equivalent: between any
+    two. 400 when no served direction is among them."""
     if len(data) > MAX_CSV_BYTES:
         raise bad_request(f"the glossary is larger than {MAX_CSV_BYTES} bytes")
     try:
@@ -123,13 +147,16 @@ def glossary_entries(data: bytes, source: str, target: str) -> list[tuple[str, s
     if not rows:
         raise bad_request("the glossary is empty (a header of language codes first)")
     header = [cell.strip().lower().replace("_", "-").split("-")[0] for cell in rows[0]]
-    if source not in header or target not in header:
-        raise bad_request(f"the glossary's header names {rows[0]}; it needs the "
-                               f"columns {source} and {target}")
-    s, t = header.index(source), header.index(target)
-    entries = []
-    for row in rows[1:]:
-        if len(row) > max(s, t) and row[s].strip() and row[t].strip():
-            entries.append((row[s].strip(), row[t].strip()))
-    return entries
-
+    sources = header[:1] if unidirectional else header
+    tables: dict[LanguagePair, list[tuple[str, str]]] = {}
+    for pair in served:
+        if pair.source not in sources or pair.target not in header:
+            continue
+        s, t = header.index(pair.source), header.index(pair.target)
+        tables[pair] = [(row[s].strip(), row[t].strip()) for row in rows[1:]
+                        if len(row) > max(s, t) and row[s].strip() and row[t].strip()]
+    if not tables:
+        served_text = ", ".join(f"{p.source}->{p.target}" for p in served) or "none"
+        raise bad_request(f"the glossary's header names {rows[0]}: no served direction "
+                          f"among them (served: {served_text})")
+    return tables

@@ -13,9 +13,9 @@ from fastapi.responses import JSONResponse
 
 from server.api.deps import AccessDep, SettingsDep
 from server.api.modernmt import answers
-from server.api.modernmt.deps import MemoryKeyDep, MmtMemoriesDep
+from server.api.modernmt.deps import MEMORY_LISTING, MemoryKeyDep, MmtMemoriesDep
 from server.api.modernmt.errors import ModernMTRoute, bad_request, envelope, not_found
-from server.api.modernmt.memories import glossary_entries, glossary_name
+from server.api.modernmt.memories import glossaries_of, glossary_name, glossary_tables, pair_of
 from server.api.modernmt.params import memory_id, read_params, spooled
 from server.api.modernmt.schemas import ERRORS
 from server.api.modernmt.translating import language
@@ -43,7 +43,7 @@ async def on_the_admin_listener(settings: SettingsDep) -> JSONResponse:
                     "translations are served on both")
 
 
-@memory_router.get("/memories")
+@memory_router.get("/memories", name=MEMORY_LISTING)
 async def list_memories(memories: MmtMemoriesDep, _: MemoryKeyDep) -> JSONResponse:
     records = await asyncio.to_thread(memories.all)
     return envelope([answers.memory(r) for r in records])
@@ -88,12 +88,12 @@ async def edit_memory(memory: str, request: Request, memories: MmtMemoriesDep,
 @memory_router.delete("/memories/{memory}")
 async def delete_memory(memory: str, memories: MmtMemoriesDep,
                         _: MemoryKeyDep) -> JSONResponse:
-    """The memory, its pairs and its glossary."""
+    """The memory, its pairs and its glossaries."""
     found = await asyncio.to_thread(memories.changed, memory_id(memory))
     await asyncio.to_thread(found.admin.delete, found.record.name)
     book = found.direction.glossaries
-    if await asyncio.to_thread(book.registry.get_glossary, glossary_name(found.record.id)):
-        await asyncio.to_thread(book.delete, glossary_name(found.record.id))
+    for name in await asyncio.to_thread(glossaries_of, book.registry, found.record.id):
+        await asyncio.to_thread(book.delete, name)
     return envelope(answers.memory(found.record))
 
 
@@ -143,8 +143,9 @@ async def _content(memory: str, request: Request, memories: MmtMemoriesDep,
 async def import_glossary(memory: str, request: Request, memories: MmtMemoriesDep,
                           _: MemoryKeyDep, access: AccessDep) -> JSONResponse:
     """A CSV glossary (the form's `csv` part; a header row of language codes, as Weblate
-    writes it) becomes the memory's glossary, replacing the one before; translations
-    naming the memory in `glossaries` use it."""
+    writes it) becomes the memory's glossary of each served direction among its
+    languages, replacing the one before; translations of that direction naming the
+    memory in `glossaries` use it."""
     params = await read_params(request)
     found = await asyncio.to_thread(memories.changed, memory_id(memory))
     if "csv" not in params.files:
@@ -154,14 +155,17 @@ async def import_glossary(memory: str, request: Request, memories: MmtMemoriesDe
     if kind not in ("unidirectional", "equivalent"):
         raise bad_request("type is unidirectional or equivalent")
     data = await params.files["csv"].read()
-    record = found.record
-    entries = glossary_entries(data, record.source_lang, record.target_lang)
-    book = found.direction.glossaries
-    await asyncio.to_thread(book.put, glossary_name(record.id), entries, default_for=None,
-                            field="csv")
-    # a tenant's memory's glossary is the tenant's (its name has no tenant prefix)
-    await claim_created(access, "glossary", glossary_name(record.id))
-    return envelope(answers.glossary_job(record.id, len(entries)))
+    served = {pair: direction for direction in memories.directions.all
+              if (pair := pair_of(direction, found)) is not None}
+    tables = glossary_tables(data, list(served), unidirectional=kind == "unidirectional")
+    for pair, entries in tables.items():
+        name = glossary_name(found.record.id, pair)
+        await asyncio.to_thread(served[pair].glossaries.put, name, entries, default_for=None,
+                                field="csv")
+        # a tenant's memory's glossary is the tenant's (its name has no tenant prefix)
+        await claim_created(access, "glossary", name)
+    size = sum(map(len, tables.values()))
+    return envelope(answers.glossary_job(found.record.id, size))
 
 
 @memory_router.get("/import-jobs/{job}")

@@ -14,9 +14,9 @@ import asyncio
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from server.api.deps import AccessDep, DirectionsDep
+from server.api.deps import AccessDep, DirectionsDep, SettingsDep
 from server.api.disconnect import until_disconnected
-from server.api.modernmt.deps import MmtKeyDep, MmtMemoriesDep
+from server.api.modernmt.deps import MmtKeyDep, MmtMemoriesDep, admit_translation
 from server.api.modernmt.errors import ModernMTRoute, bad_request, envelope
 from server.api.modernmt.params import memory_ids, read_params
 from server.api.modernmt.schemas import ERRORS
@@ -45,13 +45,13 @@ router.add_api_route("/languages", languages, methods=["GET"])
 @router.get("/translate")
 async def translate_texts(request: Request, directions: DirectionsDep,
                           memories: MmtMemoriesDep, access: AccessDep,
-                          key: MmtKeyDep) -> JSONResponse:
+                          settings: SettingsDep, key: MmtKeyDep) -> JSONResponse:
     """Translate `q` (one text or many) into `target` from `source` (absent: detected);
     `hints`: memory ids in play; `context_vector`: "id:weight" pairs; `glossaries`: the
     memory whose glossary applies."""
     params = await read_params(request)
     texts, _ = params.texts("q")
-    await access.check(key, chars=sum(map(len, texts)), field="MMT-ApiKey")
+    await admit_translation(request, settings, access, key, chars=sum(map(len, texts)))
     if directions is None:
         raise NotReady("the server is starting: no direction is served yet")
     prepared = await prepare(params, directions, memories)
@@ -62,13 +62,13 @@ async def translate_texts(request: Request, directions: DirectionsDep,
 @router.get("/context-vector")
 async def context_vector(request: Request, directions: DirectionsDep,
                          memories: MmtMemoriesDep, access: AccessDep,
-                         key: MmtKeyDep) -> JSONResponse:
+                         settings: SettingsDep, key: MmtKeyDep) -> JSONResponse:
     """The memories that fit `text`, for each of `targets`, as ModernMT's "id:weight"
     vector: a memory of a domain weighs the router's posterior of its domain, a
     standalone memory in `hints` its best fuzzy match (score / 100)."""
     params = await read_params(request)
     text = params.text("text", required=True) or ""
-    await access.check(key, chars=len(text), field="MMT-ApiKey")
+    await admit_translation(request, settings, access, key, chars=len(text))
     if directions is None:
         raise NotReady("the server is starting: no direction is served yet")
     source = language(params.text("source", required=True))

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from server.api.modernmt.errors import bad_request
-from server.api.modernmt.memories import ModernMTMemories, glossary_name
+from server.api.modernmt.memories import ModernMTMemories, glossary_name, pair_of
 from server.api.modernmt.params import Params, context_vector, memory_ids
 from server.api.schemas_memories import match_info
 from server.memories.book import MemoryChoice
@@ -83,16 +83,19 @@ def _routing(memories: ModernMTMemories, direction: Direction,
 
 def _glossary(params: Params, memories: ModernMTMemories,
               direction: Direction) -> GlossaryChoice:
-    ids = memory_ids(params.text("glossaries"), "glossaries")
-    named = [i for i in ids if memories.get(i).direction is direction]
-    if len(named) > 1:
+    """The glossary of this direction's languages of the memory named in `glossaries`
+    (a memory without one: nothing to apply; an unknown memory: 404)."""
+    names = []
+    for memory_id in memory_ids(params.text("glossaries"), "glossaries"):
+        pair = pair_of(direction, memories.get(memory_id))
+        name = None if pair is None else glossary_name(memory_id, pair)
+        if name is not None and direction.glossaries.registry.get_glossary(name) is not None:
+            names.append(name)
+    if len(names) > 1:
         raise bad_request("one memory's glossary per request")
-    if not named:
+    if not names:
         return GlossaryChoice()
-    name = glossary_name(named[0])
-    if direction.glossaries.registry.get_glossary(name) is None:
-        return GlossaryChoice()  # a memory without a glossary: nothing to apply
-    return GlossaryChoice(glossary_id=name, id_field="glossaries")
+    return GlossaryChoice(glossary_id=names[0], id_field="glossaries")
 
 
 async def translate(request: Request) -> list[ItemResult]:
