@@ -159,5 +159,5 @@ def test_a_modernmt_memorys_glossary_and_new_name_stay_its_tenants(world: World)
             listed = {g.glossary_id for g in client.list_glossaries()}
         finally:
             client.close()
-        assert (f"modernmt-memory-{memory.id}" in listed) is sees
+        assert (f"modernmt-memory-{memory.id}.en-fr" in listed) is sees
     beta.memories.delete(memory.id)
