@@ -20,6 +20,7 @@ from server.access.limiter import RateLimiter
 from server.core.errors import Forbidden, RateLimited, TooLarge, Unauthorized
 from server.core.metrics import Metrics
 from server.core.settings import AccessSettings
+from server.scheduling.clients import identify
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,9 @@ class AccessGuard:
         without a key, `Forbidden` (403) for an unknown or revoked key, `RateLimited`
         (429, `retry_after`) when the key's per-minute allowance is used up, `TooLarge`
         (413) when the request alone exceeds it. `field` names where the key was expected
-        (a header or a form field) in the messages."""
+        (a header or a form field) in the messages. A key makes the request that key's
+        client (its fair share: server/scheduling/clients.py), whether keys are on or off."""
+        identify(key)
         if not self.enabled:
             return None
         if not key:
