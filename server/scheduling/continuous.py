@@ -242,8 +242,7 @@ class ContinuousScheduler(Scheduler):
                 free -= item.cost
                 self._remove(key)
                 joiners.append(item)
-        self._turn += 1
-        served_turns(self._served, list(dict.fromkeys(i.client for i in joiners)), self._turn)
+        self._turn = served_turns(self._served, [item.client for item in joiners], self._turn)
         self._report_depth()
         return joiners
 

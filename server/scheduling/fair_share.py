@@ -29,8 +29,8 @@ from server.scheduling.batching import Lane
 def client_lanes(lanes: Iterable[Lane], served: dict[str, int]) -> list[Lane]:
     """One lane per client (the batching policy's unit): its requests' sentences, the
     request with the least work left first; clients in round-robin order, the one served
-    least recently first (`served`: client -> the turn it last had a sentence in; new
-    clients by arrival). The lanes given are not modified."""
+    least recently first (`served`: client -> the turn of its last sentence in a batch;
+    new clients first, by arrival). The lanes given are not modified."""
     mine: dict[str, list[Lane]] = {}
     for lane in lanes:
         if lane.pending:
@@ -107,10 +107,14 @@ class ClientRates:
 MAX_TRACKED = 10_000
 
 
-def served_turns(served: dict[str, int], clients: Sequence[str], turn: int) -> None:
-    """Record that `clients` had sentences in turn `turn`."""
+def served_turns(served: dict[str, int], clients: Sequence[str], turn: int) -> int:
+    """Record the clients of a batch's sentences in order (one turn each: of two clients
+    in one batch, the one with the later sentence was served more recently); returns
+    the last turn."""
     for client in clients:
+        turn += 1
         served[client] = turn
     if len(served) > MAX_TRACKED:
         for client in sorted(served, key=served.__getitem__)[:len(served) - MAX_TRACKED]:
             del served[client]
+    return turn

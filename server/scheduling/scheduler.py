@@ -96,8 +96,8 @@ class Scheduler(Admission):
         self._task: asyncio.Task[None] | None = None
         self._running: list[Pending] = []  # the batch in the engine now
         self._last_requests = 0  # distinct requests in the last batch
-        self._served: dict[str, int] = {}  # client -> the last batch it had sentences in
-        self._turn = 0  # batches formed
+        self._served: dict[str, int] = {}  # client -> the turn of its last batched sentence
+        self._turn = 0  # sentences batched
         self._engine_free_at = 0.0  # monotonic time the last batch ended
         self.heartbeat = time.monotonic()  # the batching loop's last sign of life
         self.failure: str | None = None  # why the batching loop ended, if it crashed
@@ -275,10 +275,8 @@ class Scheduler(Admission):
         batch = form_batch(lanes, limits, held_back=self._needs_reload)
         for key, _ in batch:
             self._remove(key)
-        clients = list(dict.fromkeys(item.client for _, item in batch))
         self._last_requests = len({item.request for _, item in batch})
-        self._turn += 1
-        served_turns(self._served, clients, self._turn)
+        self._turn = served_turns(self._served, [item.client for _, item in batch], self._turn)
         self._report_depth()
         return [item for _, item in batch]
 
