@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import multiprocessing
 import statistics
 import tempfile
@@ -178,15 +179,24 @@ async def measure(base_url: str, texts: list[str], politely: list[str], paths: l
                   *, batches: int, count: int) -> dict[str, Any]:
     await polite(base_url, politely[:3])  # warm-up
     phases: dict[str, Any] = {"quiet": {"polite": await polite(base_url, politely)}}
+    progress(phases, "quiet")
     alone, _ = await beside_bulk(base_url, texts, batches, None)
     phases["bulk alone"] = {"bulk": alone}
+    progress(phases, "bulk alone")
     bulk, mine = await beside_bulk(base_url, texts, batches,
                                    lambda: polite(base_url, politely))
     phases["bulk + polite"] = {"bulk": bulk, "polite": mine}
+    progress(phases, "bulk + polite")
     bulk, files = await beside_bulk(base_url, texts, 0, lambda: asyncio.to_thread(
         documents, base_url, paths, count))
     phases["bulk + documents"] = {"bulk": bulk, "documents": files}
+    progress(phases, "bulk + documents")
     return phases
+
+
+def progress(phases: dict[str, Any], name: str) -> None:
+    """Each phase as it ends (a long run's partial results are not lost)."""
+    print(f"{name}: {json.dumps(phases[name])}", flush=True)
 
 
 def refused(bulk: dict[str, Any]) -> int:
