@@ -202,3 +202,43 @@ def test_over_http_the_rate_limit_is_429_for_that_client_alone(tmp_path: Path) -
         assert int(refused.headers["Retry-After"]) >= 1
         assert post(url, "Other.", source="127.0.0.4").status_code == 200
         assert post(url, "Keyed.", key="gamma", source="127.0.0.3").status_code == 200
+
+
+def test_over_http_a_later_client_is_answered_before_a_bulk_client(tmp_path: Path) -> None:
+    """Engine held: client A's batch of 40 sentences waits, then client B's one sentence;
+    once the engine is free, B's answer comes first (round robin across clients), and A's
+    batch is answered whole. Small batches: A's first one (held in the engine) takes a
+    few of its sentences, the rest wait beside B's."""
+    with live(tmp_path, max_batch_tokens=48, max_request_batch_tokens=12) as (url, app):
+        scheduler = app.state.scheduler
+        gate = threading.Event()
+        app.state.engine_thread._executor.submit(gate.wait, 60)
+        finished: list[str] = []
+        answers: dict[str, Any] = {}
+
+        def bulk() -> None:
+            transport = httpx.HTTPTransport(local_address="127.0.0.5")
+            with httpx.Client(base_url=url, transport=transport, timeout=300) as client:
+                answers["A"] = client.post("/translate/batch", json={
+                    "domain": "law", "items": [{"text": f"Sentence number {i}."}
+                                               for i in range(40)]})
+            finished.append("A")
+
+        def polite() -> None:
+            answers["B"] = post(url, "The court ruled.", source="127.0.0.6")
+            finished.append("B")
+
+        threads = [threading.Thread(target=bulk), threading.Thread(target=polite)]
+        try:
+            threads[0].start()
+            wait_for(lambda: bool(scheduler._running) and scheduler.depth > 0, timeout=60)
+            threads[1].start()
+            wait_for(lambda: len({lane.client for lane in scheduler._lanes.values()}) == 2,
+                     timeout=60)
+        finally:
+            gate.set()
+            for thread in threads:
+                thread.join(300)
+        assert answers["B"].status_code == 200
+        assert answers["A"].status_code == 200 and len(answers["A"].json()["results"]) == 40
+        assert finished == ["B", "A"]
