@@ -6,16 +6,22 @@
   refused at once (504 `deadline_unreachable` + Retry-After), judged by the engine's
   measured throughput (budget tokens per second, a moving average over well-filled
   batches; before one was measured, the best rate any batch reached, once others wait or
-  run). The server's own deadline, grown with the size, is never judged: such work waits.
+  run). The server's own deadline, grown with the size, is never judged: such work waits,
+  and its deadline grows further when the measured rate says the work needs longer
+  (`grown_deadline`, at most `max_timeout_s`).
 """
 
 from __future__ import annotations
 
 import math
+import time
+from collections.abc import Sequence
 
 from server.core.errors import DeadlineUnreachable
 from server.core.settings import SchedulerSettings
-from server.scheduling.batching import Lane, Pending
+from server.decoding.search import SearchOptions
+from server.engine.engine import SentenceJob
+from server.scheduling.batching import Lane, Pending, job_cost
 from server.scheduling.fair_share import ClientRates, check_client_queue, drain_s, queued_cost
 
 ADMISSION_MARGIN = 1.5  # a request is admitted when 1.5x its estimated finish fits
@@ -47,6 +53,20 @@ class Admission:
                           self.settings.retry_after_s)
         check_client_queue(waiting, sentences, self.settings.max_queue, queue_s)
         self._rates.take(client, sentences, now, queue_s=queue_s)
+
+    def grown_deadline(self, jobs: Sequence[SentenceJob], options: SearchOptions,
+                       deadline: float) -> float:
+        """The server's own deadline of work about to be submitted, grown to what the
+        measured rate says it needs behind the queued work (with admission's margin), at
+        most `max_timeout_s` from now: on a slow or loaded host the per-character budget
+        would otherwise run out while the work is still waiting its turn."""
+        rate = self._throughput or self._throughput_floor
+        if rate is None or not jobs:
+            return deadline
+        now = time.monotonic()
+        needed = ADMISSION_MARGIN * self._work_ahead(
+            sum(job_cost(job, options) for job in jobs)) / rate
+        return max(deadline, now + min(needed, self.settings.max_timeout_s))
 
     def _admit(self, cost: int, remaining_s: float) -> None:
         """Refuse (504) a request that cannot finish before its deadline under round-robin:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -242,3 +243,33 @@ def test_over_http_a_later_client_is_answered_before_a_bulk_client(tmp_path: Pat
         assert answers["B"].status_code == 200
         assert answers["A"].status_code == 200 and len(answers["A"].json()["results"]) == 40
         assert finished == ["B", "A"]
+
+
+def test_the_servers_own_deadline_grows_to_what_the_measured_rate_needs() -> None:
+    """At 10 budget tokens per second, 20 sentences of 10 tokens behind a queued request
+    need about 20 s (30 s with the margin): a 5 s deadline grows to that, a later one is
+    kept, and no deadline grows past `max_timeout_s` from now."""
+    gate = threading.Event()
+    engine = FakeEngine(gate=gate)
+
+    async def body(scheduler: Scheduler) -> tuple[float, float, float, float]:
+        blocker = scheduler.submit([job(1, "blocker")], GREEDY, deadline=later())
+        await asyncio.to_thread(engine.started.wait, 5)
+        scheduler._throughput = 10.0  # budget tokens per second, as if measured
+        CLIENT.set("A")
+        queued = scheduler.submit([job(10) for _ in range(20)], GREEDY, deadline=later(),
+                                  judged=False)
+        work = [job(10) for _ in range(20)]
+        now = time.monotonic()
+        grown = scheduler.grown_deadline(work, GREEDY, now + 5.0) - now
+        kept = scheduler.grown_deadline(work, GREEDY, now + 500.0) - now
+        capped = scheduler.grown_deadline(work * 10, GREEDY, now + 5.0) - now
+        gate.set()
+        await asyncio.gather(*blocker, *queued)
+        return grown, kept, capped, scheduler.grown_deadline([], GREEDY, now + 5.0) - now
+
+    grown, kept, capped, empty = run(engine, body, max_queue=100, max_timeout_s=120.0)
+    assert 55.0 <= grown <= 61.0  # 1.5 x (1 running + 200 queued + 200 own) / 10
+    assert kept == pytest.approx(500.0)
+    assert 100.0 < capped <= 121.0
+    assert empty == pytest.approx(5.0)
