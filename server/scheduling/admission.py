@@ -40,6 +40,9 @@ class Admission:
         self._throughput: float | None = None
         # the best rate of any batch, well filled or not: a lower bound of the above
         self._throughput_floor: float | None = None
+        # every batch's rate, a moving average, well filled or not (what grown deadlines
+        # trust when it is the slower: small batches run less efficiently)
+        self._recent_rate: float | None = None
         self._rates = ClientRates(settings.client_sentences_per_minute)
 
     def _check_client(self, client: str, sentences: int, now: float) -> None:
@@ -60,9 +63,10 @@ class Admission:
         measured rate says it needs behind the queued work (with admission's margin), at
         most `max_timeout_s` from now: on a slow or loaded host the per-character budget
         would otherwise run out while the work is still waiting its turn."""
-        rate = self._throughput or self._throughput_floor
-        if rate is None or not jobs:
+        rates = [r for r in (self._throughput, self._recent_rate) if r is not None]
+        if not rates or not jobs:
             return deadline
+        rate = min(rates)  # the slower: a deadline too short fails work that would finish
         now = time.monotonic()
         needed = ADMISSION_MARGIN * self._work_ahead(
             sum(job_cost(job, options) for job in jobs)) / rate
@@ -106,6 +110,8 @@ class Admission:
             return
         observed = cost / seconds
         self._throughput_floor = max(observed, self._throughput_floor or 0.0)
+        recent = self._recent_rate
+        self._recent_rate = observed if recent is None else 0.7 * recent + 0.3 * observed
         if cost < min(settings.max_batch_tokens / 2, settings.max_request_batch_tokens):
             return
         previous = self._throughput

@@ -246,16 +246,17 @@ def test_over_http_a_later_client_is_answered_before_a_bulk_client(tmp_path: Pat
 
 
 def test_the_servers_own_deadline_grows_to_what_the_measured_rate_needs() -> None:
-    """At 10 budget tokens per second, 20 sentences of 10 tokens behind a queued request
-    need about 20 s (30 s with the margin): a 5 s deadline grows to that, a later one is
-    kept, and no deadline grows past `max_timeout_s` from now."""
+    """At 10 budget tokens per second (the slower of the rates measured), 20 sentences of
+    10 tokens behind a queued request need about 40 s (60 s with the margin): a 5 s
+    deadline grows to that, a later one is kept, none grows past `max_timeout_s`."""
     gate = threading.Event()
     engine = FakeEngine(gate=gate)
 
     async def body(scheduler: Scheduler) -> tuple[float, float, float, float]:
         blocker = scheduler.submit([job(1, "blocker")], GREEDY, deadline=later())
         await asyncio.to_thread(engine.started.wait, 5)
-        scheduler._throughput = 10.0  # budget tokens per second, as if measured
+        scheduler._throughput = 20.0  # budget tokens per second, as if measured ...
+        scheduler._recent_rate = 10.0  # ... and the slower rate of the last batches
         CLIENT.set("A")
         queued = scheduler.submit([job(10) for _ in range(20)], GREEDY, deadline=later(),
                                   judged=False)
