@@ -72,7 +72,7 @@ QUICK_FLAG := $(if $(filter-out 0,$(QUICK)),--quick,)
 # make eval / eval-router DIRECTION=fr-en: the fr->en backbone (docs/DIRECTIONS.md)
 DIRECTION_FLAG := $(if $(DIRECTION),--direction $(DIRECTION),)
 
-.PHONY: venv venv-runtime system-packages weblate-venv run serve-ray bench-ray test lint bench-engine bench-serve bench-adversarial bench-adversarial-compare bench-mixed-lengths bench-live-engine bench-markup bench-glossary bench-documents bench-quality bench-corrections bench-memories eval eval-router train-default learning-curve bench-backbone screenshots clean distclean
+.PHONY: venv venv-runtime system-packages weblate-venv run serve-ray bench-ray test lint bench-engine bench-serve bench-adversarial bench-adversarial-compare bench-bulk-share bench-hot-add-load bench-mixed-lengths bench-live-engine bench-markup bench-glossary bench-documents bench-quality bench-corrections bench-memories eval eval-router train-default learning-curve bench-backbone screenshots clean distclean
 
 venv: $(DEV_STAMP)
 
@@ -159,6 +159,15 @@ bench-adversarial: $(DEV_STAMP)
 
 bench-adversarial-compare: $(DEV_STAMP)
 	$(PY) -m benchmarks.speed.adversarial.adversarial_compare --data $(DATA) $(QUICK_FLAG)
+
+# Bulk clients (a 64 x 900-character batch client and the LibreTranslate client) beside a
+# polite client and 40 documents: every legal request answered
+bench-bulk-share: $(DEV_STAMP)
+	$(PY) -m benchmarks.speed.adversarial.bulk_share --data $(DATA) $(if $(CONTINUOUS),--continuous)
+
+# The sidecar's share: a hot add on a quiet server and beside 16 clients
+bench-hot-add-load: $(DEV_STAMP)
+	$(PY) -m benchmarks.speed.serve.hot_add_load --data $(DATA) $(QUICK_FLAG)
 
 bench-mixed-lengths: $(DEV_STAMP)
 	$(PY) -m benchmarks.speed.batching.mixed_lengths --data $(DATA) $(QUICK_FLAG)

@@ -40,6 +40,7 @@ from server.operations.replica import ReplicaHeaderMiddleware
 from server.operations.watchdog import Watchdog
 from server.quality.estimators import QUALITY_DIR, EstimatorBook
 from server.quality.review import QualityReview
+from server.scheduling.clients import ClientMiddleware
 from server.serving.batch_jobs import BatchJobs
 from server.serving.directions import (
     Directions,
@@ -171,6 +172,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.lifecycle = Lifecycle()
     app.state.language_detectors = LanguageDetectors()
     install_error_handlers(app, metrics)
+    app.add_middleware(ClientMiddleware)  # innermost: the routes run in its context
     app.add_middleware(BodyLimitMiddleware, limit=settings.limits.max_body_bytes,
                        streams_itself=streams_own_upload, metrics=metrics)
     app.add_middleware(DrainMiddleware, lifecycle=app.state.lifecycle)  # before any body

@@ -23,6 +23,7 @@ from server.core.errors import Forbidden, RateLimited, TooLarge, Unauthorized
 from server.core.metrics import Metrics
 from server.core.settings import AccessSettings
 from server.core.tenancy import TenantScope, enter_scope, tenant_bucket
+from server.scheduling.clients import identify
 
 Found = tuple[ApiKeyRecord, TenantKey | None]  # a key and its tenant
 
@@ -60,7 +61,9 @@ class AccessGuard:
         (429, `retry_after`) when the key's per-minute allowance is used up, `TooLarge`
         (413) when the request alone exceeds it. `field` names where the key was expected
         (a header or a form field) in the messages. The rest of the request is served in
-        the key's tenant scope (server/core/tenancy.py)."""
+        the key's tenant scope (server/core/tenancy.py). A key makes the request that key's
+        client (its fair share: server/scheduling/clients.py), whether keys are on or off."""
+        identify(key)
         if not self.enabled:
             enter_scope(await self.owners.scope(None, "shared"))
             return None

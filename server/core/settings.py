@@ -151,7 +151,14 @@ class SchedulerSettings(BaseModel):
                                "after its oldest sentence arrived and after the last "
                                "batch ended")
     max_queue: int = Field(
-        1024, ge=1, description="sentences waiting at most; beyond it requests get 429")
+        1024, ge=1,
+        description="sentences one client (its API key, else its address) may have waiting; "
+                    "beyond it that client gets 429 with Retry-After from its own queued "
+                    "work; a request that fits its client's empty queue is always taken")
+    client_sentences_per_minute: int | None = Field(
+        None, ge=1,
+        description="rate limit per client, in sentences per minute (off: None); beyond it "
+                    "429 rate_limited with Retry-After from its allowance and queued work")
     request_timeout_s: float = Field(
         30.0, gt=0, description="base deadline of one request, queueing included; it grows "
                                 "with the request's characters (timeout_per_char_s) up to "

@@ -1,5 +1,8 @@
 """Which waiting sentences form the next engine batch: the policy, without asyncio.
 
+The scheduler hands it one lane per client (server/scheduling/fair_share.py: a client's
+requests, least work first); "request" below is such a lane.
+
 - fairness: the batch takes sentences round-robin over the waiting requests (one sentence
   of each request per round), so a large request shares every batch with the small ones
   that arrived after it instead of going first whole;
@@ -37,6 +40,7 @@ from dataclasses import dataclass, field
 
 from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.engine import SentenceJob
+from server.scheduling.clients import ANONYMOUS
 
 
 def job_cost(job: SentenceJob, options: SearchOptions) -> int:
@@ -55,6 +59,7 @@ class Pending:
     enqueued: float
     deadline: float
     future: asyncio.Future[list[Hypothesis]]
+    client: str = ANONYMOUS  # who sent it (server/scheduling/clients.py)
     reloaded: bool = False  # its modules were read back once already
     passed: int = 0  # batches cut from a pool that held it and left it out
 
@@ -70,6 +75,7 @@ class Lane:
     options: SearchOptions
     pending: dict[int, Pending] = field(default_factory=dict)
     cost: int = 0
+    client: str = ANONYMOUS  # who sent it (server/scheduling/clients.py)
 
     def add(self, items: Sequence[tuple[int, Pending]]) -> None:
         """Queue a request's sentences by source length (stable: equal lengths keep

@@ -6,8 +6,9 @@ budget) and who leaves into an inbox the engine thread reads before its next ste
 engine never waits for the event loop between steps.
 
 What it keeps from `Scheduler`: the queue and its bound, admission by deadline, the fair
-selection of who joins (`form_batch` over the waiting requests' lanes: round-robin, a
-request's share while others wait, module groups; the budget is what the live rows leave
+selection of who joins (`form_batch` over the waiting clients' lanes, fair_share.py: round
+robin across clients, smallest work first within one, a client's share while others wait,
+module groups; the budget is what the live rows leave
 free), reloading evicted modules, the first batch's `max_wait_ms` to gather companions.
 
 Per row: a sentence whose client went away (its future cancelled) or whose deadline
@@ -37,8 +38,10 @@ from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.engine import SentenceJob
 from server.engine.live_batches import LiveBatches, LiveInbox, StepReport
 from server.execution.engine_thread import EngineThread
-from server.scheduling.batching import BatchLimits, Pending, form_batch
-from server.scheduling.scheduler import ADMISSION_MARGIN, Residency, Scheduler
+from server.scheduling.admission import ADMISSION_MARGIN
+from server.scheduling.batching import BatchLimits, Lane, Pending, form_batch
+from server.scheduling.fair_share import client_lanes, served_turns
+from server.scheduling.scheduler import Residency, Scheduler
 
 log = logging.getLogger(__name__)
 RUN_S = 0.5  # one engine call steps at most this long (then the loop beats and re-enters)
@@ -193,47 +196,57 @@ class ContinuousScheduler(Scheduler):
         if not self._queue:
             return []
         settings = self.settings
-        held: dict[int, int] = {}  # request -> cost of its live and posted sentences
+        held: dict[str, int] = {}  # client -> cost of its live and posted sentences
+        live: set[int] = set()  # requests with live or posted sentences
         for item in [*self._tickets.values(), *self._posted]:
-            held[item.request] = held.get(item.request, 0) + item.cost
+            held[item.client] = held.get(item.client, 0) + item.cost
+            live.add(item.request)
+
+        def newcomer(lane: Lane) -> bool:
+            """Nothing live of its client, or of its client's next (smallest) request."""
+            return lane.client not in held or next(iter(lane.pending.values())).request not in live
+
+        waiting = {lane.client for lane in self._lanes.values()}
         free = settings.max_batch_tokens - sum(held.values())
         gated = bool(held) and free < JOIN_FREE * settings.max_batch_tokens
-        if gated and len(self._lanes.keys() - held.keys()) > NEWCOMERS:
+        if gated and len(self._lanes.keys() - live) > NEWCOMERS:
             return []  # overloaded: joiners gather until their encoder pass is worth it
         floor = -OVERSHOOT * settings.max_batch_tokens  # how far `free` may go below 0
         live_modules = frozenset().union(*(i.modules for i in self._tickets.values()),
                                          *(i.modules for i in self._posted))
-        if len(self._lanes.keys() | held.keys()) > 1:
+        if len(waiting | held.keys()) > 1 or len(self._lanes.keys() | live) > 1:
             self._contended_until = now + CONTENDED_S
         contended = now < self._contended_until
-        urgent = self._urgent(held, now) if contended else set()
+        urgent = self._urgent(now) if contended else set()
         joiners: list[Pending] = []
         for options in dict.fromkeys(item.options for item in self._queue.values()):
-            lanes = [lane for request, lane in self._lanes.items()
+            lanes = [lane for lane in client_lanes(self._lanes.values(), self._served)
                      if lane.options == options
-                     and (request not in held if gated else True)
-                     and (free > 0 or request not in held and free > floor)]
+                     and (newcomer(lane) if gated else True)
+                     and (free > 0 or newcomer(lane) and free > floor)]
             budget = max(free, 1)
             share = settings.max_request_batch_tokens if contended else budget
             limits = BatchLimits(budget, self.max_modules, share, settings.lookahead_batches)
             for key, item in form_batch(lanes, limits, held_back=self._needs_reload):
                 if len(live_modules | item.modules) > self.max_modules:
                     continue  # its module slots are taken by live rows: a later step
-                mine = held.get(item.request, 0)
+                mine = held.get(item.client, 0) if item.request in live else 0
                 if free <= 0 and (mine or free <= floor):
                     continue
                 if (contended and mine and mine + item.cost > settings.live_request_tokens
                         and item.request not in urgent):
                     continue  # its live rows hold their share: the step stays short
                 live_modules |= item.modules
-                held[item.request] = mine + item.cost
+                held[item.client] = held.get(item.client, 0) + item.cost
+                live.add(item.request)
                 free -= item.cost
                 self._remove(key)
                 joiners.append(item)
+        self._turn = served_turns(self._served, [item.client for item in joiners], self._turn)
         self._report_depth()
         return joiners
 
-    def _urgent(self, held: dict[int, int], now: float) -> set[int]:
+    def _urgent(self, now: float) -> set[int]:
         """Requests whose share would make them miss their deadline: what is left of them,
         at the measured rate, with the admission's margin, no longer fits before it, but
         still fits without the margin. They take the free budget again (a short request's
@@ -241,8 +254,10 @@ class ContinuousScheduler(Scheduler):
         rate = self._throughput or self._throughput_floor
         if rate is None:
             return set()
-        left: dict[int, int] = dict(held)
+        left: dict[int, int] = {}
         deadlines: dict[int, float] = {}
+        for item in [*self._tickets.values(), *self._posted]:
+            left[item.request] = left.get(item.request, 0) + item.cost
         for item in [*self._tickets.values(), *self._posted, *self._queue.values()]:
             deadlines[item.request] = item.deadline
         for request, lane in self._lanes.items():

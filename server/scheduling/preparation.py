@@ -1,8 +1,8 @@
 """The stage before the queue: routing, sentence splitting and tokenizing, bounded.
 
 Its work is linear in the characters it is given, so characters are its budget: at most
-`max_chars` characters (all requests together) are being prepared at once, beyond which a
-request gets 429 with `Retry-After` at once, as when the engine queue is full.
+`max_chars` characters (all large requests together) are being prepared at once; a large
+request beyond it waits its turn (under its deadline), it is never refused.
 
 Small requests (at most `SMALL_CHARS` characters, a few sentences, about a millisecond)
 are prepared at once on the event loop, so they never queue behind the preparation of
@@ -36,11 +36,12 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
-from server.core.errors import Busy, DeadlineExceeded
+from server.core.errors import DeadlineExceeded
 from server.execution.text_worker import TextWorker
 
 T = TypeVar("T")
 SMALL_CHARS = 2_000  # about a millisecond of preparation
+WAIT_S = 0.02  # how often a request waiting for the budget looks again
 
 
 class PreparationGate:
@@ -62,17 +63,14 @@ class PreparationGate:
                   *args: object) -> T:
         """`function(*args)`, if `chars` more characters fit: here for a small request, on
         a preparation thread for a large one."""
-        with self._lock:
-            if self._chars and self._chars + chars > self.max_chars:
-                raise Busy(f"the server is preparing {self._chars} characters of other "
-                           f"requests (limit {self.max_chars}); retry later",
-                           retry_after=self.retry_after_s)
-            self._chars += chars
-        if not self.is_large(chars):
+        if not self.is_large(chars):  # a millisecond on the loop: never waits
+            with self._lock:
+                self._chars += chars
             try:
                 return function(*args)
             finally:
                 self._release(chars)
+        await self._enter(chars, deadline)
         # in the request's context: its tenant scope (server/core/tenancy.py) goes along
         future = self._executor.submit(contextvars.copy_context().run,
                                        functools.partial(function, *args))
@@ -84,6 +82,20 @@ class PreparationGate:
         except TimeoutError:
             raise DeadlineExceeded("the request's deadline passed while its texts were "
                                    "routed, split and tokenized") from None
+
+    async def _enter(self, chars: int, deadline: float) -> None:
+        """Wait until `chars` more characters fit the budget (a request larger than the
+        budget enters alone), or 504 once the request's deadline passes."""
+        while True:
+            with self._lock:
+                if not self._chars or self._chars + chars <= self.max_chars:
+                    self._chars += chars
+                    return
+            if time.monotonic() >= deadline:
+                raise DeadlineExceeded("the request's deadline passed while it waited for "
+                                       "the preparation stage (routing, splitting, "
+                                       "tokenizing other requests' texts)")
+            await asyncio.sleep(WAIT_S)
 
     @staticmethod
     def is_large(chars: int) -> bool:

@@ -7,8 +7,9 @@ groups, the token budget and the module slots), mechanism in the engine:
 - the oldest waiting sentence decides when a batch runs: as soon as compatible work fills
   the budget, or `max_wait_ms` after both its arrival and the end of the last batch,
   whichever comes first;
-- the queue is bounded (`max_queue` sentences): beyond it `submit` raises `Busy` (429);
-  a request that fits an empty queue is always accepted, whatever its size;
+- shares between clients (server/scheduling/fair_share.py): smallest work first within a
+  client, round robin across clients; the queue is bounded per client (`max_queue`
+  sentences: beyond it that client gets 429), never for all together;
 - admission by deadline, for a deadline the client chose (`judged`): once the engine's
   throughput (budget tokens per second, a moving average over well-filled batches) is
   known, a request whose estimated finish under round-robin (the running batch, plus
@@ -36,17 +37,17 @@ import contextlib
 import functools
 import itertools
 import logging
-import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
-from server.core.errors import Busy, DeadlineExceeded, DeadlineUnreachable, NotReady
+from server.core.errors import DeadlineExceeded, NotReady
 from server.core.metrics import Metrics
 from server.core.settings import SchedulerSettings
 from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.engine import SentenceJob
 from server.execution.engine_thread import EngineThread
+from server.scheduling.admission import Admission
 from server.scheduling.batching import (
     BatchLimits,
     Lane,
@@ -55,6 +56,8 @@ from server.scheduling.batching import (
     job_cost,
     length_spread,
 )
+from server.scheduling.clients import CLIENT
+from server.scheduling.fair_share import client_lanes, served_turns
 
 BatchRunner = Callable[[Sequence[SentenceJob], SearchOptions], list[list[Hypothesis]]]
 
@@ -70,11 +73,10 @@ class Residency(Protocol):
         """Read the module back into memory, off the engine thread."""
         ...
 HEARTBEAT_S = 1.0  # the idle batching loop still beats this often
-ADMISSION_MARGIN = 1.5  # a request is admitted when 1.5x its estimated finish fits
 log = logging.getLogger(__name__)
 
 
-class Scheduler:
+class Scheduler(Admission):
     def __init__(self, runner: BatchRunner, engine_thread: EngineThread,
                  settings: SchedulerSettings, *, max_modules: int,
                  metrics: Metrics | None = None, residency: Residency | None = None) -> None:
@@ -87,18 +89,16 @@ class Scheduler:
         self.metrics = metrics
         self._queue: dict[int, Pending] = {}  # insertion order = arrival order
         self._lanes: dict[int, Lane] = {}  # request -> its waiting sentences (arrival order)
+        Admission.__init__(self, settings)
         self._ids = itertools.count()
         self._requests = itertools.count()
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._running: list[Pending] = []  # the batch in the engine now
         self._last_requests = 0  # distinct requests in the last batch
+        self._served: dict[str, int] = {}  # client -> the turn of its last batched sentence
+        self._turn = 0  # sentences batched
         self._engine_free_at = 0.0  # monotonic time the last batch ended
-        # budget tokens per second, a moving average over well-filled batches (the rate
-        # large requests get; small batches run less efficiently)
-        self._throughput: float | None = None
-        # the best rate of any batch, well filled or not: a lower bound of the above
-        self._throughput_floor: float | None = None
         self.heartbeat = time.monotonic()  # the batching loop's last sign of life
         self.failure: str | None = None  # why the batching loop ended, if it crashed
 
@@ -158,14 +158,11 @@ class Scheduler:
         False: the server's own deadline (grown with the size): it waits, never refused."""
         if self.failure is not None:
             raise NotReady(f"the scheduler stopped ({self.failure}); retry later")
-        if (not admitted and self._queue
-                and len(self._queue) + len(jobs) > self.settings.max_queue):
-            raise Busy(f"the request queue is full ({len(self._queue)} sentences waiting, "
-                       f"limit {self.settings.max_queue}); retry later",
-                       retry_after=self.settings.retry_after_s)
-        now = time.monotonic()
-        if not admitted and judged:
-            self._admit(sum(job_cost(job, options) for job in jobs), deadline - now)
+        client, now = CLIENT.get(), time.monotonic()
+        if not admitted:
+            self._check_client(client, len(jobs), now)
+            if judged:
+                self._admit(sum(job_cost(job, options) for job in jobs), deadline - now)
         loop = asyncio.get_running_loop()
         request = next(self._requests)
         items: list[tuple[int, Pending]] = []
@@ -173,9 +170,9 @@ class Scheduler:
             future: asyncio.Future[list[Hypothesis]] = loop.create_future()
             items.append((next(self._ids), Pending(request, job, options,
                                                    job_cost(job, options), now, deadline,
-                                                   future)))
+                                                   future, client)))
         if items:
-            self._lanes[request] = lane = Lane(options)
+            self._lanes[request] = lane = Lane(options, client=client)
             lane.add(items)
         for key, item in items:
             self._queue[key] = item
@@ -183,35 +180,6 @@ class Scheduler:
         self._report_depth()
         self._wake.set()
         return [item.future for _, item in items]
-
-    def _admit(self, cost: int, remaining_s: float) -> None:
-        """Refuse (429) a request that cannot finish before its deadline under round-robin:
-        it waits for the running batch and, from each waiting request, for as much work as
-        its own (processor sharing), then for its own work. The margin covers what the
-        average hides (a request's share is capped while others wait, the load drifts)."""
-        throughput = self._throughput
-        if throughput is None:
-            # nothing well filled measured yet: alone, a request runs in full batches and
-            # is how the rate gets measured; beside others, the floor is the safe guess
-            if self._throughput_floor is None or not (self._lanes or self._running):
-                return
-            throughput = self._throughput_floor
-        estimate = self._work_ahead(cost) / throughput
-        if estimate * ADMISSION_MARGIN > remaining_s:
-            queued = sum(lane.cost for lane in self._lanes.values())
-            drain = math.ceil(queued / throughput)
-            raise DeadlineUnreachable(
-                f"this request would take about {estimate:.1f} s here (the work queued "
-                f"before it included), too close to or past its deadline ({remaining_s:.1f}"
-                f" s), which it asked for; retry after the queue drains (Retry-After), ask "
-                f"for longer, send less at once, or a batch with \"async\": true",
-                retry_after=max(self.settings.retry_after_s, drain))
-
-    def _work_ahead(self, cost: int) -> int:
-        """Budget tokens computed before a new request of `cost` finishes: the running
-        batch, as much of each waiting request as its own (processor sharing), its own."""
-        return sum(item.cost for item in self._running) + cost + sum(
-            min(lane.cost, cost) for lane in self._lanes.values())
 
     def _discard(self, key: int, _future: asyncio.Future[list[Hypothesis]]) -> None:
         """A sentence finished, was cancelled or expired: it no longer holds a queue slot."""
@@ -298,15 +266,17 @@ class Scheduler:
             return []
         options = next(iter(self._queue.values())).options
         settings = self.settings
-        contended = len(self._lanes) > 1 or self._last_requests > 1
+        lanes = client_lanes([lane for lane in self._lanes.values() if lane.options == options],
+                             self._served)
+        contended = len(self._lanes) > 1 or self._last_requests > 1  # requests, any client
         limits = BatchLimits(settings.max_batch_tokens, self.max_modules,
                              settings.max_request_batch_tokens if contended
                              else settings.max_batch_tokens, settings.lookahead_batches)
-        lanes = [lane for lane in self._lanes.values() if lane.options == options]
         batch = form_batch(lanes, limits, held_back=self._needs_reload)
         for key, _ in batch:
             self._remove(key)
         self._last_requests = len({item.request for _, item in batch})
+        self._turn = served_turns(self._served, [item.client for _, item in batch], self._turn)
         self._report_depth()
         return [item for _, item in batch]
 
@@ -379,20 +349,6 @@ class Scheduler:
         started = time.perf_counter()
         results = self.runner(jobs, options)
         return results, time.perf_counter() - started
-
-    def _measure(self, cost: int, seconds: float) -> None:
-        """Moving average of the engine's throughput in budget tokens per second, over
-        well-filled batches: at least half the budget, or a request's share (what a large
-        request's batches hold while others wait)."""
-        settings = self.settings
-        if seconds <= 0:
-            return
-        observed = cost / seconds
-        self._throughput_floor = max(observed, self._throughput_floor or 0.0)
-        if cost < min(settings.max_batch_tokens / 2, settings.max_request_batch_tokens):
-            return
-        previous = self._throughput
-        self._throughput = observed if previous is None else 0.7 * previous + 0.3 * observed
 
     def _report_depth(self) -> None:
         if self.metrics is not None:

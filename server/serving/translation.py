@@ -115,6 +115,8 @@ class Translator:
             if proportions:
                 check_mixtures(prepared)
             jobs = [job for item in prepared for job in item.jobs]
+            if deadline_s is None:  # the server's own deadline: as long as the rate needs
+                deadline = self.scheduler.grown_deadline(jobs, options, deadline)
             # every beam hypothesis comes back: their agreement is a quality signal
             hypotheses = await self._run(jobs, replace(options, n_best=options.beam_size),
                                          deadline, judged=deadline_s is not None)

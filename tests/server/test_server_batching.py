@@ -24,6 +24,7 @@ from server.scheduling.batching import (
     job_cost,
     length_window,
 )
+from server.scheduling.clients import CLIENT
 from server.scheduling.scheduler import Scheduler
 
 
@@ -129,18 +130,22 @@ def test_a_bulk_request_runs_as_short_batches_while_a_small_one_waits() -> None:
     engine = FakeEngine(gate=gate)
 
     async def body(scheduler: Scheduler) -> None:
+        CLIENT.set("bulk")
         bulk = scheduler.submit([job(4, "bulk") for _ in range(40)], GREEDY, deadline=later())
         await asyncio.to_thread(engine.started.wait, 5)  # the bulk's first batch runs
-        polite = [scheduler.submit([job(4, "polite")], GREEDY, deadline=later())
-                  for _ in range(3)]
+        polite = []
+        for client in ("polite-1", "polite-2", "polite-3"):
+            CLIENT.set(client)
+            polite.append(scheduler.submit([job(4, "polite")], GREEDY, deadline=later()))
         gate.set()
         await asyncio.gather(*bulk, *[f for futures in polite for f in futures])
 
     run(engine, body, max_batch_tokens=32, max_request_batch_tokens=8, max_queue=100)
     shapes = [[m.module_id for j in b for m in j.members] for b in engine.batches]
     assert shapes[0] == ["bulk"] * 8  # alone: a whole batch
-    # three polite requests wait: every batch gives the bulk request 1 + 2 sentences
-    assert shapes[1] == ["bulk", "polite", "polite", "polite", "bulk", "bulk"]
+    # three polite clients wait: they were served less recently than the bulk client, and
+    # every batch gives the bulk client 1 + 2 sentences
+    assert shapes[1] == ["polite", "polite", "polite", "bulk", "bulk", "bulk"]
     assert shapes[2] == ["bulk"] * 3  # the last batch was shared: still capped
     assert all(len(shape) == 8 for shape in shapes[3:-1])  # alone again: whole batches
     assert sum(len(shape) for shape in shapes) == 43
@@ -255,8 +260,10 @@ def test_the_scheduler_cuts_batches_of_similar_lengths_from_its_queue() -> None:
         async def body(scheduler: Scheduler) -> None:
             first = scheduler.submit([job(16)], GREEDY, deadline=later())  # a full batch
             await asyncio.to_thread(engine.started.wait, 5)
-            waiting = [scheduler.submit([job(length)], GREEDY, deadline=later())
-                       for length in (2, 9, 2, 9, 2, 9, 2, 9)]
+            waiting = []
+            for index, length in enumerate((2, 9, 2, 9, 2, 9, 2, 9)):
+                CLIENT.set(f"client-{index}")  # one client each: round robin, then lengths
+                waiting.append(scheduler.submit([job(length)], GREEDY, deadline=later()))
             gate.set()
             await asyncio.gather(*first, *[f for futures in waiting for f in futures])
 

@@ -1,4 +1,5 @@
-"""Fairness and backpressure over all queued work: round-robin batches, admission by
+"""Fairness and backpressure over all queued work: round-robin batches across clients
+(server/scheduling/fair_share.py: tests/server/test_server_fair_share.py), admission by
 deadline (scheduler), and the preparation stage's character budget and deadline."""
 
 from __future__ import annotations
@@ -11,19 +12,23 @@ import pytest
 from test_server_scheduler import GREEDY, FakeEngine, job, later, run
 
 from server.core.errors import Busy, DeadlineExceeded
+from server.scheduling.clients import CLIENT
 from server.scheduling.preparation import SMALL_CHARS, PreparationGate, check_deadline
 from server.scheduling.scheduler import Scheduler
 
 
-def test_a_large_request_shares_every_batch_with_a_later_small_one() -> None:
+def test_a_large_request_shares_every_batch_with_a_later_small_one_of_another_client(
+        ) -> None:
     gate = threading.Event()
     engine = FakeEngine(gate=gate)
 
     async def body(scheduler: Scheduler) -> None:
         blocker = scheduler.submit([job(1, "blocker")], GREEDY, deadline=later())
         await asyncio.to_thread(engine.started.wait, 5)  # the engine is busy from here on
+        CLIENT.set("bulk")
         large = scheduler.submit([job(4, "large") for _ in range(40)], GREEDY,
                                  deadline=later())
+        CLIENT.set("polite")
         small = scheduler.submit([job(4, "small"), job(4, "small")], GREEDY, deadline=later())
         gate.set()
         await asyncio.gather(*blocker, *large, *small)
@@ -43,7 +48,9 @@ def test_round_robin_keeps_each_requests_order() -> None:
     async def body(scheduler: Scheduler) -> None:
         blocker = scheduler.submit([job(1, "blocker")], GREEDY, deadline=later())
         await asyncio.to_thread(engine.started.wait, 5)
+        CLIENT.set("a")
         first = scheduler.submit([job(n, "a") for n in (1, 2, 3)], GREEDY, deadline=later())
+        CLIENT.set("b")
         second = scheduler.submit([job(n, "b") for n in (4, 5)], GREEDY, deadline=later())
         gate.set()
         await asyncio.gather(*blocker, *first, *second)
@@ -176,7 +183,9 @@ def test_a_request_too_large_for_its_deadline_is_refused_even_alone() -> None:
     assert batches >= 1  # the request that fits ran; the refused one left nothing queued
 
 
-def test_preparation_over_its_character_budget_is_busy() -> None:
+def test_preparation_over_its_character_budget_waits_its_turn() -> None:
+    """A large request beyond the budget waits until the work before it is prepared (never
+    refused); a small one is prepared at once beside it; past its deadline it is 504."""
     async def main() -> None:
         big = SMALL_CHARS + 80  # a large request's lane
         gate = PreparationGate(max_chars=big + 20, retry_after_s=2)
@@ -185,12 +194,14 @@ def test_preparation_over_its_character_budget_is_busy() -> None:
             first = asyncio.ensure_future(gate.run(big, later(), release.wait, 10))
             await asyncio.sleep(0)
             assert gate.chars == big
-            with pytest.raises(Busy) as refused:
-                await gate.run(30, later(), len, "x")
-            assert refused.value.retry_after == 2
-            assert await gate.run(20, later(), len, "abc") == 3  # fits beside the first
+            second = asyncio.ensure_future(gate.run(big, later(), len, "abcd"))
+            with pytest.raises(DeadlineExceeded, match="preparation stage"):
+                await gate.run(big, time.monotonic() + 0.05, len, "x")
+            assert await gate.run(30, later(), len, "abc") == 3  # small: never waits
+            assert not second.done()  # it waits for the first to be prepared
             release.set()
             assert await first is True
+            assert await asyncio.wait_for(second, 5) == 4
             await asyncio.sleep(0.05)
             assert gate.chars == 0
             assert await gate.run(5 * big, later(), len, "ab") == 2  # alone, any size fits
