@@ -312,7 +312,11 @@ class Scheduler:
 
     def _needs_reload(self, item: Pending) -> bool:
         """True when `item` must wait for its modules to be read back (started here)."""
-        if self.residency is None or item.reloaded or not item.modules:
+        if self.residency is None or not item.modules:
+            return False
+        if any(module_id in self._reloads for module_id in item.modules):
+            return True  # its read is still running (another batch must not read it again)
+        if item.reloaded:
             return False
         missing = self.residency.missing(item.modules)
         if not missing:
