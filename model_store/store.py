@@ -42,6 +42,7 @@ from contract.manifest import (
 )
 
 from .artifact import ArtifactId, LoadedArtifact, build_manifest, verify_artifact
+from .artifact_pages import ArtifactRecord
 from .errors import ArtifactError, ConflictError, NotFoundError, StoreError
 from .layering import (
     BUILTIN_SCHEME,
@@ -51,7 +52,7 @@ from .layering import (
     register_builtins,
     sweep,
 )
-from .registry import ArtifactRecord, Registry
+from .registry import Registry
 from .storage import LocalStorage, Storage
 
 log = logging.getLogger(__name__)
