@@ -148,6 +148,15 @@ class Registry(GlossaryRows, CorrectionRows, MemoryRows, MemoryImportRows, JobRo
         with self._read() as conn:
             return [record_of(row) for row in conn.execute(query).mappings()]
 
+    def relocate(self, record: ArtifactRecord, location: str) -> None:
+        """Point an artifact's row at the place its directory moved to (the store's layout
+        migration, layout.py); the bytes, hence the artifact, are the same."""
+        with self._write() as conn:
+            conn.execute(update(artifacts).where(
+                artifacts.c.backbone == record.backbone, artifacts.c.kind == record.kind,
+                artifacts.c.name == record.name, artifacts.c.version == record.version,
+            ).values(location=location))
+
     def next_version(self, kind: ArtifactKind, name: str, *,
                      backbone: str | None = None) -> int:
         """1 + the highest registered version (a hint: the insert's unique key decides)."""
