@@ -97,6 +97,9 @@ class ModuleManager:
         self.slot_of: OrderedDict[str, SlotRef] = OrderedDict()  # device tier, LRU order
         self.in_use: dict[str, int] = {}
         self.pinned: set[str] = set()
+        # prefetched and not used since: their sentences wait for the next batch, so
+        # another slot is reused before theirs
+        self.staged: set[str] = set()
         self._lock = threading.RLock()
 
     # host tier -----------------------------------------------------------------------
@@ -154,12 +157,13 @@ class ModuleManager:
             ref = self.slot_of.get(module_id)
             if ref is not None:
                 self.slot_of.move_to_end(module_id)
+                self.staged.discard(module_id)
                 self._emit("hit", module_id, family=ref.bank.family.name)
                 return ref
             started = time.perf_counter()
             entry = self._host_entry(module_id)
             bank = self._bank(entry.config)
-            slot = self._spare_slot(bank)
+            slot = self._spare_slot(bank, staged_too=True)
             if slot is None:
                 raise ResidencyError(f"all {bank.n_slots} slots of the {bank.family.name!r} "
                                      "bank are pinned or in use")
@@ -167,7 +171,8 @@ class ModuleManager:
 
     def _write(self, module_id: str, entry: HostEntry, bank: ModuleBank, slot: int,
                started: float) -> SlotRef:
-        bank.write(slot, entry.params)
+        with torch.inference_mode():  # see _bank
+            bank.write(slot, entry.params)
         ref = SlotRef(bank, slot)
         self.slot_of[module_id] = ref
         self._emit("load", module_id, time.perf_counter() - started, family=bank.family.name)
@@ -179,8 +184,7 @@ class ModuleManager:
         evicts a leased or pinned slot nor another of `module_ids`; returns those copied."""
         wanted = list(dict.fromkeys(module_ids))
         copied: list[str] = []
-        # a bank made inside a batch holds inference tensors: only inference mode writes them
-        with self._lock, torch.inference_mode():
+        with self._lock:
             for module_id in wanted:
                 entry = self.host.get(module_id)
                 if module_id in self.slot_of or entry is None:
@@ -190,31 +194,43 @@ class ModuleManager:
                 slot = self._spare_slot(bank, keep=set(wanted))
                 if slot is not None:
                     self._write(module_id, entry, bank, slot, started)
+                    self.staged.add(module_id)
                     copied.append(module_id)
         return copied
 
     def _bank(self, config: dict[str, Any]) -> ModuleBank:
         key = bank_key(config)
         if key not in self.banks:
-            self.banks[key] = build_bank(config, self.backbone, n_slots=self.slots_per_bank,
-                                         device=self.device, dtype=self.dtype, pack=self.pack,
-                                         int8=self.int8, grouped_dtype=self.grouped_dtype)
+            # made and written in inference mode wherever it is called from (a batch, a
+            # preload, a prefetch): a bank made inside a batch holds inference tensors,
+            # which nothing outside inference mode may write
+            with torch.inference_mode():
+                self.banks[key] = build_bank(
+                    config, self.backbone, n_slots=self.slots_per_bank, device=self.device,
+                    dtype=self.dtype, pack=self.pack, int8=self.int8,
+                    grouped_dtype=self.grouped_dtype)
         return self.banks[key]
 
-    def _spare_slot(self, bank: ModuleBank, keep: set[str] | None = None) -> int | None:
+    def _spare_slot(self, bank: ModuleBank, keep: set[str] | None = None, *,
+                    staged_too: bool = False) -> int | None:
         """A free slot of `bank`, else the least recently used one that nothing leases,
-        pins or `keep`s (its module evicted); None when there is none."""
+        pins or `keep`s (its module evicted), a staged one only with `staged_too` and
+        when no other is left; None when there is none."""
         used = {ref.slot for ref in self.slot_of.values() if ref.bank is bank}
         for slot in range(bank.n_slots):
             if slot not in used:
                 return slot
-        for module_id, ref in self.slot_of.items():  # least recently used first
-            if (ref.bank is bank and module_id not in self.pinned
-                    and not self.in_use.get(module_id) and module_id not in (keep or ())):
-                del self.slot_of[module_id]
-                self._emit("eviction", module_id, family=bank.family.name)
-                return ref.slot
-        return None
+        spare = [module_id for module_id, ref in self.slot_of.items()  # LRU first
+                 if ref.bank is bank and module_id not in self.pinned
+                 and not self.in_use.get(module_id) and module_id not in (keep or ())
+                 and (staged_too or module_id not in self.staged)]
+        if not spare:
+            return None
+        victim = next((m for m in spare if m not in self.staged), spare[0])
+        ref = self.slot_of.pop(victim)
+        self.staged.discard(victim)
+        self._emit("eviction", victim, family=bank.family.name)
+        return ref.slot
 
     def pin(self, module_id: str) -> None:
         with self._lock:
@@ -261,6 +277,7 @@ class ModuleManager:
                 self.host_bytes -= entry.nbytes
             self.slot_of.pop(module_id, None)
             self.pinned.discard(module_id)
+            self.staged.discard(module_id)
 
     def busy(self, module_id: str) -> int:
         with self._lock:

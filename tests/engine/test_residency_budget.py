@@ -114,3 +114,19 @@ def test_prefetch_fills_spare_slots_from_host_memory_only() -> None:
     events.clear()
     engine.modules.acquire(["m2", "m3"])
     assert events == ["hit", "hit"]
+
+
+def test_a_prefetched_module_keeps_its_slot_until_its_batch_uses_it() -> None:
+    store = modules()
+    engine = make_engine(store, slots=2, budget=None)
+    for name in ("m0", "m1", "m2", "m3"):
+        engine.register_module(name, *store[name])
+    assert engine.modules.prefetch(["m0"]) == ["m0"]  # its sentence waits for a batch
+    for name in ("m1", "m2", "m3"):  # older than them all, m0 is not the one reused
+        engine.modules.release(engine.modules.acquire([name]))
+        assert set(engine.modules.snapshot()["device"]) == {"m0", name}
+    engine.modules.release(engine.modules.acquire(["m0"]))  # used: an ordinary slot again
+    engine.modules.release(engine.modules.acquire(["m1"]))
+    assert set(engine.modules.snapshot()["device"]) == {"m0", "m1"}
+    engine.modules.release(engine.modules.acquire(["m2"]))
+    assert set(engine.modules.snapshot()["device"]) == {"m1", "m2"}

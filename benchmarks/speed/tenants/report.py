@@ -60,7 +60,7 @@ def markdown(result: dict[str, Any]) -> str:
         "uniform); batches mix modules (at most 16 per batch, 16 device slots). The host "
         "tier is bounded by `NMT_ENGINE__HOST_BUDGET_BYTES`; a cold module is read by a "
         "worker thread while the other sentences decode. Ratio: tokens/s against one "
-        "module (the mean of the first and the last run).",
+        "module; the runs take turns in rounds (the same drift of a shared host for all).",
         "",
         *verdicts(result),
         f"- p99 of a cold-module request (worst run): {_ms(result['p99_cold_ms'])} ms; "
