@@ -57,7 +57,9 @@ def markdown(result: dict[str, Any]) -> str:
         "adapter cut to 64 units plus its own perturbation), published to the store and "
         "served through `Runtime` and the `Scheduler` (no HTTP). Closed-loop clients send one "
         "sentence each at a time, its module drawn over the first N modules (Zipf s = 1 or "
-        "uniform); batches mix modules (at most 16 per batch, 16 device slots). The host "
+        "uniform); batches mix modules (at most 16 per batch, 16 device slots; adapters "
+        f"{result['adapters']}, {result['clients']} clients, {result['requests']} requests "
+        f"a run in {result['rounds']} rounds). The host "
         "tier is bounded by `NMT_ENGINE__HOST_BUDGET_BYTES`; a cold module is read by a "
         "worker thread while the other sentences decode. Ratio: tokens/s against one "
         "module; the runs take turns in rounds (the same drift of a shared host for all).",

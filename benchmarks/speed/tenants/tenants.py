@@ -2,7 +2,8 @@
 modules the traffic spreads over (make bench-tenants).
 
     python -m benchmarks.speed.tenants.tenants [--data DIR] [--modules 1000]
-        [--requests 400] [--rounds 4] [--clients 8] [--registry-modules 10000] [--quick]
+        [--requests 400] [--rounds 4] [--clients 8] [--adapters int8] [--quick]
+        [--registry-modules 10000]
         [--store DIR] [--out DIR]
 
 `--modules` distinct adapters (bottleneck 64, population.py) are published to a store over
@@ -60,6 +61,11 @@ SPREADS = (1, 10, 100, 1000)
 SLOTS = 16
 BUDGET_SHARE = 0.20  # of the modules' bytes: at most 25 %, so that modules are evicted
 OPTIONS = SearchOptions(beam_size=1)
+# how a batch's adapters run (NMT_ENGINE__MODULE_*): one small matmul per module and layer
+# (float32), or every module of the batch in one call per matrix (int8 through the grouped
+# kernel, bfloat16 batched): with one sentence per module, per-module calls dominate a step
+ADAPTERS: dict[str, dict[str, bool]] = {"float32": {}, "int8": {"module_int8": True},
+                                        "bfloat16": {"module_bf16": True}}
 
 
 @dataclass
@@ -151,7 +157,7 @@ async def serve(root: Path, ids: list[str], module_bytes: int, texts: list[str],
     settings = Settings.model_validate({
         "store_dir": root, "builtin_artifacts": True, "backbone": BACKBONE,
         "engine": {"slots_per_bank": SLOTS, "host_capacity": 1_000_000,
-                   "host_budget_bytes": budget},
+                   "host_budget_bytes": budget, **ADAPTERS[args.adapters]},
         "scheduler": {"max_wait_ms": 2.0, "request_timeout_s": 600.0}})
     metrics, thread = Metrics(), EngineThread()
     with Store.open(root, builtin_dir=BUILTIN_DIR) as store:
@@ -217,6 +223,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--modules", type=int, default=1000)
     parser.add_argument("--requests", type=int, default=400)
     parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--adapters", choices=sorted(ADAPTERS), default="int8",
+                        help="how a batch's adapters run (default: int8, grouped)")
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--registry-modules", type=int, default=10_000)
     parser.add_argument("--store", type=Path, default=None,
@@ -238,7 +246,10 @@ def main(argv: list[str] | None = None) -> None:
                   flush=True)
         registry = registry_at_scale(Path(scratch), args.registry_modules)
         served = asyncio.run(serve(root, ids, size, sentences(args.data, args.requests), args))
-    result = summarise(served, registry, args.modules)
+    result = summarise(served, registry, args.modules) | {"adapters": args.adapters,
+                                                          "requests": args.requests,
+                                                          "rounds": args.rounds,
+                                                          "clients": args.clients}
     full = args.modules >= 1000 and args.requests >= 400
     folder = results_dir(args.out, tiny=not full)
     paths = write_report(folder, "tenants", result, markdown(result))
