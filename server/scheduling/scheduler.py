@@ -22,7 +22,7 @@ groups, the token budget and the module slots), mechanism in the engine:
 - every sentence has a deadline; expired or cancelled sentences (a client that gave up or
   disconnected) leave the queue at once and are never computed;
 - a sentence whose module was evicted from memory waits while `Residency.reload` reads it
-  back off the engine thread, then joins a later batch (once: if it was evicted again in
+  back off the engine thread (started when the sentence is queued), then joins a later batch (once: if it was evicted again in
   the meantime, the engine's own loader reads it inside the batch rather than starve it).
 
 The engine runs in one dedicated thread (server/execution/engine_thread.py); the event loop
@@ -180,6 +180,9 @@ class Scheduler:
         for key, item in items:
             self._queue[key] = item
             item.future.add_done_callback(functools.partial(self._discard, key))
+            # a cold module's read starts now, while the running batch decodes: by the
+            # time the sentence could join a batch its module is usually resident
+            self._needs_reload(item)
         self._report_depth()
         self._wake.set()
         return [item.future for _, item in items]
