@@ -38,7 +38,8 @@ from server.engine.engine import SentenceJob
 from server.engine.live_batches import LiveBatches, LiveInbox, StepReport
 from server.execution.engine_thread import EngineThread
 from server.scheduling.batching import BatchLimits, Pending, form_batch
-from server.scheduling.scheduler import ADMISSION_MARGIN, Residency, Scheduler
+from server.scheduling.module_reads import Residency
+from server.scheduling.scheduler import ADMISSION_MARGIN, Scheduler
 
 log = logging.getLogger(__name__)
 RUN_S = 0.5  # one engine call steps at most this long (then the loop beats and re-enters)
