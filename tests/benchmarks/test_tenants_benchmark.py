@@ -16,7 +16,7 @@ from benchmarks.speed.tenants.population import (
     registry_at_scale,
     shipped_adapter,
 )
-from benchmarks.speed.tenants.tenants import Run, draws, percentile
+from benchmarks.speed.tenants.tenants import Run, draws, percentile, summarise
 from contract.backbone import BackboneConfig
 from model_store import BUILTIN_DIR, Store
 from server.engine.families import get_family
@@ -68,3 +68,16 @@ def test_registry_timings_cover_pages_and_lookups(tmp_path: Path) -> None:
     assert {"page_first_ms", "page_middle_ms", "lookup_artifact_ms", "lookup_active_ms",
             "default_backbone_ms"} <= set(timings)
     assert all(value >= 0 for key, value in timings.items() if key.endswith("_ms"))
+
+
+def test_ratios_are_the_median_of_each_rounds_ratio() -> None:
+    one = Run("one", 1, "uniform", tokens=400, seconds=4.0, rounds=[100.0, 100.0, 10.0])
+    many = Run("100-zipf", 100, "zipf", tokens=300, seconds=4.0, rounds=[90.0, 95.0, 100.0])
+    for run in (one, many):
+        run.latencies.append(("m", False, 0.1))
+    served = {"runs": [one.summary(), many.summary()], "budget_bytes": 10, "module_bytes": 8,
+              "slot_bytes": 0, "counters": {}}
+    result = summarise(served, {}, 5)
+    # round 3 stalled the one-module run: its ratio (10x) is the outlier the median drops
+    assert result["ratio_100"] == pytest.approx(0.95)
+    assert result["budget_share"] == pytest.approx(0.25)
