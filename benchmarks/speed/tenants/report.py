@@ -66,7 +66,9 @@ def markdown(result: dict[str, Any]) -> str:
         "",
         *verdicts(result),
         f"- p99 of a cold-module request (worst run): {_ms(result['p99_cold_ms'])} ms; "
-        f"module reads off the engine thread {result['reads_off_engine_thread']:.0f}, on it "
+        f"module reads off the engine thread {result['reads_off_engine_thread']:.0f} "
+        f"({result.get('warm_up_reads', 0):.0f} of them unmeasured, bringing the host tier to "
+        f"a run's steady state before its turn), on it "
         f"{result['reads_on_engine_thread']:.0f}; slot loads {result['slot_loads']:.0f}, "
         f"slot hits {result['slot_hits']:.0f}",
         "",

@@ -18,11 +18,13 @@ Traffic: `--clients` closed-loop clients each send one sentence at a time; the m
 each request is drawn over the first 1, 10, 100 or 1,000 modules, Zipf (s = 1) or
 uniform. The runs take turns, `--rounds` rounds of `--requests / --rounds` requests each
 (a shared host's load drifts; every run sees the same drift), the same sentences in every
-run. Reported per run: target tokens per second, and its ratio to the one-module run (the
-median over rounds of each round's ratio: a stall of the shared host hits a round), the
-p50/p99 latency, the p99 of requests whose
-module was cold when sent, and of the requests to the least-used 10 % of the modules that
-got traffic; the host tier's largest size against the budget, evictions, reads. And the
+run; before each turn the host tier is brought to the run's steady state (as many draws
+of its distribution as the tier holds, read unmeasured), so no run inherits another's
+cache. Reported per run: target tokens per second, and its ratio to the one-module run
+(the median over rounds of each round's ratio: a stall of the shared host hits a round),
+the p50/p99 latency, the p99 of requests whose module was cold when sent, and of the
+requests to the least-used 10 % of the modules that got traffic; the host tier's largest
+size against the budget, evictions, reads. And the
 registry's list and lookup times at `--registry-modules` rows.
 """
 
@@ -142,6 +144,19 @@ async def traffic(runtime: Runtime, scheduler: Scheduler, run: Run, ids: list[li
     return run
 
 
+async def steady_state(runtime: Runtime, modules: list[str]) -> int:
+    """Leave the host tier as a long run of this traffic would: `modules` (as many draws
+    of its distribution as the tier holds) read in, unmeasured. Runs take turns, so without
+    this a run over 100 modules would find them evicted by the 1,000-module runs before it.
+    Returns the modules read."""
+    reads = 0
+    for module_id in dict.fromkeys(modules):
+        if runtime.missing([module_id]):
+            await runtime.reload(module_id)
+            reads += 1
+    return reads
+
+
 def counters(metrics: Metrics) -> dict[str, float]:
     def value(name: str, **labels: str) -> float:
         return metrics.registry.get_sample_value(name, labels or None) or 0.0
@@ -183,9 +198,13 @@ async def serve(root: Path, ids: list[str], module_bytes: int, texts: list[str],
             chosen = [draws(ids[:run.modules], run.spread, len(source), seed)
                       for seed, run in enumerate(plans)]
             share = math.ceil(len(source) / args.rounds)
+            room = budget // module_bytes  # modules the host tier holds
+            warm_reads = 0
             for round_ in range(args.rounds):
                 part = slice(round_ * share, (round_ + 1) * share)
-                for run, modules in zip(plans, chosen, strict=True):
+                for index, (run, modules) in enumerate(zip(plans, chosen, strict=True)):
+                    warm_reads += await steady_state(runtime, draws(
+                        ids[:run.modules], run.spread, room, 10_000 + round_ * 10 + index))
                     await traffic(runtime, scheduler, run, source[part], modules[part],
                                   args.clients)
                     print(f"round {round_ + 1} {run.label}: {run.tokens / run.seconds:.1f} "
@@ -197,7 +216,7 @@ async def serve(root: Path, ids: list[str], module_bytes: int, texts: list[str],
             await scheduler.stop()
             thread.shutdown()
     return {"runs": runs, "budget_bytes": budget, "module_bytes": module_bytes,
-            "slot_bytes": banks, "counters": counters(metrics)}
+            "slot_bytes": banks, "counters": counters(metrics) | {"warm_up_reads": warm_reads}}
 
 
 def summarise(served: dict[str, Any], registry: dict[str, Any], modules: int) -> dict[str, Any]:
