@@ -12,6 +12,7 @@
 #   make bench-quality [QUICK=1] [DATA=..]  fit the quality estimator, measure it
 #   make bench-corrections [QUICK=1] [DATA=..]   a domain refreshed from corrections
 #   make bench-memories [QUICK=1] [DATA=..]  translation memories: import, lookup, coverage
+#   make bench-tenants [QUICK=1] [DATA=..]   1,000 tenants' modules: residency, spread, registry
 #   make serve-ray [REPLICAS=2] [PORT=8000] N replicas behind Ray Serve's proxy (local cluster,
 #                                           or the one at RAY_ADDRESS); Ctrl-C stops it all
 #
@@ -72,7 +73,7 @@ QUICK_FLAG := $(if $(filter-out 0,$(QUICK)),--quick,)
 # make eval / eval-router DIRECTION=fr-en: the fr->en backbone (docs/DIRECTIONS.md)
 DIRECTION_FLAG := $(if $(DIRECTION),--direction $(DIRECTION),)
 
-.PHONY: venv venv-runtime system-packages weblate-venv run serve-ray bench-ray test lint bench-engine bench-serve bench-adversarial bench-adversarial-compare bench-bulk-share bench-hot-add-load bench-mixed-lengths bench-live-engine bench-markup bench-glossary bench-documents bench-quality bench-corrections bench-memories eval eval-router train-default learning-curve bench-backbone screenshots clean distclean
+.PHONY: venv venv-runtime system-packages weblate-venv run serve-ray bench-ray test lint bench-engine bench-serve bench-adversarial bench-adversarial-compare bench-bulk-share bench-hot-add-load bench-mixed-lengths bench-live-engine bench-markup bench-glossary bench-documents bench-quality bench-corrections bench-memories bench-tenants eval eval-router train-default learning-curve bench-backbone screenshots clean distclean
 
 venv: $(DEV_STAMP)
 
@@ -198,6 +199,9 @@ bench-corrections: $(DEV_STAMP)
 # sentences a memory of the domain's training pairs matches (benchmarks/results/memories.md).
 bench-memories: $(DEV_STAMP)
 	$(PY) -m benchmarks.quality.memories --data $(DATA) $(QUICK_FLAG)
+
+bench-tenants: $(DEV_STAMP)
+	$(PY) -m benchmarks.speed.tenants.tenants --data $(DATA) $(QUICK_FLAG)
 
 eval: $(DEV_STAMP)
 	$(PY) -m benchmarks.quality.evaluation.evaluate --data $(DATA) $(QUICK_FLAG) $(DIRECTION_FLAG)

@@ -10,6 +10,7 @@ from contract.tensors import check_safetensors
 
 from .archive import pack_artifact_dir, unpack_artifact
 from .artifact import ArtifactId, LoadedArtifact, build_manifest, load_safetensors, verify_artifact
+from .artifact_pages import ArtifactPage, ArtifactRecord
 from .errors import ArtifactError, ConflictError, NotFoundError, StoreError
 from .glossary_rows import GlossaryRecord
 from .gunzip import InflationError
@@ -17,7 +18,7 @@ from .hashing import backbone_fingerprint, canonical_json, sha256_hex
 from .jobs import Job, JobState
 from .memory_import_rows import MemoryImport
 from .memory_rows import MemoryChange, MemoryRecord, NewPair, PairRecord
-from .registry import ArtifactRecord, Event, Registry
+from .registry import Event, Registry
 from .storage import LocalStorage, Storage
 from .store import BUILTIN_DIR, PublishHook, PublishStep, Store
 
@@ -29,6 +30,7 @@ __all__ = [
     "ArtifactError",
     "ArtifactId",
     "ArtifactKind",
+    "ArtifactPage",
     "ArtifactRecord",
     "ConflictError",
     "Event",

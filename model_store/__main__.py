@@ -1,5 +1,6 @@
-"""`python -m model_store upgrade-registry URL` and `python -m model_store copy-registry
-SOURCE TARGET`: registry maintenance for operators (docs/REGISTRY.md).
+"""`python -m model_store upgrade-registry URL`, `python -m model_store copy-registry
+SOURCE TARGET` and `python -m model_store reshard STORE`: registry and store maintenance for
+operators (docs/REGISTRY.md).
 
 Servers and trainers upgrade the registry's schema themselves when they start; running
 `upgrade-registry` first (e.g. as a Kubernetes Job before a rollout) only moves that work
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
@@ -18,6 +20,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from .errors import StoreError
 from .registry import Registry
 from .schema import current_revision
+from .store import Store
 from .transfer import copy_registry
 
 
@@ -32,6 +35,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                                help="copy every row of a registry into a new, empty one")
     copy.add_argument("source", help="registry URL to copy from (e.g. the store's SQLite file)")
     copy.add_argument("target", help="empty registry URL to copy into (e.g. PostgreSQL)")
+    reshard = commands.add_parser(
+        "reshard", help="move a store's modules to the sharded layout (cheap listings at "
+                        "thousands of modules; model_store/layout.py)")
+    reshard.add_argument("store", help="the store's root directory")
+    reshard.add_argument("--registry-url", default=None,
+                         help="its registry (default: the SQLite file in the store)")
     return parser.parse_args(argv)
 
 
@@ -47,6 +56,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             with registry.engine.connect() as conn:
                 print(f"{_safe(args.url)}: schema revision {current_revision(conn)}")
             registry.close()
+        elif args.command == "reshard":
+            with Store.open(Path(args.store), registry_url=args.registry_url,
+                            builtin_dir=None) as store:
+                moved = store.reshard()
+            print(f"{args.store}: sharded layout, {len(moved)} module directories moved")
         else:
             copied = copy_registry(args.source, args.target)
             rows = ", ".join(f"{count} {table}" for table, count in copied.items())

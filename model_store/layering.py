@@ -26,6 +26,7 @@ from contract.manifest import MANIFEST_FILE, ArtifactKind, Manifest, kind_of_dir
 
 from .artifact import ArtifactId, verify_artifact
 from .errors import ConflictError
+from .layout import sharded_dirs
 from .registry import Registry
 from .storage import Storage
 
@@ -99,6 +100,8 @@ def sweep(storage: Storage, registry: Registry, *,
     candidates += [label for label in (prefix + ident.label
                                        for prefix, ident in layered_ids(storage))
                    if label not in registered]
+    prefixes = ["", *(f"{DIRECTIONS}/{backbone}/" for backbone in storage.list(DIRECTIONS))]
+    candidates += [key for key, _ in sharded_dirs(storage, prefixes) if key not in registered]
     removed: list[str] = []
     for key in candidates:
         try:

@@ -21,7 +21,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from sqlalchemy import Connection, Engine, func, insert, select, update
 from sqlalchemy import delete as sql_delete
@@ -30,6 +29,7 @@ from sqlalchemy.exc import IntegrityError
 from contract.manifest import ArtifactKind, Manifest
 
 from .api_keys import ApiKeyRows
+from .artifact_pages import ArtifactPages, ArtifactRecord, record_of
 from .correction_rows import CorrectionRows
 from .database import WRITE_OPTION, make_engine
 from .errors import ConflictError, NotFoundError
@@ -44,20 +44,6 @@ from .tenant_rows import TenantRows
 
 # Serializes PostgreSQL transactions that write events or check before they write.
 WRITE_LOCK_KEY = 0x6E6D_7472_6567_7772  # "nmtregwr"
-
-
-@dataclass(frozen=True)
-class ArtifactRecord:
-    """One `artifacts` row: a visible artifact and where its bytes live."""
-
-    kind: ArtifactKind
-    name: str
-    version: int
-    location: str
-    fingerprint: str
-    manifest: Manifest
-    created_at: datetime
-    backbone: str = ""  # the backbone a module or classifier belongs to ("" for backbones)
 
 
 @dataclass(frozen=True)
@@ -76,7 +62,7 @@ def _now() -> datetime:
 
 
 class Registry(GlossaryRows, CorrectionRows, MemoryRows, MemoryImportRows, JobRows,
-               ApiKeyRows, TenantRows):
+               ApiKeyRows, TenantRows, ArtifactPages):
     """Artifacts, active versions, jobs and events in one SQL database."""
 
     def __init__(self, url: str) -> None:
@@ -149,7 +135,7 @@ class Registry(GlossaryRows, CorrectionRows, MemoryRows, MemoryImportRows, JobRo
         )
         with self._read() as conn:
             row = conn.execute(query).mappings().first()
-        return None if row is None else _record(row)
+        return None if row is None else record_of(row)
 
     def list_artifacts(self, kind: ArtifactKind | None = None, *,
                        backbone: str | None = None) -> list[ArtifactRecord]:
@@ -161,7 +147,16 @@ class Registry(GlossaryRows, CorrectionRows, MemoryRows, MemoryImportRows, JobRo
         if backbone is not None:
             query = query.where(artifacts.c.backbone == backbone)
         with self._read() as conn:
-            return [_record(row) for row in conn.execute(query).mappings()]
+            return [record_of(row) for row in conn.execute(query).mappings()]
+
+    def relocate(self, record: ArtifactRecord, location: str) -> None:
+        """Point an artifact's row at the place its directory moved to (the store's layout
+        migration, layout.py); the bytes, hence the artifact, are the same."""
+        with self._write() as conn:
+            conn.execute(update(artifacts).where(
+                artifacts.c.backbone == record.backbone, artifacts.c.kind == record.kind,
+                artifacts.c.name == record.name, artifacts.c.version == record.version,
+            ).values(location=location))
 
     def next_version(self, kind: ArtifactKind, name: str, *,
                      backbone: str | None = None) -> int:
@@ -361,15 +356,3 @@ class Registry(GlossaryRows, CorrectionRows, MemoryRows, MemoryImportRows, JobRo
                                                artifacts.c.kind == kind).distinct()
         return sorted(str(n) for n in conn.execute(query).scalars())
 
-
-def _record(row: Any) -> ArtifactRecord:
-    return ArtifactRecord(
-        kind=row["kind"],
-        name=row["name"],
-        version=row["version"],
-        location=row["location"],
-        fingerprint=row["fingerprint"],
-        manifest=Manifest.model_validate_json(row["manifest_json"]),
-        created_at=row["created_at"],
-        backbone=row["backbone"],
-    )

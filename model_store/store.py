@@ -36,12 +36,12 @@ from contract.manifest import (
     NAME_PATTERN,
     ArtifactKind,
     Manifest,
-    artifact_key,
     check_name,
     is_safe_relpath,
 )
 
 from .artifact import ArtifactId, LoadedArtifact, build_manifest, verify_artifact
+from .artifact_pages import ArtifactRecord
 from .errors import ArtifactError, ConflictError, NotFoundError, StoreError
 from .layering import (
     BUILTIN_SCHEME,
@@ -51,7 +51,8 @@ from .layering import (
     register_builtins,
     sweep,
 )
-from .registry import ArtifactRecord, Registry
+from .layout import artifact_dir, is_sharded, reshard
+from .registry import Registry
 from .storage import LocalStorage, Storage
 
 log = logging.getLogger(__name__)
@@ -73,6 +74,7 @@ class Store:
         self.storage = storage
         self.registry = registry
         self._builtin = builtin
+        self.sharded = is_sharded(storage)  # modules/_<shard>/<name>/v<n> (layout.py)
 
     @classmethod
     def open(
@@ -168,7 +170,8 @@ class Store:
             if version != manifest.version:
                 manifest = manifest.model_copy(update={"version": version})
                 self.storage.write_bytes(f"{staging}/{MANIFEST_FILE}", manifest.to_json())
-            key = prefix + artifact_key(manifest.kind, manifest.name, version)
+            key = prefix + artifact_dir(manifest.kind, manifest.name, version,
+                                        sharded=self.sharded)
             try:
                 self.storage.publish_dir(staging, key)
             except FileExistsError:
@@ -329,6 +332,12 @@ class Store:
         if self._builtin is None:
             return []
         return register_builtins(self.registry, self._builtin)
+
+    def reshard(self) -> list[tuple[str, str]]:
+        """Move the store to the sharded layout (layout.py); returns the keys moved."""
+        moved = reshard(self.storage, self.registry)
+        self.sharded = True
+        return moved
 
     def sweep(self, *, older_than: timedelta = DEFAULT_SWEEP_AGE) -> list[str]:
         """Remove staging directories and row-less version directories older than

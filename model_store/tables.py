@@ -59,6 +59,11 @@ artifacts = Table(
     Column("created_at", UTCDateTime, nullable=False),
 )
 
+# Lookups by (kind, name) without a backbone, and the default backbone (the oldest row of
+# kind "backbone"), read an index, not the table (revision 0008).
+Index("ix_artifacts_kind_name", artifacts.c.kind, artifacts.c.name, artifacts.c.created_at)
+Index("ix_artifacts_kind_created", artifacts.c.kind, artifacts.c.created_at, artifacts.c.name)
+
 active = Table(
     "active",
     metadata,
@@ -68,6 +73,7 @@ active = Table(
     Column("version", Integer, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
 )
+Index("ix_active_kind_name", active.c.kind, active.c.name, active.c.updated_at)
 
 jobs = Table(
     "jobs",

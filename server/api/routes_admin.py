@@ -30,6 +30,11 @@ router = APIRouter(prefix="/admin", tags=["admin"], dependencies=[Depends(requir
                    responses={401: {"model": ErrorResponse, "description": "no bearer token"},
                               403: {"model": ErrorResponse,
                                     "description": "wrong token, or admin disabled"}})
+DEFAULT_PAGE, MAX_PAGE = 100, 1000  # domains per page of GET /admin/domains
+PageLimit = Annotated[int, Query(ge=1, le=MAX_PAGE, description="domains per page")]
+PageAfter = Annotated[str | None, Query(
+    max_length=MAX_NAME_CHARS, description="the `next_after` of the previous page: the "
+                                           "domains named after it")]
 DomainPath = Annotated[str, Path(max_length=MAX_NAME_CHARS, description="the domain's name")]
 UPLOAD_BODY: dict[str, Any] = {"requestBody": {"required": True, "content": {
     "application/gzip": {"schema": {"type": "string", "format": "binary"}},
@@ -38,16 +43,19 @@ UPLOAD_BODY: dict[str, Any] = {"requestBody": {"required": True, "content": {
 
 
 @router.get("/domains", response_model=AdminDomainsResponse)
-async def list_domains(admin: AdminDep) -> AdminDomainsResponse:
-    """Every domain with all its versions and which one is active (a tenant's admin: the
-    shared ones and its tenant's)."""
+async def list_domains(admin: AdminDep, limit: PageLimit = DEFAULT_PAGE,
+                       after: PageAfter = None) -> AdminDomainsResponse:
+    """The domains, in name order, a page at a time, each with all its versions and which
+    one is active; `next_after` is the cursor of the next page (null: the last). A
+    tenant's admin sees the shared ones and its tenant's: its page may hold fewer."""
     scope = current_scope()
-    listed = [d for d in await admin.list_domains() if scope.sees("domain", d.name)]
+    page, next_after = await admin.list_domains(after=after, limit=limit)
+    listed = [d for d in page if scope.sees("domain", d.name)]
     return AdminDomainsResponse(domains=[
         AdminDomain(name=d.name, active_version=d.active_version, versions=[
             VersionInfo(version=v.version, created_at=v.created_at, family=v.family,
                         active=v.active, scores=dict(v.scores)) for v in d.versions])
-        for d in listed])
+        for d in listed], next_after=next_after)
 
 
 @router.post("/domains/{name}/versions", response_model=VersionResponse,

@@ -29,6 +29,9 @@ class AdminDomain(BaseModel):
 
 class AdminDomainsResponse(BaseModel):
     domains: list[AdminDomain]
+    next_after: str | None = Field(
+        None, description="more domains follow: ask again with `after` set to this; null "
+                          "on the last page")
 
 
 class ActivateRequest(Strict):

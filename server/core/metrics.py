@@ -79,6 +79,14 @@ class Metrics:
         self.module_load_seconds = Histogram("nmt_engine_module_load_seconds",
                                              "time to make a module resident",
                                              buckets=LOAD_BUCKETS, registry=r)
+        self.module_hits = Counter("nmt_engine_module_hits_total",
+                                   "module uses that found it in a device slot already",
+                                   ["family"], registry=r)
+        self.module_read_seconds = Histogram(
+            "nmt_engine_module_read_seconds", "time to read an evicted module back from the "
+            "store (off the engine thread)", buckets=LOAD_BUCKETS, registry=r)
+        self.module_host_bytes = Gauge("nmt_engine_module_host_bytes",
+                                       "bytes of module tensors in the host tier", registry=r)
         self.access = Counter("nmt_access_requests_total",
                               "public requests by API key check outcome (accepted, missing, "
                               "refused, rate_limited); never the key", ["outcome"], registry=r)
@@ -128,10 +136,13 @@ class Metrics:
                                    registry=self.registry)
 
     def on_engine_event(self, event: str, family: str, seconds: float) -> None:
-        """The engine's residency observer: ("load" | "eviction" | "host_eviction", ...)."""
+        """The engine's residency observer: (event, family, seconds); events: "hit",
+        "load", "eviction", "host_eviction" (server/engine/residency.py)."""
         if event == "load":
             self.module_loads.labels(family=family or "unknown").inc()
             self.module_load_seconds.observe(seconds)
+        elif event == "hit":
+            self.module_hits.labels(family=family or "unknown").inc()
         elif event == "eviction":
             self.module_evictions.labels(tier="device").inc()
         elif event == "host_eviction":
@@ -140,6 +151,7 @@ class Metrics:
     def set_resident(self, counts: Mapping[str, int]) -> None:
         for tier in TIERS:
             self.resident_modules.labels(tier=tier).set(counts.get(tier, 0))
+        self.module_host_bytes.set(counts.get("host_bytes", 0))
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -63,6 +63,10 @@ class EngineSettings(BaseModel):
     host_capacity: int = Field(
         64, ge=1, description="modules kept in host memory (LRU); evicted ones reload from "
                               "the store on demand")
+    host_budget_bytes: int | None = Field(
+        None, ge=1, description="bytes of module tensors kept in host memory (LRU, beside "
+                                "host_capacity); a cold module is read back off the engine "
+                                "thread while other sentences decode; default: no byte bound")
 
 
 class LimitSettings(BaseModel):

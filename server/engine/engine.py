@@ -63,6 +63,7 @@ class EngineOptions:
     module_grouped: bool | None = None
     slots_per_bank: int = 16
     host_capacity: int = 64
+    host_budget_bytes: int | None = None  # the host tier's bytes (None: the count only)
     # Decoding steps over fixed-shape buffers, each step one CUDA graph replay
     # (server/engine/fixed_steps.py); None: on CUDA only. True on CPU runs the same
     # buffers eagerly (tests).
@@ -142,7 +143,8 @@ class Engine:
                                      host_capacity=options.host_capacity, device=self.device,
                                      dtype=self.dtype, loader=loader, observer=observer,
                                      pack=pack, int8=options.module_int8,
-                                     grouped_dtype=self._grouped_dtype())
+                                     grouped_dtype=self._grouped_dtype(),
+                                     host_budget_bytes=options.host_budget_bytes)
 
     def _grouped_dtype(self) -> torch.dtype | None:
         """The dtype a batch's residual adapters run grouped in (None: one call each)."""

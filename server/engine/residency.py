@@ -1,13 +1,20 @@
 """Two residency tiers for domain modules.
 
-- host tier: registered modules' tensors in host memory, an LRU cache of `host_capacity`
-  entries (refilled through the `loader` the server injects; the engine never reads paths);
+- host tier: registered modules' tensors in host memory, an LRU cache of at most
+  `host_capacity` entries and `host_budget_bytes` bytes (refilled through the `loader` the
+  server injects; the engine never reads paths). A module evicted here that still sits in a
+  device slot keeps serving from the slot;
 - device tier: preallocated slots in banks (one bank per family/shape, `slots_per_bank`
   slots each). Activating copies a module into a free slot, or into the least recently used
   slot that is neither pinned nor in use by running work.
 
 Work takes a `Lease` on the modules it uses; a leased slot is never evicted or overwritten,
-so a request always finishes on the exact weights it started with.
+so a request always finishes on the exact weights it started with. `prefetch` copies
+modules already in host memory into spare slots ahead of their batch (the scheduler reads a
+cold module off the engine thread, then asks for it), evicting no leased slot.
+
+Events for the observer (metrics): "hit" (a module already in a slot), "load" (copied into
+a slot, with its seconds), "eviction" (a slot reused), "host_eviction".
 """
 
 from __future__ import annotations
@@ -37,6 +44,10 @@ class ResidencyError(RuntimeError):
 class HostEntry:
     config: dict[str, Any]
     params: Params
+
+    @property
+    def nbytes(self) -> int:
+        return sum(tensor.numel() * tensor.element_size() for tensor in self.params.values())
 
 
 @dataclass(frozen=True)
@@ -69,13 +80,16 @@ class ModuleManager:
     def __init__(self, backbone: BackboneConfig, *, slots_per_bank: int, host_capacity: int,
                  device: torch.device, dtype: torch.dtype, loader: Loader | None = None,
                  observer: Observer | None = None, pack: bool = False,
-                 int8: bool = False, grouped_dtype: torch.dtype | None = None) -> None:
+                 int8: bool = False, grouped_dtype: torch.dtype | None = None,
+                 host_budget_bytes: int | None = None) -> None:
         self.backbone = backbone
         self.pack = pack  # banks keep packed copies of their matrices (CPU float32)
         self.int8 = int8  # ... or int8 copies (CPU), which take precedence
         self.grouped_dtype = grouped_dtype  # grouped copies (families with a grouped form)
         self.slots_per_bank = slots_per_bank
         self.host_capacity = host_capacity
+        self.host_budget_bytes = host_budget_bytes  # None: bounded by the count only
+        self.host_bytes = 0  # the host tier's tensors, kept in step with `host`
         self.device, self.dtype = device, dtype
         self.loader, self.observer = loader, observer
         self.host: OrderedDict[str, HostEntry] = OrderedDict()
@@ -83,6 +97,9 @@ class ModuleManager:
         self.slot_of: OrderedDict[str, SlotRef] = OrderedDict()  # device tier, LRU order
         self.in_use: dict[str, int] = {}
         self.pinned: set[str] = set()
+        # prefetched and not used since: their sentences wait for the next batch, so
+        # another slot is reused before theirs
+        self.staged: set[str] = set()
         self._lock = threading.RLock()
 
     # host tier -----------------------------------------------------------------------
@@ -96,15 +113,26 @@ class ModuleManager:
                                     + "; ".join(problems))
         host_params = {k: v.detach().to("cpu", torch.float32) for k, v in params.items()}
         with self._lock:
-            self.host[module_id] = HostEntry(config, host_params)
-            self.host.move_to_end(module_id)
+            replaced = self.host.pop(module_id, None)
+            if replaced is not None:
+                self.host_bytes -= replaced.nbytes
+            entry = HostEntry(config, host_params)
+            self.host[module_id] = entry
+            self.host_bytes += entry.nbytes
             self._trim_host()
 
+    def _over_budget(self) -> bool:
+        budget = self.host_budget_bytes
+        return len(self.host) > self.host_capacity or (budget is not None
+                                                       and self.host_bytes > budget)
+
     def _trim_host(self) -> None:
-        while len(self.host) > self.host_capacity:
-            victim = next(iter(self.host))
+        # the newest entry stays even alone over the budget: its caller is about to use it
+        while len(self.host) > 1 and self._over_budget():
+            victim, entry = next(iter(self.host.items()))
             self.host.pop(victim)
-            self._emit("host_eviction", victim)
+            self.host_bytes -= entry.nbytes
+            self._emit("host_eviction", victim, family=str(entry.config["family"]))
 
     def resident(self, module_id: str) -> bool:
         """In host memory or in a device slot, so using it reads no file. Lock-free: the
@@ -129,37 +157,80 @@ class ModuleManager:
             ref = self.slot_of.get(module_id)
             if ref is not None:
                 self.slot_of.move_to_end(module_id)
+                self.staged.discard(module_id)
+                self._emit("hit", module_id, family=ref.bank.family.name)
                 return ref
             started = time.perf_counter()
             entry = self._host_entry(module_id)
             bank = self._bank(entry.config)
-            slot = self._free_slot(bank)
+            slot = self._spare_slot(bank, staged_too=True)
+            if slot is None:
+                raise ResidencyError(f"all {bank.n_slots} slots of the {bank.family.name!r} "
+                                     "bank are pinned or in use")
+            return self._write(module_id, entry, bank, slot, started)
+
+    def _write(self, module_id: str, entry: HostEntry, bank: ModuleBank, slot: int,
+               started: float) -> SlotRef:
+        with torch.inference_mode():  # see _bank
             bank.write(slot, entry.params)
-            ref = SlotRef(bank, slot)
-            self.slot_of[module_id] = ref
-            self._emit("load", module_id, time.perf_counter() - started)
-            return ref
+        ref = SlotRef(bank, slot)
+        self.slot_of[module_id] = ref
+        self._emit("load", module_id, time.perf_counter() - started, family=bank.family.name)
+        return ref
+
+    def prefetch(self, module_ids: Iterable[str]) -> list[str]:
+        """Copy modules that wait in host memory into spare slots before their batch asks
+        for them (the engine thread calls it between batches). Never reads a file, never
+        evicts a leased or pinned slot nor another of `module_ids`; returns those copied."""
+        wanted = list(dict.fromkeys(module_ids))
+        copied: list[str] = []
+        with self._lock:
+            for module_id in wanted:
+                entry = self.host.get(module_id)
+                if module_id in self.slot_of or entry is None:
+                    continue
+                started = time.perf_counter()
+                bank = self._bank(entry.config)
+                slot = self._spare_slot(bank, keep=set(wanted))
+                if slot is not None:
+                    self._write(module_id, entry, bank, slot, started)
+                    self.staged.add(module_id)
+                    copied.append(module_id)
+        return copied
 
     def _bank(self, config: dict[str, Any]) -> ModuleBank:
         key = bank_key(config)
         if key not in self.banks:
-            self.banks[key] = build_bank(config, self.backbone, n_slots=self.slots_per_bank,
-                                         device=self.device, dtype=self.dtype, pack=self.pack,
-                                         int8=self.int8, grouped_dtype=self.grouped_dtype)
+            # made and written in inference mode wherever it is called from (a batch, a
+            # preload, a prefetch): a bank made inside a batch holds inference tensors,
+            # which nothing outside inference mode may write
+            with torch.inference_mode():
+                self.banks[key] = build_bank(
+                    config, self.backbone, n_slots=self.slots_per_bank, device=self.device,
+                    dtype=self.dtype, pack=self.pack, int8=self.int8,
+                    grouped_dtype=self.grouped_dtype)
         return self.banks[key]
 
-    def _free_slot(self, bank: ModuleBank) -> int:
+    def _spare_slot(self, bank: ModuleBank, keep: set[str] | None = None, *,
+                    staged_too: bool = False) -> int | None:
+        """A free slot of `bank`, else the least recently used one that nothing leases,
+        pins or `keep`s (its module evicted), a staged one only with `staged_too` and
+        when no other is left; None when there is none."""
         used = {ref.slot for ref in self.slot_of.values() if ref.bank is bank}
         for slot in range(bank.n_slots):
             if slot not in used:
                 return slot
-        for module_id, ref in self.slot_of.items():  # least recently used first
-            if ref.bank is bank and module_id not in self.pinned and not self.in_use.get(module_id):
-                del self.slot_of[module_id]
-                self._emit("eviction", module_id)
-                return ref.slot
-        raise ResidencyError(f"all {bank.n_slots} slots of the {bank.family.name!r} bank are "
-                             "pinned or in use")
+        spare = [module_id for module_id, ref in self.slot_of.items()  # LRU first
+                 if ref.bank is bank and module_id not in self.pinned
+                 and not self.in_use.get(module_id) and module_id not in (keep or ())
+                 and (staged_too or module_id not in self.staged)]
+        if not spare:
+            return None
+        victim = next((m for m in spare if m not in self.staged), spare[0])
+        ref = self.slot_of.pop(victim)
+        self.staged.discard(victim)
+        self._emit("eviction", victim, family=bank.family.name)
+        return ref.slot
 
     def pin(self, module_id: str) -> None:
         with self._lock:
@@ -201,9 +272,12 @@ class ModuleManager:
         with self._lock:
             if self.in_use.get(module_id):
                 raise ResidencyError(f"module {module_id!r} is in use by running work")
-            self.host.pop(module_id, None)
+            entry = self.host.pop(module_id, None)
+            if entry is not None:
+                self.host_bytes -= entry.nbytes
             self.slot_of.pop(module_id, None)
             self.pinned.discard(module_id)
+            self.staged.discard(module_id)
 
     def busy(self, module_id: str) -> int:
         with self._lock:
@@ -215,12 +289,10 @@ class ModuleManager:
             return {"host": list(self.host),
                     "device": {m: (ref.bank.family.name, ref.slot)
                                for m, ref in self.slot_of.items()},
-                    "pinned": sorted(self.pinned), "in_use": dict(self.in_use)}
+                    "pinned": sorted(self.pinned), "in_use": dict(self.in_use),
+                    "host_bytes": self.host_bytes}
 
-    def _emit(self, event: str, module_id: str, seconds: float = 0.0) -> None:
+    def _emit(self, event: str, module_id: str, seconds: float = 0.0, *,
+              family: str = "") -> None:
         if self.observer is not None:
-            family = ""
-            entry = self.host.get(module_id)
-            if entry is not None:
-                family = str(entry.config["family"])
             self.observer(event, family, seconds)

@@ -41,7 +41,8 @@ from server.execution.engine_thread import EngineThread
 from server.scheduling.admission import ADMISSION_MARGIN
 from server.scheduling.batching import BatchLimits, Lane, Pending, form_batch
 from server.scheduling.fair_share import client_lanes, served_turns
-from server.scheduling.scheduler import Residency, Scheduler
+from server.scheduling.module_reads import Residency
+from server.scheduling.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
 RUN_S = 0.5  # one engine call steps at most this long (then the loop beats and re-enters)

@@ -22,9 +22,8 @@ groups, the token budget and the module slots), mechanism in the engine:
   efficiently), so the first bulk request of a busy server cannot be admitted blind;
 - every sentence has a deadline; expired or cancelled sentences (a client that gave up or
   disconnected) leave the queue at once and are never computed;
-- a sentence whose module was evicted from memory waits while `Residency.reload` reads it
-  back off the engine thread, then joins a later batch (once: if it was evicted again in
-  the meantime, the engine's own loader reads it inside the batch rather than starve it).
+- a sentence whose module was evicted from memory waits while it is read back off the
+  engine thread (module_reads.py; the read starts when the sentence is queued).
 
 The engine runs in one dedicated thread (server/execution/engine_thread.py); the event loop
 only waits on it.
@@ -38,8 +37,7 @@ import functools
 import itertools
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
-from typing import Protocol
+from collections.abc import Callable, Sequence
 
 from server.core.errors import DeadlineExceeded, NotReady
 from server.core.metrics import Metrics
@@ -58,20 +56,11 @@ from server.scheduling.batching import (
 )
 from server.scheduling.clients import CLIENT
 from server.scheduling.fair_share import client_lanes, served_turns
+from server.scheduling.module_reads import ModuleReads, Residency
 
 BatchRunner = Callable[[Sequence[SentenceJob], SearchOptions], list[list[Hypothesis]]]
 
 
-class Residency(Protocol):
-    """Where the scheduler learns that a module must be read back before it can run."""
-
-    def missing(self, module_ids: Iterable[str]) -> set[str]:
-        """The modules that are resident in no tier."""
-        ...
-
-    async def reload(self, module_id: str) -> None:
-        """Read the module back into memory, off the engine thread."""
-        ...
 HEARTBEAT_S = 1.0  # the idle batching loop still beats this often
 log = logging.getLogger(__name__)
 
@@ -82,7 +71,9 @@ class Scheduler(Admission):
                  metrics: Metrics | None = None, residency: Residency | None = None) -> None:
         self.runner = runner
         self.residency = residency
-        self._reloads: dict[str, asyncio.Task[None]] = {}  # module id -> its reload
+        # reads of evicted modules; `_needs_reload`: must a sentence wait for one?
+        self.reads = ModuleReads(residency, done=self._wake_up, failed=self._fail_module)
+        self._needs_reload = self.reads.held_back
         self.engine_thread = engine_thread
         self.settings = settings
         self.max_modules = max_modules
@@ -145,7 +136,7 @@ class Scheduler(Admission):
     @property
     def idle(self) -> bool:
         """Nothing waits, runs or is being read back: the engine may be unloaded."""
-        return not self._queue and not self._running and not self._reloads
+        return not self._queue and not self._running and not self.reads.running
 
     # -- submission --------------------------------------------------------------------
     def submit(self, jobs: Sequence[SentenceJob], options: SearchOptions, *,
@@ -177,6 +168,9 @@ class Scheduler(Admission):
         for key, item in items:
             self._queue[key] = item
             item.future.add_done_callback(functools.partial(self._discard, key))
+            # a cold module's read starts now, while the running batch decodes: by the
+            # time the sentence could join a batch its module is usually resident
+            self._needs_reload(item)
         self._report_depth()
         self._wake.set()
         return [item.future for _, item in items]
@@ -212,7 +206,7 @@ class Scheduler(Admission):
         """Nothing to run now: wait for a reload if what waits, waits for a module (the
         reload wakes the loop, or a heartbeat passes); else let cancellation callbacks
         run."""
-        if self._reloads:
+        if self.reads.running:
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), HEARTBEAT_S)
@@ -280,32 +274,14 @@ class Scheduler(Admission):
         self._report_depth()
         return [item for _, item in batch]
 
-    def _needs_reload(self, item: Pending) -> bool:
-        """True when `item` must wait for its modules to be read back (started here)."""
-        if self.residency is None or item.reloaded or not item.modules:
-            return False
-        missing = self.residency.missing(item.modules)
-        if not missing:
-            return False
-        for module_id in missing - self._reloads.keys():
-            task = asyncio.get_running_loop().create_task(self._reload(module_id))
-            self._reloads[module_id] = task
-        item.reloaded = True  # after this reload it runs, resident or not
-        return True
+    def _wake_up(self) -> None:
+        self._wake.set()
 
-    async def _reload(self, module_id: str) -> None:
-        assert self.residency is not None
-        try:
-            await self.residency.reload(module_id)
-        except Exception as error:  # its sentences fail (503); nothing else does
-            log.error("reloading module %s failed: %s", module_id, error)
-            for item in self._queue.values():
-                if module_id in item.modules and not item.future.done():
-                    item.future.set_exception(NotReady(
-                        f"module {module_id} could not be read back into memory: {error}"))
-        finally:
-            del self._reloads[module_id]
-            self._wake.set()
+    def _fail_module(self, module_id: str, error: Exception) -> None:
+        for item in self._queue.values():
+            if module_id in item.modules and not item.future.done():
+                item.future.set_exception(NotReady(
+                    f"module {module_id} could not be read back into memory: {error}"))
 
     async def _execute(self, batch: list[Pending]) -> None:
         live = [item for item in batch if not item.future.done()]

@@ -57,20 +57,23 @@ class DomainAdmin:
         self.runtime = runtime
         self.drain_timeout_s = drain_timeout_s
 
-    async def list_domains(self) -> list[DomainVersions]:
-        return await asyncio.to_thread(self._list)
+    async def list_domains(self, *, after: str | None = None,
+                           limit: int = 100) -> tuple[list[DomainVersions], str | None]:
+        """`limit` domains after the name `after`, and the cursor of the next page (None:
+        this was the last)."""
+        return await asyncio.to_thread(self._list, after, limit)
 
-    def _list(self) -> list[DomainVersions]:
-        registry, scope = self.store.registry, self.runtime.scope
-        active = registry.active_versions("module", backbone=scope)
+    def _list(self, after: str | None, limit: int) -> tuple[list[DomainVersions], str | None]:
+        page = self.store.registry.artifact_page("module", backbone=self.runtime.scope,
+                                                 after=after, limit=limit)
         by_name: dict[str, list[VersionInfo]] = {}
-        for record in registry.list_artifacts("module", backbone=registry.scope("module", scope)):
+        for record in page.records:
             manifest = record.manifest
             by_name.setdefault(record.name, []).append(VersionInfo(
                 record.version, record.created_at, str(manifest.config.get("family", "")),
-                active.get(record.name) == record.version, manifest.scores))
-        return [DomainVersions(name, active.get(name), versions)
-                for name, versions in sorted(by_name.items())]
+                page.active.get(record.name) == record.version, manifest.scores))
+        return ([DomainVersions(name, page.active.get(name), versions)
+                 for name, versions in by_name.items()], page.next_after)
 
     async def upload(self, name: str, archive: bytes | IO[bytes], *,
                      activate: bool) -> Manifest:

@@ -354,13 +354,18 @@ class Runtime:
         """Read and verify an evicted module on a worker thread, then register it (a short
         call on the engine thread); its sentences then join a later batch."""
         self.metrics.module_reloads.labels(thread="worker").inc()
+        started = time.perf_counter()
         await self._register(*ModuleRef.parse(module_id))
+        self.metrics.module_read_seconds.observe(time.perf_counter() - started)
+        # into a spare device slot now (leased slots stay), so its batch copies nothing
+        await self.engine_thread.run(self._engine().modules.prefetch, [module_id])
 
     def residency(self) -> dict[str, int]:
         if self.engine is None:
             return {}
         snapshot = self.engine.modules.snapshot()
-        return {"host": len(snapshot["host"]), "device": len(snapshot["device"])}
+        return {"host": len(snapshot["host"]), "device": len(snapshot["device"]),
+                "host_bytes": snapshot["host_bytes"]}
 
     def readiness(self) -> tuple[bool, dict[str, Any]]:
         """(ready, checks) of /health/ready (see `server.serving.readiness`)."""
@@ -388,4 +393,5 @@ def engine_options(settings: EngineSettings) -> EngineOptions:
                          module_bf16=settings.module_bf16,
                          module_grouped=settings.module_grouped, fixed_steps=settings.fixed_steps,
                          slots_per_bank=settings.slots_per_bank,
-                         host_capacity=settings.host_capacity)
+                         host_capacity=settings.host_capacity,
+                         host_budget_bytes=settings.host_budget_bytes)

@@ -84,6 +84,25 @@ def test_list_domains_with_versions(shared_client: TestClient) -> None:
         (1, True, "adapter")]
 
 
+def test_list_domains_a_page_at_a_time(shared_client: TestClient) -> None:
+    pages: list[list[str]] = []
+    after: str | None = None
+    while True:
+        params: dict[str, str | int] = {"limit": 2, **({"after": after} if after else {})}
+        body = shared_client.get("/admin/domains", params=params, headers=admin_headers()).json()
+        pages.append([d["name"] for d in body["domains"]])
+        after = body["next_after"]
+        if after is None:
+            break
+        assert after == pages[-1][-1]
+    assert pages == [["it", "law"], ["medical"]]
+    whole = shared_client.get("/admin/domains", headers=admin_headers()).json()
+    assert whole["next_after"] is None and len(whole["domains"]) == 3
+    for bad in ({"limit": 0}, {"limit": 1001}, {"after": "x" * 200}):
+        response = shared_client.get("/admin/domains", params=bad, headers=admin_headers())
+        assert response.status_code == 422, bad
+
+
 # -- upload ---------------------------------------------------------------------------------
 def test_upload_then_activate_then_roll_back(client: TestClient, store_root: Path,
                                              tmp_path: Path) -> None:

@@ -48,6 +48,20 @@ export function jobStatus(job) {
   }
 }
 
+
+// Every domain of the admin list, page after page (GET /admin/domains is paginated).
+async function adminDomains() {
+  const domains = [];
+  let after = null;
+  do {
+    const query = after === null ? "" : `&after=${encodeURIComponent(after)}`;
+    const page = await call(`admin/domains?limit=1000${query}`, { admin: true });
+    domains.push(...page.domains);
+    after = page.next_after;
+  } while (after !== null && after !== undefined);
+  return domains;
+}
+
 export class OperateView {
   constructor(app) {
     this.app = app;
@@ -143,9 +157,8 @@ export class OperateView {
 
   async refresh() {
     await this.act(async () => {
-      const [admin, served] = await Promise.all([
-        call("admin/domains", { admin: true }), call("domains")]);
-      this.renderDomains(admin.domains, served.domains);
+      const [domains, served] = await Promise.all([adminDomains(), call("domains")]);
+      this.renderDomains(domains, served.domains);
       await refreshCorrections();
     }, { clear: false });
     await this.refreshJobs();
@@ -282,9 +295,8 @@ export class OperateView {
 
   async refreshDomainsOnly() {
     await this.act(async () => {
-      const [admin, served] = await Promise.all([
-        call("admin/domains", { admin: true }), call("domains")]);
-      this.renderDomains(admin.domains, served.domains);
+      const [domains, served] = await Promise.all([adminDomains(), call("domains")]);
+      this.renderDomains(domains, served.domains);
     }, { clear: false });
   }
 

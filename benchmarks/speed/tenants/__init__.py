@@ -1,0 +1,1 @@
+"""Many tenants' modules on one backbone: residency, traffic spread, the registry at scale."""

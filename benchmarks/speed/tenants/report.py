@@ -1,0 +1,83 @@
+"""The tenants benchmark's markdown report (results/tenants.md), against the targets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+TARGETS = {"ratio_100": 0.9, "ratio_1000": 0.75}
+LEAST_USED_LIMIT = 3.0  # the least-used 10 %'s p99 over one module's p99
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}"
+
+
+def _mib(value: float) -> str:
+    return f"{value / 2**20:.1f} MiB"
+
+
+def verdicts(result: dict[str, Any]) -> list[str]:
+    lines = []
+    for key, target in TARGETS.items():
+        if key in result:
+            met = "met" if result[key] >= target else "NOT met"
+            lines.append(f"- `{key}` {result[key]:.2f} (target >= {target}): {met}")
+    for key in sorted(k for k in result if k.startswith("least_used_p99_over_one_")):
+        met = "met" if result[key] <= LEAST_USED_LIMIT else "NOT met"
+        lines.append(f"- least-used 10 % p99 / one module's p99 at "
+                     f"{key.rsplit('_', 1)[1]} modules: {result[key]:.2f} "
+                     f"(target <= {LEAST_USED_LIMIT:g}): {met}")
+    within = result["host_memory_bytes"] <= result["budget_bytes"]
+    lines.append(f"- host tier at most {_mib(result['host_memory_bytes'])} against a budget "
+                 f"of {_mib(result['budget_bytes'])} ({result['budget_share']:.0%} of the "
+                 f"{result['modules']} modules' {_mib(result['modules_bytes'])}): "
+                 f"{'within' if within else 'OVER'}; evictions {result['host_evictions']:.0f} "
+                 f"(host), {result['slot_evictions']:.0f} (slots)")
+    return lines
+
+
+def markdown(result: dict[str, Any]) -> str:
+    rows = ["| run | modules | requests | modules used | tokens/s | ratio | p50 ms | p99 ms "
+            "| cold requests | p99 cold ms | p99 least-used 10 % ms |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for run in result["runs"]:
+        rows.append(f"| {run['label']} | {run['modules']} | {run['requests']} | "
+                    f"{run['modules_used']} | {run['tokens_per_s']:.1f} | "
+                    f"{run['ratio']:.2f} | {_ms(run['p50_ms'])} | "
+                    f"{_ms(run['p99_ms'])} | {run['cold_requests']} | "
+                    f"{_ms(run['p99_cold_ms'])} | {_ms(run['p99_least_used_ms'])} |")
+    registry = result["registry"]
+    registry_rows = [f"| {key.removesuffix('_ms').replace('_', ' ')} | {value:.2f} |"
+                     for key, value in registry.items() if key.endswith("_ms")]
+    return "\n".join([
+        "# Tenants: many modules on one backbone",
+        "",
+        f"{result['modules']} residual adapters (bottleneck 64, each the shipped `law` "
+        "adapter cut to 64 units plus its own perturbation), published to the store and "
+        "served through `Runtime` and the `Scheduler` (no HTTP). Closed-loop clients send one "
+        "sentence each at a time, its module drawn over the first N modules (Zipf s = 1 or "
+        "uniform); batches mix modules (at most 16 per batch, 16 device slots; adapters "
+        f"{result['adapters']}, {result['clients']} clients, {result['requests']} requests "
+        f"a run in {result['rounds']} rounds). The host "
+        "tier is bounded by `NMT_ENGINE__HOST_BUDGET_BYTES`; a cold module is read by a "
+        "worker thread while the other sentences decode. Ratio: tokens/s against one "
+        "module, the median over rounds of each round's ratio (the runs take turns in "
+        "rounds; a stall of the shared host hits a round, not a run).",
+        "",
+        *verdicts(result),
+        f"- p99 of a cold-module request (worst run): {_ms(result['p99_cold_ms'])} ms; "
+        f"module reads off the engine thread {result['reads_off_engine_thread']:.0f} "
+        f"({result.get('warm_up_reads', 0):.0f} of them unmeasured, bringing the host tier to "
+        f"a run's steady state before its turn), on it "
+        f"{result['reads_on_engine_thread']:.0f}; slot loads {result['slot_loads']:.0f}, "
+        f"slot hits {result['slot_hits']:.0f}",
+        "",
+        *rows,
+        "",
+        f"## Registry at {registry['modules']} modules (SQLite, median ms)",
+        "",
+        "| call | ms |",
+        "|---|---:|",
+        *registry_rows,
+        "",
+    ])
