@@ -214,8 +214,9 @@ class GlossaryResult(BaseModel):
                                            "target is in the translation")
     missed: list[str] = Field(description="terms found in the text whose target is not")
     forbidden: list[str] = Field(
-        default_factory=list, description="the glossary's forbidden target terms (TBX: "
-        "deprecated, superseded, forbidden) that the translation holds")
+        default_factory=list, exclude_if=lambda value: not value,
+        description="the glossary's forbidden target terms (TBX: deprecated, superseded, "
+                    "forbidden) that the translation holds (absent when none)")
 
 
 class Sentence(BaseModel):
