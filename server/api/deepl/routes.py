@@ -3,7 +3,8 @@ server_url="http://HOST:PORT/deepl")`) and tools with a DeepL backend (Weblate) 
 unchanged. Thin: every translation goes through the native translation path
 (`Translator.translate`), one item per `text`; this layer only maps DeepL's parameters,
 answers and errors. `tag_handling` xml/html translates the texts as markup (tags, and
-placeables like `<x id="1"></x>`, are kept exactly)."""
+placeables like `<x id="1"></x>`, are kept exactly); an identical request while one runs
+(a client's retry) joins its work (joined.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from server.api.deepl.access import admit
 from server.api.deepl.deps import DeepLKeyDep
 from server.api.deepl.directions import check_target, chosen_direction, served_pairs
 from server.api.deepl.errors import DeepLError, DeepLRoute
+from server.api.deepl.joined import fingerprint, joiner
 from server.api.deepl.requests import (
     deepl_code,
     optional,
@@ -66,7 +68,10 @@ async def translate(request: Request, runtime: RuntimeDep, translator: Translato
     items = [Item(text, None, text_field=f"text[{i}]", format=markup, glossary=glossary,
                   split=params.split, context=params.context)
              for i, text in enumerate(params.texts)]
-    results = await until_disconnected(request, translator.translate(items, DecodingRequest()))
+    # an identical request (a client's retry) joins this one's work while it runs
+    identity = fingerprint(key or optional(values, "auth_key"), "translate", values)
+    results = await until_disconnected(request, joiner(request.app.state).join(
+        identity, lambda: translator.translate(items, DecodingRequest())))
     shown = deepl_code(source or "")
     return JSONResponse({"translations": [
         {"detected_source_language": shown, "text": result.translation,

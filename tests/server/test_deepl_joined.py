@@ -1,0 +1,168 @@
+"""The DeepL door under a client's retries: identical requests join the work already
+running (server/api/deepl/joined.py), and the official client at its default settings
+(10 s read timeout, up to 5 retries on timeouts, 429 and 5xx) gets 50 texts of 900
+characters answered by its first request."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterator
+
+import deepl
+import pytest
+from conftest import make_settings
+from test_libretranslate import build_store
+from uvicorn_live import serving
+
+from server.api.deepl.joined import InFlight, fingerprint
+from server.app import create_app
+
+# sentences of ordinary length (~110 characters): 900 characters hold about 8
+SENTENCES = [
+    "The patient takes one tablet a day with a glass of water, and the doctor checks the "
+    "dose every month.",
+    "Click the button at the top of the window to open the file, then save the changes "
+    "before you close it.",
+    "The council adopted the regulation after the member states agreed on the directive "
+    "and its decision.",
+    "Children need a smaller dose of the medicine, which the doctor writes on the label of "
+    "every box.",
+    "Close the window when the files are saved, and open the next file from the list that "
+    "the button shows."]
+
+
+def test_identical_work_runs_once_and_every_waiter_gets_it() -> None:
+    started: list[str] = []
+
+    async def scenario() -> list[str]:
+        joined = InFlight()
+        release = asyncio.Event()
+
+        async def work() -> str:
+            started.append("work")
+            await release.wait()
+            return "done"
+
+        first = asyncio.ensure_future(joined.join("a", work))
+        second = asyncio.ensure_future(joined.join("a", work))
+        other = asyncio.ensure_future(joined.join("b", work))
+        await asyncio.sleep(0)
+        assert len(joined) == 2
+        release.set()
+        results = list(await asyncio.gather(first, second, other))
+        assert len(joined) == 0  # finished work is forgotten: a later request runs anew
+        results.append(await joined.join("a", work))
+        return results
+
+    assert asyncio.run(scenario()) == ["done"] * 4
+    assert len(started) == 3  # "a" once while it ran, "b", and "a" again afterwards
+
+
+def test_work_stops_only_when_its_last_waiter_leaves() -> None:
+    async def scenario() -> tuple[bool, str, bool]:
+        joined = InFlight(grace_s=0)
+        release = asyncio.Event()
+        cancelled = asyncio.Event()
+
+        async def work(gate: asyncio.Event) -> str:
+            try:
+                await gate.wait()
+            except asyncio.CancelledError:
+                cancelled.set()
+                raise
+            return "done"
+
+        gone = asyncio.ensure_future(joined.join("a", lambda: work(release)))
+        retry = asyncio.ensure_future(joined.join("a", lambda: work(release)))
+        await asyncio.sleep(0)
+        gone.cancel()  # the first client disconnected; its retry still waits
+        await asyncio.sleep(0)
+        kept = not cancelled.is_set()
+        release.set()
+        answer = await retry
+        lone = asyncio.ensure_future(joined.join("b", lambda: work(asyncio.Event())))
+        await asyncio.sleep(0)
+        lone.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await lone
+        for _ in range(3):  # the cancel is scheduled after grace_s (0), then delivered
+            await asyncio.sleep(0)
+        return kept, answer, cancelled.is_set()
+
+    assert asyncio.run(scenario()) == (True, "done", True)
+
+
+def test_a_retry_after_the_client_left_joins_the_running_work() -> None:
+    started: list[str] = []
+
+    async def scenario() -> str:
+        joined = InFlight(grace_s=60)  # polled below: no wait as long
+        release = asyncio.Event()
+
+        async def work() -> str:
+            started.append("work")
+            await release.wait()
+            return "done"
+
+        first = asyncio.ensure_future(joined.join("a", work))
+        await asyncio.sleep(0)
+        first.cancel()  # the client timed out and closed its connection
+        await asyncio.sleep(0)
+        retry = asyncio.ensure_future(joined.join("a", work))
+        await asyncio.sleep(0)
+        release.set()
+        return await retry
+
+    assert asyncio.run(scenario()) == "done"
+    assert started == ["work"]
+
+
+def test_an_error_reaches_every_waiter() -> None:
+    async def scenario() -> list[BaseException | str]:
+        joined = InFlight()
+
+        async def work() -> str:
+            await asyncio.sleep(0)
+            raise ValueError("bad text")
+
+        return list(await asyncio.gather(joined.join("a", work), joined.join("a", work),
+                                         return_exceptions=True))
+
+    assert [str(e) for e in asyncio.run(scenario())] == ["bad text", "bad text"]
+
+
+def test_requests_are_identical_only_with_the_same_key_and_parameters() -> None:
+    body = {"text": ["Hello."], "target_lang": "FR"}
+    same = fingerprint("k1", "translate", dict(reversed(list(body.items()))))
+    assert fingerprint("k1", "translate", body) == same
+    assert fingerprint("k2", "translate", body) != same
+    assert fingerprint("k1", "translate", body | {"target_lang": "DE"}) != same
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[deepl.Translator]:
+    root = build_store(tmp_path_factory.mktemp("deepl-retries") / "store")
+    with serving(create_app(make_settings(root))) as url:
+        translator = deepl.Translator("any-key", server_url=url + "/deepl/")
+        yield translator
+        translator.close()
+
+
+def test_fifty_texts_of_900_characters_need_no_retry(client: deepl.Translator,
+                                                    caplog: pytest.LogCaptureFixture) -> None:
+    texts = []
+    for number in range(50):
+        text = ""
+        while len(text) < 900:
+            text += SENTENCES[(number + len(text)) % len(SENTENCES)] + " "
+        texts.append(text[:900].rsplit(" ", 1)[0] + ".")
+    assert min(map(len, texts)) > 850
+    with caplog.at_level(logging.INFO, logger="deepl"):
+        results = client.translate_text(texts, source_lang="EN", target_lang="FR")
+    assert isinstance(results, list) and len(results) == 50
+    assert all(result.text for result in results)
+    retries = [r.getMessage() for r in caplog.records if "retry" in r.getMessage().lower()]
+    assert retries == []
+    # the client logs each request it sends: one
+    assert sum("Request to DeepL API" in r.getMessage() for r in caplog.records) == 1
