@@ -215,7 +215,7 @@ def markdown(results: dict[str, Any]) -> str:
 target terms, {base['do_not_translate']} do-not-translate names; imported in
 {base['import_seconds']} s). Method: benchmarks/quality/text/terminology.py. {env['note']}
 
-| system | preferred target in the output | outputs holding a forbidden term | do-not-translate kept | BLEU | vs none |
+| system | preferred target in output | outputs with a forbidden term | DNT kept | BLEU | vs none |
 |---|---:|---:|---:|---:|---:|
 {rows}
 
