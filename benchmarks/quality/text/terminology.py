@@ -9,9 +9,11 @@ The termbase is built from the data, then imported the way the server imports an
 - concepts: the term pairs of the medical-terms, finance and lexicon corpora
   (benchmarks/quality/text/glossary.py, `term_pairs`). A source term's preferred target is
   the one of its targets most often found in the references of the test sentences that
-  hold the term (ties: the first in sorted order); its other targets are deprecated
-  (forbidden), unless one contains the other (`Début` / `Au début`) or they differ only
-  in case;
+  hold the term, written as they write it (ties: the first in sorted order); a term is
+  kept only when that target is in at least half of those references (a curated
+  termbase agrees with the texts it serves; a term the texts translate several ways is
+  no terminology). Its other targets are deprecated (forbidden), unless one contains the
+  other (`Début` / `Au début`) or they differ only in case;
 - do-not-translate terms: names the reference keeps verbatim: a capitalized word of 4+
   letters, not the first of its sentence, that the reference holds unchanged.
 
@@ -65,6 +67,7 @@ from server.textproc.tbx import Terminology, read_tbx
 
 _NAME = re.compile(r"(?<=\S )([A-Z][a-z]{3,})(?!\w)")
 SETS = 10  # test sets the sentences are drawn from
+CONSISTENT = 0.5  # a term's preferred target is in at least this share of its references
 
 
 @dataclass(frozen=True)
@@ -81,8 +84,14 @@ def _finder(terms: Sequence[str]) -> re.Pattern[str]:
     return re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, longest)) + r")(?!\w)", re.I)
 
 
+def _written(text: str, term: str) -> str | None:
+    """`term` as `text` writes it (any case), or None."""
+    found = re.search(rf"(?<!\w){re.escape(term)}(?!\w)", text, re.I)
+    return found.group(0) if found else None
+
+
 def _holds(text: str, term: str) -> bool:
-    return re.search(rf"(?<!\w){re.escape(term)}(?!\w)", text, re.I) is not None
+    return _written(text, term) is not None
 
 
 def choose(data: Path, *, limit: int, rng: random.Random
@@ -91,18 +100,24 @@ def choose(data: Path, *, limit: int, rng: random.Random
     pairs = term_pairs(data)
     finder = _finder(list(pairs))
     rows = test_sets(data)
-    agree: dict[str, Counter[str]] = {}
+    agree: dict[str, Counter[str]] = {}  # term -> its targets as the references write them
+    holding: Counter[str] = Counter()  # term -> test sentences that hold it
     found: list[tuple[str, str | None, str, str, list[str]]] = []
     for name, domain, source, reference in rows:
         terms = list(dict.fromkeys(m.group(0).lower() for m in finder.finditer(source)))
+        holding.update(terms)
         for term in terms:
-            for target in pairs[term]:
-                if _holds(reference, target):
-                    agree.setdefault(term, Counter())[target] += 1
+            for target in sorted(pairs[term]):
+                written = _written(reference, target)
+                if written is not None:
+                    agree.setdefault(term, Counter())[written] += 1
+                    break
         found.append((name, domain, source, reference, terms))
     concepts: dict[str, tuple[str, list[str]]] = {}
     for term, counts in agree.items():
-        preferred = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
+        preferred, count = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0]
+        if count < CONSISTENT * holding[term]:
+            continue  # the texts translate it several ways: no terminology to enforce
         low = preferred.lower()
         forbidden = sorted(t for t in pairs[term] if low not in t.lower()
                            and t.lower() not in low)

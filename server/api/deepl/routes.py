@@ -3,18 +3,25 @@ server_url="http://HOST:PORT/deepl")`) and tools with a DeepL backend (Weblate) 
 unchanged. Thin: every translation goes through the native translation path
 (`Translator.translate`), one item per `text`; this layer only maps DeepL's parameters,
 answers and errors. `tag_handling` xml/html translates the texts as markup (tags, and
-placeables like `<x id="1"></x>`, are kept exactly); an identical request while one runs
-(a client's retry) joins its work (joined.py)."""
+placeables like `<x id="1"></x>`, are kept exactly; `ignore_tags` elements come back
+untranslated: ignored_tags.py); an identical request while one runs
+(a client's retry) joins its work (joined.py), and a long one is answered behind
+heartbeats within the client's read timeout (heartbeat.py)."""
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
 from server.api.deepl.access import admit
 from server.api.deepl.deps import DeepLKeyDep
 from server.api.deepl.directions import check_target, chosen_direction, served_pairs
 from server.api.deepl.errors import DeepLError, DeepLRoute
+from server.api.deepl.heartbeat import answer_when_done
+from server.api.deepl.ignored_tags import hide, show, tag_names
 from server.api.deepl.joined import fingerprint, joiner
 from server.api.deepl.requests import (
     deepl_code,
@@ -27,7 +34,7 @@ from server.api.deepl.schemas import ERRORS, TRANSLATE_BODY
 from server.api.deps import AccessDep, DirectionsDep, RuntimeDep, TranslatorDep
 from server.api.disconnect import until_disconnected
 from server.serving.glossaries import GlossaryChoice
-from server.serving.requests import DecodingRequest, Item
+from server.serving.requests import DecodingRequest, Item, ItemResult
 from server.textproc.document import Format
 from server.textproc.languages import language_name
 
@@ -39,7 +46,7 @@ FORMAL = ("more", "less")  # the formalities DeepL refuses on a target without f
 @router.post("/v2/translate", responses=ERRORS, openapi_extra=TRANSLATE_BODY)
 async def translate(request: Request, runtime: RuntimeDep, translator: TranslatorDep,
                     directions: DirectionsDep, access: AccessDep,
-                    key: DeepLKeyDep) -> JSONResponse:
+                    key: DeepLKeyDep) -> Response:
     """Translate `text` (one or a list) into `target_lang` (JSON or form body, as DeepL's
     `/v2/translate`). Answers `{"translations": [{"detected_source_language", "text",
     "billed_characters"}]}`."""
@@ -65,18 +72,26 @@ async def translate(request: Request, runtime: RuntimeDep, translator: Translato
         source = detected.language
     markup: Format = "html" if params.tag_handling is not None else "text"
     glossary = GlossaryChoice(glossary_id=params.glossary_id, id_field="glossary_id")
-    items = [Item(text, None, text_field=f"text[{i}]", format=markup, glossary=glossary,
-                  split=params.split, context=params.context)
-             for i, text in enumerate(params.texts)]
+    # ignore_tags (with tag_handling): those elements come back exactly as sent
+    ignored = tag_names(values.get("ignore_tags")) if markup == "html" else frozenset()
+    hidden = [hide(text, ignored) for text in params.texts]
+    items = [Item(text.text, None, text_field=f"text[{i}]", format=markup,
+                  glossary=glossary, split=params.split, context=params.context)
+             for i, text in enumerate(hidden)]
     # an identical request (a client's retry) joins this one's work while it runs
     identity = fingerprint(key or optional(values, "auth_key"), "translate", values)
-    results = await until_disconnected(request, joiner(request.app.state).join(
+    work = asyncio.ensure_future(joiner(request.app.state).join(
         identity, lambda: translator.translate(items, DecodingRequest())))
     shown = deepl_code(source or "")
-    return JSONResponse({"translations": [
-        {"detected_source_language": shown, "text": result.translation,
-         "billed_characters": len(text)}
-        for text, result in zip(params.texts, results, strict=True)]})
+
+    def render(results: list[ItemResult]) -> dict[str, Any]:
+        return {"translations": [
+            {"detected_source_language": shown, "text": show(result.translation, sent),
+             "billed_characters": len(text)}
+            for text, sent, result in zip(params.texts, hidden, results, strict=True)]}
+
+    # a long one is answered behind heartbeats, within the client's read timeout
+    return await until_disconnected(request, answer_when_done(work, render))
 
 
 @router.get("/v2/languages", responses=ERRORS)

@@ -1,20 +1,26 @@
 """The DeepL door under a client's retries: identical requests join the work already
-running (server/api/deepl/joined.py), and the official client at its default settings
+running (server/api/deepl/joined.py), a long one is answered behind heartbeats
+(heartbeat.py), and the official client at its default settings
 (10 s read timeout, up to 5 retries on timeouts, 429 and 5xx) gets 50 texts of 900
-characters answered by its first request."""
+characters answered by its first request; `ignore_tags` elements come back untranslated
+(server/api/deepl/ignored_tags.py)."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Iterator
 
 import deepl
 import pytest
 from conftest import make_settings
+from fastapi.responses import StreamingResponse
 from test_libretranslate import build_store
 from uvicorn_live import serving
 
+from server.api.deepl.heartbeat import AnswerAborted, answer_when_done
+from server.api.deepl.ignored_tags import hide, show, tag_names
 from server.api.deepl.joined import InFlight, fingerprint
 from server.app import create_app
 
@@ -166,3 +172,70 @@ def test_fifty_texts_of_900_characters_need_no_retry(client: deepl.Translator,
     assert retries == []
     # the client logs each request it sends: one
     assert sum("Request to DeepL API" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_ignored_elements_are_hidden_whole_and_shown_again() -> None:
+    assert tag_names("keep, Code") == {"keep", "code"}
+    assert tag_names(["keep", "x,y"]) == {"keep", "x", "y"}
+    text = ('Run <keep a="1">this <keep>nested</keep> part</keep> now, '
+            "<!-- a comment --> then <keep/> and <keep>left open")
+    hidden = hide(text, frozenset({"keep"}))
+    assert "nested" not in hidden.text and "this" not in hidden.text
+    assert "<!-- a comment -->" in hidden.text and "left open" in hidden.text
+    assert len(hidden.elements) == 2  # the outer element and the self-closing one
+    assert show(hidden.text, hidden) == text
+    assert hide(text, frozenset()).text == text
+
+
+def test_the_client_gets_ignored_tags_back_exactly(client: deepl.Translator) -> None:
+    text = ("Open the <keep>file and the window</keep> now. "
+            '<b>Click</b> the <keep id="2">button</keep>.')
+    result = client.translate_text(text, source_lang="EN", target_lang="FR",
+                                   tag_handling="xml", ignore_tags=["keep"])
+    assert isinstance(result, deepl.TextResult)
+    assert "<keep>file and the window</keep>" in result.text
+    assert '<keep id="2">button</keep>' in result.text
+    assert "<b>" in result.text and "</b>" in result.text
+
+
+def test_a_long_answer_starts_with_heartbeats_and_ends_with_its_json() -> None:
+    async def scenario() -> tuple[int, bytes, bytes]:
+        release = asyncio.Event()
+
+        async def work() -> list[str]:
+            await release.wait()
+            return ["une traduction"]
+
+        quick = asyncio.ensure_future(asyncio.sleep(0, result=["vite"]))
+        answered = await answer_when_done(quick, lambda r: {"translations": r})
+        running = asyncio.ensure_future(work())
+        streamed = await answer_when_done(running, lambda r: {"translations": r},
+                                          first_bytes_s=0, heartbeat_s=0)
+        assert isinstance(streamed, StreamingResponse)
+        chunks: list[bytes] = []
+        async for chunk in streamed.body_iterator:
+            chunks.append(bytes(chunk) if not isinstance(chunk, str) else chunk.encode())
+            if len(chunks) == 3:
+                release.set()  # the work ends after a few heartbeats
+        return answered.status_code, bytes(answered.body), b"".join(chunks)
+
+    status, body, streamed = asyncio.run(scenario())
+    assert status == 200 and json.loads(body) == {"translations": ["vite"]}
+    assert streamed.startswith(b"   ") and streamed.strip().startswith(b"{")
+    assert json.loads(streamed) == {"translations": ["une traduction"]}  # leading spaces
+
+
+def test_a_failure_after_the_heartbeats_cuts_the_answer_short() -> None:
+    async def scenario() -> None:
+        async def work() -> list[str]:
+            await asyncio.sleep(0)
+            raise TimeoutError("the deadline passed")
+
+        streamed = await answer_when_done(asyncio.ensure_future(work()), list,
+                                          first_bytes_s=0, heartbeat_s=0)
+        assert isinstance(streamed, StreamingResponse)
+        async for _ in streamed.body_iterator:
+            pass
+
+    with pytest.raises(AnswerAborted, match="deadline"):
+        asyncio.run(scenario())
