@@ -13,8 +13,9 @@ import logging
 from collections.abc import Iterator
 
 import deepl
+import httpx
 import pytest
-from conftest import make_settings
+from conftest import admin_headers, make_settings
 from fastapi.responses import StreamingResponse
 from test_libretranslate import build_store
 from uvicorn_live import serving
@@ -147,12 +148,17 @@ def test_requests_are_identical_only_with_the_same_key_and_parameters() -> None:
 
 
 @pytest.fixture(scope="module")
-def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[deepl.Translator]:
+def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     root = build_store(tmp_path_factory.mktemp("deepl-retries") / "store")
     with serving(create_app(make_settings(root))) as url:
-        translator = deepl.Translator("any-key", server_url=url + "/deepl/")
-        yield translator
-        translator.close()
+        yield url
+
+
+@pytest.fixture(scope="module")
+def client(base: str) -> Iterator[deepl.Translator]:
+    translator = deepl.Translator("any-key", server_url=base + "/deepl/")
+    yield translator
+    translator.close()
 
 
 def test_fifty_texts_of_900_characters_need_no_retry(client: deepl.Translator,
@@ -239,3 +245,26 @@ def test_a_failure_after_the_heartbeats_cuts_the_answer_short() -> None:
 
     with pytest.raises(AnswerAborted, match="deadline"):
         asyncio.run(scenario())
+
+
+def test_a_translation_memory_by_deepls_parameters(base: str,
+                                                   client: deepl.Translator) -> None:
+    made = httpx.post(base + "/admin/memories", json={"name": "acme"},
+                      headers=admin_headers(), timeout=60)
+    assert made.status_code == 201, made.text
+    added = httpx.post(base + "/admin/memories/acme/pairs", headers=admin_headers(),
+                       timeout=60, json={"source": "Keep out of the reach of children.",
+                             "target": "Tenir hors de la portée des enfants."})
+    assert added.status_code == 201, added.text
+    found = client.translate_text("Keep out of the reach of children.", source_lang="EN",
+                                  target_lang="FR", translation_memory="acme",
+                                  translation_memory_threshold=75)
+    assert isinstance(found, deepl.TextResult)
+    assert found.text == "Tenir hors de la portée des enfants."
+    with pytest.raises(deepl.DeepLException, match="unknown memory"):
+        client.translate_text("Hello.", target_lang="FR", translation_memory="nope")
+    refused = httpx.post(base + "/deepl/v2/translate", timeout=60, json={
+        "text": ["Hello."], "target_lang": "FR", "translation_memory_id": "acme",
+        "translation_memory_threshold": 101})  # the client itself refuses to send it
+    assert refused.status_code == 400
+    assert "translation_memory_threshold" in refused.json()["message"]

@@ -10,12 +10,13 @@ The termbase is built from the data, then imported the way the server imports an
   (benchmarks/quality/text/glossary.py, `term_pairs`). A source term's preferred target is
   the one of its targets most often found in the references of the test sentences that
   hold the term, written as they write it (ties: the first in sorted order); a term is
-  kept only when that target is in at least half of those references (a curated
+  kept only when that target is in at least 80% of those references (a curated
   termbase agrees with the texts it serves; a term the texts translate several ways is
   no terminology). Its other targets are deprecated (forbidden), unless one contains the
   other (`Début` / `Au début`) or they differ only in case;
 - do-not-translate terms: names the reference keeps verbatim: a capitalized word of 4+
-  letters, not the first of its sentence, that the reference holds unchanged.
+  letters, not the first of its sentence, that the reference holds unchanged and that is
+  not part of a term the sentence holds.
 
 Test sentences are those of the 7 domains' and 3 genres' test sets (at most 1/10 of the
 total from each) holding a term whose preferred target is in their reference, or a
@@ -67,7 +68,7 @@ from server.textproc.tbx import Terminology, read_tbx
 
 _NAME = re.compile(r"(?<=\S )([A-Z][a-z]{3,})(?!\w)")
 SETS = 10  # test sets the sentences are drawn from
-CONSISTENT = 0.5  # a term's preferred target is in at least this share of its references
+CONSISTENT = 0.8  # a term's preferred target is in at least this share of its references
 
 
 @dataclass(frozen=True)
@@ -127,7 +128,7 @@ def choose(data: Path, *, limit: int, rng: random.Random
         held = tuple(t for t in terms if t in concepts)
         names = tuple(dict.fromkeys(n for n in _NAME.findall(source)
                                     if re.search(rf"(?<!\w){n}(?!\w)", reference)
-                                    and n.lower() not in pairs))
+                                    and not any(n.lower() in t for t in terms)))
         if any(_holds(reference, concepts[t][0]) for t in held) or names:
             by_set.setdefault(name, []).append(Case(source, reference, domain, held, names))
     cases: list[Case] = []

@@ -29,6 +29,7 @@ from server.api.deepl.requests import (
     read_values,
     target_codes,
     translate_params,
+    translation_memory,
 )
 from server.api.deepl.schemas import ERRORS, TRANSLATE_BODY
 from server.api.deps import AccessDep, DirectionsDep, RuntimeDep, TranslatorDep
@@ -75,8 +76,10 @@ async def translate(request: Request, runtime: RuntimeDep, translator: Translato
     # ignore_tags (with tag_handling): those elements come back exactly as sent
     ignored = tag_names(values.get("ignore_tags")) if markup == "html" else frozenset()
     hidden = [hide(text, ignored) for text in params.texts]
+    memory = translation_memory(values)
     items = [Item(text.text, None, text_field=f"text[{i}]", format=markup,
-                  glossary=glossary, split=params.split, context=params.context)
+                  glossary=glossary, split=params.split, context=params.context,
+                  memory=memory)
              for i, text in enumerate(hidden)]
     # an identical request (a client's retry) joins this one's work while it runs
     identity = fingerprint(key or optional(values, "auth_key"), "translate", values)
