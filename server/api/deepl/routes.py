@@ -20,6 +20,7 @@ from server.api.deepl.access import admit
 from server.api.deepl.deps import DeepLKeyDep
 from server.api.deepl.directions import check_target, chosen_direction, served_pairs
 from server.api.deepl.errors import DeepLError, DeepLRoute
+from server.api.deepl.glossaries_v3 import resolve_glossary_id
 from server.api.deepl.heartbeat import answer_when_done
 from server.api.deepl.ignored_tags import hide, show, tag_names
 from server.api.deepl.joined import fingerprint, joiner
@@ -37,7 +38,7 @@ from server.api.disconnect import until_disconnected
 from server.serving.glossaries import GlossaryChoice
 from server.serving.requests import DecodingRequest, Item, ItemResult
 from server.textproc.document import Format
-from server.textproc.languages import language_name
+from server.textproc.languages import LanguagePair, language_name
 
 router = APIRouter(tags=["deepl"], route_class=DeepLRoute)
 UNLIMITED = 1_000_000_000_000  # what DeepL reports for an account without a limit
@@ -72,7 +73,10 @@ async def translate(request: Request, runtime: RuntimeDep, translator: Translato
     if detected is not None:
         source = detected.language
     markup: Format = "html" if params.tag_handling is not None else "text"
-    glossary = GlossaryChoice(glossary_id=params.glossary_id, id_field="glossary_id")
+    # a multilingual (v3) glossary: its dictionary of this direction
+    glossary_id = resolve_glossary_id(params.glossary_id,
+                                      LanguagePair(source or "", params.target))
+    glossary = GlossaryChoice(glossary_id=glossary_id, id_field="glossary_id")
     # ignore_tags (with tag_handling): those elements come back exactly as sent
     ignored = tag_names(values.get("ignore_tags")) if markup == "html" else frozenset()
     hidden = [hide(text, ignored) for text in params.texts]
