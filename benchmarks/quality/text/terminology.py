@@ -29,7 +29,8 @@ mode).
   preferred target is in the output (any case);
 - forbidden-term rate: the share of sentences whose output holds a forbidden target term
   of the termbase (whole words, any case; the references' own rate is given beside it:
-  some forbidden terms are also ordinary words);
+  some forbidden terms are also ordinary words), also among the sentences that hold a
+  term with forbidden targets (where the model could write one);
 - do-not-translate kept: the share of do-not-translate names found in the output as
   written.
 
@@ -165,8 +166,8 @@ def termbase(concepts: dict[str, tuple[str, list[str]]], names: Sequence[str]) -
 
 
 def evaluate(engine: Any, modules: dict[str, str], cases: Sequence[Case],
-             glossary: Glossary | None, terms: Terminology, options: SearchOptions
-             ) -> dict[str, Any]:
+             glossary: Glossary | None, terms: Terminology, options: SearchOptions,
+             alternatives: dict[str, list[str]]) -> dict[str, Any]:
     documents = [build_document(c.source, glossary=glossary, terms="inline") for c in cases]
     members = [[Member(modules[c.domain])] if c.domain in modules else [Member(None)]
                for c in cases]
@@ -174,7 +175,7 @@ def evaluate(engine: Any, modules: dict[str, str], cases: Sequence[Case],
     outcome = translate_documents(engine, documents, members, options)
     preferred = {s.lower(): t for s, t in terms.entries}
     forbidden = tuple(terms.forbidden)
-    hits = total = kept = names = with_forbidden = 0
+    hits = total = kept = names = with_forbidden = exposed = exposed_hits = 0
     for case, output in zip(cases, outcome.texts, strict=True):
         for term in case.terms:
             total += 1
@@ -182,10 +183,16 @@ def evaluate(engine: Any, modules: dict[str, str], cases: Sequence[Case],
         for name in case.names:
             names += 1
             kept += re.search(rf"(?<!\w){name}(?!\w)", output) is not None
-        with_forbidden += bool(forbidden_hits(forbidden, output))
+        found = bool(forbidden_hits(forbidden, output))
+        with_forbidden += found
+        if any(alternatives.get(term) for term in case.terms):  # a term with forbidden ones
+            exposed += 1
+            exposed_hits += found
     bleu = sacrebleu.corpus_bleu(outcome.texts, [[c.reference for c in cases]])
     return {"term_hit_rate": round(hits / max(total, 1), 4), "terms": total,
             "forbidden_rate": round(with_forbidden / max(len(cases), 1), 4),
+            "exposed_sentences": exposed,
+            "exposed_forbidden_rate": round(exposed_hits / max(exposed, 1), 4),
             "dnt_kept_rate": round(kept / max(names, 1), 4), "dnt_terms": names,
             "bleu": round(bleu.score, 2), "retried_sentences": outcome.retried,
             "seconds": round(time.perf_counter() - started, 1),
@@ -204,7 +211,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     imported_s = time.perf_counter() - started
     engine, modules = load_engine(args.store_dir)
     options = SearchOptions(beam_size=args.beam_size)
-    systems = {name: evaluate(engine, modules, cases, chosen, terms, options)
+    alternatives = {term: forbidden for term, (_, forbidden) in concepts.items()}
+    systems = {name: evaluate(engine, modules, cases, chosen, terms, options, alternatives)
                for name, chosen in (("none", None), ("tbx", glossary))}
     references = sum(bool(forbidden_hits(tuple(terms.forbidden), c.reference))
                      for c in cases) / max(len(cases), 1)
@@ -220,7 +228,8 @@ def markdown(results: dict[str, Any]) -> str:
     env, systems, base = results["environment"], results["systems"], results["termbase"]
     rows = "\n".join(
         f"| `{name}` | {100 * s['term_hit_rate']:.1f}% of {s['terms']} | "
-        f"{100 * s['forbidden_rate']:.1f}% | {100 * s['dnt_kept_rate']:.1f}% of "
+        f"{100 * s['forbidden_rate']:.1f}% ({100 * s['exposed_forbidden_rate']:.1f}% of "
+        f"{s['exposed_sentences']}) | {100 * s['dnt_kept_rate']:.1f}% of "
         f"{s['dnt_terms']} | {s['bleu']:.2f} | {s['bleu'] - systems['none']['bleu']:+.2f} |"
         for name, s in systems.items())
     return f"""# Terminology from TBX
@@ -235,6 +244,7 @@ target terms, {base['do_not_translate']} do-not-translate names; imported in
 |---|---:|---:|---:|---:|---:|
 {rows}
 
+In parentheses: among the sentences holding a term that has forbidden targets.
 The references themselves hold a forbidden term in
 {100 * results['reference_forbidden_rate']:.1f}% of the sentences (some are also
 ordinary words). Forbidden terms are reported after translation, not yet avoided by the
