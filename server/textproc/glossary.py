@@ -48,7 +48,9 @@ class Glossary:
                     continue
                 key, target = found
                 out.append(Text(part.text[cursor: match.start()]))
-                out.append(Term(match.group(0), key, target))
+                # do-not-translate (target = source): kept as the text writes it
+                written = match.group(0) if target == key else target
+                out.append(Term(match.group(0), key, written))
                 cursor = match.end()
             out.append(Text(part.text[cursor:]))
         return [p for p in out if not (isinstance(p, Text) and not p.text)]

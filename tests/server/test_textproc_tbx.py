@@ -111,3 +111,16 @@ def test_forbidden_targets_are_found_as_whole_words_in_any_case() -> None:
         build_glossary([], field="g", max_entries=10, max_term_chars=50,
                        forbidden=[" padded"])
     assert raised.value.field == "forbidden[0]"
+
+
+def test_a_do_not_translate_term_is_masked_and_comes_back_as_written() -> None:
+    from server.textproc.document import build_document
+
+    glossary = build_glossary([("Weblate", "Weblate"), ("file", "fichier")], field="g",
+                              max_entries=10, max_term_chars=50)
+    document = build_document("Open the file in WEBLATE.", glossary=glossary, terms="inline")
+    [unit] = document.units
+    assert unit.masked.text == "Open the fichier in {1}."  # the other term is inlined
+    assert unit.masked.replacements == {"{1}": "WEBLATE"}
+    assert document.restore(["Ouvrez le fichier dans {1}."]) == [
+        "Ouvrez le fichier dans WEBLATE."]
