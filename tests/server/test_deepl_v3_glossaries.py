@@ -79,3 +79,14 @@ def test_deleting_a_glossary_and_refusals(base: str, client: deepl.DeepLClient) 
     renamed = httpx.patch(f"{base}/deepl/v3/glossaries/{tbx.json()['glossary_id']}",
                           json={"name": "other"}, timeout=60)
     assert renamed.status_code == 400 and "Renaming" in renamed.json()["message"]
+
+
+def test_only_a_multilingual_id_is_resolved_to_its_dictionary() -> None:
+    from server.api.deepl.glossaries_v3 import resolve_glossary_id
+    from server.textproc.languages import LanguagePair
+
+    pair = LanguagePair("en", "fr")
+    assert resolve_glossary_id("ml-terms-0a1b2c3d", pair) == "ml-terms-0a1b2c3d.en-fr"
+    # a v2 glossary named "ml-..." keeps its id, which ends in its pair
+    assert resolve_glossary_id("ml-terms.en-fr", pair) == "ml-terms.en-fr"
+    assert resolve_glossary_id(None, pair) is None

@@ -26,7 +26,7 @@ from server.api.deepl.access import admit
 from server.api.deepl.deps import DeepLGlossariesDep, DeepLKeyDep
 from server.api.deepl.directions import served_pairs
 from server.api.deepl.errors import DeepLError, DeepLRoute, bad_request
-from server.api.deepl.glossary_ids import NOT_NAME, entries_tsv
+from server.api.deepl.glossary_ids import entries_tsv
 from server.api.deepl.requests import deepl_code, optional, our_code, read_values
 from server.api.deepl.schemas import ERRORS
 from server.api.deps import AccessDep, DirectionsDep, RuntimeDep
@@ -36,15 +36,18 @@ from server.textproc.languages import LanguagePair
 from server.textproc.tbx import read_tbx
 
 router = APIRouter(prefix="/v3/glossaries", tags=["deepl"], route_class=DeepLRoute)
-DICTIONARY = re.compile(r"^(?P<id>ml-.+)\.(?P<source>[a-z]{2,3})-(?P<target>[a-z]{2,3})$")
+MULTILINGUAL = re.compile(r"^ml-[A-Za-z0-9_-]+-[0-9a-f]{8}$")  # no dot: never a v2 id
+DICTIONARY = re.compile(r"^(?P<id>ml-[A-Za-z0-9_-]+-[0-9a-f]{8})\."
+                        r"(?P<source>[a-z]{2,3})-(?P<target>[a-z]{2,3})$")
+NOT_SLUG = re.compile(r"[^A-Za-z0-9_-]+")
 DELIMITERS = {"tsv": "\t", "csv": ","}
 Dictionary = tuple[LanguagePair, list[tuple[str, str]], list[str]]  # pair, entries, forbidden
 
 
 def resolve_glossary_id(glossary_id: str | None, pair: LanguagePair) -> str | None:
     """A v3 glossary's dictionary for `pair` (its stored name); any other id as given."""
-    if glossary_id is None or not glossary_id.startswith("ml-"):
-        return glossary_id
+    if glossary_id is None or not MULTILINGUAL.match(glossary_id):
+        return glossary_id  # a v2 id always ends in its pair (`.en-fr`)
     return f"{glossary_id}.{pair.source}-{pair.target}"
 
 
@@ -64,7 +67,7 @@ async def create(request: Request, book: DeepLGlossariesDep, runtime: RuntimeDep
         raise bad_request("Missing or invalid argument: dictionaries")
     served = served_pairs(runtime, directions)
     read = [_dictionary(item, served) for item in found]
-    slug = NOT_NAME.sub("-", name).strip("-.")[:40] or "glossary"
+    slug = NOT_SLUG.sub("-", name).strip("-")[:40] or "glossary"
     glossary_id = f"ml-{slug}-{uuid.uuid4().hex[:8]}"
     await asyncio.to_thread(_write, book, glossary_id, read, merge=False)
     return JSONResponse(await asyncio.to_thread(_info, book, glossary_id), status_code=201)
