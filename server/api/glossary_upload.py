@@ -2,7 +2,7 @@
 (`{"entries": {...}, "default_for": ...}`), a CSV (`text/csv`) or TSV
 (`text/tab-separated-values`) file as DeepL and Google accept it, or a TBX termbase
 (`application/x-tbx`, `application/tbx+xml`, `application/xml`, `text/xml`) read for the
-pair `source_lang` -> `target_lang` (server/textproc/tbx.py); its bytes bounded while they
+pair `source_lang` -> `target_lang` (server/serving/tbx.py); its bytes bounded while they
 arrive (413)."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from pydantic import ValidationError
 
 from server.api.schemas_glossaries import GlossaryUpload
 from server.core.errors import InvalidInput, TooLarge
+from server.serving.tbx import read_tbx
 from server.textproc.glossary import parse_table
-from server.textproc.tbx import read_tbx
 
 TABLE_TYPES = {"text/csv": ",", "text/tab-separated-values": "\t"}
 TBX_TYPES = frozenset({"application/x-tbx", "application/tbx+xml", "application/xml",

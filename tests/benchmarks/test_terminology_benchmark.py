@@ -9,7 +9,7 @@ from pathlib import Path
 
 from benchmarks.quality.text import terminology
 from benchmarks.quality.text.glossary import DOMAINS, GENRES, TERM_CORPORA
-from server.textproc.tbx import read_tbx
+from server.serving.tbx import read_tbx
 
 
 def test_the_termbase_reads_back_through_the_servers_reader() -> None:

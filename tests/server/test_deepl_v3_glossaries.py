@@ -82,7 +82,7 @@ def test_deleting_a_glossary_and_refusals(base: str, client: deepl.DeepLClient) 
 
 
 def test_only_a_multilingual_id_is_resolved_to_its_dictionary() -> None:
-    from server.api.deepl.glossaries_v3 import resolve_glossary_id
+    from server.api.deepl.glossary_ids import resolve_glossary_id
     from server.textproc.languages import LanguagePair
 
     pair = LanguagePair("en", "fr")

@@ -4,7 +4,7 @@ do-not-translate terms kept, and BLEU, with and without the termbase.
     python -m benchmarks.quality.text.terminology --data ../shared/data [--quick]
 
 The termbase is built from the data, then imported the way the server imports an upload
-(server/textproc/tbx.py reads the TBX 2019 file written here):
+(server/serving/tbx.py reads the TBX 2019 file written here):
 
 - concepts: the term pairs of the medical-terms, finance and lexicon corpora
   (benchmarks/quality/text/glossary.py, `term_pairs`). A source term's preferred target is
@@ -63,9 +63,9 @@ from benchmarks.quality.text.pipeline import (
 from benchmarks.report_files import write_report
 from server.decoding.search import SearchOptions
 from server.engine.engine import Member
+from server.serving.tbx import Terminology, read_tbx
 from server.textproc.document import build_document
 from server.textproc.glossary import Glossary, build_glossary, forbidden_hits
-from server.textproc.tbx import Terminology, read_tbx
 
 _NAME = re.compile(r"(?<=\S )([A-Z][a-z]{3,})(?!\w)")
 SETS = 10  # test sets the sentences are drawn from

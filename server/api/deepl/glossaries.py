@@ -1,6 +1,6 @@
 """DeepL's glossary endpoints under `/deepl/v2` over the stored glossaries (their ids:
 glossary_ids.py): create (`entries` as TSV or CSV, or, beyond DeepL, a TBX termbase
-with `entries_format=tbx`: server/textproc/tbx.py), list, get, entries (TSV), delete,
+with `entries_format=tbx`: server/serving/tbx.py), list, get, entries (TSV), delete,
 and the language pairs glossaries may have (the served directions)."""
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from server.api.deepl.schemas import ERRORS, GLOSSARY_BODY
 from server.api.deps import AccessDep, DirectionsDep, RuntimeDep
 from server.core.errors import NotFound
 from server.serving.glossaries import GlossaryBook
+from server.serving.tbx import read_tbx
 from server.textproc.glossary import parse_table
 from server.textproc.languages import LanguagePair
-from server.textproc.tbx import read_tbx
 
 router = APIRouter(prefix="/v2", tags=["deepl"], route_class=DeepLRoute)
 DELIMITERS = {"tsv": "\t", "csv": ","}

@@ -2,7 +2,7 @@
 over the stored glossaries: one stored glossary per dictionary (language pair), named
 `<glossary_id>.<source>-<target>`, so a v3 glossary is the stored glossaries that share
 its id. `glossary_id` on `/v2/translate` names a v3 glossary too: the dictionary of the
-request's direction applies (resolve_glossary_id).
+request's direction applies (glossary_ids.resolve_glossary_id).
 
 Create, list, get, entries of one dictionary, delete, delete a dictionary, merge entries
 into dictionaries (PATCH) and replace one (PUT .../dictionaries). Every dictionary of a
@@ -26,29 +26,19 @@ from server.api.deepl.access import admit
 from server.api.deepl.deps import DeepLGlossariesDep, DeepLKeyDep
 from server.api.deepl.directions import served_pairs
 from server.api.deepl.errors import DeepLError, DeepLRoute, bad_request
-from server.api.deepl.glossary_ids import entries_tsv
+from server.api.deepl.glossary_ids import DICTIONARY, entries_tsv
 from server.api.deepl.requests import deepl_code, optional, our_code, read_values
 from server.api.deepl.schemas import ERRORS
 from server.api.deps import AccessDep, DirectionsDep, RuntimeDep
 from server.serving.glossaries import GlossaryBook
+from server.serving.tbx import read_tbx
 from server.textproc.glossary import parse_table
 from server.textproc.languages import LanguagePair
-from server.textproc.tbx import read_tbx
 
 router = APIRouter(prefix="/v3/glossaries", tags=["deepl"], route_class=DeepLRoute)
-MULTILINGUAL = re.compile(r"^ml-[A-Za-z0-9_-]+-[0-9a-f]{8}$")  # no dot: never a v2 id
-DICTIONARY = re.compile(r"^(?P<id>ml-[A-Za-z0-9_-]+-[0-9a-f]{8})\."
-                        r"(?P<source>[a-z]{2,3})-(?P<target>[a-z]{2,3})$")
 NOT_SLUG = re.compile(r"[^A-Za-z0-9_-]+")
 DELIMITERS = {"tsv": "\t", "csv": ","}
 Dictionary = tuple[LanguagePair, list[tuple[str, str]], list[str]]  # pair, entries, forbidden
-
-
-def resolve_glossary_id(glossary_id: str | None, pair: LanguagePair) -> str | None:
-    """A v3 glossary's dictionary for `pair` (its stored name); any other id as given."""
-    if glossary_id is None or not MULTILINGUAL.match(glossary_id):
-        return glossary_id  # a v2 id always ends in its pair (`.en-fr`)
-    return f"{glossary_id}.{pair.source}-{pair.target}"
 
 
 @router.post("", status_code=201, responses=ERRORS)

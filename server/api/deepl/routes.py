@@ -20,7 +20,7 @@ from server.api.deepl.access import admit
 from server.api.deepl.deps import DeepLKeyDep
 from server.api.deepl.directions import check_target, chosen_direction, served_pairs
 from server.api.deepl.errors import DeepLError, DeepLRoute
-from server.api.deepl.glossaries_v3 import resolve_glossary_id
+from server.api.deepl.glossary_ids import resolve_glossary_id
 from server.api.deepl.heartbeat import answer_when_done
 from server.api.deepl.ignored_tags import hide, show, tag_names
 from server.api.deepl.joined import fingerprint, joiner

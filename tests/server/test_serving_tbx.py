@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from server.core.errors import InvalidInput
+from server.serving.tbx import read_tbx
 from server.textproc.glossary import build_glossary
-from server.textproc.tbx import read_tbx
 
 DATA = Path(__file__).parent / "data"
 
