@@ -7,7 +7,7 @@
 #   make weblate-venv                       Weblate's machinery in a venv of its own (the tests
 #                                           check Weblate's backends against the server)
 #   make bench-engine [QUICK=1] [DATA=..]   engine speed against peers
-#   make bench-markup / bench-glossary [QUICK=1] [DATA=..]   tags, placeholders, glossary terms
+#   make bench-markup / bench-glossary [QUICK=1] [DATA=..]   tags, placeholders, glossary and TBX terms
 #   make bench-documents [DOCS=folder] [FORMATS=docx,..] [QUICK=1]  whole files vs /translate/batch
 #   make bench-quality [QUICK=1] [DATA=..]  fit the quality estimator, measure it
 #   make bench-corrections [QUICK=1] [DATA=..]   a domain refreshed from corrections
@@ -181,6 +181,7 @@ bench-markup: $(DEV_STAMP)
 
 bench-glossary: $(DEV_STAMP)
 	$(PY) -m benchmarks.quality.text.glossary --data $(DATA) $(QUICK_FLAG)
+	$(PY) -m benchmarks.quality.text.terminology --data $(DATA) $(QUICK_FLAG)
 
 bench-documents: $(DEV_STAMP)
 	$(PY) -m benchmarks.documents.run --data $(DATA) $(QUICK_FLAG) $(if $(DOCS),--path $(DOCS)) $(if $(FORMATS),--formats $(FORMATS)) $(if $(ROUNDS),--rounds $(ROUNDS))

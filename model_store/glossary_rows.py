@@ -1,6 +1,9 @@
 """Registry rows of named glossaries (table `glossaries`): a mixin of `Registry`.
 
 Entries are validated by the server before they are stored; here they are rows.
+`entries_json` holds a list of [source, target] pairs, or, for a glossary with forbidden
+target terms (imported from TBX), {"entries": [...], "forbidden": [...]}: both read back,
+so rows written before forbidden terms existed need no migration.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ class GlossaryRecord:
     created_at: datetime
     updated_at: datetime
     backbone: str = ""  # the direction whose domain `default_for` names
+    forbidden: tuple[str, ...] = ()  # target terms the output must not hold
 
 
 class GlossaryRows:
@@ -42,14 +46,16 @@ class GlossaryRows:
     def scope(self, kind: str, backbone: str | None) -> str: ...
 
     def put_glossary(self, name: str, entries: Sequence[tuple[str, str]], *,
-                     default_for: str | None,
-                     backbone: str | None = None) -> tuple[GlossaryRecord, bool]:
+                     default_for: str | None, backbone: str | None = None,
+                     forbidden: Sequence[str] = ()) -> tuple[GlossaryRecord, bool]:
         """Create or replace; True when it was created. ConflictError when another
         glossary is the default of `default_for` (a domain of `backbone`, default: the
         default backbone)."""
         now = datetime.now(UTC)
+        pairs = [list(e) for e in entries]
+        stored: Any = {"entries": pairs, "forbidden": list(forbidden)} if forbidden else pairs
         values: dict[str, Any] = {
-            "entries_json": json.dumps([list(e) for e in entries], ensure_ascii=False),
+            "entries_json": json.dumps(stored, ensure_ascii=False),
             "default_for": default_for, "updated_at": now,
             "backbone": self.scope("module", backbone)}
         try:
@@ -102,6 +108,10 @@ class GlossaryRows:
 
 
 def _glossary(row: Any) -> GlossaryRecord:
-    entries = [(str(s), str(t)) for s, t in json.loads(row["entries_json"])]
+    stored = json.loads(row["entries_json"])
+    pairs, forbidden = ((stored["entries"], stored.get("forbidden", []))
+                        if isinstance(stored, dict) else (stored, []))
+    entries = [(str(s), str(t)) for s, t in pairs]
     return GlossaryRecord(str(row["name"]), entries, row["default_for"], row["created_at"],
-                          row["updated_at"], str(row["backbone"]))
+                          row["updated_at"], str(row["backbone"]),
+                          tuple(str(term) for term in forbidden))

@@ -1,37 +1,61 @@
 """Reading a stored glossary's upload (`PUT /admin/glossaries/{name}`): JSON
-(`{"entries": {...}, "default_for": ...}`), or a CSV (`text/csv`) or TSV
-(`text/tab-separated-values`) file as DeepL and Google accept it, its bytes bounded while
-they arrive (413)."""
+(`{"entries": {...}, "default_for": ...}`), a CSV (`text/csv`) or TSV
+(`text/tab-separated-values`) file as DeepL and Google accept it, or a TBX termbase
+(`application/x-tbx`, `application/tbx+xml`, `application/xml`, `text/xml`) read for the
+pair `source_lang` -> `target_lang` (server/serving/tbx.py); its bytes bounded while they
+arrive (413)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+from dataclasses import dataclass, field
 
 from fastapi import Request
 from pydantic import ValidationError
 
 from server.api.schemas_glossaries import GlossaryUpload
 from server.core.errors import InvalidInput, TooLarge
+from server.serving.tbx import read_tbx
 from server.textproc.glossary import parse_table
 
 TABLE_TYPES = {"text/csv": ",", "text/tab-separated-values": "\t"}
+TBX_TYPES = frozenset({"application/x-tbx", "application/tbx+xml", "application/xml",
+                       "text/xml"})
 
 
-async def read_glossary_upload(request: Request, *, limit: int, default_for: str | None
-                               ) -> tuple[list[tuple[str, str]], str | None]:
-    """The entries and the domain the glossary is the default of (a JSON body's own, or
-    `default_for`, the query's, for a table)."""
+@dataclass(frozen=True)
+class GlossaryUploaded:
+    entries: list[tuple[str, str]]
+    default_for: str | None  # the domain it is the default of
+    forbidden: list[str] = field(default_factory=list)  # target terms (TBX)
+
+
+async def read_glossary_upload(request: Request, *, limit: int, default_for: str | None,
+                               source_lang: str | None = None,
+                               target_lang: str | None = None) -> GlossaryUploaded:
+    """The entries, forbidden target terms and the domain the glossary is the default of
+    (a JSON body's own, or `default_for`, the query's, for a table or a TBX file)."""
     data = await _read_body(request, limit=limit)
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type in TABLE_TYPES:
         _refuse_json_table(data, content_type)
-        return parse_table(data, delimiter=TABLE_TYPES[content_type],
-                           field="entries"), default_for
+        return GlossaryUploaded(parse_table(data, delimiter=TABLE_TYPES[content_type],
+                                            field="entries"), default_for)
+    if content_type in TBX_TYPES:
+        if not source_lang or not target_lang:
+            raise InvalidInput("a TBX glossary needs the query parameters source_lang and "
+                               "target_lang (e.g. ?source_lang=en&target_lang=de): the "
+                               "languages whose terms it takes", field="source_lang")
+        terms = await asyncio.to_thread(read_tbx, data, source=source_lang.lower(),
+                                        target=target_lang.lower())
+        return GlossaryUploaded(terms.entries, default_for, terms.forbidden)
     if content_type == "application/json":
         upload = _json_upload(data)
-        return list(upload.entries.items()), upload.default_for
+        return GlossaryUploaded(list(upload.entries.items()), upload.default_for)
     raise InvalidInput(f"unsupported content type {content_type!r}: send application/json, "
-                       "text/csv or text/tab-separated-values", field="body")
+                       "text/csv, text/tab-separated-values or a TBX file "
+                       "(application/x-tbx)", field="body")
 
 
 def _refuse_json_table(data: bytes, content_type: str) -> None:

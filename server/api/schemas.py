@@ -213,6 +213,10 @@ class GlossaryResult(BaseModel):
     applied: list[str] = Field(description="glossary source terms found in the text whose "
                                            "target is in the translation")
     missed: list[str] = Field(description="terms found in the text whose target is not")
+    forbidden: list[str] = Field(
+        default_factory=list, exclude_if=lambda value: not value,
+        description="the glossary's forbidden target terms (TBX: deprecated, superseded, "
+                    "forbidden) that the translation holds (absent when none)")
 
 
 class Sentence(BaseModel):

@@ -26,6 +26,9 @@ class GlossaryInfo(BaseModel):
 
 class GlossaryDetail(GlossaryInfo):
     entries: dict[str, str]
+    forbidden: list[str] = Field(
+        default_factory=list, description="target terms the output must not hold (a TBX "
+                                          "file's deprecated, superseded, forbidden terms)")
 
 
 class GlossariesResponse(BaseModel):

@@ -77,7 +77,8 @@ def to_response(result: ItemResult) -> TranslateResponse:
             domain=shown.domain, domains=shown.domains,
             sentences=[SentenceProportions(pieces=s.pieces, layers=s.layers)
                        for s in shown.sentences])
-    glossary = (GlossaryResult(applied=result.glossary.applied, missed=result.glossary.missed)
+    glossary = (GlossaryResult(applied=result.glossary.applied, missed=result.glossary.missed,
+                               forbidden=result.glossary.forbidden)
                 if result.glossary is not None else None)
     sentences = None
     if result.sentences is not None:

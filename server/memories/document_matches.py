@@ -45,7 +45,7 @@ def whole_text(document: Document, text: str, lookup: Lookup) -> tuple[Document,
     rendered = render_target(found.entry.target, context=context, allowed=allowed)
     if rendered is None:
         return None
-    return Document([rendered], []), found
+    return Document([rendered], [], forbidden=document.forbidden), found
 
 
 def sentences(document: Document, lookup: Lookup) -> tuple[Document, list[Hit]]:
@@ -71,7 +71,7 @@ def sentences(document: Document, lookup: Lookup) -> tuple[Document, list[Hit]]:
     if not hits:
         return document, []
     units = [unit for unit in document.units if id(unit) not in answered]
-    return Document(chunks, units, attributes), hits
+    return Document(chunks, units, attributes, document.forbidden), hits
 
 
 def _answer(unit: Unit, lookup: Lookup, hits: list[Hit]) -> str | None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from model_store import ConflictError, GlossaryRecord, Registry
@@ -50,8 +50,9 @@ class GlossaryBook:
         self._defaults: dict[str, Glossary] = {}  # by domain
         self.reload_defaults()
 
-    def validate(self, entries: Iterable[tuple[str, str]], *, field: str) -> Glossary:
-        return build_glossary(entries, field=field,
+    def validate(self, entries: Iterable[tuple[str, str]], *, field: str,
+                 forbidden: Sequence[str] = ()) -> Glossary:
+        return build_glossary(entries, field=field, forbidden=forbidden,
                               max_entries=self.limits.max_glossary_entries,
                               max_term_chars=self.limits.max_glossary_term_chars)
 
@@ -73,6 +74,15 @@ class GlossaryBook:
     def domain_default(self, domain: str) -> Glossary | None:
         return self._defaults.get(domain)
 
+    def forbidden_targets(self, choice: GlossaryChoice, domain: str | None) -> tuple[str, ...]:
+        """The target strings a request's output must not hold: its glossary's forbidden
+        terms (the request's own or stored one, else the default of `domain`, the domain
+        it was routed to), for the search to ban; () when no glossary applies."""
+        glossary = self.explicit(choice)
+        if glossary is None and domain is not None:
+            glossary = self.domain_default(domain)
+        return glossary.forbidden if glossary is not None else ()
+
     def reload_defaults(self) -> None:
         """Reread every domain's default glossary (one registry read) and swap them in."""
         self._defaults = {domain: self._compile(record)
@@ -93,18 +103,20 @@ class GlossaryBook:
         cached = self._compiled.get(record.name)
         if cached is not None and cached[0] == record.updated_at:
             return cached[1]
-        glossary = self.validate(record.entries, field=f"glossary {record.name!r}")
+        glossary = self.validate(record.entries, field=f"glossary {record.name!r}",
+                                 forbidden=record.forbidden)
         self._compiled[record.name] = (record.updated_at, glossary)
         return glossary
 
     # -- admin -------------------------------------------------------------------------
     def put(self, name: str, entries: list[tuple[str, str]], *, default_for: str | None,
-            field: str) -> tuple[GlossaryRecord, bool]:
+            field: str, forbidden: Sequence[str] = ()) -> tuple[GlossaryRecord, bool]:
+        """Validate, then store in one write (nothing is stored when a term is bad)."""
         check_name(name)
-        self.validate(entries, field=field)
+        self.validate(entries, field=field, forbidden=forbidden)
         try:
             return self.registry.put_glossary(name, entries, default_for=default_for,
-                                              backbone=self.backbone)
+                                              backbone=self.backbone, forbidden=forbidden)
         except ConflictError as error:
             raise Conflict(str(error), field="default_for") from None
         finally:

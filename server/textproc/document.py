@@ -19,7 +19,7 @@ from typing import Literal
 
 from server.textproc import html
 from server.textproc.escaping import Context, escape
-from server.textproc.glossary import Glossary
+from server.textproc.glossary import Glossary, forbidden_hits
 from server.textproc.line_layout import LineLayout, SplitMode, lay_out, layout_of, paragraphs, whole
 from server.textproc.masking import (
     Masked,
@@ -55,6 +55,7 @@ class Unit:
 class GlossaryReport:
     applied: list[str]  # entries found in the text whose target is in the translation
     missed: list[str]  # entries found in the text whose target is not
+    forbidden: list[str] = field(default_factory=list)  # forbidden targets the output holds
 
 
 Chunks = list[str | Unit]  # verbatim text, or a sentence
@@ -83,6 +84,7 @@ class Document:
     chunks: Chunks
     units: list[Unit] = field(default_factory=list)  # the ones the engine translates
     attributes: list[AttributeValue] = field(default_factory=list)
+    forbidden: tuple[str, ...] = ()  # the glossary's forbidden target terms
 
     def plain_text(self) -> str:
         """What a reader sees (tags dropped): what routing classifies."""
@@ -138,7 +140,10 @@ class Document:
                 written = escape(term.target, chunk.masked.context).lower()
                 target = applied if written in text else missed
                 target[term.key] = None
-        return GlossaryReport(list(applied), [k for k in missed if k not in applied])
+        # checked on the whole output (memory answers too) after the search, until the
+        # search itself bans them
+        hits = forbidden_hits(self.forbidden, self.render(translations))
+        return GlossaryReport(list(applied), [k for k in missed if k not in applied], hits)
 
 
 def _render(chunks: Chunks, finished: dict[int, str]) -> str:
@@ -159,16 +164,17 @@ def build_document(text: str, *, fmt: Format = "text", glossary: Glossary | None
                    terms: TermMode = "protect", split: SplitMode = "on") -> Document:
     """`split` (plain text; server/textproc/line_layout.py): where sentences end."""
     units: list[Unit] = []
+    forbidden = glossary.forbidden if glossary is not None else ()
     if fmt == "text":
         return Document(_chunks([protect(text)], glossary, units, terms=terms,
-                                context="text", split=split), units)
+                                context="text", split=split), units, forbidden=forbidden)
     found = html.segments(text)
     chunks = _chunks(found.chunks, glossary, units, terms=terms, context="html")
     attributes = [AttributeValue(a.slot, a.value, a.quoted,
                                  _chunks([protect(a.value)], glossary, units, terms=terms,
                                          context="attribute"))
                   for a in found.attributes]
-    return Document(chunks, units, attributes)
+    return Document(chunks, units, attributes, forbidden)
 
 
 def _chunks(segments: Sequence[str | list[Part]], glossary: Glossary | None,

@@ -9,6 +9,7 @@ may carry two more columns, the source and target language codes.
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import re
 from collections.abc import Iterable, Sequence
@@ -27,6 +28,11 @@ class Glossary:
     entries: tuple[tuple[str, str], ...]
     pattern: re.Pattern[str]
     targets: dict[str, tuple[str, str]]  # lowercased source -> (source, target)
+    forbidden: tuple[str, ...] = ()  # target terms the output must not hold (TBX)
+
+    def forbidden_in(self, translation: str) -> list[str]:
+        """The forbidden target terms `translation` holds (whole words, any case)."""
+        return forbidden_hits(self.forbidden, translation)
 
     def apply(self, parts: Sequence[Part]) -> list[Part]:
         """Text parts with every glossary term cut out as a Term part."""
@@ -42,32 +48,31 @@ class Glossary:
                     continue
                 key, target = found
                 out.append(Text(part.text[cursor: match.start()]))
-                out.append(Term(match.group(0), key, target))
+                # do-not-translate (target = source): kept as the text writes it
+                written = match.group(0) if target == key else target
+                out.append(Term(match.group(0), key, written))
                 cursor = match.end()
             out.append(Text(part.text[cursor:]))
         return [p for p in out if not (isinstance(p, Text) and not p.text)]
 
 
 def build_glossary(entries: Iterable[tuple[str, str]], *, field: str, max_entries: int,
-                   max_term_chars: int) -> Glossary:
-    """Validate the entries; the first bad one is named in a 422 (`field[...]`)."""
+                   max_term_chars: int, forbidden: Sequence[str] = ()) -> Glossary:
+    """Validate the entries (and forbidden target terms, which count against
+    `max_entries` too); the first bad one is named in a 422 (`field[...]`)."""
     pairs = list(entries)
-    if len(pairs) > max_entries:
-        raise InvalidInput(f"{len(pairs)} glossary entries; at most {max_entries}", field=field)
+    if len(pairs) + len(forbidden) > max_entries:
+        raise InvalidInput(f"{len(pairs) + len(forbidden)} glossary entries and forbidden "
+                           f"terms; at most {max_entries}", field=field)
+    for index, term in enumerate(forbidden):
+        _check_term(term, side="forbidden", index=index, label=term,
+                    where=f"forbidden[{index}]", max_term_chars=max_term_chars)
     targets: dict[str, tuple[str, str]] = {}
     for index, (source, target) in enumerate(pairs):
         where = f"{field}[{index}]"
         for side, term in (("source", source), ("target", target)):
-            if not term.strip():
-                raise InvalidInput(f"entry {index} ({source!r}): the {side} term is empty",
-                                   field=where)
-            if term != term.strip() or any(c in term for c in "\t\r\n"):
-                raise InvalidInput(f"entry {index} ({source!r}): the {side} term has "
-                                   "surrounding whitespace or a tab/line break", field=where)
-            if len(term) > max_term_chars:
-                raise InvalidInput(f"entry {index} ({source[:40]!r}): the {side} term has "
-                                   f"{len(term)} characters; at most {max_term_chars}",
-                                   field=where)
+            _check_term(term, side=side, index=index, label=source, where=where,
+                        max_term_chars=max_term_chars)
         if source.lower() in targets:
             raise InvalidInput(f"entry {index} ({source!r}) repeats the source term "
                                f"{targets[source.lower()][0]!r} (matching ignores case)",
@@ -76,7 +81,37 @@ def build_glossary(entries: Iterable[tuple[str, str]], *, field: str, max_entrie
     longest = sorted(targets.values(), key=lambda pair: -len(pair[0]))
     alternatives = "|".join(re.escape(source) for source, _ in longest) or "(?!)"
     pattern = re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE)
-    return Glossary(tuple(pairs), pattern, targets)
+    return Glossary(tuple(pairs), pattern, targets, tuple(forbidden))
+
+
+def _check_term(term: str, *, side: str, index: int, label: str, where: str,
+                max_term_chars: int) -> None:
+    if not term.strip():
+        raise InvalidInput(f"entry {index} ({label!r}): the {side} term is empty", field=where)
+    if term != term.strip() or any(c in term for c in "\t\r\n"):
+        raise InvalidInput(f"entry {index} ({label!r}): the {side} term has "
+                           "surrounding whitespace or a tab/line break", field=where)
+    if len(term) > max_term_chars:
+        raise InvalidInput(f"entry {index} ({label[:40]!r}): the {side} term has "
+                           f"{len(term)} characters; at most {max_term_chars}", field=where)
+
+
+@functools.lru_cache(maxsize=256)
+def _forbidden_pattern(forbidden: tuple[str, ...]) -> re.Pattern[str]:
+    longest = sorted(forbidden, key=len, reverse=True)
+    return re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, longest)) + r")(?!\w)",
+                      re.IGNORECASE)
+
+
+def forbidden_hits(forbidden: tuple[str, ...], translation: str) -> list[str]:
+    """The terms of `forbidden` that `translation` holds as whole words (any case), once
+    each, in the glossary's spelling."""
+    if not forbidden:
+        return []
+    spelled = {term.lower(): term for term in forbidden}
+    found = (spelled.get(m.group(0).lower())
+             for m in _forbidden_pattern(forbidden).finditer(translation))
+    return list(dict.fromkeys(term for term in found if term is not None))
 
 
 def parse_table(data: bytes, *, delimiter: str, field: str) -> list[tuple[str, str]]:

@@ -5,7 +5,8 @@ span or a glossary term becomes `{N}` (the backbone copies brace placeholders, w
 software strings are full of: 75 of 80 gettext strings came back with every one), an
 inline tag pair becomes `<N>` ... `</N>`. In `inline` term mode (the server's: it kept BLEU,
 benchmarks/quality/text/glossary.py) a term's target is written into the source instead, and
-must appear in the output.
+must appear in the output; a do-not-translate term (its target is its source) is masked
+in both modes, so that it comes back exactly as written.
 
 A translation is accepted only if every marker comes back exactly once, no other marker
 (nor the debris of one, such as `</1` without its `>`) appears and every pair stays
@@ -53,7 +54,9 @@ def mask(parts: Sequence[Part], *, terms: TermMode = "protect",
         if isinstance(part, Text):
             pieces.append(_LINE_BREAK.sub(" ", part.text))
             continue
-        if isinstance(part, Term) and terms == "inline":
+        # a do-not-translate term (its target is itself) is masked in either mode: it
+        # comes back exactly, never inflected or re-cased by the model
+        if isinstance(part, Term) and terms == "inline" and part.target != part.source:
             pieces.append(part.target)
             required.append(part.target)
             continue

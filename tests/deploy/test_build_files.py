@@ -124,7 +124,7 @@ def test_make_serve_ray_listens_on_localhost_unless_host_is_given(
         (("eval",), "-m benchmarks.quality.evaluation.evaluate --data ../shared/data"),
         (("bench-markup", "QUICK=1"),
          "-m benchmarks.quality.text.markup --data ../shared/data --quick"),
-        (("bench-glossary",), "-m benchmarks.quality.text.glossary --data ../shared/data"),
+        (("bench-glossary",), "-m benchmarks.quality.text.terminology --data ../shared/data"),
         (("train-default",), "-m trainer.recipes.default_en_fr --data ../shared/data"),
     ],
 )

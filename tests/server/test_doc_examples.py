@@ -59,6 +59,10 @@ DOCUMENT_FILES = {
     "manual.md": "# Manual\n\n" + "Open the file. Click the button. Close the window. "
                  "Save the changes before you leave the page.\n\n" * 25,
     "leaflet.docx": word_by_python_docx(),
+    "terms.tbx": '<tbx type="TBX-Basic" xml:lang="en"><text><body><conceptEntry>'
+                 '<langSec xml:lang="en"><termSec><term>file</term></termSec></langSec>'
+                 '<langSec xml:lang="fr"><termSec><term>fichier</term></termSec></langSec>'
+                 '</conceptEntry></body></text></tbx>',
 }
 
 

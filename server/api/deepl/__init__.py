@@ -6,11 +6,11 @@ so `http://HOST:PORT/deepl` (no slash) reaches `/v2/...`, which answers the same
 
 from fastapi import APIRouter
 
-from server.api.deepl import documents, glossaries
+from server.api.deepl import documents, glossaries, glossaries_v3
 from server.api.deepl import routes as translation
 
 v2 = APIRouter()
-for part in (translation.router, glossaries.router, documents.router):
+for part in (translation.router, glossaries.router, glossaries_v3.router, documents.router):
     v2.include_router(part)
 router = APIRouter(prefix="/deepl")
 router.include_router(v2)

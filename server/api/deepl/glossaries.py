@@ -1,5 +1,6 @@
 """DeepL's glossary endpoints under `/deepl/v2` over the stored glossaries (their ids:
-glossary_ids.py): create (`entries` as TSV or CSV), list, get, entries (TSV), delete,
+glossary_ids.py): create (`entries` as TSV or CSV, or, beyond DeepL, a TBX termbase
+with `entries_format=tbx`: server/serving/tbx.py), list, get, entries (TSV), delete,
 and the language pairs glossaries may have (the served directions)."""
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from server.api.tenant_claims import claim_created
 from server.core.errors import Forbidden, NotFound
 from server.core.tenancy import current_scope
 from server.serving.glossaries import GlossaryBook
+from server.serving.tbx import read_tbx
 from server.textproc.glossary import parse_table
 from server.textproc.languages import LanguagePair
 
@@ -53,19 +55,25 @@ async def create_glossary(request: Request, book: DeepLGlossariesDep, runtime: R
         if fields[name] is None:
             raise bad_request(f"Missing or invalid argument: {name}")
     entries_format = (fields["entries_format"] or "tsv").lower()
-    if entries_format not in DELIMITERS:
+    if entries_format not in (*DELIMITERS, "tbx"):
         raise bad_request(f"Value for 'entries_format' not supported: {entries_format}")
     pair = LanguagePair(our_code(fields["source_lang"] or ""),
                         our_code(fields["target_lang"] or ""))
     if pair not in served_pairs(runtime, directions):
         raise bad_request(f"Unsupported glossary language pair: "
                           f"{deepl_code(pair.source)}->{deepl_code(pair.target)}")
-    entries = parse_table((fields["entries"] or "").encode("utf-8"),
-                          delimiter=DELIMITERS[entries_format], field="entries")
+    data = (fields["entries"] or "").encode("utf-8")
+    forbidden: list[str] = []
+    if entries_format == "tbx":
+        terms = await asyncio.to_thread(read_tbx, data, source=pair.source,
+                                        target=pair.target, field_name="entries")
+        entries, forbidden = terms.entries, terms.forbidden
+    else:
+        entries = parse_table(data, delimiter=DELIMITERS[entries_format], field="entries")
     taken = {r.name for r in await asyncio.to_thread(book.registry.list_glossaries)}
     glossary_id = new_id(current_scope().own_name(fields["name"] or ""), pair, taken)
     record, _ = await asyncio.to_thread(book.put, glossary_id, entries, default_for=None,
-                                        field="entries")
+                                        field="entries", forbidden=forbidden)
     await claim_created(access, "glossary", glossary_id)
     return JSONResponse(glossary_info(record, pair), status_code=201)
 

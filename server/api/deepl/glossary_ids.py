@@ -40,6 +40,11 @@ def decode_name(encoded: str) -> str:
         return ESCAPED.sub(lambda m: bytes.fromhex(m[0].replace("_", "")).decode(), plain)
     except UnicodeDecodeError:  # not one of ours: shown as stored
         return plain
+# a multilingual (v3) glossary's id holds no dot, so it is never a v2 id; each of its
+# dictionaries is stored as `<id>.<source>-<target>` (glossaries_v3.py)
+MULTILINGUAL = re.compile(r"^ml-[A-Za-z0-9_-]+-[0-9a-f]{8}$")
+DICTIONARY = re.compile(r"^(?P<id>ml-[A-Za-z0-9_-]+-[0-9a-f]{8})\."
+                        r"(?P<source>[a-z]{2,3})-(?P<target>[a-z]{2,3})$")
 
 
 def new_id(name: str, pair: LanguagePair, taken: set[str]) -> str:
@@ -78,3 +83,10 @@ def glossary_info(record: GlossaryRecord, default: LanguagePair) -> dict[str, An
 
 def entries_tsv(record: GlossaryRecord) -> str:
     return "".join(f"{source}\t{target}\n" for source, target in record.entries)
+
+
+def resolve_glossary_id(glossary_id: str | None, pair: LanguagePair) -> str | None:
+    """A v3 glossary's dictionary for `pair` (its stored name); any other id as given."""
+    if glossary_id is None or not MULTILINGUAL.match(glossary_id):
+        return glossary_id  # a v2 id always ends in its pair (`.en-fr`)
+    return f"{glossary_id}.{pair.source}-{pair.target}"

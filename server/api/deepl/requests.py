@@ -15,6 +15,7 @@ from starlette.exceptions import HTTPException
 from starlette.formparsers import MultiPartException
 
 from server.api.deepl.errors import bad_request
+from server.memories.book import MemoryChoice
 from server.textproc.line_layout import SplitMode
 
 TAG_HANDLINGS = ("xml", "html")
@@ -120,3 +121,19 @@ def _texts(value: Any) -> list[str]:
     if not all(isinstance(text, str) for text in texts):
         raise bad_request("Parameter 'text' must be a string or a list of strings")
     return texts
+
+
+def translation_memory(values: dict[str, Any]) -> MemoryChoice:
+    """DeepL's `translation_memory_id` (a memory's name here: docs/API.md, "Translation
+    memories") and `translation_memory_threshold` (an integer 0-100; the server's memories
+    answer exact matches only, so any threshold uses the same ones)."""
+    threshold = values.get("translation_memory_threshold")
+    if threshold is not None and threshold != "":
+        text = str(threshold).strip()
+        if not text.isdigit() or int(text) > 100:
+            raise bad_request("Value for 'translation_memory_threshold' not supported: "
+                              f"{text[:20]}; an integer from 0 to 100")
+    name = optional(values, "translation_memory_id")
+    if name is None:
+        return MemoryChoice()
+    return MemoryChoice(names=(name,), field="translation_memory_id")

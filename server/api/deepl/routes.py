@@ -3,31 +3,42 @@ server_url="http://HOST:PORT/deepl")`) and tools with a DeepL backend (Weblate) 
 unchanged. Thin: every translation goes through the native translation path
 (`Translator.translate`), one item per `text`; this layer only maps DeepL's parameters,
 answers and errors. `tag_handling` xml/html translates the texts as markup (tags, and
-placeables like `<x id="1"></x>`, are kept exactly)."""
+placeables like `<x id="1"></x>`, are kept exactly; `ignore_tags` elements come back
+untranslated: ignored_tags.py); an identical request while one runs
+(a client's retry) joins its work (joined.py), and a long one is answered behind
+heartbeats within the client's read timeout (heartbeat.py)."""
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
 from server.api.deepl.access import admit
 from server.api.deepl.deps import DeepLKeyDep
 from server.api.deepl.directions import check_target, chosen_direction, served_pairs
 from server.api.deepl.errors import DeepLError, DeepLRoute
+from server.api.deepl.glossary_ids import resolve_glossary_id
+from server.api.deepl.heartbeat import answer_when_done
+from server.api.deepl.ignored_tags import hide, show, tag_names
+from server.api.deepl.joined import fingerprint, joiner
 from server.api.deepl.requests import (
     deepl_code,
     optional,
     read_values,
     target_codes,
     translate_params,
+    translation_memory,
 )
 from server.api.deepl.schemas import ERRORS, TRANSLATE_BODY
 from server.api.deps import AccessDep, DirectionsDep, RuntimeDep, TranslatorDep
 from server.api.disconnect import until_disconnected
 from server.serving.glossaries import GlossaryChoice
-from server.serving.requests import DecodingRequest, Item
+from server.serving.requests import DecodingRequest, Item, ItemResult
 from server.textproc.document import Format
-from server.textproc.languages import language_name
+from server.textproc.languages import LanguagePair, language_name
 
 router = APIRouter(tags=["deepl"], route_class=DeepLRoute)
 UNLIMITED = 1_000_000_000_000  # what DeepL reports for an account without a limit
@@ -37,7 +48,7 @@ FORMAL = ("more", "less")  # the formalities DeepL refuses on a target without f
 @router.post("/v2/translate", responses=ERRORS, openapi_extra=TRANSLATE_BODY)
 async def translate(request: Request, runtime: RuntimeDep, translator: TranslatorDep,
                     directions: DirectionsDep, access: AccessDep,
-                    key: DeepLKeyDep) -> JSONResponse:
+                    key: DeepLKeyDep) -> Response:
     """Translate `text` (one or a list) into `target_lang` (JSON or form body, as DeepL's
     `/v2/translate`). Answers `{"translations": [{"detected_source_language", "text",
     "billed_characters"}]}`."""
@@ -62,16 +73,32 @@ async def translate(request: Request, runtime: RuntimeDep, translator: Translato
     if detected is not None:
         source = detected.language
     markup: Format = "html" if params.tag_handling is not None else "text"
-    glossary = GlossaryChoice(glossary_id=params.glossary_id, id_field="glossary_id")
-    items = [Item(text, None, text_field=f"text[{i}]", format=markup, glossary=glossary,
-                  split=params.split, context=params.context)
-             for i, text in enumerate(params.texts)]
-    results = await until_disconnected(request, translator.translate(items, DecodingRequest()))
+    # a multilingual (v3) glossary: its dictionary of this direction
+    glossary_id = resolve_glossary_id(params.glossary_id,
+                                      LanguagePair(source or "", params.target))
+    glossary = GlossaryChoice(glossary_id=glossary_id, id_field="glossary_id")
+    # ignore_tags (with tag_handling): those elements come back exactly as sent
+    ignored = tag_names(values.get("ignore_tags")) if markup == "html" else frozenset()
+    hidden = [hide(text, ignored) for text in params.texts]
+    memory = translation_memory(values)
+    items = [Item(text.text, None, text_field=f"text[{i}]", format=markup,
+                  glossary=glossary, split=params.split, context=params.context,
+                  memory=memory)
+             for i, text in enumerate(hidden)]
+    # an identical request (a client's retry) joins this one's work while it runs
+    identity = fingerprint(key or optional(values, "auth_key"), "translate", values)
+    work = asyncio.ensure_future(joiner(request.app.state).join(
+        identity, lambda: translator.translate(items, DecodingRequest())))
     shown = deepl_code(source or "")
-    return JSONResponse({"translations": [
-        {"detected_source_language": shown, "text": result.translation,
-         "billed_characters": len(text)}
-        for text, result in zip(params.texts, results, strict=True)]})
+
+    def render(results: list[ItemResult]) -> dict[str, Any]:
+        return {"translations": [
+            {"detected_source_language": shown, "text": show(result.translation, sent),
+             "billed_characters": len(text)}
+            for text, sent, result in zip(params.texts, hidden, results, strict=True)]}
+
+    # a long one is answered behind heartbeats, within the client's read timeout
+    return await until_disconnected(request, answer_when_done(work, render))
 
 
 @router.get("/v2/languages", responses=ERRORS)

@@ -35,8 +35,9 @@ GLOSSARY_FIELDS: dict[str, Any] = {
     "name": {"type": "string"}, "source_lang": {"type": "string", "example": "EN"},
     "target_lang": {"type": "string", "example": "FR"},
     "entries": {"type": "string", "description": "one entry a line: source<TAB>target "
-                                                 "(tsv) or source,target (csv)"},
-    "entries_format": {"type": "string", "enum": ["tsv", "csv"], "default": "tsv"}}
+                                                 "(tsv) or source,target (csv), or a TBX "
+                                                 "termbase (tbx)"},
+    "entries_format": {"type": "string", "enum": ["tsv", "csv", "tbx"], "default": "tsv"}}
 DOCUMENT_FIELDS: dict[str, Any] = {
     "file": {"type": "string", "format": "binary"},
     "source_lang": {"type": "string"}, "target_lang": {"type": "string"},
