@@ -69,8 +69,8 @@ async def document_status(document_id: str, request: Request, jobs: DocumentJobs
                           access: AccessDep, key: DeepLKeyDep) -> JSONResponse:
     """The job's `status` (queued, translating, done, error), `seconds_remaining` while
     it translates, `billed_characters` once done, `error_message` when it failed."""
+    await admit(access, key, 0)  # first: its tenant's jobs only (404 for another's)
     job = await _job(jobs, document_id, request)
-    await admit(access, key, 0)
     body: dict[str, object] = {"document_id": job.id, "status": STATES[job.state]}
     if job.state == "running" and job.done > 0:  # the rate so far, over what is left
         spent = max(0.0, time.time() - job.created_at)
@@ -86,8 +86,8 @@ async def document_status(document_id: str, request: Request, jobs: DocumentJobs
 async def document_result(document_id: str, request: Request, jobs: DocumentJobsDep,
                           access: AccessDep, key: DeepLKeyDep) -> Response:
     """The translated file (503 while the job runs, as DeepL answers)."""
+    await admit(access, key, 0)  # first: its tenant's jobs only (404 for another's)
     job = await _job(jobs, document_id, request)
-    await admit(access, key, 0)
     if job.state == "failed":
         raise DeepLError(400, job.error or "the translation failed")
     if job.state != "done":
@@ -98,7 +98,8 @@ async def document_result(document_id: str, request: Request, jobs: DocumentJobs
 
 
 async def _job(jobs: DocumentJobs, document_id: str, request: Request) -> DocumentJob:
-    """The job, when the request carries its `document_key` (404 otherwise, as DeepL)."""
+    """The job, when the request carries its `document_key` (403 otherwise, as DeepL);
+    404 for an unknown job and for another tenant's (server/documents/jobs.py)."""
     values = await read_values(request)
     try:
         job = await asyncio.to_thread(jobs.get, document_id)
