@@ -8,8 +8,21 @@ from __future__ import annotations
 from pathlib import Path
 
 from model_store import Store
-from tests.trainer.sidecar_store import BACKBONE, build_store, submit, worker_settings
+from server.serving.refresh_jobs import submit_refresh
+from tests.trainer.refresh_fixtures import add, fresh_sources
+from tests.trainer.sidecar_store import (
+    BACKBONE,
+    FAST_JOB,
+    build_store,
+    submit,
+    worker_settings,
+)
+from trainer.jobs.refresh_settings import RefreshSettings
 from trainer.sidecar.worker import Sidecar
+
+# a refresh that publishes whatever its gate measures (the tiny model, a few steps)
+REFRESH = {k: v for k, v in FAST_JOB.items() if k != "max_epochs"} | {
+    "max_epochs": 2, "gate_margin_bleu": 100.0}
 
 
 def labels(store: Store, name: str) -> set[str]:
@@ -45,3 +58,29 @@ def test_a_tenants_domain_trains_its_tenants_router_only(tmp_path: Path) -> None
         assert store.registry.get_job(second.id).state == "published"
         assert labels(store, "acme-router") == (shared_labels - {"law"}) | {
             "acme-religion", "acme-scripture"}
+
+
+def test_a_refresh_of_a_tenants_domain_retrains_its_tenants_router(tmp_path: Path) -> None:
+    root = build_store(tmp_path / "store")
+    with Store.open(root, builtin_dir=None) as store:
+        store.registry.create_tenant("acme")
+        for key in ("acme-1", "acme-2"):
+            store.registry.add_tenant_key(key, "acme", "member")
+        submit(store, name="acme-religion")
+        assert Sidecar(store, worker_settings()).run(once=True) == 1
+        shared = store.registry.get_active("classifier", "router", backbone=BACKBONE)
+        before = store.registry.get_active("classifier", "acme-router", backbone=BACKBONE)
+        sources = fresh_sources(40, avoid=[], seed=3)
+        add(store, sources[:20], key="acme-1", domain="acme-religion")
+        add(store, sources[20:], key="acme-2", domain="acme-religion")
+        backbone = store.record("backbone", BACKBONE).manifest
+        job = submit_refresh(store, "acme-religion", backbone=backbone, trigger="admin",
+                             options=REFRESH, require_new=True)
+        settings = worker_settings(refresh=RefreshSettings(min_held_out_gain_chrf=-100.0))
+        assert Sidecar(store, settings).run(once=True) == 1
+        done = store.registry.get_job(job.id)
+        assert done.state == "published", (done.error, done.scores)
+        after = store.registry.get_active("classifier", "acme-router", backbone=BACKBONE)
+        assert done.result["router"]["classifier_version"] == after and after != before
+        assert store.registry.get_active("classifier", "router",
+                                         backbone=BACKBONE) == shared
