@@ -17,12 +17,12 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
-from sqlalchemy import ColumnElement, Connection, and_, func, insert, select, update
+from sqlalchemy import ColumnElement, Connection, and_, func, insert, or_, select, update
 from sqlalchemy import delete as sql_delete
 from sqlalchemy.exc import IntegrityError
 
 from .errors import ConflictError
-from .tables import corrections
+from .tables import corrections, tenant_keys
 
 CorrectionStatus = Literal["accepted", "pending", "approved", "rejected"]
 # Statuses whose corrections may train: sent with a key, or approved by an admin.
@@ -75,6 +75,11 @@ class CorrectionFilter:
     ids: Sequence[str] | None = None
     backbone: str | None = None
     unused: bool = False  # only those no refresh has used
+    # only those sent with a key of this tenant (a tenant's admin reads its own)
+    tenant: str | None = None
+    # only those sent with no key or a key of no tenant: a shared domain's refresh trains
+    # on these alone (a tenant's corrections of a shared domain stay the tenant's)
+    untenanted: bool = False
 
     def where(self) -> ColumnElement[bool]:
         c = corrections.c
@@ -86,6 +91,11 @@ class CorrectionFilter:
                 parts.append(column == value)
         if self.unused:
             parts.append(c.used_in.is_(None))
+        keys = tenant_keys.c
+        if self.tenant is not None:
+            parts.append(c.key_id.in_(select(keys.key_id).where(keys.tenant == self.tenant)))
+        if self.untenanted:
+            parts.append(or_(c.key_id.is_(None), c.key_id.not_in(select(keys.key_id))))
         if self.ids is not None:
             parts.append(c.id.in_(list(self.ids)))
         return and_(True, *parts)
@@ -142,14 +152,16 @@ class CorrectionRows:
         return out
 
     def count_new_corrections(self, domain: str, *, backbone: str,
-                              since: datetime | None = None) -> int:
+                              since: datetime | None = None, untenanted: bool = False
+                              ) -> int:
         """Trainable corrections of `domain` (made with `backbone`) no refresh has used,
         received after `since` (the last refresh job of the domain: a refused refresh is
-        not retried until as many new ones came in)."""
+        not retried until as many new ones came in). `untenanted`: those of keys of no
+        tenant only (a shared domain's: see CorrectionFilter)."""
         c = corrections.c
         query = select(func.count()).where(
             c.domain == domain, c.backbone == backbone, c.status.in_(TRAINABLE),
-            c.used_in.is_(None))
+            c.used_in.is_(None), CorrectionFilter(untenanted=untenanted).where())
         if since is not None:
             query = query.where(c.created_at > since)
         with self._read() as conn:

@@ -75,6 +75,19 @@ class TenantRows:
         with self._read() as conn:
             return set(conn.execute(query).scalars())
 
+    def resource_owner(self, kind: str, name: str) -> str | None:
+        """The tenant owning `kind` `name` (given to it, or named with its `<tenant>-`
+        prefix), None for a shared one: what server/core/tenancy.py's `owner` decides,
+        for the sidecar, which has no request scope."""
+        r = tenant_resources.c
+        with self._read() as conn:
+            given = conn.execute(select(r.tenant).where(r.kind == kind, r.name == name)
+                                 ).scalar()
+        if given is not None:
+            return str(given)
+        prefix, dash, _ = name.partition("-")
+        return prefix if dash and self.has_tenant(prefix) else None
+
     def claim_resource(self, kind: str, name: str, tenant: str) -> TenantResource:
         """Make `tenant` own the resource (idempotent for its owner; ConflictError when
         another tenant owns it)."""

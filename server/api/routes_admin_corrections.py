@@ -8,6 +8,7 @@ own domains: it names one (`domain`) in every call."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request, Response, status
@@ -52,8 +53,7 @@ async def list_corrections(
         limit: Annotated[int, Query(ge=1, le=MAX_LISTED)] = 100,
         offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0) -> CorrectionList:
     """Corrections, oldest first."""
-    _own(domain)
-    which = CorrectionFilter(domain=domain, key_id=key_id, status=status)
+    which = _readable(CorrectionFilter(domain=domain, key_id=key_id, status=status))
     records = await asyncio.to_thread(desk.registry.list_corrections, which, limit=limit,
                                       offset=offset)
     return CorrectionList(corrections=[correction_info(r) for r in records])
@@ -64,8 +64,7 @@ async def list_corrections(
 async def export_corrections(desk: DeskDep, domain: Domain = None, key_id: KeyId = None,
                              status: Status = None) -> StreamingResponse:
     """Every matching correction, one JSON object a line."""
-    _own(domain)
-    which = CorrectionFilter(domain=domain, key_id=key_id, status=status)
+    which = _readable(CorrectionFilter(domain=domain, key_id=key_id, status=status))
     records = await asyncio.to_thread(desk.registry.list_corrections, which)
     return StreamingResponse(map(correction_line, records), media_type="application/x-ndjson",
                              headers={"Content-Disposition":
@@ -140,3 +139,16 @@ def _own(domain: str | None) -> None:
         raise Forbidden(f"a tenant's admin names one of its domains ({scope.tenant}-...) "
                         "with `domain`", field="domain")
     scope.check_manages("domain", domain)
+
+
+def _readable(which: CorrectionFilter) -> CorrectionFilter:
+    """What a tenant's admin may read: every correction of one of its own domains (404
+    for another tenant's), else (a shared domain, or none named) its own keys'
+    corrections only; the operator reads all."""
+    scope = current_scope()
+    if scope.operator:
+        return which
+    if which.domain is not None and scope.owner("domain", which.domain) is not None:
+        scope.check_manages("domain", which.domain)
+        return which
+    return replace(which, tenant=scope.tenant)

@@ -9,7 +9,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 
 from server.api.batch_views import job_response
-from server.api.deps import BatchJobsDep
+from server.api.deps import BatchJobsDep, ListingScopeDep
 from server.api.schemas import ErrorResponse
 from server.api.schemas_batch_jobs import BatchJobResponse
 
@@ -22,6 +22,7 @@ MAX_WAIT_S = 60.0
 async def get_batch_job(
         job_id: Annotated[str, Path(max_length=64, description="the job's id")],
         jobs: BatchJobsDep,
+        _scope: ListingScopeDep,  # the key's tenant: another tenant's job is unknown
         wait: Annotated[float, Query(ge=0, le=MAX_WAIT_S, description=(
             "wait up to this many seconds for the job to finish (long polling)"))] = 0,
 ) -> BatchJobResponse:

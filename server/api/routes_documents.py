@@ -12,7 +12,14 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 
-from server.api.deps import AccessDep, ApiKeyDep, DocumentJobsDep, DocumentsDep, SettingsDep
+from server.api.deps import (
+    AccessDep,
+    ApiKeyDep,
+    DocumentJobsDep,
+    DocumentsDep,
+    ListingScopeDep,
+    SettingsDep,
+)
 from server.api.disconnect import until_disconnected
 from server.api.document_upload import read_document_upload
 from server.api.document_views import (
@@ -91,11 +98,12 @@ async def translate_file(request: Request, documents: DocumentsDep, jobs: Docume
 
 @router.get("/translate/file/jobs/{job_id}", response_model=DocumentJobResponse,
             responses={404: {"model": ErrorResponse, "description": "unknown job"}})
-async def get_job(job_id: JobId, jobs: DocumentJobsDep, wait: Annotated[float, Query(
+async def get_job(job_id: JobId, jobs: DocumentJobsDep, _scope: ListingScopeDep,
+                  wait: Annotated[float, Query(
         ge=0, le=MAX_WAIT_S, description="wait up to this many seconds for the job to "
                                          "finish (long polling)")] = 0) -> DocumentJobResponse:
     """A document job: its state, progress (segments translated of all), routing and,
-    once done, where its file is."""
+    once done, where its file is. Only the key's tenant's jobs (another's: 404)."""
     return job_response(await jobs.wait(job_id, wait))
 
 
@@ -103,7 +111,8 @@ async def get_job(job_id: JobId, jobs: DocumentJobsDep, wait: Annotated[float, Q
     200: {"description": "the translated file"},
     404: {"model": ErrorResponse, "description": "unknown job"},
     409: {"model": ErrorResponse, "description": "the job is not done (or failed)"}})
-async def job_result(job_id: JobId, jobs: DocumentJobsDep) -> Response:
+async def job_result(job_id: JobId, jobs: DocumentJobsDep, _scope: ListingScopeDep
+                     ) -> Response:
     """The translated file of a finished job."""
     job, data = await asyncio.to_thread(jobs.result, job_id)
     detected = {DETECTED_HEADER: json.dumps(job.detected)} if job.detected else {}

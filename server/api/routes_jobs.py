@@ -54,10 +54,10 @@ async def add_domain(request: Request, response: Response, jobs: JobAdminDep,
 @router.get("/jobs", response_model=JobListResponse)
 async def list_jobs(jobs: JobAdminDep, state: Annotated[JobState | None, Query(
         description="only jobs in this state")] = None) -> JobListResponse:
-    """Every training job, oldest first (a tenant's admin: those of the domains it sees)."""
+    """Every training job, oldest first (a tenant's admin: those of its own domains)."""
     scope = current_scope()
     return JobListResponse(jobs=[job_response(job) for job in await jobs.list_jobs(state)
-                                 if scope.sees("domain", job.domain)])
+                                 if scope.follows_job_of("domain", job.domain)])
 
 
 @router.get("/jobs/{job_id}", response_model=JobResponse,
@@ -66,6 +66,6 @@ async def get_job(job_id: Annotated[str, Path(max_length=64, description="the jo
                   jobs: JobAdminDep) -> JobResponse:
     """A job's state, progress, loss, dev scores and (when failed) the reason."""
     job = await jobs.get(job_id)
-    if not current_scope().sees("domain", job.domain):
+    if not current_scope().follows_job_of("domain", job.domain):  # as unknown ids
         raise NotFound(f"no training job {job_id!r}", field="job_id")
     return job_response(job)

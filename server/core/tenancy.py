@@ -68,6 +68,19 @@ class TenantScope:
     def visible_names(self, kind: Kind, names: Iterable[str]) -> list[str]:
         return [name for name in names if self.sees(kind, name)]
 
+    def follows(self, tenant: str | None) -> bool:
+        """May this request follow a job that a request of `tenant` started (a document,
+        a batch, a memory import, a training job)? The operator follows every job; any
+        other scope only its own tenant's (None: those of keys of no tenant). A job of
+        another is answered as an unknown id."""
+        return self.operator or tenant == self.tenant
+
+    def follows_job_of(self, kind: Kind, name: str) -> bool:
+        """`follows` for a job tied to a resource (a memory's import, a domain's
+        training): only the resource's owner (or, for a shared one, a scope of no
+        tenant) can have started it."""
+        return self.follows(self.owner(kind, name) if self.tenants else self.tenant)
+
     def check_manages(self, kind: Kind, name: str) -> None:
         """May this request change (or create) `kind` `name`? A tenant's key changes its
         tenant's own: 404 for a name of another tenant's prefix (as for one that does not

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from server.core.errors import Conflict, NotFound, ServingError
+from server.core.tenancy import current_scope
 from server.documents.direction import detection_summary
 from server.documents.service import (
     DocumentOptions,
@@ -72,6 +73,7 @@ class DocumentJob:
     error_code: str | None = None
     attempts: int = 0
     owner: str | None = None  # replica (host:pid) running it
+    tenant: str | None = None  # the tenant whose request submitted it (tenancy.py)
     created_at: float = 0.0  # epoch seconds
     updated_at: float = 0.0
 
@@ -142,16 +144,21 @@ class DocumentJobs:
                           media_type=document.format.media_type,
                           options=asdict(document.options), total=len(document.segments),
                           chars=document.chars, detected=shown, created_at=now,
-                          updated_at=now)
+                          updated_at=now, tenant=current_scope().tenant)
         files = JobFiles(self.root, job_id)
         await asyncio.to_thread(self._create, files, job, data)
         self._start(job_id)
         return job
 
     def get(self, job_id: str) -> DocumentJob:
+        """The job, when the request's scope submitted it (another tenant's job is
+        answered as an unknown one)."""
         files = self._files(job_id)
         try:
-            return files.load()
+            job = files.load()
+            if not current_scope().follows(job.tenant):
+                raise ValueError("another tenant's job")
+            return job
         except (OSError, ValueError, TypeError):
             raise NotFound(f"unknown document job {job_id!r} (finished jobs are kept "
                            f"{self.settings.job_ttl_s:g} s)", field="job_id") from None

@@ -171,7 +171,10 @@ class MemoryAdmin:
     # -- files ---------------------------------------------------------------------------
     def job(self, job_id: str) -> MemoryImport:
         found = self.registry.get_memory_import(job_id)
-        if found is None or self.registry.get_memory(found.memory_id) is None:
+        memory = None if found is None else self.registry.get_memory(found.memory_id)
+        # only the memory's owner imports into it: another tenant's job is unknown
+        if found is None or memory is None \
+                or not current_scope().follows_job_of("memory", memory.name):
             raise NotFound(f"unknown import job {job_id[:40]!r}", field="job_id")
         return found
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Generic, Literal, TypeVar
 
 from server.core.errors import NotFound, ServingError
+from server.core.tenancy import current_scope
 
 log = logging.getLogger(__name__)
 R = TypeVar("R")
@@ -61,6 +62,7 @@ class BatchJob(Generic[R]):
     created_at: float = field(default_factory=time.time)  # epoch seconds
     updated_at: float = field(default_factory=time.time)
     finished_at: float | None = None  # monotonic
+    tenant: str | None = None  # the tenant whose request started it (tenancy.py)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
@@ -77,7 +79,8 @@ class BatchJobs(Generic[R]):
     def submit(self, work: Sequence[ItemWork[R]]) -> BatchJob[R]:
         """Start a job over `work` (one callable per item) and return it at once."""
         self._forget_expired()
-        job: BatchJob[R] = BatchJob(uuid.uuid4().hex, len(work))
+        job: BatchJob[R] = BatchJob(uuid.uuid4().hex, len(work),
+                                    tenant=current_scope().tenant)
         self._jobs[job.id] = job
         task = asyncio.get_running_loop().create_task(self._run(job, work),
                                                       name=f"batch-job-{job.id}")
@@ -86,9 +89,11 @@ class BatchJobs(Generic[R]):
         return job
 
     def get(self, job_id: str) -> BatchJob[R]:
+        """The job, when the request's scope started it (another tenant's job is as
+        unknown as a missing one)."""
         self._forget_expired()
         job = self._jobs.get(job_id)
-        if job is None:
+        if job is None or not current_scope().follows(job.tenant):
             raise NotFound(f"no batch job {job_id!r} (unknown, or finished more than "
                            f"{self.ttl_s:g} s ago)")
         return job

@@ -66,8 +66,8 @@ def submit_refresh(store: Store, domain: str, *, backbone: Manifest, trigger: Tr
         served = sorted(store.registry.active_versions("module", backbone=backbone.name))
         raise NotFound(f"no active module of domain {domain[:64]!r}; served: "
                        f"{', '.join(served) or 'none'}", field="domain")
-    if require_new and not store.registry.count_new_corrections(domain,
-                                                                  backbone=backbone.name):
+    if require_new and not store.registry.count_new_corrections(
+            domain, backbone=backbone.name, untenanted=shared_domain(store, domain)):
         raise InvalidInput(f"domain {domain!r} has no new usable corrections (accepted with "
                            "a key, or approved; not used by a refresh yet); pending ones need "
                            "POST /admin/corrections/review first", field="domain")
@@ -113,8 +113,15 @@ def due_refreshes(store: Store, backbone: str, *, min_new: int) -> list[str]:
     for domain in sorted(store.registry.active_versions("module", backbone=backbone)):
         if domain in busy:
             continue
-        count = store.registry.count_new_corrections(domain, backbone=backbone,
-                                                     since=last.get(domain))
+        count = store.registry.count_new_corrections(
+            domain, backbone=backbone, since=last.get(domain),
+            untenanted=shared_domain(store, domain))
         if count >= min_new:
             due.append(domain)
     return due
+
+
+def shared_domain(store: Store, domain: str) -> bool:
+    """A domain no tenant owns: its refresh trains on the corrections of keys of no
+    tenant only (a tenant's corrections of it stay the tenant's)."""
+    return store.registry.resource_owner("domain", domain) is None

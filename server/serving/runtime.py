@@ -49,6 +49,7 @@ from server.engine.families import Params, get_family
 from server.engine.residency import ResidencyError
 from server.execution.engine_thread import EngineThread
 from server.routing.classifier import Classifier, load_classifier
+from server.routing.tenant_routers import TenantRouters
 from server.serving.holds import ModuleHolds
 from server.serving.load_failures import FailureBook, describe
 from server.serving.readiness import readiness
@@ -74,6 +75,7 @@ class Runtime:
         self._lock = asyncio.Lock()
         self._holds = ModuleHolds()
         self._failed = FailureBook()  # (name, version) -> why, and when to retry
+        self._tenant_routers = TenantRouters(store, settings.routing.classifier)
         self._preloaded: dict[str, DomainEntry] = {}
         self._read_ahead: LoadedArtifact | None = None  # see read_backbone
         self._tasks: set[asyncio.Task[None]] = set()
@@ -108,8 +110,9 @@ class Runtime:
                     domains[name] = entry
             classifier = await self._classifier(failures, wanted)
             self._failed.forget_except({*wanted, BACKBONE_KEY})
+            routers = await asyncio.to_thread(self._tenant_routers.refresh, self.scope)
             self._publish(ServingState(domains, classifier, failures, module_failures,
-                                       desired))
+                                       desired, routers))
             self.seen_event = event_id
         await self._collect()
 

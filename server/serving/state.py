@@ -61,6 +61,8 @@ class ServingState:
     failures: Mapping[str, str] = field(default_factory=dict)  # "backbone" | "classifier"
     module_failures: Mapping[str, str] = field(default_factory=dict)  # domain -> problem
     desired: Mapping[str, int] = field(default_factory=dict)  # the registry's active versions
+    # tenant -> its own router (server/routing/tenant_routers.py)
+    tenant_classifiers: Mapping[str, Classifier] = field(default_factory=dict)
 
     def broken(self) -> dict[str, tuple[int, str]]:
         """Active domains that no loaded version serves: name -> (version, problem)."""

@@ -1,6 +1,8 @@
 """What one request may route to: a serving state's domains, word-level mixtures and
-classifier as the request's tenant scope sees them (server/core/tenancy.py). With no
-tenant owning anything this is the state itself, unchanged."""
+classifier as the request's tenant scope sees them (server/core/tenancy.py): a tenant's
+own router when it has one (server/routing/tenant_routers.py), else the shared one, both
+restricted to the labels it sees. With no tenant owning anything this is the state
+itself, unchanged."""
 
 from __future__ import annotations
 
@@ -29,6 +31,8 @@ def routable(state: ServingState, scope: TenantScope | None = None) -> Routable:
     classifier = state.classifier
     if scope.operator or not scope.tenants:
         return Routable(versions, mixtures, classifier, scope)
+    if scope.tenant is not None:  # its own router, once the sidecar published one
+        classifier = state.tenant_classifiers.get(scope.tenant, classifier)
     sees = partial(scope.sees, "domain")
     return Routable(scope.visible("domain", versions),
                     {m for m in mixtures if sees(m)},

@@ -165,7 +165,9 @@ def test_a_tenant_admin_manages_only_its_own(world: World) -> None:
                              params={"domain": name}) for name in ("beta-legal", "beta-legak"))
     assert theirs.status_code == 404 and same_refusal(theirs, missing, "beta-legal",
                                                       "beta-legak")
-    assert admin(world, "GET", "/admin/corrections", token).status_code == 403
+    # without a domain: its own keys' corrections only
+    listed = admin(world, "GET", "/admin/corrections", token).json()["corrections"]
+    assert listed and all(c["key_id"] != world.beta_key_id for c in listed)
     counted = admin(world, "GET", "/admin/corrections/summary", token).json()["domains"]
     assert set(counted) == {"acme-legal"}
     assert "acme-legal" in admin(world, "GET", "/admin/corrections/summary").json()["domains"]
@@ -219,3 +221,13 @@ def test_a_tenants_correction_of_a_shared_domain_stays_out_of_its_memory(world: 
         time.sleep(0.1)
     assert translation(world.beta, "Give the patient a tablet.", "medical") \
         != "Donnez un comprimé au patient."
+    # stored for acme (its admin lists it; beta's does not), never trains the shared
+    # domain's refresh: nothing new to refresh medical with
+    for token, listed in ((world.acme_admin, True), (world.beta_admin, False)):
+        answer = admin(world, "GET", "/admin/corrections", token,
+                       params={"domain": "medical"})
+        assert answer.status_code == 200, answer.text
+        sources = {c["source"] for c in answer.json()["corrections"]}
+        assert ("Give the patient a tablet." in sources) is listed
+    refresh = admin(world, "POST", "/admin/corrections/refresh", json={"domain": "medical"})
+    assert refresh.status_code == 422 and "no new usable corrections" in refresh.text

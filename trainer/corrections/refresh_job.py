@@ -35,6 +35,7 @@ from contract.tsv import Pair
 from model_store import Manifest, Store
 from model_store.correction_rows import TRAINABLE, CorrectionFilter, CorrectionRecord
 from server.engine.artifacts import module_files, module_params
+from server.serving.refresh_jobs import shared_domain
 from trainer.corrections.correction_set import (
     CorrectionSet,
     correction_pairs,
@@ -161,8 +162,8 @@ def earlier_corrections(store: Store, domain: str, backbone: str, *, chosen: Cor
     deleted), one per source, the newest winning; a source corrected again in this
     refresh, or now in the dev set, is left to the new correction; a seeded sample of at
     most `limit`."""
-    records = store.registry.list_corrections(CorrectionFilter(domain=domain,
-                                                               backbone=backbone))
+    records = store.registry.list_corrections(CorrectionFilter(
+        domain=domain, backbone=backbone, untenanted=shared_domain(store, domain)))
     taken = {r.source for r in chosen.train + chosen.held_out + chosen.merged}
     taken.update(s for s, _ in dev)
     latest: dict[str, CorrectionRecord] = {}
@@ -190,8 +191,9 @@ def choose_corrections(store: Store, domain: str, backbone: str, run_dir: Path, 
                              contradicting=parts["contradicting"],
                              over_share=parts["over_share"])
     records = [r for r in store.registry.list_corrections(
-        CorrectionFilter(domain=domain, backbone=backbone, unused=True))
-        if r.status in TRAINABLE]
+        CorrectionFilter(domain=domain, backbone=backbone, unused=True,
+                         untenanted=shared_domain(store, domain)))
+        if r.status in TRAINABLE]  # a shared domain: not tenants' corrections of it
     chosen = select_corrections(records, dev_sources=[s for s, _ in dev], settings=settings,
                                 seed=seed, own=own)
     run_dir.mkdir(parents=True, exist_ok=True)

@@ -37,6 +37,7 @@ from trainer.jobs.pipeline import FLIP_ATTEMPTS, job_artifact
 from trainer.routers.classifier import accuracy, train_classifier
 from trainer.routers.features import FeatureExample, features_to_bytes, projected, pruned_new
 from trainer.routers.settings import RouterSettings
+from trainer.routers.tenant_router import tenant_router_name
 from trainer.routers.update import active_router
 
 log = logging.getLogger(__name__)
@@ -123,7 +124,12 @@ def activate_refresh(store: Store, domain: str, module: Manifest, *, base_versio
                      settings: RouterSettings) -> dict[str, Any]:
     """Activate the refreshed module in place of `base_version`, with its retrained router
     in the same transaction; `router`: retrain_router's keyword arguments of sources.
-    Returns the job result's router part."""
+    Returns the job result's router part. A tenant's domain retrains its tenant's router
+    (trainer/routers/tenant_router.py), never the shared one."""
+    tenant = store.registry.resource_owner("domain", domain)
+    if tenant is not None:
+        settings = settings.model_copy(
+            update={"name": tenant_router_name(tenant, settings.name)})
     for _attempt in range(FLIP_ATTEMPTS):
         if store.registry.get_active("module", domain, backbone=backbone) == module.version:
             return {"note": "activated by an earlier attempt"}

@@ -41,6 +41,7 @@ from trainer.jobs.domain_job import (
 from trainer.jobs.gate import GateResult, quality_gate
 from trainer.jobs.settings import WorkerSettings
 from trainer.quality.refit import refit_for_module
+from trainer.routers.tenant_router import tenant_router_name, tenant_router_update
 from trainer.routers.update import RouterUpdate, publish_router, router_update
 from trainer.training.loop import ShouldStop
 
@@ -136,7 +137,7 @@ def _publish(ctx: JobContext, module: Manifest, *, backbone: JobBackbone,
              data: tuple[list[Pair], list[Pair]]) -> dict[str, Any]:
     """Router update + the one-transaction flip; retried when another publisher changed
     the active router meanwhile (the update is then redone on top of theirs)."""
-    store, job, name = ctx.store, ctx.job, ctx.settings.router.name
+    store, job = ctx.store, ctx.job
     serving = store.registry.get_active("backbone", backbone.manifest.name)
     if serving != backbone.manifest.version:
         raise JobFailed(f"the active backbone changed from {backbone.manifest.label} to "
@@ -147,9 +148,9 @@ def _publish(ctx: JobContext, module: Manifest, *, backbone: JobBackbone,
         ctx.report({"progress": 0.97})
         versions: list[tuple[ArtifactKind, str, int]] = [("module", job.domain, module.version)]
         expect: dict[tuple[ArtifactKind, str], int | None] = {}
-        if router is not None:
-            versions.append(("classifier", name, router.version))
-            expect[("classifier", name)] = expected
+        if router is not None:  # the shared router, or the domain's tenant's
+            versions.append(("classifier", router.name, router.version))
+            expect[("classifier", router.name)] = expected
         try:
             store.registry.set_active_many(versions, expect=expect,
                                            backbone=backbone.manifest.name)
@@ -169,16 +170,22 @@ def _router_for_job(ctx: JobContext, backbone: JobBackbone, data: tuple[list[Pai
     job's classifier when an earlier attempt published it on top of the current one."""
     store, job, settings = ctx.store, ctx.job, ctx.settings.router
     owner = backbone.manifest.name
-    current = store.registry.get_active("classifier", settings.name, backbone=owner)
-    mine = job_artifact(store, "classifier", settings.name, job.id, owner)
+    # a tenant's domain teaches its tenant's router, never the shared one
+    tenant = store.registry.resource_owner("domain", job.domain)
+    name = settings.name if tenant is None else tenant_router_name(tenant, settings.name)
+    current = store.registry.get_active("classifier", name, backbone=owner)
+    mine = job_artifact(store, "classifier", name, job.id, owner)
     if mine is not None and current in (mine.version, mine.provenance.get("based_on")):
         return mine, current, None
-    update: RouterUpdate | str = router_update(store, job.domain, data, settings=settings,
-                                               backbone=owner)
+    update: RouterUpdate | str = (
+        router_update(store, job.domain, data, settings=settings, backbone=owner)
+        if tenant is None else
+        tenant_router_update(store, tenant, job.domain, data, settings=settings,
+                             backbone=owner))
     if isinstance(update, str):
         log.warning("%s", update)
         return None, None, update
-    manifest = publish_router(store, update, name=settings.name, job_id=job.id,
+    manifest = publish_router(store, update, name=name, job_id=job.id,
                               domain=job.domain,
                               fingerprint=backbone.manifest.backbone_fingerprint,
                               backbone=owner)

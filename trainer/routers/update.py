@@ -50,7 +50,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class RouterUpdate:
-    base_version: int  # the active classifier version the update extends
+    base_version: int | None  # the active version it replaces (None: the first of its name)
     files: dict[str, bytes]
     labels: list[str]
     examples: int
@@ -102,11 +102,21 @@ def router_update(store: Store, domain: str, data: tuple[Sequence[Pair], Sequenc
     active = active_router(store, settings, backbone)
     if isinstance(active, str):
         return f"{active}: the router was not updated; requests reach {domain!r} by name only"
+    return retrained(active.examples, active, domain, data, settings=settings,
+                     base_version=active.loaded.manifest.version)
+
+
+def retrained(base: list[FeatureExample], active: ActiveRouter, domain: str,
+              data: tuple[Sequence[Pair], Sequence[Pair]], *, settings: RouterSettings,
+              base_version: int | None) -> RouterUpdate:
+    """A classifier trained on `base` plus `domain`'s sources, hashed with `active`'s
+    features and carrying its temperature; `base_version`: the active version of the
+    classifier it replaces (None: the first of its name)."""
     features = active.features
     train_pairs, dev_pairs = data
-    sources = pruned_new([features.of(source) for source, _ in train_pairs], active.examples,
+    sources = pruned_new([features.of(source) for source, _ in train_pairs], base,
                          settings.min_examples)
-    examples = updated_examples(active.examples, domain, sources,
+    examples = updated_examples(base, domain, sources,
                                 max_lines=settings.max_examples_per_domain,
                                 balance=settings.balance,
                                 claim=settings.classifier_settings()
@@ -119,8 +129,8 @@ def router_update(store: Store, domain: str, data: tuple[Sequence[Pair], Sequenc
     files = {CLASSIFIER_MODEL_FILE: model, CLASSIFIER_FEATURES_FILE: features_to_bytes(examples)}
     labels = sorted({label for label, _ in examples})
     temperature = config_temperature(active.loaded.manifest.config)
-    return RouterUpdate(active.loaded.manifest.version, files, labels, len(examples),
-                        dev_accuracy, temperature, features)
+    return RouterUpdate(base_version, files, labels, len(examples), dev_accuracy,
+                        temperature, features)
 
 
 def publish_router(store: Store, update: RouterUpdate, *, name: str, job_id: str,

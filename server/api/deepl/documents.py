@@ -15,6 +15,7 @@ from pathlib import Path
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
+from server.access import AccessGuard
 from server.api.deepl.access import admit
 from server.api.deepl.deps import DeepLKeyDep
 from server.api.deepl.errors import DeepLError, DeepLRoute, bad_request
@@ -69,8 +70,7 @@ async def document_status(document_id: str, request: Request, jobs: DocumentJobs
                           access: AccessDep, key: DeepLKeyDep) -> JSONResponse:
     """The job's `status` (queued, translating, done, error), `seconds_remaining` while
     it translates, `billed_characters` once done, `error_message` when it failed."""
-    job = await _job(jobs, document_id, request)
-    await admit(access, key, 0)
+    job = await _job(jobs, document_id, request, access, key)
     body: dict[str, object] = {"document_id": job.id, "status": STATES[job.state]}
     if job.state == "running" and job.done > 0:  # the rate so far, over what is left
         spent = max(0.0, time.time() - job.created_at)
@@ -86,8 +86,7 @@ async def document_status(document_id: str, request: Request, jobs: DocumentJobs
 async def document_result(document_id: str, request: Request, jobs: DocumentJobsDep,
                           access: AccessDep, key: DeepLKeyDep) -> Response:
     """The translated file (503 while the job runs, as DeepL answers)."""
-    job = await _job(jobs, document_id, request)
-    await admit(access, key, 0)
+    job = await _job(jobs, document_id, request, access, key)
     if job.state == "failed":
         raise DeepLError(400, job.error or "the translation failed")
     if job.state != "done":
@@ -97,17 +96,26 @@ async def document_result(document_id: str, request: Request, jobs: DocumentJobs
                     headers={"Content-Disposition": content_disposition(job.output_name)})
 
 
-async def _job(jobs: DocumentJobs, document_id: str, request: Request) -> DocumentJob:
-    """The job, when the request carries its `document_key` (404 otherwise, as DeepL)."""
+async def _job(jobs: DocumentJobs, document_id: str, request: Request,
+               access: AccessGuard, key: str | None) -> DocumentJob:
+    """The job, when the request's key may follow it and it carries its `document_key`
+    (403 otherwise, as DeepL); 404 for an unknown job and for another tenant's (the
+    lookup in the key's scope: server/documents/jobs.py)."""
     values = await read_values(request)
-    try:
-        job = await asyncio.to_thread(jobs.get, document_id)
-    except Exception:  # unknown, expired or malformed: DeepL's 404
-        raise DeepLError(404, f"Document not found: {document_id}") from None
+    await _lookup(jobs, document_id)  # an unknown job: 404 before the key is checked
+    await admit(access, key, 0)
+    job = await _lookup(jobs, document_id)  # in the key's scope: another tenant's is 404
     given = values.get("document_key")
     if not isinstance(given, str) or not hmac.compare_digest(given, _key(job)):
         raise DeepLError(403, "Invalid document_key for this document")
     return job
+
+
+async def _lookup(jobs: DocumentJobs, document_id: str) -> DocumentJob:
+    try:
+        return await asyncio.to_thread(jobs.get, document_id)
+    except Exception:  # unknown, expired, malformed or another tenant's: DeepL's 404
+        raise DeepLError(404, f"Document not found: {document_id}") from None
 
 
 def _key(job: DocumentJob) -> str:

@@ -20,6 +20,7 @@ from server.routing.policy import DomainSpec
 from server.serving.directions import Direction, Directions
 from server.serving.glossaries import GlossaryChoice
 from server.serving.requests import DecodingRequest, Item, ItemResult
+from server.serving.tenant_view import routable
 from server.textproc.languages import Detection
 
 AUTO = "auto"
@@ -123,7 +124,7 @@ def vector_of(memories: ModernMTMemories, direction: Direction, text: str,
     """The context vector of `text`: each memory of a domain weighs what the router's
     classifier gives its domain; a standalone memory in `hints`, the best fuzzy match
     of the text in it (score / 100). Best first, at most `limit`, as "id:weight"."""
-    classifier = direction.runtime.state.classifier
+    classifier = routable(direction.runtime.state).classifier  # the key's tenant's
     posteriors = classifier.posteriors(text) if classifier is not None else {}
     hinted = set(hints)
     weights: dict[int, float] = {}
