@@ -1,8 +1,9 @@
 """Tenants on the other doors of a live server, with their real clients where they have
 one: LibreTranslate (`libretranslate_aio` and its form fields), DeepL (the official
-`deepl` client: glossaries), ModernMT (the official `modernmt` client: memories, hints)
-and document uploads. A key of tenant acme cannot use, list, read or infer tenant beta's
-domains, glossaries or memories on any of them."""
+`deepl` client: v2 glossaries and `DeepLClient`'s multilingual v3 ones), ModernMT (the
+official `modernmt` client: memories, hints) and document uploads. A key of tenant acme
+cannot use, list, read or infer tenant beta's domains, glossaries or memories on any of
+them."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import deepl
 import httpx
 import pytest
 from conftest import admin_headers, make_settings
+from deepl.api_data import MultilingualGlossaryDictionaryEntries as Dictionary
 from libretranslate_aio import LibreTranslate
 from modernmt import ModernMT, ModernMTException
 from tenant_world import World, build_tenant_store, make_world, same_refusal
@@ -79,6 +81,79 @@ def test_deepl_glossaries_belong_to_the_tenant_that_made_them(world: World) -> N
                                    glossary=made)
         assert isinstance(used, deepl.TextResult) and "tribunal" in used.text
         beta.delete_glossary(made)
+    finally:
+        beta.close()
+        acme.close()
+
+
+def test_deepl_multilingual_glossaries_belong_to_the_tenant_that_made_them(
+        world: World) -> None:
+    beta = deepl.DeepLClient(world.beta, server_url=world.base + "/deepl/")
+    acme = deepl.DeepLClient(world.acme, server_url=world.base + "/deepl/")
+    unknown = "ml-beta-termz-0123abcd"
+    def v3(key: str, method: str, path: str, **kwargs: object) -> httpx.Response:
+        return httpx.request(method, f"{world.base}/deepl/v3/glossaries{path}", timeout=30,
+                             headers={"Authorization": f"DeepL-Auth-Key {key}"},
+                             **kwargs)  # type: ignore[arg-type]
+    try:
+        made = beta.create_multilingual_glossary(
+            "terms", [Dictionary("EN", "FR", {"court": "tribunal"})])
+        assert made.name == "beta-terms"
+        assert made.glossary_id in [g.glossary_id for g in beta.list_multilingual_glossaries()]
+        assert made.glossary_id not in [
+            g.glossary_id for g in acme.list_multilingual_glossaries()]
+        for call in (lambda: acme.get_multilingual_glossary(made.glossary_id),
+                     lambda: acme.get_multilingual_glossary_entries(made, "EN", "FR"),
+                     lambda: acme.update_multilingual_glossary_dictionary(
+                         made, Dictionary("EN", "FR", {"court": "cour"})),
+                     lambda: acme.delete_multilingual_glossary_dictionary(
+                         made, source_lang="EN", target_lang="FR"),
+                     lambda: acme.delete_multilingual_glossary(made)):
+            with pytest.raises(deepl.GlossaryNotFoundException):
+                call()
+        pair = {"source_lang": "EN", "target_lang": "FR"}
+        for method, path, kwargs in (
+                ("GET", "/{}", {}), ("GET", "/{}/entries", {"params": pair}),
+                ("PATCH", "/{}", {"json": {"dictionaries": [{**pair, "entries": "a\tb"}]}}),
+                ("PUT", "/{}/dictionaries", {"json": {**pair, "entries": "a\tb"}}),
+                ("DELETE", "/{}/dictionaries", {"params": pair}), ("DELETE", "/{}", {})):
+            theirs = v3(world.acme, method, path.format(made.glossary_id), **kwargs)
+            missing = v3(world.acme, method, path.format(unknown), **kwargs)
+            assert theirs.status_code == 404, (method, path, theirs.text)
+            assert same_refusal(theirs, missing, made.glossary_id, unknown)
+        with pytest.raises(deepl.DeepLException) as theirs_used:
+            acme.translate_text("the court", source_lang="EN", target_lang="FR",
+                                glossary=made.glossary_id)
+        with pytest.raises(deepl.DeepLException) as missing_used:
+            acme.translate_text("the court", source_lang="EN", target_lang="FR",
+                                glossary=unknown)
+        assert type(theirs_used.value) is type(missing_used.value)
+        assert str(theirs_used.value).replace(made.glossary_id, "X") == \
+            str(missing_used.value).replace(unknown, "X")
+        # the owner still has it whole, and a dictionary it adds stays its own
+        assert beta.get_multilingual_glossary_entries(made, "EN", "FR").dictionaries[
+            0].entries == "court\ttribunal\n"
+        merged = beta.update_multilingual_glossary_dictionary(
+            made, Dictionary("EN", "FR", {"appeal": "appel"}))
+        assert merged.dictionaries[0].entry_count == 2
+        used = beta.translate_text("the court", source_lang="EN", target_lang="FR",
+                                   glossary=made)
+        assert isinstance(used, deepl.TextResult) and "tribunal" in used.text
+        # a shared multilingual glossary is used by a tenant's key but not changed by it
+        shared = deepl.DeepLClient(world.shared, server_url=world.base + "/deepl/")
+        try:
+            common = shared.create_multilingual_glossary(
+                "common", [Dictionary("EN", "FR", {"dose": "dose"})])
+        finally:
+            shared.close()
+        assert common.glossary_id in [g.glossary_id for g in acme.list_multilingual_glossaries()]
+        with pytest.raises(deepl.DeepLException) as refused:
+            acme.delete_multilingual_glossary(common)
+        assert "managed by the operator" in str(refused.value)
+        assert acme.get_multilingual_glossary(common.glossary_id).dictionaries
+        beta.delete_multilingual_glossary(made)
+        with pytest.raises(deepl.GlossaryNotFoundException):
+            beta.get_multilingual_glossary(made.glossary_id)
     finally:
         beta.close()
         acme.close()

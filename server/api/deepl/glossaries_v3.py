@@ -8,6 +8,11 @@ Create, list, get, entries of one dictionary, delete, delete a dictionary, merge
 into dictionaries (PATCH) and replace one (PUT .../dictionaries). Every dictionary of a
 request is read and validated before any is written: a refused request stores nothing.
 A rename (PATCH `name`) is refused: the name is part of the id here.
+
+Tenants (docs/API.md, "Tenants"): a tenant's new glossary gets its tenant's name
+(`current_scope().own_name`) and each dictionary written for it is claimed for the tenant;
+another tenant's glossary is answered exactly as an unknown id (listing, reading, changing
+and `/v2/translate`), and only the glossary's owner (or the operator) changes it.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
 from model_store import GlossaryRecord
+from server.access import AccessGuard
 from server.api.deepl.access import admit
 from server.api.deepl.deps import DeepLGlossariesDep, DeepLKeyDep
 from server.api.deepl.directions import served_pairs
@@ -30,6 +36,9 @@ from server.api.deepl.glossary_ids import DICTIONARY, entries_tsv
 from server.api.deepl.requests import deepl_code, optional, our_code, read_values
 from server.api.deepl.schemas import ERRORS
 from server.api.deps import AccessDep, DirectionsDep, RuntimeDep
+from server.api.tenant_claims import claim_created
+from server.core.errors import Forbidden
+from server.core.tenancy import current_scope
 from server.serving.glossaries import GlossaryBook
 from server.serving.tbx import read_tbx
 from server.textproc.glossary import parse_table
@@ -57,9 +66,9 @@ async def create(request: Request, book: DeepLGlossariesDep, runtime: RuntimeDep
         raise bad_request("Missing or invalid argument: dictionaries")
     served = served_pairs(runtime, directions)
     read = [_dictionary(item, served) for item in found]
-    slug = NOT_SLUG.sub("-", name).strip("-")[:40] or "glossary"
+    slug = NOT_SLUG.sub("-", current_scope().own_name(name)).strip("-")[:40] or "glossary"
     glossary_id = f"ml-{slug}-{uuid.uuid4().hex[:8]}"
-    await asyncio.to_thread(_write, book, glossary_id, read, merge=False)
+    await _write_claimed(access, book, glossary_id, read, merge=False)
     return JSONResponse(await asyncio.to_thread(_info, book, glossary_id), status_code=201)
 
 
@@ -67,7 +76,9 @@ async def create(request: Request, book: DeepLGlossariesDep, runtime: RuntimeDep
 async def list_all(book: DeepLGlossariesDep, access: AccessDep,
                    key: DeepLKeyDep) -> JSONResponse:
     await admit(access, key, 0)
-    records = await asyncio.to_thread(book.registry.list_glossaries)
+    scope = current_scope()  # the shared glossaries and the key's tenant's
+    records = [r for r in await asyncio.to_thread(book.registry.list_glossaries)
+               if scope.sees("glossary", r.name)]
     ids = dict.fromkeys(m["id"] for r in records if (m := DICTIONARY.match(r.name)))
     return JSONResponse({"glossaries": [_describe(i, _of(records, i)) for i in ids]})
 
@@ -96,7 +107,8 @@ async def entries(glossary_id: str, request: Request, book: DeepLGlossariesDep,
 async def delete(glossary_id: str, book: DeepLGlossariesDep, access: AccessDep,
                  key: DeepLKeyDep) -> Response:
     await admit(access, key, 0)
-    for record in await asyncio.to_thread(_records, book, glossary_id):
+    records = await asyncio.to_thread(_managed, book, glossary_id)
+    for record in records:
         await asyncio.to_thread(book.delete, record.name)
     return Response(status_code=204)
 
@@ -106,6 +118,7 @@ async def delete_dictionary(glossary_id: str, request: Request, book: DeepLGloss
                             access: AccessDep, key: DeepLKeyDep) -> Response:
     await admit(access, key, 0)
     record = await asyncio.to_thread(_one, book, glossary_id, _pair(request))
+    await asyncio.to_thread(_managed, book, glossary_id)
     await asyncio.to_thread(book.delete, record.name)
     return Response(status_code=204)
 
@@ -117,14 +130,14 @@ async def update(glossary_id: str, request: Request, book: DeepLGlossariesDep,
     """Entries merged into dictionaries (new pairs added); a rename is refused."""
     values = await read_values(request)
     await admit(access, key, 0)
-    await asyncio.to_thread(_records, book, glossary_id)  # 404 first
+    await asyncio.to_thread(_managed, book, glossary_id)  # 404 (403) first
     if optional(values, "name") is not None:
         raise bad_request("Renaming a glossary is not supported by this server")
     found = values.get("dictionaries") or []
     if not isinstance(found, list):
         raise bad_request("Missing or invalid argument: dictionaries")
     read = [_dictionary(item, served_pairs(runtime, directions)) for item in found]
-    await asyncio.to_thread(_write, book, glossary_id, read, merge=True)
+    await _write_claimed(access, book, glossary_id, read, merge=True)
     return JSONResponse(await asyncio.to_thread(_info, book, glossary_id))
 
 
@@ -135,9 +148,9 @@ async def replace(glossary_id: str, request: Request, book: DeepLGlossariesDep,
     """One dictionary replaced (or added) whole."""
     values = await read_values(request)
     await admit(access, key, 0)
-    await asyncio.to_thread(_records, book, glossary_id)
+    await asyncio.to_thread(_managed, book, glossary_id)
     read = _dictionary(values, served_pairs(runtime, directions))
-    await asyncio.to_thread(_write, book, glossary_id, [read], merge=False)
+    await _write_claimed(access, book, glossary_id, [read], merge=False)
     pair = read[0]
     return JSONResponse({"source_lang": deepl_code(pair.source),
                          "target_lang": deepl_code(pair.target), "entry_count": len(read[1])})
@@ -166,9 +179,18 @@ def _dictionary(item: Any, served: list[LanguagePair]) -> Dictionary:
     return pair, parse_table(data, delimiter=DELIMITERS[entries_format], field="entries"), []
 
 
+async def _write_claimed(access: AccessGuard, book: GlossaryBook, glossary_id: str,
+                         read: list[Dictionary], *, merge: bool) -> None:
+    """`_write`, then each dictionary written claimed for the request's tenant (a
+    dictionary added later belongs to the glossary's tenant too)."""
+    for name in await asyncio.to_thread(_write, book, glossary_id, read, merge=merge):
+        await claim_created(access, "glossary", name)
+
+
 def _write(book: GlossaryBook, glossary_id: str, read: list[Dictionary], *,
-           merge: bool) -> None:
-    """Validate every dictionary (merged with the stored one), then write them."""
+           merge: bool) -> list[str]:
+    """Validate every dictionary (merged with the stored one), then write them; the
+    stored names written."""
     planned: list[tuple[str, list[tuple[str, str]], list[str]]] = []
     for pair, pairs, forbidden in read:
         name = f"{glossary_id}.{pair.source}-{pair.target}"
@@ -181,13 +203,29 @@ def _write(book: GlossaryBook, glossary_id: str, read: list[Dictionary], *,
         planned.append((name, pairs, forbidden))
     for name, pairs, forbidden in planned:
         book.put(name, pairs, default_for=None, field="entries", forbidden=forbidden)
+    return [name for name, _, _ in planned]
 
 
 def _records(book: GlossaryBook, glossary_id: str) -> list[GlossaryRecord]:
-    found = _of(book.registry.list_glossaries(), glossary_id)
+    """The glossary's dictionaries; 404 also for another tenant's (as if unknown)."""
+    scope = current_scope()
+    found = [r for r in _of(book.registry.list_glossaries(), glossary_id)
+             if scope.sees("glossary", r.name)]
     if not found:
         raise DeepLError(404, f"Glossary not found: {glossary_id}")
     return found
+
+
+def _managed(book: GlossaryBook, glossary_id: str) -> list[GlossaryRecord]:
+    """`_records` of a glossary this request may change: its tenant's own (403 for a
+    shared one to a tenant's key, as for v2's)."""
+    records = _records(book, glossary_id)
+    try:
+        for record in records:
+            current_scope().check_manages("glossary", record.name)
+    except Forbidden as refused:  # never NotFound: `_records` saw each
+        raise DeepLError(403, str(refused)) from None
+    return records
 
 
 def _of(records: list[GlossaryRecord], glossary_id: str) -> list[GlossaryRecord]:
