@@ -1,11 +1,14 @@
 """The web page with tenants, end to end (headless Chromium against a live server, API
 keys on): the API key typed into Operate is sent with the page's calls, so the domain
 lists are the key's tenant's and the shared ones, and a tenant admin's key signs in to
-Operate, which then lists its own tenant's domains beside the shared ones."""
+Operate, which then lists its own tenant's domains beside the shared ones. Documents
+dropped on the page are translated with the key too (upload and download), so a
+tenant's key translates a file, small or a job, with its own domain."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -33,7 +36,8 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             manifest = store.publish("module", name, module_files(params), config=config,
                                      backbone_fingerprint=fingerprint)
             store.activate("module", name, manifest.version)
-    with live_server(server_settings(root, access={"api_keys": True})) as url:
+    with live_server(server_settings(root, access={"api_keys": True},
+                                     documents={"sync_chars": 300})) as url:
         yield url
 
 
@@ -90,3 +94,48 @@ def test_a_tenant_admin_signs_in_to_its_own_domains(page: Page, keys: dict[str, 
     page.get_by_role("button", name="Sign in").click()
     expect(page.locator("#domains-body")).to_contain_text("acme-legal")
     expect(page.locator("#domains-body")).not_to_contain_text("beta-legal")
+
+
+def use_key(page: Page, key: str) -> None:
+    page.goto("/#operate")
+    page.get_by_label("API key").fill(key)
+    page.get_by_role("button", name="Use").click()
+    page.wait_for_load_state()
+
+
+def test_a_tenants_key_translates_documents_from_the_page(page: Page, base: str,
+                                                          keys: dict[str, str],
+                                                          tmp_path: Path) -> None:
+    small = tmp_path / "clause.txt"
+    small.write_text("Sign the contract.\n")
+    large = tmp_path / "contract.txt"  # enough lines to be a job (202, then polling)
+    large.write_text("".join(f"Read clause {i} of the contract.\n" for i in range(20)))
+    use_key(page, keys["member"])
+    page.goto("/#documents")
+    select = page.locator("#document-domain")
+    expect(select.locator("option[value='acme-legal']")).to_have_count(1)
+    expect(select.locator("option[value='beta-legal']")).to_have_count(0)
+    select.select_option("acme-legal")
+    page.locator("#document-file").set_input_files([str(small), str(large)])
+    statuses = set()
+    for source in (small, large):
+        name = source.name.replace(".txt", ".und.txt")
+        link = page.get_by_role("link", name=f"Download {name}")
+        expect(link).to_be_visible()
+        with page.expect_download() as download:
+            link.click()
+        got = Path(download.value.path()).read_bytes()
+        key = {"X-API-Key": keys["member"]}
+        expected = httpx.post(base + "/translate/file", headers=key, timeout=60,
+                              data={"domain": "acme-legal"},
+                              files={"file": (source.name, source.read_bytes())})
+        statuses.add(expected.status_code)
+        if expected.status_code == 202:
+            job = httpx.get(base + expected.headers["location"], headers=key, timeout=60,
+                            params={"wait": 30}).json()
+            assert job["routing"]["domain"] == "acme-legal"
+            expected = httpx.get(base + job["result_url"], headers=key, timeout=60)
+        assert expected.status_code == 200, expected.text
+        assert got == expected.content
+    assert statuses == {200, 202}  # both ways: the answer itself and a job's result
+    expect(page.locator("#documents .error-text")).to_have_count(0)

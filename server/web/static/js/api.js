@@ -33,6 +33,13 @@ export const apiKey = {
   set: (key) => (key ? sessionStorage.setItem(API_KEY, key) : sessionStorage.removeItem(API_KEY)),
 };
 
+// The headers of a public call made with fetch itself (a form upload, a file download):
+// the page's API key, when it holds one.
+export function keyHeaders() {
+  const key = apiKey.get();
+  return key ? { "x-api-key": key } : {};
+}
+
 // Paths are relative ("translate", not "/translate") so that the page also works behind a
 // reverse proxy that serves the API under a prefix.
 export async function call(path, { method = "GET", json, body, admin = false, signal } = {}) {
@@ -44,8 +51,8 @@ export async function call(path, { method = "GET", json, body, admin = false, si
   if (admin) {
     const token = adminToken.get();
     if (token) headers.authorization = `Bearer ${token}`;
-  } else if (apiKey.get()) {
-    headers["x-api-key"] = apiKey.get();
+  } else {
+    Object.assign(headers, keyHeaders());
   }
   let response;
   try {

@@ -1,10 +1,13 @@
 // The Documents view: drop a file (or pick one), follow its translation, download it.
 // It calls POST translate/file: a small file comes back at once; a large one answers 202
 // with a job, followed by long polling (translate/file/jobs/{id}?wait=) until it is done.
+// The upload and the result's download send the page's API key (X-API-Key), so that a
+// tenant's key translates documents with its own domains (the result is fetched as a blob:
+// a plain link could not carry the key).
 // On a server of several directions (GET /languages) the files' languages are chosen
 // here: a direction, or "Detect language" into a target (source auto).
 
-import { ApiError, call } from "./api.js";
+import { ApiError, call, keyHeaders } from "./api.js";
 import { $, h, percent, showError } from "./dom.js";
 
 const WAIT_S = 10;
@@ -122,7 +125,8 @@ export class DocumentsView {
       form.append("target", target);
     }
     try {
-      const response = await fetch("translate/file", { method: "POST", body: form });
+      const response = await fetch("translate/file", {
+        method: "POST", body: form, headers: keyHeaders() });
       if (response.status === 202) {
         await this.follow(await response.json(), shown);
       } else if (response.ok) {
@@ -151,7 +155,10 @@ export class DocumentsView {
     if (job.state === "failed") {
       throw new ApiError(409, job.error.code, `the job failed: ${job.error.message}`, null);
     }
-    this.done(shown, `translate/file/jobs/${job.id}/result`, job.output_name, job.routing,
+    const result = await fetch(`translate/file/jobs/${job.id}/result`,
+                               { headers: keyHeaders() });
+    if (!result.ok) throw await apiError(result);
+    this.done(shown, URL.createObjectURL(await result.blob()), job.output_name, job.routing,
               job.detected);
   }
 
