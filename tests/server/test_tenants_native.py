@@ -191,6 +191,17 @@ def test_the_operator_sees_and_gives_everything(world: World) -> None:
     assert domains(world, world.beta) == {"medical", "beta-legal"}
 
 
+def test_a_tenant_cannot_take_a_name_the_server_gives_its_own_resources(world: World) -> None:
+    """`ml-...` (DeepL v3 glossaries) and `modernmt-...` (memories' glossaries) would be a
+    tenant's by the prefix rule."""
+    for name in ("ml", "modernmt", "default"):
+        refused = admin(world, "POST", "/admin/tenants", json={"name": name})
+        assert refused.status_code == 422, refused.text
+        assert "reserved" in refused.text and "modernmt" in refused.text
+    assert {t["name"] for t in admin(world, "GET", "/admin/tenants").json()["tenants"]} \
+        == {"acme", "beta"}
+
+
 def test_metric_labels_name_no_tenant(world: World) -> None:
     call(world, "POST", "/translate", world.beta, json={"text": "court verdict appeal"})
     text = httpx.get(world.base + "/metrics", timeout=30).text
