@@ -8,7 +8,6 @@ batch, so a long sentence never makes short ones pay for its steps.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -61,13 +60,10 @@ def length_normalised(score: float, length: int, penalty: float) -> float:
     return float(score / (max(length, 1) ** penalty))
 
 
-def _guided(stepper: Stepper, log_probs: Tensor, hook: StepHook | None,
-            rows: Callable[[], StepRows]) -> Tensor:
-    """The step's log-probs after the batch's step hook (if any) changed them."""
-    if hook is not None:
-        hidden = stepper.hidden() if isinstance(stepper, HiddenStates) else None
-        hook.adjust(log_probs, hidden, rows())
-    return log_probs
+def _guide(stepper: Stepper, log_probs: Tensor, hook: StepHook, rows: StepRows) -> None:
+    """The batch's step hook changes the step's log-probs."""
+    hook.adjust(log_probs, stepper.hidden() if isinstance(stepper, HiddenStates) else None,
+                rows)
 
 
 def _forbid_eos(log_probs: Tensor, step: int, options: SearchOptions) -> Tensor:
@@ -86,8 +82,10 @@ def greedy_search(stepper: Stepper, max_lengths: list[int], options: SearchOptio
     scores = [0.0] * len(max_lengths)
     step = 0
     while alive:
-        log_probs = _guided(stepper, stepper.step(tokens), hook, lambda: StepRows(
-            alive, [outputs[sentence] for sentence in alive]))
+        log_probs = stepper.step(tokens)
+        if hook is not None:
+            _guide(stepper, log_probs, hook,
+                   StepRows(alive, [outputs[sentence] for sentence in alive]))
         log_probs = _forbid_eos(log_probs, step, options)  # [rows, vocab]
         best_scores, best = log_probs.max(dim=-1)
         step += 1
@@ -163,9 +161,11 @@ def beam_search(stepper: Stepper, max_lengths: list[int], options: SearchOptions
     scores: Tensor | None = None  # [live, beams] running scores; none before the first step
     step = 0
     while live:
-        log_probs = _guided(stepper, stepper.step(tokens), hook, lambda: StepRows(
-            [s for s, own in zip(live, histories, strict=True) for _ in own],
-            [prefix for own in histories for prefix in own]))
+        log_probs = stepper.step(tokens)
+        if hook is not None:
+            _guide(stepper, log_probs, hook, StepRows(
+                [s for s, own in zip(live, histories, strict=True) for _ in own],
+                [prefix for own in histories for prefix in own]))
         log_probs = _forbid_eos(log_probs, step, options)  # [live*beams, vocab]
         rows, vocab = log_probs.shape
         width = rows // len(live)  # beams per sentence: 1 at the first step, then `size`
