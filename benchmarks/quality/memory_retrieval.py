@@ -250,7 +250,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     dev = {d: split(args.data / "domains" / d, "dev", args.dev_limit) for d in DOMAINS}
     selection = choose(runner, dev, memories, args)
-    params = runner.params(**selection["chosen"])
+    params = runner.params(selection["chosen"]["gate"], selection["chosen"]["max_weight"])
     test = {d: split(args.data / "domains" / d, "test", args.limit) for d in DOMAINS}
     general = {g: split(args.data / "extra" / g, "test", args.limit) for g in GENERAL}
     domains = score_test(runner, models, test, memories, params)
