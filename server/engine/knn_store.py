@@ -15,17 +15,35 @@ hidden state is also the one its steps are compared with.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import torch
 from torch import Tensor
 
+from contract.backbone import BackboneConfig
 from server.decoding.knn import KnnGuide, Neighbours, Pair
+from server.engine.backbone import Backbone
 from server.engine.residency import Lease
 from server.engine.slots import BatchHooks, ModuleBank, runs_of
 
-if TYPE_CHECKING:
-    from server.engine.engine import Engine, Member
+
+class Member(Protocol):
+    """An ensemble member (server/engine/engine.py's `Member`)."""
+
+    @property
+    def module_id(self) -> str | None: ...
+
+    @property
+    def weight(self) -> float: ...
+
+
+class Forcing(Protocol):
+    """What forcing needs of the engine (server/engine/engine.py's `Engine`)."""
+
+    config: BackboneConfig
+    model: Backbone
+    device: torch.device
+
 
 RowKey = tuple[ModuleBank | None, int]
 CHUNK_TOKENS = 8192  # target positions forced per forward pass (bounds the activations)
@@ -41,7 +59,7 @@ def row_key(lease: Lease, module_id: str | None) -> RowKey:
     return (ref.bank, ref.slot) if ref else (None, -1)
 
 
-def force_pairs(engine: Engine, wanted: Sequence[tuple[RowKey, Pair]]) -> list[Tensor]:
+def force_pairs(engine: Forcing, wanted: Sequence[tuple[RowKey, Pair]]) -> list[Tensor]:
     """Per (module, pair): the decoder's final hidden states [target + 1, d] (float32)."""
     order = sorted(range(len(wanted)), key=lambda i: (
         id(wanted[i][0][0]) if wanted[i][0][0] is not None else 0, wanted[i][0][1]))
@@ -60,17 +78,22 @@ def force_pairs(engine: Engine, wanted: Sequence[tuple[RowKey, Pair]]) -> list[T
     return out
 
 
-def _force_chunk(engine: Engine, wanted: Sequence[tuple[RowKey, Pair]], chunk: list[int],
-                 out: list[Tensor]) -> None:
-    from server.engine.engine import pad_rows
+def _padded(rows: Sequence[Sequence[int]], pad_id: int, device: torch.device) -> Tensor:
+    out = torch.full((len(rows), max(len(r) for r in rows)), pad_id, dtype=torch.long)
+    for index, row in enumerate(rows):
+        out[index, : len(row)] = torch.tensor(row, dtype=torch.long)
+    return out.to(device)
 
+
+def _force_chunk(engine: Forcing, wanted: Sequence[tuple[RowKey, Pair]], chunk: list[int],
+                 out: list[Tensor]) -> None:
     config = engine.config
     keys = [wanted[i][0] for i in chunk]
     hooks = BatchHooks(runs_of(keys))
     chosen = hooks if hooks.runs else None
-    sources = pad_rows([wanted[i][1][0] for i in chunk], config.pad_id).to(engine.device)
-    targets = pad_rows([[config.decoder_start_id, *wanted[i][1][1]] for i in chunk],
-                       config.pad_id).to(engine.device)
+    sources = _padded([wanted[i][1][0] for i in chunk], config.pad_id, engine.device)
+    targets = _padded([[config.decoder_start_id, *wanted[i][1][1]] for i in chunk],
+                      config.pad_id, engine.device)
     memory, mask = engine.model.encode(sources, chosen)
     hidden = engine.model.decode(targets, memory, mask, chosen).float()
     for row, index in enumerate(chunk):
@@ -82,7 +105,7 @@ def lead_key(lease: Lease, members: Sequence[Member]) -> RowKey:
     return row_key(lease, members[lead_member(members)].module_id)
 
 
-def build_guides(engine: Engine,
+def build_guides(engine: Forcing,
                  jobs: Sequence[tuple[RowKey, Neighbours]]) -> list[KnnGuide | None]:
     """A datastore per job (its lead member's module slot, its neighbours); None for one
     whose neighbours gave no key."""
