@@ -41,7 +41,12 @@ from benchmarks.quality.evaluation.evaluate import backbone_of
 from benchmarks.quality.models import Models, load_models
 from benchmarks.report_files import write_report
 from model_store import Store
-from server.core.settings import MemorySettings, RetrievalSettings, RoutingSettings
+from server.core.settings import (
+    DecodingSettings,
+    MemorySettings,
+    RetrievalSettings,
+    RoutingSettings,
+)
 from server.decoding.knn import KnnParams, Neighbours
 from server.decoding.search import SearchOptions
 from server.engine.engine import Member, SentenceJob
@@ -59,11 +64,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, required=True)
     parser.add_argument("--direction", default="en-fr", choices=sorted(DIRECTIONS))
-    parser.add_argument("--limit", type=int, default=0, help="test sentences per set (0: all)")
-    parser.add_argument("--dev-limit", type=int, default=100, help="dev sentences per domain")
+    parser.add_argument("--limit", type=int, default=None,
+                        help="test sentences per set (0: all; --quick: 100)")
+    parser.add_argument("--dev-limit", type=int, default=None,
+                        help="dev sentences per domain (default 200; --quick: 30)")
+    parser.add_argument("--quick", action="store_true",
+                        help="100 test and 30 dev sentences per set, greedy")
     parser.add_argument("--memory-pairs", type=int, default=0,
                         help="training pairs per memory (0: all)")
-    parser.add_argument("--beam", type=int, default=4, help="the server's default: 4")
+    parser.add_argument("--beam", type=int, default=None,
+                        help="the server's default (4; --quick: 1)")
     parser.add_argument("--gates", type=float, nargs="+", default=[0.1, 0.25, 0.5])
     parser.add_argument("--weights", type=float, nargs="+", default=[0.3, 0.5, 0.7])
     parser.add_argument("--speed-sentences", type=int, default=64,
@@ -71,7 +81,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--builtin", type=Path, default=Path("model_store/builtin"))
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    quick = args.quick
+    args.limit = args.limit if args.limit is not None else (100 if quick else 0)
+    args.dev_limit = args.dev_limit if args.dev_limit is not None else (30 if quick else 200)
+    args.beam = args.beam if args.beam is not None else (
+        1 if quick else DecodingSettings().beam_size)
+    return args
 
 
 class Runner:
