@@ -211,7 +211,9 @@ class Engine:
                                   keys=[row.key for row in rows], beam=options.beam_size,
                                   capacity=max(max_lengths),
                                   capture=self.device.type == "cuda")
-        results = search(chosen, max_lengths, with_ids(options, self.config), hook)
+        chosen_options = with_ids(options, self.config)
+        results = (search(chosen, max_lengths, chosen_options) if hook is None  # as ever
+                   else search(chosen, max_lengths, chosen_options, hook))
         ordered: list[list[Hypothesis]] = [[] for _ in jobs]
         for sentence, job_index in enumerate(order):
             ordered[job_index] = results[sentence]
