@@ -315,7 +315,7 @@ class RetrievalSettings(BaseModel):
                                                       "-distance")
     # gate and max_weight: the best of the dev grid (benchmarks/results/memory_retrieval*.md)
     gate: float = Field(
-        1.0, gt=0, description="a step whose nearest entry is this far (mean squared "
+        2.0, gt=0, description="a step whose nearest entry is this far (mean squared "
                                 "difference per dimension) or farther ignores the memory")
     max_weight: float = Field(0.5, ge=0, le=1, description="the memory's weight at "
                                                            "distance 0")

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fastapi.testclient import TestClient
 from test_memories_api import LEAFLET, add, client_for, create, translate
 
 TEXT = "Take three tablets a day with water."
