@@ -74,8 +74,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="training pairs per memory (0: all)")
     parser.add_argument("--beam", type=int, default=None,
                         help="the server's default (4; --quick: 1)")
-    parser.add_argument("--gates", type=float, nargs="+", default=[0.1, 0.25, 0.5])
-    parser.add_argument("--weights", type=float, nargs="+", default=[0.3, 0.5, 0.7])
+    parser.add_argument("--gates", type=float, nargs="+", default=[1.0, 2.0, 4.0])
+    parser.add_argument("--weights", type=float, nargs="+", default=[0.5, 0.7])
     parser.add_argument("--speed-sentences", type=int, default=64,
                         help="medical test sentences timed at batch 32 (a quarter at batch 1)")
     parser.add_argument("--builtin", type=Path, default=Path("model_store/builtin"))
