@@ -11,7 +11,8 @@
 #   make bench-documents [DOCS=folder] [FORMATS=docx,..] [QUICK=1]  whole files vs /translate/batch
 #   make bench-quality [QUICK=1] [DATA=..]  fit the quality estimator, measure it
 #   make bench-corrections [QUICK=1] [DATA=..]   a domain refreshed from corrections
-#   make bench-memories [QUICK=1] [DATA=..]  translation memories: import, lookup, coverage
+#   make bench-memories [QUICK=1] [DATA=..] [DIRECTION=fr-en]  translation memories: import,
+#                                  lookup, coverage; retrieval during decoding (BLEU, speed)
 #   make bench-tenants [QUICK=1] [DATA=..]   1,000 tenants' modules: residency, spread, registry
 #   make serve-ray [REPLICAS=2] [PORT=8000] N replicas behind Ray Serve's proxy (local cluster,
 #                                           or the one at RAY_ADDRESS); Ctrl-C stops it all
@@ -197,9 +198,12 @@ bench-corrections: $(DEV_STAMP)
 	$(PY) -m benchmarks.quality.corrections.corrections --data $(DATA) $(QUICK_FLAG)
 
 # Translation memories: TMX import time, lookup time at 100k pairs, how many test
-# sentences a memory of the domain's training pairs matches (benchmarks/results/memories.md).
+# sentences a memory of the domain's training pairs matches (benchmarks/results/memories.md);
+# part 2, retrieval during decoding: BLEU with and without memories, speed
+# (benchmarks/results/memory_retrieval[-fr-en].md; DIRECTION=fr-en for the other side).
 bench-memories: $(DEV_STAMP)
 	$(PY) -m benchmarks.quality.memories --data $(DATA) $(QUICK_FLAG)
+	$(PY) -m benchmarks.quality.memory_retrieval --data $(DATA) $(QUICK_FLAG) $(DIRECTION_FLAG)
 
 bench-tenants: $(DEV_STAMP)
 	$(PY) -m benchmarks.speed.tenants.tenants --data $(DATA) $(QUICK_FLAG)

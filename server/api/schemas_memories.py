@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 from server.core.errors import InvalidInput
+from server.decoding.knn import KnnReport
 from server.memories.book import MemoryChoice, MemoryMatch
 from server.serving.memory_use import MemoryUse
 
@@ -78,7 +79,27 @@ def memory_fields(use: MemoryUse | None) -> dict[str, Any]:
         return {}
     return {"match": match_info(use.match) if use.match else None,
             "sentence_matches": [match_info(m) for m in use.sentences] or None,
-            "matches": [match_info(m) for m in use.matches]}
+            "matches": [match_info(m) for m in use.matches],
+            "retrieval": retrieval_info(use.retrieval) if use.retrieval else None}
+
+
+def retrieval_info(reports: list[KnnReport]) -> RetrievalInfo:
+    rows = sum(r.rows for r in reports)
+    return RetrievalInfo(sentences=len(reports), neighbours=sum(r.neighbours for r in reports),
+                         steps=rows, steps_on=sum(r.rows_on for r in reports),
+                         mean_weight=round(sum(r.weight_sum for r in reports) / rows, 4)
+                         if rows else 0.0)
+
+
+class RetrievalInfo(BaseModel):
+    """How much the memories weighed in decoding (retrieval, kNN-MT)."""
+
+    sentences: int = Field(description="sentences decoded with retrieved memory pairs")
+    neighbours: int = Field(description="memory pairs retrieved for them")
+    steps: int = Field(description="decoding steps (beam rows count each)")
+    steps_on: int = Field(description="steps on which the memory weighed in (the rest were "
+                                      "decoded exactly as without it)")
+    mean_weight: float = Field(description="the memory's mean weight over all steps (0-1)")
 
 
 class MemoryAnswer(BaseModel):
@@ -96,6 +117,10 @@ class MemoryAnswer(BaseModel):
         None, exclude_if=lambda value: value is None,
         description="fuzzy matches of the text (at least NMT_MEMORIES__FUZZY_THRESHOLD), "
                     "best first; present (maybe empty) when a memory is in play")
+    retrieval: RetrievalInfo | None = Field(
+        None, exclude_if=lambda value: value is None,
+        description="how much the memories weighed in decoding (retrieval of similar pairs "
+                    "during decoding); absent when no sentence retrieved a pair")
 
 
 # -- /admin/memories -------------------------------------------------------------------

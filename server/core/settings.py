@@ -308,8 +308,34 @@ class DirectionSettings(BaseModel):
                     "directions' requests finishing first) before it gets 503")
 
 
+class RetrievalSettings(BaseModel):
+    """Retrieval during decoding (server/decoding/knn.py): the memory pairs most like each
+    sentence are forced through the model into a per-request datastore that each decoding
+    step consults, with a weight its distances decide (0 beyond `gate`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = Field(True, description="memories in play also guide decoding (off: "
+                                            "matches only)")
+    max_pairs: int = Field(4, ge=1, le=32, description="memory pairs retrieved per sentence")
+    min_score: float = Field(
+        50.0, ge=1, le=100, description="a pair is retrieved when its source is at least this "
+                                        "similar to the sentence (0-100)")
+    k: int = Field(8, ge=1, le=64, description="nearest datastore entries per step")
+    temperature: float = Field(0.1, gt=0, description="of the neighbours' softmax over "
+                                                      "-distance")
+    # gate and max_weight: the best of the dev grid (benchmarks/results/memory_retrieval*.md)
+    gate: float = Field(
+        2.0, gt=0, description="a step whose nearest entry is this far (mean squared "
+                                "difference per dimension) or farther ignores the memory")
+    max_weight: float = Field(0.5, ge=0, le=1, description="the memory's weight at "
+                                                           "distance 0")
+
+
 class MemorySettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
 
     enabled: bool = Field(True, description="translation memories: matches in answers, "
                                             "/admin/memories (off: neither)")

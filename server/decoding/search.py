@@ -14,6 +14,8 @@ from typing import Protocol
 import torch
 from torch import Tensor
 
+from server.decoding.step_hooks import HiddenStates, StepHook, StepRows
+
 
 class Stepper(Protocol):
     def step(self, tokens: Tensor) -> Tensor:
@@ -58,14 +60,20 @@ def length_normalised(score: float, length: int, penalty: float) -> float:
     return float(score / (max(length, 1) ** penalty))
 
 
+def _guide(stepper: Stepper, log_probs: Tensor, hook: StepHook, rows: StepRows) -> None:
+    """The batch's step hook changes the step's log-probs."""
+    hook.adjust(log_probs, stepper.hidden() if isinstance(stepper, HiddenStates) else None,
+                rows)
+
+
 def _forbid_eos(log_probs: Tensor, step: int, options: SearchOptions) -> Tensor:
     if step < options.min_length:
         log_probs[:, options.eos_id] = -float("inf")
     return log_probs
 
 
-def greedy_search(stepper: Stepper, max_lengths: list[int],
-                  options: SearchOptions) -> list[list[Hypothesis]]:
+def greedy_search(stepper: Stepper, max_lengths: list[int], options: SearchOptions,
+                  hook: StepHook | None = None) -> list[list[Hypothesis]]:
     """Argmax decoding; each sentence stops at EOS or its max length."""
     results: list[list[Hypothesis]] = [[] for _ in max_lengths]
     alive = list(range(len(max_lengths)))  # sentence of each live row
@@ -74,7 +82,11 @@ def greedy_search(stepper: Stepper, max_lengths: list[int],
     scores = [0.0] * len(max_lengths)
     step = 0
     while alive:
-        log_probs = _forbid_eos(stepper.step(tokens), step, options)  # [rows, vocab]
+        log_probs = stepper.step(tokens)
+        if hook is not None:
+            _guide(stepper, log_probs, hook,
+                   StepRows(alive, [outputs[sentence] for sentence in alive]))
+        log_probs = _forbid_eos(log_probs, step, options)  # [rows, vocab]
         best_scores, best = log_probs.max(dim=-1)
         step += 1
         keep: list[int] = []
@@ -128,8 +140,8 @@ def select_beams(values: list[float], parents: list[int], tokens: list[int],
     return beams
 
 
-def beam_search(stepper: Stepper, max_lengths: list[int],
-                options: SearchOptions) -> list[list[Hypothesis]]:
+def beam_search(stepper: Stepper, max_lengths: list[int], options: SearchOptions,
+                hook: StepHook | None = None) -> list[list[Hypothesis]]:
     """Batched beam search; returns the `n_best` hypotheses of every sentence, best first.
 
     Semantics (per sentence): candidates = beam score + log p(token); the top 2*beam
@@ -149,7 +161,12 @@ def beam_search(stepper: Stepper, max_lengths: list[int],
     scores: Tensor | None = None  # [live, beams] running scores; none before the first step
     step = 0
     while live:
-        log_probs = _forbid_eos(stepper.step(tokens), step, options)  # [live*beams, vocab]
+        log_probs = stepper.step(tokens)
+        if hook is not None:
+            _guide(stepper, log_probs, hook, StepRows(
+                [s for s, own in zip(live, histories, strict=True) for _ in own],
+                [prefix for own in histories for prefix in own]))
+        log_probs = _forbid_eos(log_probs, step, options)  # [live*beams, vocab]
         rows, vocab = log_probs.shape
         width = rows // len(live)  # beams per sentence: 1 at the first step, then `size`
         if scores is not None:
@@ -186,11 +203,12 @@ def beam_search(stepper: Stepper, max_lengths: list[int],
     return [sorted(s.finished, reverse=True)[: options.n_best] for s in sentences]
 
 
-def search(stepper: Stepper, max_lengths: list[int],
-           options: SearchOptions) -> list[list[Hypothesis]]:
-    """Greedy when beam_size == 1, beam search otherwise."""
+def search(stepper: Stepper, max_lengths: list[int], options: SearchOptions,
+           hook: StepHook | None = None) -> list[list[Hypothesis]]:
+    """Greedy when beam_size == 1, beam search otherwise; `hook` (server/decoding/
+    step_hooks.py) may change every step's log-probs before they are ranked."""
     if options.n_best > options.beam_size:
         raise ValueError(f"n_best ({options.n_best}) cannot exceed beam_size ({options.beam_size})")
     if options.beam_size == 1:
-        return greedy_search(stepper, max_lengths, options)
-    return beam_search(stepper, max_lengths, options)
+        return greedy_search(stepper, max_lengths, options, hook)
+    return beam_search(stepper, max_lengths, options, hook)

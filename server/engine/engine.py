@@ -9,20 +9,23 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 
 from contract.backbone import BackboneConfig
+from server.decoding.knn import Neighbours
 from server.decoding.search import Hypothesis, SearchOptions, Stepper, search
+from server.decoding.step_hooks import SentenceGuide, StepHook, batch_hook
 from server.engine import int8_groups
 from server.engine.backbone import Backbone
 from server.engine.families import Params
 from server.engine.families.mixing import WordMixing
 from server.engine.fixed_steps import FixedStepper
 from server.engine.host_paths import apply_quantized_engine
+from server.engine.knn_store import build_guides, lead_key
 from server.engine.layers import Attention
 from server.engine.mixture import MixtureHooks, SourceProportions, encoder_layer_means
 from server.engine.packing import PackedLinear, pack_linears, packing_available
@@ -83,6 +86,10 @@ class SentenceJob:
     source_ids: list[int]  # ends with EOS
     members: tuple[Member, ...]
     max_length: int  # target tokens, EOS included
+    # Decoding guidance (server/decoding/step_hooks.py): ready-made guides (banned target
+    # sequences), and memory pairs the engine forces into a kNN datastore.
+    guides: tuple[SentenceGuide, ...] = field(default=(), compare=False)
+    neighbours: Neighbours | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not self.source_ids:
@@ -199,13 +206,16 @@ class Engine:
         memory, mask = self.model.encode(source.to(self.device), hooks)
         stepper.state = self.model.start_state(memory, mask, hooks)
         max_lengths = [jobs[i].max_length for i in order]
+        hook = step_hook(self, lease, [jobs[i] for i in order])
         chosen: Stepper = stepper
         if self.fixed_steps and stepper.single:  # one member per sentence, in order
             chosen = FixedStepper(self.model, self.project, stepper.state,
                                   keys=[row.key for row in rows], beam=options.beam_size,
                                   capacity=max(max_lengths),
                                   capture=self.device.type == "cuda")
-        results = search(chosen, max_lengths, with_ids(options, self.config))
+        chosen_options = with_ids(options, self.config)
+        results = (search(chosen, max_lengths, chosen_options) if hook is None  # as ever
+                   else search(chosen, max_lengths, chosen_options, hook))
         ordered: list[list[Hypothesis]] = [[] for _ in jobs]
         for sentence, job_index in enumerate(order):
             ordered[job_index] = results[sentence]
@@ -243,6 +253,25 @@ class Engine:
         jobs = [SentenceJob(i, chosen, self.max_length(len(i))) for i in ids]
         results = self.translate(jobs, options or SearchOptions())
         return [self.target_tokenizer.decode(r[0].tokens) for r in results]
+
+
+def step_hook(engine: Engine, lease: Lease, jobs: Sequence[SentenceJob]) -> StepHook | None:
+    """The step hook of a batch whose sentence i is `jobs[i]` (None: no guidance)."""
+    return batch_hook(dict(enumerate(sentence_guides(engine, [lease] * len(jobs), jobs))))
+
+
+def sentence_guides(engine: Engine, leases: Sequence[Lease],
+                    jobs: Sequence[SentenceJob]) -> list[list[SentenceGuide]]:
+    """Every job's guides: its own, after a kNN datastore of its neighbours (if any)."""
+    guides: list[list[SentenceGuide]] = [list(job.guides) for job in jobs]
+    wanted = [(i, job.neighbours) for i, job in enumerate(jobs)
+              if job.neighbours is not None and job.neighbours.pairs]
+    built = build_guides(engine, [(lead_key(leases[i], jobs[i].members), neighbours)
+                                  for i, neighbours in wanted])
+    for (i, _), guide in zip(wanted, built, strict=True):
+        if guide is not None:
+            guides[i].insert(0, guide)
+    return guides
 
 
 def check_lengths(jobs: Sequence[SentenceJob], config: BackboneConfig) -> None:

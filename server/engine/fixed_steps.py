@@ -108,6 +108,7 @@ class FixedStepper:
         self.capture = capture
         self.graph: torch.cuda.CUDAGraph | None = None
         self.out: Tensor | None = None
+        self.hidden_out: Tensor | None = None
 
     def _body(self) -> Tensor:
         """One step of every fixed row: log-probabilities [rows, vocab] (float32)."""
@@ -117,7 +118,8 @@ class FixedStepper:
         state.self_bias = bias.masked_fill_(self.cache_positions > self.position, -float("inf"))
         hidden = self.model.decode(self.tokens[:, None], self.no_memory, state.memory_mask,
                                    self.hooks, state)
-        out = torch.log_softmax(self.project(hidden[:, -1]).float(), dim=-1)
+        self.hidden_out = hidden[:, -1]  # a graph's output too: kept at its address
+        out = torch.log_softmax(self.project(self.hidden_out).float(), dim=-1)
         self.position.add_(1)
         return out
 
@@ -129,6 +131,8 @@ class FixedStepper:
             out = self._body()
         current.wait_stream(side)
         out.record_stream(current)  # made on the side stream, read on this one
+        if self.hidden_out is not None:
+            self.hidden_out.record_stream(current)
         return out
 
     def _captured(self) -> Tensor:
@@ -170,6 +174,11 @@ class FixedStepper:
             out = self._body()
         self.steps += 1
         return out.index_select(0, self.index)
+
+    def hidden(self) -> Tensor:
+        """The last step's final hidden states of the search's rows."""
+        assert self.hidden_out is not None, "no step yet"
+        return self.hidden_out.index_select(0, self.index)
 
     def reorder(self, index: Tensor) -> None:
         """The search keeps its rows `index`: each lands on a row of its sentence (the

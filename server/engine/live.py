@@ -27,7 +27,16 @@ from torch import Tensor
 
 from server.decoding.live_search import LiveSentence, advance
 from server.decoding.search import Hypothesis, SearchOptions
-from server.engine.engine import Engine, SentenceJob, check_lengths, pad_rows, with_ids
+from server.decoding.step_hooks import SentenceGuide, StepHook, StepRows, batch_hook
+from server.engine.engine import (
+    Engine,
+    SentenceJob,
+    check_lengths,
+    pad_rows,
+    sentence_guides,
+    with_ids,
+)
+from server.engine.knn_store import lead_member
 from server.engine.live_graphs import LiveGraphs
 from server.engine.live_rows import LiveRows
 from server.engine.residency import Lease
@@ -61,6 +70,8 @@ class _Entry:
     lease: Lease
     joined: float
     slots: list[int] = field(default_factory=lambda: [0])  # each hypothesis' row in a group
+    guides: list[SentenceGuide] = field(default_factory=list)  # step_hooks.py
+    lead: int = 0  # the member whose hidden state the guides read (knn_store.py)
 
 
 class LiveDecoder:
@@ -85,6 +96,11 @@ class LiveDecoder:
         self._tickets = itertools.count()
         self._hooks: BatchHooks | None = None
         self._hooks_stale = True
+        self._step_hook: StepHook | None = None
+        self._step_hook_stale = False
+        self._picked: list[int] = []  # the last step's member rows, hypothesis by hypothesis
+        self._lead_rows: list[int] = []  # per hypothesis: its lead member's place in _picked
+        self._last: Tensor | None = None  # eager steps: the picked rows' hidden states
         self._no_memory = torch.empty(0, device=engine.device)
         # Steps over the buffers' whole capacity, CUDA graphs on CUDA (live_graphs.py):
         # as the engine's static batches take fixed steps (by default on CUDA only).
@@ -115,6 +131,7 @@ class LiveDecoder:
                 leases.append(modules.acquire([m.module_id for m in job.members
                                                if m.module_id]))
             groups = self._encode(jobs, leases)
+            guides = sentence_guides(self.engine, leases, jobs)
         except Exception:
             for lease in leases:
                 modules.release(lease)
@@ -126,7 +143,9 @@ class LiveDecoder:
             total = sum(m.weight for m in job.members)
             self.entries[ticket] = _Entry(
                 LiveSentence(job.max_length, self.options.start_id), groups[index],
-                [math.log(m.weight / total) for m in job.members], leases[index], now)
+                [math.log(m.weight / total) for m in job.members], leases[index], now,
+                guides=guides[index], lead=lead_member(job.members))
+            self._step_hook_stale = self._step_hook_stale or bool(guides[index])
             for group in groups[index]:
                 self.group_owner[group] = ticket
             tickets.append(ticket)
@@ -176,6 +195,7 @@ class LiveDecoder:
         started = time.perf_counter()
         entries = list(self.entries.values())
         log_probs = self._hypothesis_log_probs(entries)
+        self._guide(entries, log_probs)
         sentences = [entry.search for entry in entries]
         widths = [s.width for s in sentences]
         advance(sentences, log_probs, self.options)
@@ -194,6 +214,28 @@ class LiveDecoder:
         self.stats.step_seconds += finished - started
         return [(ticket, entry.search.result or []) for ticket, entry in done]
 
+    def _guide(self, entries: list[_Entry], log_probs: Tensor) -> None:
+        """The live sentences' step hook (rebuilt when a guided sentence joins or
+        leaves), keyed by ticket."""
+        if self._step_hook_stale:
+            self._step_hook = batch_hook({ticket: entry.guides for ticket, entry
+                                          in self.entries.items() if entry.guides})
+            self._step_hook_stale = False
+        if self._step_hook is None:
+            return
+        tickets = list(self.entries)
+        rows = StepRows([t for t, e in zip(tickets, entries, strict=True)
+                         for _ in e.search.histories],
+                        [h for e in entries for h in e.search.histories])
+        lead = torch.tensor(self._lead_rows, device=self.engine.device)
+        if self.graphs is not None:
+            picked = torch.tensor(self._picked, device=self.engine.device)
+            hidden = self.graphs.hidden(picked.index_select(0, lead))
+        else:
+            assert self._last is not None
+            hidden = self._last.index_select(0, lead)
+        self._step_hook.adjust(log_probs, hidden, rows)
+
     def _hypothesis_log_probs(self, entries: list[_Entry]) -> Tensor:
         """Every row's next-token log-probs, as hypotheses [sum of widths, vocab]: one
         member's row, or the members' rows mixed."""
@@ -203,8 +245,10 @@ class LiveDecoder:
         hyp_of: list[int] = []
         weights: list[float] = []
         hyps = 0
+        self._lead_rows = []
         for entry in entries:
             for k, token in enumerate(entry.search.tokens):
+                self._lead_rows.append(len(rows) + entry.lead)
                 for number, first in enumerate(entry.groups):
                     row = first * group + entry.slots[k]
                     tokens[row] = token
@@ -212,6 +256,7 @@ class LiveDecoder:
                     hyp_of.append(hyps)
                     weights.append(entry.log_weights[number])
                 hyps += 1
+        self._picked = rows
         if self.graphs is not None:
             log_probs = self.graphs.step(tokens, self.group_keys,
                                          torch.tensor(rows, device=engine.device))
@@ -234,6 +279,7 @@ class LiveDecoder:
         if len(rows) != last.shape[0] or rows != list(range(len(rows))):
             # Gather before the output projection: d_model wide, not vocabulary wide.
             last = last.index_select(0, torch.tensor(rows, device=engine.device))
+        self._last = last
         return torch.log_softmax(engine.project(last).float(), dim=-1)
 
     def _batch_hooks(self) -> BatchHooks | None:
@@ -287,5 +333,7 @@ class LiveDecoder:
         del self.group_keys[self.rows.groups:]
         del self.group_owner[self.rows.groups:]
         for ticket in tickets:
-            self.engine.modules.release(self.entries.pop(ticket).lease)
+            entry = self.entries.pop(ticket)
+            self._step_hook_stale = self._step_hook_stale or bool(entry.guides)
+            self.engine.modules.release(entry.lease)
         self._hooks_stale = True

@@ -92,6 +92,7 @@ class _Graph:
     kept: Params | None = None  # grouped module copies the graph reads (kept alive)
     graph: torch.cuda.CUDAGraph | None = None
     out: Tensor | None = None  # the graph's output: overwritten by every replay
+    hidden: Tensor | None = None  # the graph's final hidden states (as `out`)
     captured: bool = False  # on CPU: the step CUDA would have captured has run
     failed: bool = False  # capture failed: eager steps for this layout
 
@@ -118,6 +119,7 @@ class LiveGraphs:
         self.tokens = torch.empty(0, dtype=torch.long, device=live.device)
         self._no_memory = torch.empty(0, device=live.device)
         self._warned = False
+        self._hidden: Tensor | None = None  # the last step's final hidden states [rows, d]
 
     def step(self, tokens: list[int], group_keys: list[RowKey], picked: Tensor) -> Tensor:
         """One step of every row; returns the log-probabilities (float32) of the rows
@@ -139,6 +141,11 @@ class LiveGraphs:
             self.graphs.move_to_end(layout)
             out = self._step(entry)
         return out.index_select(0, picked)
+
+    def hidden(self, picked: Tensor) -> Tensor:
+        """The last step's final hidden states of the rows `picked` [picked, d_model]."""
+        assert self._hidden is not None, "no step yet"
+        return self._hidden.index_select(0, picked)
 
     def _enter_bucket(self) -> None:
         live = self.live
@@ -170,6 +177,7 @@ class LiveGraphs:
         if entry.graph is not None and entry.out is not None:
             entry.graph.replay()
             self.counts.replays += 1
+            self._hidden = entry.hidden
             return entry.out
         if entry.failed:
             self.counts.eager += 1
@@ -195,7 +203,8 @@ class LiveGraphs:
                              memory_bias=bias, position=live.ages[:rows, None],
                              self_bias=live.self_bias[:rows])
         hidden = self.model.decode(self.tokens[:, None], self._no_memory, bias, hooks, state)
-        return torch.log_softmax(self.project(hidden[:, -1]).float(), dim=-1)
+        self._hidden = hidden[:, -1]
+        return torch.log_softmax(self.project(self._hidden).float(), dim=-1)
 
     def _warm_up(self, entry: _Graph) -> Tensor:
         if not self.capture:
@@ -208,6 +217,8 @@ class LiveGraphs:
             out = self._body(entry.hooks)
         current.wait_stream(side)
         out.record_stream(current)  # made on the side stream, read on this one
+        if self._hidden is not None:
+            self._hidden.record_stream(current)
         return out
 
     def _captured(self, entry: _Graph) -> Tensor:
@@ -236,6 +247,6 @@ class LiveGraphs:
             entry.failed = True
             return self._body(entry.hooks)
         current.wait_stream(side)
-        entry.graph, entry.out = graph, out
+        entry.graph, entry.out, entry.hidden = graph, out, self._hidden
         graph.replay()
         return out

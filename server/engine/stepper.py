@@ -81,10 +81,25 @@ class MemberStepper:
         hooks = self.hooks if self.hooks.runs else None
         hidden = self.model.decode(member_tokens[:, None], torch.empty(0),
                                    state.memory_mask, hooks, state)
-        log_probs = torch.log_softmax(self.project(hidden[:, -1]).float(), dim=-1)  # [rows, V]
+        self.last_hidden = hidden[:, -1]
+        log_probs = torch.log_softmax(self.project(self.last_hidden).float(), dim=-1)
         if self.single:
             return log_probs
         return self._mix(log_probs, tokens.shape[0])
+
+    def hidden(self) -> Tensor:
+        """The last step's final hidden state per hypothesis: its heaviest member's row
+        (the member a kNN datastore is keyed by, server/engine/knn_store.py)."""
+        if self.single:
+            return self.last_hidden
+        lead: dict[int, int] = {}
+        for index, (row, hyp) in enumerate(zip(self.rows, self.hyp_of, strict=True)):
+            best = lead.get(hyp)
+            if best is None or (row.log_weight, -row.member) > (
+                    self.rows[best].log_weight, -self.rows[best].member):
+                lead[hyp] = index
+        index_ = torch.tensor([lead[h] for h in range(len(lead))], device=self.device)
+        return self.last_hidden.index_select(0, index_)
 
     def _mix(self, log_probs: Tensor, n_hyps: int) -> Tensor:
         return mix_members(log_probs, self.hyp_index, self.log_weights, n_hyps)
@@ -123,7 +138,11 @@ class FixedStepper:
         tokens = tokens.to(self.state.memory_mask.device)
         hidden = self.model.decode(tokens[:, None], torch.empty(0), self.state.memory_mask,
                                    self.hooks, self.state)
-        return torch.log_softmax(self.model.logits(hidden[:, -1]).float(), dim=-1)
+        self.last_hidden = hidden[:, -1]
+        return torch.log_softmax(self.model.logits(self.last_hidden).float(), dim=-1)
+
+    def hidden(self) -> Tensor:
+        return self.last_hidden
 
     def reorder(self, index: Tensor) -> None:
         self.state.reorder(index.to(self.state.memory_mask.device))

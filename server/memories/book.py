@@ -271,3 +271,13 @@ class MemoryBook:
                                              limit=limit)]
         found.sort(key=lambda match: -match.score)  # stable: memory order among ties
         return found[:limit]
+
+    @staticmethod
+    def neighbours(memories: Sequence[Loaded], text: str, *, min_score: float,
+                   limit: int) -> list[Entry]:
+        """The pairs of `memories` whose sources are most like `text` (at least
+        `min_score`), best first: what retrieval during decoding forces through the model."""
+        found = [scored for m in memories
+                 for scored in m.index.fuzzy(text, threshold=min_score, limit=limit)]
+        found.sort(key=lambda scored: -scored.score)
+        return [scored.entry for scored in found[:limit]]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from server.decoding.knn import KnnReport
 from server.memories.book import MemoryBook, MemoryChoice, MemoryMatch
 from server.memories.document_matches import Hit, sentences, whole_text
 from server.textproc.document import Document
@@ -17,6 +18,9 @@ class MemoryUse:
     match: MemoryMatch | None = None  # the whole text, from one pair
     sentences: list[MemoryMatch] = field(default_factory=list)  # sentences taken exactly
     matches: list[MemoryMatch] = field(default_factory=list)  # fuzzy, best first
+    # per decoded sentence guided by retrieval: how much the memory weighed (filled while
+    # it decodes; server/decoding/knn.py)
+    retrieval: list[KnnReport] = field(default_factory=list)
 
 
 def exact(hit: Hit) -> MemoryMatch:

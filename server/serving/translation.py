@@ -40,6 +40,7 @@ from server.routing.policy import RoutingDecision, RoutingPolicy
 from server.scheduling.preparation import PreparationGate, check_deadline
 from server.scheduling.scheduler import Scheduler
 from server.serving.glossaries import GlossaryBook
+from server.serving.memory_retrieval import with_neighbours
 from server.serving.memory_use import apply_memories
 from server.serving.request_limits import (
     RequestCaps,
@@ -222,6 +223,8 @@ class Translator:
             caps.add_tokens(sum(len(source) for source in ids), field=item.text_field)
             jobs = [SentenceJob(source, members, self._max_length(
                         engine, source, request, field=item.text_field)) for source in ids]
+            jobs, memory = with_neighbours(self.memories, item.memory, decision.domain,
+                                           memory, texts, jobs, engine)
             used = {d: versions[d] for d in decision.module_domains}
             module_ids = [m.module_id for m in members if m.module_id is not None]
             single = decision.domain if len(decision.members) == 1 else None
