@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from server.core.errors import DeadlineExceeded, NotReady, TooLarge
+from server.core.errors import DeadlineExceeded, NotReady
 from server.core.metrics import Metrics
 from server.core.settings import DecodingSettings, LimitSettings
 from server.core.tenancy import current_scope
@@ -59,8 +59,10 @@ from server.serving.requests import (
 )
 from server.serving.results import Decode, n_best_alternatives, per_item
 from server.serving.runtime import Runtime
+from server.serving.sentence_jobs import sentence_jobs
 from server.serving.state import ServingState
 from server.serving.tenant_view import routable
+from server.serving.term_bans import bans_of, with_bans
 from server.textproc.document import Document, build_document
 from server.textproc.documents import DocumentSpec, TooManySentences, build_documents
 from server.textproc.glossary import Glossary
@@ -221,10 +223,12 @@ class Translator:
             caps.add_sentences(len(texts), field=item.text_field)
             ids = engine.source_tokenizer.encode(texts) if texts else []
             caps.add_tokens(sum(len(source) for source in ids), field=item.text_field)
-            jobs = [SentenceJob(source, members, self._max_length(
-                        engine, source, request, field=item.text_field)) for source in ids]
+            jobs = sentence_jobs(engine, ids, members, request, self.decoding,
+                                 field=item.text_field)
             jobs, memory = with_neighbours(self.memories, item.memory, decision.domain,
                                            memory, texts, jobs, engine)
+            if glossary is not None:  # its forbidden terms are banned from the search
+                jobs = with_bans(engine.target_tokenizer, glossary.forbidden, jobs)
             used = {d: versions[d] for d in decision.module_domains}
             module_ids = [m.module_id for m in members if m.module_id is not None]
             single = decision.domain if len(decision.members) == 1 else None
@@ -244,23 +248,6 @@ class Translator:
         return self.preparation.apart(deadline, functools.partial(
             build_documents, specs, terms=self.terms,
             max_sentences=self.limits.max_request_sentences))
-
-    def _jobs(self, engine: Engine, texts: list[str], members: tuple[Member, ...],
-              request: DecodingRequest, *, field: str) -> list[SentenceJob]:
-        ids = engine.source_tokenizer.encode(texts) if texts else []
-        return [SentenceJob(source, members, self._max_length(engine, source, request,
-                                                              field=field)) for source in ids]
-
-    def _max_length(self, engine: Engine, source: list[int], request: DecodingRequest, *,
-                    field: str) -> int:
-        limit = engine.config.max_positions
-        if len(source) > limit:
-            raise TooLarge(f"a sentence of {len(source)} tokens exceeds the model's limit of "
-                           f"{limit}; split it", field=field)
-        if request.max_length is not None:
-            return min(request.max_length, limit)
-        return engine.max_length(len(source), ratio=self.decoding.length_ratio,
-                                 limit=self.decoding.max_length)
 
     def _count(self, decision: RoutingDecision) -> None:
         self.metrics.routing_decisions.labels(mode=decision.mode).inc()
@@ -344,7 +331,9 @@ class Translator:
         engine = self.runtime.engine
         if engine is None:
             raise NotReady("the backbone was unloaded")
-        jobs = [self._jobs(engine, own, item.jobs[0].members, request, field="text")
+        jobs = [sentence_jobs(engine, engine.source_tokenizer.encode(own),
+                              item.jobs[0].members, request, self.decoding, field="text",
+                              guides=bans_of(item.jobs[0]))
                 if own else [] for item, own in zip(prepared, texts, strict=True)]
         flat = [job for own in jobs for job in own]
         # the request was admitted with its first pass: a refusal now would waste it
