@@ -74,3 +74,33 @@ def test_a_glossary_exported_by_weblate_imports(client: TestClient) -> None:
     detail = import_tbx(client, "weblate", data)
     assert detail["entries"] == TERMS
     assert detail["forbidden"] == []
+
+
+UNTRANSLATABLE = b"""<?xml version="1.0" encoding="UTF-8"?>
+<martif type="TBX" xml:lang="en"><text><body>
+  <termEntry id="weblate">
+    <descrip type="Translation needed">no</descrip>
+    <langSet xml:lang="en"><tig><term>Weblate</term></tig></langSet>
+  </termEntry>
+  <termEntry id="server">
+    <descrip type="Translation needed">yes</descrip>
+    <langSet xml:lang="en"><tig><term>server</term></tig></langSet>
+    <langSet xml:lang="fr"><tig><term>serveur</term></tig></langSet>
+  </termEntry>
+</body></text></martif>"""
+
+
+def test_the_untranslatable_mark_translate_toolkit_reads_is_do_not_translate(
+        client: TestClient) -> None:
+    """Neither writer above has a way to write it, but translate-toolkit (and Weblate's TBX
+    import through it) reads `<descrip type="Translation needed">no</descrip>` as an
+    untranslatable term: its own reader is the judge of the file, then ours agrees."""
+    units = tbxfile.parsestring(UNTRANSLATABLE).units
+    assert [(u.source, u.istranslatable()) for u in units] == [
+        ("Weblate", False), ("server", True)]
+    created = client.put("/admin/glossaries/marks", content=UNTRANSLATABLE,
+                         headers=admin_headers() | {"content-type": "application/x-tbx"},
+                         params={"source_lang": "en", "target_lang": "fr"})
+    assert created.status_code == 201, created.text
+    detail = client.get("/admin/glossaries/marks", headers=admin_headers()).json()
+    assert detail["entries"] == {"Weblate": "Weblate", "server": "serveur"}
