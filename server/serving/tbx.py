@@ -16,9 +16,10 @@ term still occurs in texts) maps to the best allowed target term (preferred, the
 admitted, then one without a status). Forbidden target terms are collected as the
 glossary's `forbidden` strings, unless some entry enforces the same string. An entry is
 do-not-translate (its source terms map to themselves) when it has no allowed target term
-and it says so the way producers write it: Weblate/translate-toolkit write a `termNote`
-`translationNote` of `no`; ITS-style `translate="no"` on an element, or a note or
-`descrip` typed `doNotTranslate` (value anything but `no`/`false`), are read alike. An
+and it says so the way producers write it: a `descrip` typed `Translation needed` of `no`
+(what translate-toolkit and Weblate read as untranslatable), a `termNote`
+`translationNote` of `no`, ITS-style `translate="no"` on an element, or a note or
+`descrip` typed `doNotTranslate` (value anything but `no`/`false`). An
 entry whose target term equals its source term is do-not-translate by itself.
 
 A later entry repeating an earlier entry's source term (case-insensitively) is skipped:
@@ -45,6 +46,8 @@ FORBIDDEN = frozenset({"deprecated", "superseded", "forbidden", "obsolete",
                        "notrecommended"})
 DNT_TYPES = frozenset({"doNotTranslate", "donottranslate", "do-not-translate"})
 NO_VALUES = frozenset({"no", "false", "0"})
+# "is a translation needed?" marks; "Translation needed" is translate-toolkit's
+NEEDED_TYPES = frozenset({"Translation needed", "translationNote"})
 
 
 @dataclass
@@ -178,7 +181,7 @@ def _says_do_not_translate(entry: Element) -> bool:
             return True
         kind = element.get("type") or ""
         value = "".join(element.itertext()).strip().lower()
-        if kind == "translationNote" and value in NO_VALUES:
+        if kind in NEEDED_TYPES and value in NO_VALUES:
             return True
         if kind in DNT_TYPES and value not in NO_VALUES:
             return True

@@ -1,6 +1,7 @@
 """TBX termbases read into a glossary: entries, do-not-translate terms, forbidden targets,
-in the shapes TBX writers emit (TBX 2008 `martif` as Weblate / translate-toolkit write
-it, TBX-Basic 2019 `tbx` with suffixed statuses), and refusals that name the fault."""
+in the shapes TBX writers emit (hand-written here: TBX 2008 `martif` in translate-toolkit's
+skeleton, TBX-Basic 2019 `tbx` with suffixed statuses; files that real writers produce
+are in test_tbx_writers.py), and refusals that name the fault."""
 
 from __future__ import annotations
 
