@@ -143,16 +143,22 @@ class KnnHook:
         gate = self.gate.index_select(0, store_index)
         weight = (self.max_weight.index_select(0, store_index)
                   * (1 - near[:, 0] / gate).clamp(min=0))
-        weights = weight.tolist()
-        for (_, store), lam in zip(picked, weights, strict=True):
-            report = self.reports[store]
-            report.rows += 1
-            report.weight_sum += lam
-            report.rows_on += lam > 0
-        on = [i for i, lam in enumerate(weights) if lam > 0]
-        if not on:
+        on_mask = weight > 0
+        stores_n = len(self.reports)
+        counts = torch.bincount(store_index, minlength=stores_n)
+        sums = torch.zeros(stores_n, dtype=torch.float64, device=device)
+        sums.index_add_(0, store_index, weight.double())
+        ons = torch.bincount(store_index, weights=on_mask.double(), minlength=stores_n)
+        # one transfer per step for every report (not one per row)
+        tallies = torch.stack([counts.double(), sums, ons], dim=1).tolist()
+        for report, (rows_n, total, rows_on) in zip(self.reports, tallies, strict=True):
+            if rows_n:
+                report.rows += int(rows_n)
+                report.weight_sum += total
+                report.rows_on += int(rows_on)
+        if not any(rows_on for _, _, rows_on in tallies):
             return  # every row is left exactly as the model made it
-        chosen = torch.tensor(on, device=device)
+        chosen = on_mask.nonzero().squeeze(1)
         near, where = near.index_select(0, chosen), where.index_select(0, chosen)
         store_index = store_index.index_select(0, chosen)
         beyond = (torch.arange(self.k, device=device)[None]
@@ -161,7 +167,7 @@ class KnnHook:
         temperature = self.temperature.index_select(0, store_index)[:, None]
         votes = torch.softmax(-near / temperature, dim=-1)  # the nearest is finite
         tokens = self.values.index_select(0, store_index).gather(1, where)
-        knn = torch.zeros((len(on), log_probs.shape[1]), device=device)
+        knn = torch.zeros((chosen.shape[0], log_probs.shape[1]), device=device)
         knn.scatter_add_(1, tokens, votes)
         lam = weight.index_select(0, chosen)[:, None]
         targets = row_index.index_select(0, chosen)
