@@ -45,18 +45,37 @@ class KnnParams:
 
 @dataclass
 class KnnReport:
-    """How much a sentence's memory weighed (filled while it decodes; `explain`)."""
+    """How much a sentence's memory weighed (filled while it decodes; `explain`). The
+    per-step tallies stay on the device (`tallies`: a hook's [stores, 3] tensor of rows,
+    weight sum and rows on, and this sentence's store in it) until the report is read, so
+    decoding never waits on them."""
 
     neighbours: int = 0  # memory pairs retrieved for the sentence
     keys: int = 0  # datastore entries they gave
-    rows: int = 0  # row-steps decoded (beam rows count each)
-    rows_on: int = 0  # row-steps whose weight was above 0
-    weight_sum: float = 0.0
+    tallies: list[tuple[Tensor, int]] = field(default_factory=list, repr=False, compare=False)
+
+    def _tally(self, column: int) -> float:
+        return sum(float(tally[store, column]) for tally, store in self.tallies)
+
+    @property
+    def rows(self) -> int:
+        """Row-steps decoded (beam rows count each)."""
+        return round(self._tally(0))
+
+    @property
+    def rows_on(self) -> int:
+        """Row-steps whose weight was above 0."""
+        return round(self._tally(2))
+
+    @property
+    def weight_sum(self) -> float:
+        return self._tally(1)
 
     @property
     def mean_weight(self) -> float:
         """The memory's mean weight over every row-step (0: it never weighed in)."""
-        return self.weight_sum / self.rows if self.rows else 0.0
+        rows = self.rows
+        return self.weight_sum / rows if rows else 0.0
 
 
 @dataclass(frozen=True)
@@ -108,6 +127,12 @@ class KnnHook:
         self.gate = torch.tensor([g.params.gate for g in chosen], device=device)
         self.temperature = torch.tensor([g.params.temperature for g in chosen], device=device)
         self.max_weight = torch.tensor([g.params.max_weight for g in chosen], device=device)
+        # on the CPU, checking whether any row is on costs no wait: idle steps are skipped
+        self.skip_idle = device.type == "cpu"
+        # rows, weight sum, rows on per store, summed on the device (read with the reports)
+        self.tally = torch.zeros((len(chosen), 3), dtype=torch.float64, device=device)
+        for store, report in enumerate(self.reports):
+            report.tallies.append((self.tally, store))
 
     def distances(self, hidden: Tensor, stores: list[int]) -> Tensor:
         """[rows, n_max]: each row's distance to its store's keys (inf: padding)."""
@@ -144,21 +169,14 @@ class KnnHook:
         weight = (self.max_weight.index_select(0, store_index)
                   * (1 - near[:, 0] / gate).clamp(min=0))
         on_mask = weight > 0
-        stores_n = len(self.reports)
-        counts = torch.bincount(store_index, minlength=stores_n)
-        sums = torch.zeros(stores_n, dtype=torch.float64, device=device)
-        sums.index_add_(0, store_index, weight.double())
-        ons = torch.bincount(store_index, weights=on_mask.double(), minlength=stores_n)
-        # one transfer per step for every report (not one per row)
-        tallies = torch.stack([counts.double(), sums, ons], dim=1).tolist()
-        for report, (rows_n, total, rows_on) in zip(self.reports, tallies, strict=True):
-            if rows_n:
-                report.rows += int(rows_n)
-                report.weight_sum += total
-                report.rows_on += int(rows_on)
-        if not any(rows_on for _, _, rows_on in tallies):
-            return  # every row is left exactly as the model made it
-        chosen = on_mask.nonzero().squeeze(1)
+        self.tally.index_add_(0, store_index, torch.stack(
+            [torch.ones_like(weight), weight, on_mask.to(weight.dtype)], dim=1).double())
+        if self.skip_idle:
+            if not bool(on_mask.any()):
+                return  # every row is left exactly as the model made it
+            chosen = on_mask.nonzero().squeeze(1)
+        else:  # no wait on the device: every picked row is mixed, rows at 0 keep their own
+            chosen = torch.arange(weight.shape[0], device=device)
         near, where = near.index_select(0, chosen), where.index_select(0, chosen)
         store_index = store_index.index_select(0, chosen)
         beyond = (torch.arange(self.k, device=device)[None]
@@ -171,5 +189,6 @@ class KnnHook:
         knn.scatter_add_(1, tokens, votes)
         lam = weight.index_select(0, chosen)[:, None]
         targets = row_index.index_select(0, chosen)
-        model = log_probs.index_select(0, targets).exp()
-        log_probs.index_copy_(0, targets, ((1 - lam) * model + lam * knn).log())
+        own = log_probs.index_select(0, targets)
+        mixed = ((1 - lam) * own.exp() + lam * knn).log()
+        log_probs.index_copy_(0, targets, torch.where(lam > 0, mixed.to(own.dtype), own))
