@@ -239,7 +239,7 @@ def speed(runner: Runner, models: Models, pairs: list[tuple[str, str]], memory: 
         timing: dict[str, float] = {}
         # "on": forced pairs cache emptied first (every pair forced, as for new text);
         # "warm": the same sentences again, their pairs already forced
-        for label in ("off", "on") * repeats + ("warm",):
+        for label in ("off", "on") * repeats + ("off", "warm") * repeats:
             if label == "on":
                 cache_of(runner.engine.model).clear()
             use = label != "off"
