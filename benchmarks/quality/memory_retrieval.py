@@ -283,6 +283,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.speed_only:
         return {"direction": args.direction, "beam": args.beam, "limit": args.limit,
                 "retrieval": retrieval.model_dump(), "speed_only": True,
+                "repeats": args.repeats,
                 "speed": speed_part(runner, models, args, direction)}
     memories = {d: memory_of(args.data, direction, d, args.memory_pairs) for d in DOMAINS}
 
@@ -323,7 +324,10 @@ def markdown(r: dict[str, Any]) -> str:
     if r.get("speed_only"):
         return "\n".join([f"# Retrieval during decoding: speed only ({r['direction']})", "",
                           f"Beam {r['beam']}; medical test sentences, the adapter, the "
-                          "server's default retrieval settings; best of two runs each.", "",
+                          "server's default retrieval settings; best of "
+                          f"{r.get('repeats', 2)} interleaved runs each. On: every pair "
+                          "forced (cache emptied first); cached: the same sentences again.",
+                          "",
                           *speed_lines(r)]) + "\n"
     keys = ("backbone", "backbone+memory", "adapter", "adapter+memory")
     lines = [f"# Translation memories, part 2: retrieval during decoding ({r['direction']})",
