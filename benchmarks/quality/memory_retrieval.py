@@ -50,6 +50,7 @@ from server.core.settings import (
 from server.decoding.knn import KnnParams, Neighbours
 from server.decoding.search import SearchOptions
 from server.engine.engine import Member, SentenceJob
+from server.engine.forced_cache import cache_of
 from server.memories.index import PairIndex, entry
 from server.serving.memory_retrieval import pairs_of
 from trainer.recipes.directions import DIRECTIONS, Direction
@@ -78,6 +79,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--weights", type=float, nargs="+", default=[0.5, 0.7])
     parser.add_argument("--speed-sentences", type=int, default=64,
                         help="medical test sentences timed at batch 32 (a quarter at batch 1)")
+    parser.add_argument("--speed-only", action="store_true",
+                        help="only the speed part (the server's default gate and weight)")
+    parser.add_argument("--repeats", type=int, default=2,
+                        help="timed runs of each kind in the speed part, interleaved (best)")
     parser.add_argument("--builtin", type=Path, default=Path("model_store/builtin"))
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
@@ -225,28 +230,43 @@ def score_general(runner: Runner, models: Models, general: dict[str, list[tuple[
 
 
 def speed(runner: Runner, models: Models, pairs: list[tuple[str, str]], memory: PairIndex,
-          params: KnnParams) -> list[dict[str, Any]]:
+          params: KnnParams, repeats: int = 2) -> list[dict[str, Any]]:
     sources = [s for s, _ in pairs]
     module = models.served["medical"].module_id if "medical" in models.served else None
     rows = []
     for batch in (BATCH, 1):
         chosen = sources if batch == BATCH else sources[: max(1, len(sources) // 4)]
         timing: dict[str, float] = {}
-        for label, use in (("off", False), ("on", True), ("off ", False), ("on ", True)):
+        # "on": forced pairs cache emptied first (every pair forced, as for new text);
+        # "warm": the same sentences again, their pairs already forced
+        for label in ("off", "on") * repeats + ("off", "warm") * repeats:
+            if label == "on":
+                cache_of(runner.engine.model).clear()
+            use = label != "off"
             started = time.perf_counter()
             hyps, _ = runner.translate(chosen, [module] * len(chosen),
                                        [memory if use else None] * len(chosen),
                                        params if use else None, batch=batch)
             seconds = time.perf_counter() - started
             tokens = sum(len(ids) for ids in runner.engine.target_tokenizer.encode(hyps))
-            key = label.strip()
-            timing[key] = max(timing.get(key, 0.0), tokens / seconds)  # best of two
+            timing[label] = max(timing.get(label, 0.0), tokens / seconds)  # best of runs
         rows.append({"batch": batch, "sentences": len(chosen),
                      "tokens_per_s_off": round(timing["off"], 1),
                      "tokens_per_s_on": round(timing["on"], 1),
-                     "ratio": round(timing["on"] / timing["off"], 3)})
+                     "ratio": round(timing["on"] / timing["off"], 3),
+                     "tokens_per_s_warm": round(timing["warm"], 1),
+                     "ratio_warm": round(timing["warm"] / timing["off"], 3)})
         print(rows[-1], flush=True)
     return rows
+
+
+def speed_part(runner: Runner, models: Models, args: argparse.Namespace,
+               direction: Direction) -> list[dict[str, Any]]:
+    """The speed part alone, with the server's default gate and weight."""
+    memory = memory_of(args.data, direction, "medical", args.memory_pairs)
+    pairs = read_pairs(args.data / "domains" / "medical", "test", direction)
+    params = runner.params(runner.retrieval.gate, runner.retrieval.max_weight)
+    return speed(runner, models, pairs[: args.speed_sentences], memory, params, args.repeats)
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -260,6 +280,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         models = load_models(store, backbone=backbone_of(store, direction),
                              domains=list(DOMAINS))
     runner = Runner(models, args.beam, retrieval)
+    if args.speed_only:
+        return {"direction": args.direction, "beam": args.beam, "limit": args.limit,
+                "retrieval": retrieval.model_dump(), "speed_only": True,
+                "repeats": args.repeats,
+                "speed": speed_part(runner, models, args, direction)}
     memories = {d: memory_of(args.data, direction, d, args.memory_pairs) for d in DOMAINS}
 
     def split(folder: Path, name: str, limit: int) -> list[tuple[str, str]]:
@@ -283,11 +308,27 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "general": score_general(runner, models, general, memories, params),
             "speed": speed(runner, models, read_pairs(args.data / "domains" / "medical", "test",
                                                       direction)[: args.speed_sentences],
-                           memories["medical"], params),
+                           memories["medical"], params, args.repeats),
             "stored_bytes_per_memory_besides_text": 0}
 
 
+def speed_lines(r: dict[str, Any]) -> list[str]:
+    lines = ["| batch | sentences | tokens/s off | tokens/s on | ratio | tokens/s on, pairs "
+             "cached | ratio |", "|---|---|---|---|---|---|---|"]
+    return lines + [f"| {s['batch']} | {s['sentences']} | {s['tokens_per_s_off']} | "
+                    f"{s['tokens_per_s_on']} | {s['ratio']} | {s.get('tokens_per_s_warm', '-')}"
+                    f" | {s.get('ratio_warm', '-')} |" for s in r["speed"]]
+
+
 def markdown(r: dict[str, Any]) -> str:
+    if r.get("speed_only"):
+        return "\n".join([f"# Retrieval during decoding: speed only ({r['direction']})", "",
+                          f"Beam {r['beam']}; medical test sentences, the adapter, the "
+                          "server's default retrieval settings; best of "
+                          f"{r.get('repeats', 2)} interleaved runs each. On: every pair "
+                          "forced (cache emptied first); cached: the same sentences again.",
+                          "",
+                          *speed_lines(r)]) + "\n"
     keys = ("backbone", "backbone+memory", "adapter", "adapter+memory")
     lines = [f"# Translation memories, part 2: retrieval during decoding ({r['direction']})",
              "", f"Beam {r['beam']}; test sentences per set: {r['limit'] or 'all'}; dev "
@@ -306,10 +347,7 @@ def markdown(r: dict[str, Any]) -> str:
               "|---|---|---|---|---|"]
     lines += [f"| {g['set']} | {g['sentences']} | {g['routed_to_a_domain']} | "
               f"{g['memories off']} | {g['memories on']} |" for g in r["general"]]
-    lines += ["", "| batch | sentences | tokens/s off | tokens/s on | ratio |",
-              "|---|---|---|---|---|"]
-    lines += [f"| {s['batch']} | {s['sentences']} | {s['tokens_per_s_off']} | "
-              f"{s['tokens_per_s_on']} | {s['ratio']} |" for s in r["speed"]]
+    lines += ["", *speed_lines(r)]
     lines += ["", "Stored per memory besides its text: 0 bytes (datastores are built per "
               "request from the retrieved pairs)."]
     return "\n".join(lines) + "\n"
@@ -319,7 +357,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     result = run(args)
     stem = "memory_retrieval" + ("" if args.direction == "en-fr" else f"-{args.direction}")
-    if args.limit:
+    if args.speed_only:
+        stem += "-speed"
+    elif args.limit:
         stem += "-subset"
     json_path, md_path = write_report(args.out, stem, result, markdown(result))
     print(f"wrote {json_path} and {md_path}")

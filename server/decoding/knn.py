@@ -45,18 +45,37 @@ class KnnParams:
 
 @dataclass
 class KnnReport:
-    """How much a sentence's memory weighed (filled while it decodes; `explain`)."""
+    """How much a sentence's memory weighed (filled while it decodes; `explain`). The
+    per-step tallies stay on the device (`tallies`: a hook's [stores, 3] tensor of rows,
+    weight sum and rows on, and this sentence's store in it) until the report is read, so
+    decoding never waits on them."""
 
     neighbours: int = 0  # memory pairs retrieved for the sentence
     keys: int = 0  # datastore entries they gave
-    rows: int = 0  # row-steps decoded (beam rows count each)
-    rows_on: int = 0  # row-steps whose weight was above 0
-    weight_sum: float = 0.0
+    tallies: list[tuple[Tensor, int]] = field(default_factory=list, repr=False, compare=False)
+
+    def _tally(self, column: int) -> float:
+        return sum(float(tally[store, column]) for tally, store in self.tallies)
+
+    @property
+    def rows(self) -> int:
+        """Row-steps decoded (beam rows count each)."""
+        return round(self._tally(0))
+
+    @property
+    def rows_on(self) -> int:
+        """Row-steps whose weight was above 0."""
+        return round(self._tally(2))
+
+    @property
+    def weight_sum(self) -> float:
+        return self._tally(1)
 
     @property
     def mean_weight(self) -> float:
         """The memory's mean weight over every row-step (0: it never weighed in)."""
-        return self.weight_sum / self.rows if self.rows else 0.0
+        rows = self.rows
+        return self.weight_sum / rows if rows else 0.0
 
 
 @dataclass(frozen=True)
@@ -108,6 +127,12 @@ class KnnHook:
         self.gate = torch.tensor([g.params.gate for g in chosen], device=device)
         self.temperature = torch.tensor([g.params.temperature for g in chosen], device=device)
         self.max_weight = torch.tensor([g.params.max_weight for g in chosen], device=device)
+        # on the CPU, checking whether any row is on costs no wait: idle steps are skipped
+        self.skip_idle = device.type == "cpu"
+        # rows, weight sum, rows on per store, summed on the device (read with the reports)
+        self.tally = torch.zeros((len(chosen), 3), dtype=torch.float64, device=device)
+        for store, report in enumerate(self.reports):
+            report.tallies.append((self.tally, store))
 
     def distances(self, hidden: Tensor, stores: list[int]) -> Tensor:
         """[rows, n_max]: each row's distance to its store's keys (inf: padding)."""
@@ -143,16 +168,15 @@ class KnnHook:
         gate = self.gate.index_select(0, store_index)
         weight = (self.max_weight.index_select(0, store_index)
                   * (1 - near[:, 0] / gate).clamp(min=0))
-        weights = weight.tolist()
-        for (_, store), lam in zip(picked, weights, strict=True):
-            report = self.reports[store]
-            report.rows += 1
-            report.weight_sum += lam
-            report.rows_on += lam > 0
-        on = [i for i, lam in enumerate(weights) if lam > 0]
-        if not on:
-            return  # every row is left exactly as the model made it
-        chosen = torch.tensor(on, device=device)
+        on_mask = weight > 0
+        self.tally.index_add_(0, store_index, torch.stack(
+            [torch.ones_like(weight), weight, on_mask.to(weight.dtype)], dim=1).double())
+        if self.skip_idle:
+            if not bool(on_mask.any()):
+                return  # every row is left exactly as the model made it
+            chosen = on_mask.nonzero().squeeze(1)
+        else:  # no wait on the device: every picked row is mixed, rows at 0 keep their own
+            chosen = torch.arange(weight.shape[0], device=device)
         near, where = near.index_select(0, chosen), where.index_select(0, chosen)
         store_index = store_index.index_select(0, chosen)
         beyond = (torch.arange(self.k, device=device)[None]
@@ -161,9 +185,10 @@ class KnnHook:
         temperature = self.temperature.index_select(0, store_index)[:, None]
         votes = torch.softmax(-near / temperature, dim=-1)  # the nearest is finite
         tokens = self.values.index_select(0, store_index).gather(1, where)
-        knn = torch.zeros((len(on), log_probs.shape[1]), device=device)
+        knn = torch.zeros((chosen.shape[0], log_probs.shape[1]), device=device)
         knn.scatter_add_(1, tokens, votes)
         lam = weight.index_select(0, chosen)[:, None]
         targets = row_index.index_select(0, chosen)
-        model = log_probs.index_select(0, targets).exp()
-        log_probs.index_copy_(0, targets, ((1 - lam) * model + lam * knn).log())
+        own = log_probs.index_select(0, targets)
+        mixed = ((1 - lam) * own.exp() + lam * knn).log()
+        log_probs.index_copy_(0, targets, torch.where(lam > 0, mixed.to(own.dtype), own))

@@ -3,8 +3,9 @@ sentence, forced through the backbone and the module that decode the sentence (t
 forcing), give one key per target position, the decoder's final hidden state, whose value
 is the token that follows it (the target's next token; EOS after the last).
 
-Nothing is stored between requests: a pair added to a memory a moment ago is forced the
-first time it is retrieved, and a changed module or backbone forces its own keys.
+Only a small bounded cache is kept between requests (server/engine/forced_cache.py): a pair
+added to a memory a moment ago is forced the first time it is retrieved, and a changed
+module or backbone forces its own keys.
 
 A pair retrieved for several sentences of a batch with the same module is forced once;
 pairs go through the model in chunks, rows of one module contiguous (one run per module).
@@ -23,6 +24,7 @@ from torch import Tensor
 from contract.backbone import BackboneConfig
 from server.decoding.knn import KnnGuide, Neighbours, Pair
 from server.engine.backbone import Backbone
+from server.engine.forced_cache import cache_of
 from server.engine.residency import Lease
 from server.engine.slots import BatchHooks, ModuleBank, runs_of
 
@@ -46,7 +48,8 @@ class Forcing(Protocol):
 
 
 RowKey = tuple[ModuleBank | None, int]
-CHUNK_TOKENS = 8192  # target positions forced per forward pass (bounds the activations)
+CHUNK_TOKENS = 8192  # padded target positions per forward pass (bounds the activations)
+CHUNK_ROWS = 32  # pairs per forward pass: length-sorted chunks waste little on padding
 
 
 def lead_member(members: Sequence[Member]) -> int:
@@ -60,21 +63,33 @@ def row_key(lease: Lease, module_id: str | None) -> RowKey:
 
 
 def force_pairs(engine: Forcing, wanted: Sequence[tuple[RowKey, Pair]]) -> list[Tensor]:
-    """Per (module, pair): the decoder's final hidden states [target + 1, d] (float32)."""
-    order = sorted(range(len(wanted)), key=lambda i: (
-        id(wanted[i][0][0]) if wanted[i][0][0] is not None else 0, wanted[i][0][1]))
+    """Per (module, pair): the decoder's final hidden states [target + 1, d] (float32);
+    pairs forced recently through the same slot come from the backbone's cache."""
+    cache = cache_of(engine.model)
     out: list[Tensor] = [torch.empty(0)] * len(wanted)
+    todo: list[int] = []
+    for index, ((bank, slot), pair) in enumerate(wanted):
+        found = cache.get(cache.key(bank, slot, pair))
+        if found is None:
+            todo.append(index)
+        else:
+            out[index] = found
+    # rows of one module contiguous (one run each), and of similar lengths (little padding)
+    order = sorted(todo, key=lambda i: (
+        id(wanted[i][0][0]) if wanted[i][0][0] is not None else 0, wanted[i][0][1],
+        len(wanted[i][1][1]), len(wanted[i][1][0])))
     chunk: list[int] = []
-    positions = 0
     for index in order:
-        size = len(wanted[index][1][1]) + 1
-        if chunk and positions + size > CHUNK_TOKENS:
+        if chunk and (len(chunk) >= CHUNK_ROWS
+                      or (len(chunk) + 1) * (len(wanted[index][1][1]) + 1) > CHUNK_TOKENS):
             _force_chunk(engine, wanted, chunk, out)
-            chunk, positions = [], 0
+            chunk = []
         chunk.append(index)
-        positions += size
     if chunk:
         _force_chunk(engine, wanted, chunk, out)
+    for index in todo:
+        (bank, slot), pair = wanted[index]
+        cache.put(cache.key(bank, slot, pair), out[index])
     return out
 
 
@@ -97,7 +112,7 @@ def _force_chunk(engine: Forcing, wanted: Sequence[tuple[RowKey, Pair]], chunk: 
     memory, mask = engine.model.encode(sources, chosen)
     hidden = engine.model.decode(targets, memory, mask, chosen).float()
     for row, index in enumerate(chunk):
-        out[index] = hidden[row, : len(wanted[index][1][1]) + 1]
+        out[index] = hidden[row, : len(wanted[index][1][1]) + 1].clone()  # own storage
 
 
 def lead_key(lease: Lease, members: Sequence[Member]) -> RowKey:

@@ -10,7 +10,7 @@ import torch
 from torch import Tensor
 
 from server.decoding.banned import BannedSequences
-from server.decoding.knn import KnnGuide, KnnParams, KnnReport
+from server.decoding.knn import KnnGuide, KnnHook, KnnParams, KnnReport
 from server.decoding.search import SearchOptions, search
 from server.decoding.step_hooks import ChainedHooks, SentenceGuide, StepRows, batch_hook
 
@@ -75,13 +75,19 @@ def knn_guide(key_steps: list[int], tokens: list[int], gate: float = 0.1) -> Knn
                                                           max_weight=0.9), KnnReport())
 
 
-def test_knn_vote_changes_near_rows_and_leaves_far_rows_exactly() -> None:
+@pytest.mark.parametrize("skip_idle", [True, False], ids=["checked", "no-wait"])
+def test_knn_vote_changes_near_rows_and_leaves_far_rows_exactly(skip_idle: bool) -> None:
+    """Both ways a step is applied (the CPU's, which skips a step no row is on, and the
+    accelerators', which never waits to check) leave far rows bit-identical."""
     guide = knn_guide([1], [9])  # at step 1 the memory says 9
     rows = StepRows([0, 1], [[5], [5]])
     hidden = torch.nn.functional.one_hot(torch.tensor([1, 3]), 8).float()
     log_probs = torch.log_softmax(torch.randn(2, VOCAB), dim=-1)
     before = log_probs.clone()
-    guide.batched({0: guide, 1: knn_guide([0], [4])}).adjust(log_probs, hidden, rows)
+    hook = guide.batched({0: guide, 1: knn_guide([0], [4])})
+    assert isinstance(hook, KnnHook)
+    hook.skip_idle = skip_idle
+    hook.adjust(log_probs, hidden, rows)
     assert log_probs[0].argmax() == 9
     assert torch.equal(log_probs[1], before[1])  # distance 2/8 > gate: untouched
     assert torch.exp(log_probs[0]).sum().item() == pytest.approx(1.0, abs=1e-5)
