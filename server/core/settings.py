@@ -335,7 +335,10 @@ class RetrievalSettings(BaseModel):
 class MemorySettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    retrieval: RetrievalSettings = Field(
+        default_factory=RetrievalSettings,
+        description="retrieval during decoding: memory pairs like the text guide each step "
+                    "(NMT_MEMORIES__RETRIEVAL__*)")
 
     enabled: bool = Field(True, description="translation memories: matches in answers, "
                                             "/admin/memories (off: neither)")

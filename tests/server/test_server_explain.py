@@ -27,7 +27,7 @@ def test_the_default_answer_has_no_explanation(shared_client: TestClient) -> Non
     result = translate(shared_client, text="Click the button.")
     assert "explanation" not in result
     # the memory fields are absent when no memory is in play (tests/server/test_memories_*)
-    memory = {"match", "sentence_matches", "matches"}
+    memory = {"match", "sentence_matches", "matches", "retrieval"}
     assert set(result) == set(TranslateResponse.model_fields) - {"explanation"} - memory
 
 
