@@ -13,7 +13,7 @@ tells clients apart by address when they send no API key: 127.0.0.1 to 127.0.0.4
   translating the same texts one per request through `/libretranslate`, in a loop;
 - polite: one sentence per request, sequential;
 - documents: `--documents` (40) files of 14 formats (benchmarks/documents/corpus.py),
-  sequential, a 202 job followed to its end.
+  sequential, a 202 job followed to its end (a bulk batch past the async size too).
 
 Phases, side by side in one run: quiet (polite alone), bulk alone (both bulk clients,
 `--batches` bulk batches), bulk + polite, bulk + documents. Targets: polite p50 beside
@@ -64,6 +64,20 @@ def bulk_texts(data: Path | None, items: int) -> list[str]:
     return [str(item["text"]) for item in body["items"]]  # type: ignore[attr-defined]
 
 
+def follow_batch_job(client: httpx.Client, job_id: str) -> httpx.Response:
+    """The job's last answer: 200 once it is done, or the failure's status (a failed job
+    counts as refused: 500 stands for it)."""
+    while True:
+        answer = client.get(f"/translate/batch/jobs/{job_id}", params={"wait": 60})
+        if answer.status_code != 200:
+            return answer
+        state = answer.json()["state"]
+        if state == "done":
+            return answer
+        if state == "failed":
+            return httpx.Response(500, json=answer.json(), request=answer.request)
+
+
 def bulk_side(base_url: str, texts: list[str], batches: int, polite_done: Event,
               results: multiprocessing.Queue[dict[str, Any]]) -> None:
     """The bulk clients' process: the batch client sends at least `batches` batches and
@@ -99,6 +113,8 @@ def bulk_side(base_url: str, texts: list[str], batches: int, polite_done: Event,
             sent = time.perf_counter()
             try:
                 answer = client.post("/translate/batch", json=body)
+                if answer.status_code == 202:  # past the async size: a job, followed to its end
+                    answer = follow_batch_job(client, answer.json()["id"])
                 statuses.append(answer.status_code)
                 if answer.status_code == 200:
                     chars += sum(map(len, texts))
