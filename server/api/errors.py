@@ -60,6 +60,16 @@ HTTP_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "n
 UNION_TAGS = frozenset({"str", "constrained-str", "int", "float", "bool", "none", "list", "dict"})
 
 
+class DoorError(Exception):
+    """An answer other than 200 that a compatible door (DeepL, ModernMT) raises itself, in
+    that API's own status codes; each door subclasses it, so each catches only its own."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
 @dataclass(frozen=True)
 class HttpError:
     status: int

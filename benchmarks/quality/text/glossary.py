@@ -32,9 +32,9 @@ from typing import Any
 import sacrebleu
 
 from benchmarks.quality.text.pipeline import (
-    common_arguments,
     environment,
     load_engine,
+    sentence_bench_arguments,
     translate_documents,
 )
 from benchmarks.report_files import write_report
@@ -182,16 +182,7 @@ finance or lexicon corpora whose target is in the reference ({results['by_domain
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    common_arguments(parser)
-    parser.add_argument("--sentences", type=int, default=400)
-    parser.add_argument("--quick", action="store_true", help="60 sentences")
-    parser.add_argument("--note", default="")
-    args = parser.parse_args(argv)
-    if args.quick:
-        args.sentences = 60
-    return args
+    return sentence_bench_arguments(__doc__, argv)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

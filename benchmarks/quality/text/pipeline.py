@@ -106,3 +106,18 @@ def common_arguments(parser: argparse.ArgumentParser) -> None:
                                                   "built-in default model")
     parser.add_argument("--beam-size", type=int, default=1)
     parser.add_argument("--seed", type=int, default=1)
+
+
+def sentence_bench_arguments(description: str | None,
+                             argv: Sequence[str] | None) -> argparse.Namespace:
+    """The options of a bench over `--sentences` test sentences (400; `--quick`: 60)."""
+    parser = argparse.ArgumentParser(description=description,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    common_arguments(parser)
+    parser.add_argument("--sentences", type=int, default=400)
+    parser.add_argument("--quick", action="store_true", help="60 sentences")
+    parser.add_argument("--note", default="")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.sentences = 60
+    return args

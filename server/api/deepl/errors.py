@@ -17,7 +17,7 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 
 from model_store import StoreError
-from server.api.errors import HttpError, to_http
+from server.api.errors import DoorError, HttpError, to_http
 from server.core.errors import ServingError
 from server.core.metrics import Metrics
 
@@ -29,13 +29,8 @@ STATUS = {422: 400, 415: 400, 401: 403}
 QUOTA_EXCEEDED = 456  # DeepL's "quota for this billing period has been exceeded"
 
 
-class DeepLError(Exception):
+class DeepLError(DoorError):
     """An answer of the DeepL API other than 200."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
 
 
 def bad_request(message: str) -> DeepLError:

@@ -16,7 +16,7 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 
 from model_store import StoreError
-from server.api.errors import HttpError, to_http, validation_error
+from server.api.errors import DoorError, HttpError, to_http, validation_error
 from server.core.errors import ServingError
 from server.core.metrics import Metrics
 
@@ -31,13 +31,8 @@ TYPES = {400: "BadRequestException", 401: "AuthenticationException",
 STATUS = {422: 400}
 
 
-class ModernMTError(Exception):
+class ModernMTError(DoorError):
     """An answer of the ModernMT API other than 200, raised by this door itself."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
 
 
 def bad_request(message: str) -> ModernMTError:
