@@ -12,7 +12,8 @@
 #   make bench-quality [QUICK=1] [DATA=..]  fit the quality estimator, measure it
 #   make bench-corrections [QUICK=1] [DATA=..]   a domain refreshed from corrections
 #   make bench-memories [QUICK=1] [DATA=..] [DIRECTION=fr-en]  translation memories: import,
-#                                  lookup, coverage; retrieval during decoding (BLEU, speed)
+#                                  lookup, coverage; retrieval during decoding (BLEU, speed;
+#                                  resumable: parts kept in MEMORIES_WORK)
 #   make bench-tenants [QUICK=1] [DATA=..]   1,000 tenants' modules: residency, spread, registry
 #   make serve-ray [REPLICAS=2] [PORT=8000] N replicas behind Ray Serve's proxy (local cluster,
 #                                           or the one at RAY_ADDRESS); Ctrl-C stops it all
@@ -73,6 +74,10 @@ WEBLATE_STAMP  := $(WEBLATE_VENV)/.installed
 QUICK_FLAG := $(if $(filter-out 0,$(QUICK)),--quick,)
 # make eval / eval-router DIRECTION=fr-en: the fr->en backbone (docs/DIRECTIONS.md)
 DIRECTION_FLAG := $(if $(DIRECTION),--direction $(DIRECTION),)
+# make bench-memories keeps each finished part here: a killed run started again continues
+MEMORIES_WORK ?= runs/bench-memories
+# the dev grid the retrieval settings are chosen from (benchmarks/quality/memory_retrieval.py)
+RETRIEVAL_GRID ?= --gates 0.5 1.0 2.0 --min-scores 50 70
 
 .PHONY: venv venv-runtime system-packages weblate-venv run serve-ray bench-ray test lint bench-engine bench-serve bench-adversarial bench-adversarial-compare bench-bulk-share bench-hot-add-load bench-mixed-lengths bench-live-engine bench-markup bench-glossary bench-documents bench-quality bench-corrections bench-memories bench-tenants eval eval-router train-default learning-curve bench-backbone screenshots clean distclean
 
@@ -203,7 +208,8 @@ bench-corrections: $(DEV_STAMP)
 # (benchmarks/results/memory_retrieval[-fr-en].md; DIRECTION=fr-en for the other side).
 bench-memories: $(DEV_STAMP)
 	$(PY) -m benchmarks.quality.memories --data $(DATA) $(QUICK_FLAG)
-	$(PY) -m benchmarks.quality.memory_retrieval --data $(DATA) $(QUICK_FLAG) $(DIRECTION_FLAG)
+	$(PY) -m benchmarks.quality.memory_retrieval --data $(DATA) $(QUICK_FLAG) $(DIRECTION_FLAG) \
+		--work $(MEMORIES_WORK) $(RETRIEVAL_GRID)
 
 bench-tenants: $(DEV_STAMP)
 	$(PY) -m benchmarks.speed.tenants.tenants --data $(DATA) $(QUICK_FLAG)

@@ -92,6 +92,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="timed runs of each kind in the speed part, interleaved (best)")
     parser.add_argument("--work", type=Path, default=None,
                         help="keep each finished part here; a rerun continues from them")
+    parser.add_argument("--note", default="",
+                        help="a line for the report (e.g. that the host was loaded)")
     parser.add_argument("--builtin", type=Path, default=Path("model_store/builtin"))
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
@@ -302,7 +304,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return {**head, "dev_limit": args.dev_limit, "selection": selection,
             "domains": domains, "mean": mean, "mean_novel": mean_novel,
             "general": general_rows, "speed": speed_rows,
-            "stored_bytes_per_memory_besides_text": 0,
+            "stored_bytes_per_memory_besides_text": 0, "host_note": args.note,
             "stored_note": "bounded cache of recently forced pairs, per backbone, is shared "
                            "by every memory"}
 
