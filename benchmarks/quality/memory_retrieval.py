@@ -58,6 +58,7 @@ from trainer.recipes.directions import DIRECTIONS, Direction
 
 DOMAINS = ("medical", "law", "it", "subtitles", "edu", "ted", "religion")
 GENERAL = ("news", "conversation", "captions")
+GENERAL_CHUNK = 250  # routed sentences per kept part
 TUNED = ("gate", "max_weight", "min_score")  # the settings the dev grid may vary
 
 
@@ -230,27 +231,49 @@ class Bench:
                 best = max(posteriors, key=lambda d: posteriors[d]) if posteriors else None
                 domains.append(best if best and posteriors[best] >= threshold
                                and best in models.served else None)
-            modules = [self.module_of(d) for d in domains]
-            mems = [self.memories.get(d) if d else None for d in domains]
-            key = {"set": name, "sentences": len(pairs), "beam": self.args.beam,
-                   "direction": self.args.direction, "domains": domains,
-                   "memory_pairs": self.args.memory_pairs, "retrieval": settings.model_dump()}
-
-            def compute(modules: list[str | None] = modules,
-                        mems: list[PairIndex | None] = mems,
-                        sources: list[str] = sources) -> dict[str, Any]:
-                off, _ = self.runner.translate(sources, modules, [None] * len(sources), None)
-                on, reports = self.runner.translate(sources, modules, mems, settings)
-                return {"off": off, "on": on, "weighed": weighed(reports)}
-
-            result = self.work.get_or_compute(f"general-{name}", key, compute)
+            off: list[str] = []
+            on: list[str] = []
+            sums = {"guided": 0, "rows": 0, "rows_on": 0, "weight_sum": 0.0}
+            for start in range(0, len(pairs), GENERAL_CHUNK):  # a kill loses one chunk
+                part = self.general_chunk(name, sources[start: start + GENERAL_CHUNK],
+                                          domains[start: start + GENERAL_CHUNK], start,
+                                          settings)
+                off += part["off"]
+                on += part["on"]
+                for field in sums:
+                    sums[field] += part[field]
+            rows_seen = sums["rows"]
+            weighed_on = {
+                "guided_sentences": sums["guided"],
+                "steps_on_share": round(sums["rows_on"] / rows_seen, 3) if rows_seen else 0.0,
+                "mean_weight": round(sums["weight_sum"] / rows_seen, 3) if rows_seen else 0.0}
             rows.append({"set": name, "sentences": len(pairs), "routed_to_a_domain":
                          sum(d is not None for d in domains),
-                         "memories off": bleu(result["off"], refs),
-                         "memories on": bleu(result["on"], refs),
-                         "weighed": result["weighed"]})
+                         "memories off": bleu(off, refs), "memories on": bleu(on, refs),
+                         "weighed": weighed_on})
             print(rows[-1], flush=True)
         return rows
+
+    def general_chunk(self, name: str, sources: list[str], domains: list[str | None],
+                      start: int, settings: RetrievalSettings) -> dict[str, Any]:
+        """Memories off and on for a chunk of a routed set (kept in the work folder)."""
+        modules = [self.module_of(d) for d in domains]
+        mems = [self.memories.get(d) if d else None for d in domains]
+        key = {"set": name, "start": start, "sentences": len(sources), "beam": self.args.beam,
+               "direction": self.args.direction, "domains": domains,
+               "memory_pairs": self.args.memory_pairs, "retrieval": settings.model_dump()}
+
+        def compute() -> dict[str, Any]:
+            off, _ = self.runner.translate(sources, modules, [None] * len(sources), None)
+            on, reports = self.runner.translate(sources, modules, mems, settings)
+            return {"off": off, "on": on, "guided": len(reports),
+                    "rows": sum(n.report.rows for n in reports),
+                    "rows_on": sum(n.report.rows_on for n in reports),
+                    "weight_sum": sum(n.report.weight_sum for n in reports)}
+
+        result = self.work.get_or_compute(f"general-{name}-{start}", key, compute)
+        print(f"{time.strftime('%H:%M:%S')} general-{name}-{start}", flush=True)
+        return result
 
     def speed(self, settings: RetrievalSettings) -> list[dict[str, Any]]:
         pairs = read_pairs(self.args.data / "domains" / "medical", "test", self.direction)
