@@ -265,7 +265,15 @@ class Bench:
 
         def compute() -> dict[str, Any]:
             off, _ = self.runner.translate(sources, modules, [None] * len(sources), None)
-            on, reports = self.runner.translate(sources, modules, mems, settings)
+            # a sentence with no memory in play decodes as with memories off (the server
+            # attaches nothing to it): only those routed to a domain are decoded again
+            routed = [i for i, memory in enumerate(mems) if memory is not None]
+            again, reports = self.runner.translate(
+                [sources[i] for i in routed], [modules[i] for i in routed],
+                [mems[i] for i in routed], settings) if routed else ([], [])
+            on = list(off)
+            for i, text in zip(routed, again, strict=True):
+                on[i] = text
             return {"off": off, "on": on, "guided": len(reports),
                     "rows": sum(n.report.rows for n in reports),
                     "rows_on": sum(n.report.rows_on for n in reports),
