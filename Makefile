@@ -77,7 +77,7 @@ DIRECTION_FLAG := $(if $(DIRECTION),--direction $(DIRECTION),)
 # make bench-memories keeps each finished part here: a killed run started again continues
 MEMORIES_WORK ?= runs/bench-memories
 # the dev grid the retrieval settings are chosen from (benchmarks/quality/memory_retrieval.py)
-RETRIEVAL_GRID ?= --gates 0.5 1.0 2.0 --min-scores 50 70
+RETRIEVAL_GRID ?= --gates 1.0 2.0 --min-scores 50 70
 
 .PHONY: venv venv-runtime system-packages weblate-venv run serve-ray bench-ray test lint bench-engine bench-serve bench-adversarial bench-adversarial-compare bench-bulk-share bench-hot-add-load bench-mixed-lengths bench-live-engine bench-markup bench-glossary bench-documents bench-quality bench-corrections bench-memories bench-tenants eval eval-router train-default learning-curve bench-backbone screenshots clean distclean
 
