@@ -26,7 +26,8 @@
 # The call carries `.whl`; the working tree plus `.whl` must stay under 64 MiB (move
 # training snapshots out of the tree for the call).
 #   run(command="bash benchmarks/speed/gpu/gpu_serve_run.sh", carry=[".whl"], timeout_s=570)
-# Rehearsal on a CPU (tiny settings, the project's venv, no carried packages needed):
+# Rehearsal on a CPU (tiny settings, limits x SCALE_CPU=6, the project's venv, no carried
+# packages needed):
 #   DEVICE=cpu PY=.venv/bin/python OUT=/tmp/gpu-out bash benchmarks/speed/gpu/gpu_serve_run.sh
 set -u
 export PYTHONUNBUFFERED=1
@@ -50,7 +51,7 @@ bundle() {  # written aside, then moved: a call stopped mid-write keeps the prev
 }
 
 part() {  # part NAME SECONDS COMMAND...: runs when PARTS names it, its output in NAME.log
-  local name=$1 seconds=$2 started=$SECONDS status
+  local name=$1 seconds=$(($2 * SCALE)) started=$SECONDS status
   shift 2
   case ",$PARTS," in *",$name,"*) ;; *) return 0 ;; esac
   echo "=== $name (limit $seconds s)" >>"$CHECKS"
@@ -69,7 +70,9 @@ part() {  # part NAME SECONDS COMMAND...: runs when PARTS names it, its output i
   $PY -c "import server.app, fastapi, sqlalchemy, fasttext; print('server imports')"
 } >"$CHECKS" 2>&1
 CT2=$($PY -c "import ctranslate2" 2>/dev/null && echo "" || echo --no-ct2)
+SCALE=1  # the parts' limits are the GPU's; a shared CPU takes longer, even on tiny settings
 if [ "$DEVICE" = cpu ]; then  # the rehearsal: every part's code path, tiny
+  SCALE=${SCALE_CPU:-6}
   SERVE=(--device cpu --tiny)
   TENANTS=(--modules 10 --spreads 10 --requests 8 --rounds 2 --clients 2 --slots 4
            --registry-modules 20)

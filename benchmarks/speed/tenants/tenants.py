@@ -274,7 +274,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--registry-modules", type=int, default=10_000,
                         help="rows of the registry timing (0: not measured)")
     parser.add_argument("--slots", type=int, default=SLOTS,
-                        help="device slots (per bank), also the most modules per batch")
+                        help="device slots (per bank), also the most modules per batch; at "
+                             "least routing's top_k (3)")
     parser.add_argument("--device", default="cpu", help="the engine's device: cpu, cuda")
     parser.add_argument("--dtype", choices=("float32", "float16", "bfloat16"), default=None,
                         help="the engine's dtype (default: float32; float16 on CUDA)")
