@@ -69,7 +69,6 @@ part() {  # part NAME SECONDS COMMAND...: runs when PARTS names it, its output i
   [ -f .whl/medical.tar.xz ] && tar xJf .whl/medical.tar.xz -C "$DATA" && echo "medical memory unpacked"
   $PY -c "import server.app, fastapi, sqlalchemy, fasttext; print('server imports')"
 } >"$CHECKS" 2>&1
-CT2=$($PY -c "import ctranslate2" 2>/dev/null && echo "" || echo --no-ct2)
 SCALE=1  # the parts' limits are the GPU's; a shared CPU takes longer, even on tiny settings
 if [ "$DEVICE" = cpu ]; then  # the rehearsal: every part's code path, tiny
   SCALE=${SCALE_CPU:-6}
@@ -85,6 +84,9 @@ else
            --store /tmp/tenants-store)
   RETRIEVAL=(--device "$DEVICE" --dtype float16 --beams 1,4 --sentences 48 --repeats 2)
 fi
+# after the cuBLAS 12 links: CTranslate2's CUDA build loads them when imported
+CT2=$($PY -c "import ctranslate2" 2>/dev/null && echo "" || echo --no-ct2)
+echo "CTranslate2 ceiling: ${CT2:-yes}" >>"$CHECKS"
 
 part tests "$TESTS_TIMEOUT" $PY -m pytest -q -p no:cacheprovider -m gpu tests/engine \
   tests/server
