@@ -6,7 +6,11 @@ time limits inside the call's (nothing here asserts on speed)."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -96,3 +100,18 @@ def test_the_parts_fit_in_the_call() -> None:
         assert re.search(rf"^#\s+{name}\s+{seconds}\s", text, re.MULTILINE), name
         assert f"| `{name}` | {seconds} s |" in page, name
     assert f"({CALL_LIMIT_S} s)" in page
+
+
+def test_the_script_checks_the_host_and_bundles_its_results(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    environment = os.environ | {"DEVICE": "cpu", "PARTS": "none", "PY": sys.executable,
+                                "OUT": str(out)}
+    done = subprocess.run(["bash", str(SCRIPT)], cwd=ROOT, env=environment, timeout=120,
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    checks = (out / "checks.txt").read_text()
+    assert "server imports" in checks and "CTranslate2 ceiling:" in checks
+    assert "=== " not in checks  # PARTS names none of the parts
+    with tarfile.open(out / "results.tar.xz") as bundle:
+        assert bundle.getnames() == ["."]  # no part ran: an empty bundle, no data in it
+    assert sorted(p.name for p in out.iterdir()) == ["checks.txt", "results.tar.xz"]

@@ -112,4 +112,6 @@ fi
 bundle
 rm -rf "$WORK"
 cat "$CHECKS"
-for report in "$OUT"/*.md; do [ -f "$report" ] && tail -25 "$report"; done
+for report in "$OUT"/*.md; do
+  if [ -f "$report" ]; then tail -25 "$report"; fi
+done
