@@ -2,13 +2,14 @@
 # The server on a GPU in one call on a lent GPU machine (the `device` tool), at most 9.5
 # minutes, in parts, each under its own time limit so one part's overrun loses no other's
 # results (seconds; their sum plus ~30 s of unpacking stays under the call's 570 s):
-#   tests     110  the CUDA tests (pytest -m gpu) of the engine and server: retrieval
+#   tests     100  the CUDA tests (pytest -m gpu) of the engine and server: retrieval
 #                  hook, forced-pair cache, device slots, cold loads among them
-#   serve     240  benchmarks/speed/gpu/serve_gpu.py: served vs offline, p50/p99 at 1, 8
+#   serve     230  benchmarks/speed/gpu/serve_gpu.py: served vs offline, p50/p99 at 1, 8
 #                  and 64 clients, the CTranslate2 ceiling, an admin flip under load
-#   tenants   100  benchmarks/speed/tenants/tenants.py on cuda: 1,000 modules, traffic
-#                  over 1, 100 and 1,000 of them through 16 device slots
-#   retrieval  75  benchmarks/speed/gpu/retrieval_gpu.py: tokens/s with and without a
+#   tenants   140  benchmarks/speed/tenants/tenants.py on cuda: 1,000 modules (about a
+#                  minute to publish), traffic over 1, 100 and 1,000 of them through 16
+#                  device slots
+#   retrieval  65  benchmarks/speed/gpu/retrieval_gpu.py: tokens/s with and without a
 #                  memory at batch 32 and 1, beam 1 and 4
 # PARTS=serve,tenants (say) runs only those; <PART>_TIMEOUT=seconds changes a limit.
 # Results: $OUT/checks.txt (card, driver, torch, each part's exit and seconds, the tests'
@@ -37,10 +38,10 @@ OUT=${OUT:-/tmp/gpu-out}
 PY=${PY:-python3}
 DEVICE=${DEVICE:-cuda}
 PARTS=${PARTS:-tests,serve,tenants,retrieval}
-TESTS_TIMEOUT=${TESTS_TIMEOUT:-110}
-SERVE_TIMEOUT=${SERVE_TIMEOUT:-240}
-TENANTS_TIMEOUT=${TENANTS_TIMEOUT:-100}
-RETRIEVAL_TIMEOUT=${RETRIEVAL_TIMEOUT:-75}
+TESTS_TIMEOUT=${TESTS_TIMEOUT:-100}
+SERVE_TIMEOUT=${SERVE_TIMEOUT:-230}
+TENANTS_TIMEOUT=${TENANTS_TIMEOUT:-140}
+RETRIEVAL_TIMEOUT=${RETRIEVAL_TIMEOUT:-65}
 WORK=$(mktemp -d /tmp/gpu-serve-run.XXXXXX)  # every part's files, bundled into $OUT
 DATA=$WORK/data  # the retrieval part's memory and test set
 mkdir -p "$OUT" /tmp/site "$DATA"
@@ -82,7 +83,7 @@ else
   . benchmarks/speed/gpu/gpu_cublas12.sh
   SERVE=(--device "$DEVICE" --dtype float16)
   TENANTS=(--device "$DEVICE" --dtype float16 --modules 1000 --spreads 100,1000
-           --requests 320 --rounds 4 --clients 16 --registry-modules 0
+           --requests 240 --rounds 4 --clients 16 --registry-modules 0
            --store /tmp/tenants-store)
   RETRIEVAL=(--device "$DEVICE" --dtype float16 --beams 1,4 --sentences 48 --repeats 2)
 fi
