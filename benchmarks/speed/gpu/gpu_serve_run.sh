@@ -2,8 +2,8 @@
 # The server on a GPU in one call on a lent GPU machine (the `device` tool), at most 9.5
 # minutes, in parts, each under its own time limit so one part's overrun loses no other's
 # results (seconds; their sum plus ~30 s of unpacking stays under the call's 570 s):
-#   tests     100  the CUDA tests (pytest -m gpu) of the engine and server: retrieval
-#                  hook, forced-pair cache, device slots, cold loads among them
+#   tests     100  the CUDA tests (pytest -m gpu) of the engine, decoding, server: the
+#                  retrieval hook, forced-pair cache, device slots, cold loads among them
 #   serve     230  benchmarks/speed/gpu/serve_gpu.py: served vs offline, p50/p99 at 1, 8
 #                  and 64 clients, the CTranslate2 ceiling, an admin flip under load
 #   tenants   140  benchmarks/speed/tenants/tenants.py on cuda: 1,000 modules (about a
@@ -92,7 +92,7 @@ CT2=$($PY -c "import ctranslate2" 2>/dev/null && echo "" || echo --no-ct2)
 echo "CTranslate2 ceiling: ${CT2:-yes}" >>"$CHECKS"
 
 part tests "$TESTS_TIMEOUT" $PY -m pytest -q -p no:cacheprovider -m gpu tests/engine \
-  tests/server
+  tests/decoding tests/server
 grep -E "^(FAILED|ERROR)| (passed|failed|skipped|error)" "$WORK/tests.log" 2>/dev/null |
   tail -20 >>"$CHECKS"
 
