@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from contract.artifacts import MODULE_WEIGHTS_FILE
@@ -215,13 +215,16 @@ def _module_artifacts(store: Store) -> int:
 
 
 def load_models(store: Store, *, backbone: str | None, domains: list[str],
-                families_store: Store | None = None) -> Models:
-    """Build the engine and register every module the evaluation can use."""
+                families_store: Store | None = None,
+                options: EngineOptions | None = None) -> Models:
+    """Build the engine (`options`: its device and dtype; float32 on the CPU by default) and
+    register every module the evaluation can use."""
     loaded = store.load_backbone(backbone)
     parts = backbone_parts(loaded.files)
     count = _module_artifacts(store) + (_module_artifacts(families_store) if families_store
                                         else 0)
-    engine = build_engine(loaded.files, EngineOptions(host_capacity=max(64, count + 8)))
+    engine = build_engine(loaded.files, replace(options or EngineOptions(),
+                                                host_capacity=max(64, count + 8)))
     size = sum(t.numel() for t in parts.tensors.values())
     notes: list[str] = []
     fingerprint = loaded.manifest.backbone_fingerprint

@@ -1,7 +1,7 @@
 """The step hook of decoding (server/decoding/step_hooks.py) with its two kinds of
 guidance: banned target sequences never complete, greedy or beam, whatever the model
 prefers; a kNN datastore mixes its vote in only for rows near its keys (elsewhere the
-log-probs are left untouched, bit for bit)."""
+log-probs are left untouched, bit for bit), on the CPU and on CUDA where one is available."""
 
 from __future__ import annotations
 
@@ -69,23 +69,27 @@ def test_banned_forbidden_tokens_follow_the_prefix() -> None:
     assert banned.forbidden([7, 2]) == {4, 9}
 
 
-def knn_guide(key_steps: list[int], tokens: list[int], gate: float = 0.1) -> KnnGuide:
-    keys = torch.nn.functional.one_hot(torch.tensor(key_steps), 8).float()
-    return KnnGuide(keys, torch.tensor(tokens), KnnParams(k=2, temperature=0.01, gate=gate,
-                                                          max_weight=0.9), KnnReport())
+def knn_guide(key_steps: list[int], tokens: list[int], gate: float = 0.1,
+              device: str = "cpu") -> KnnGuide:
+    keys = torch.nn.functional.one_hot(torch.tensor(key_steps), 8).float().to(device)
+    return KnnGuide(keys, torch.tensor(tokens, device=device),
+                    KnnParams(k=2, temperature=0.01, gate=gate, max_weight=0.9), KnnReport())
 
 
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
 @pytest.mark.parametrize("skip_idle", [True, False], ids=["checked", "no-wait"])
-def test_knn_vote_changes_near_rows_and_leaves_far_rows_exactly(skip_idle: bool) -> None:
+def test_knn_vote_changes_near_rows_and_leaves_far_rows_exactly(skip_idle: bool,
+                                                                device: str) -> None:
     """Both ways a step is applied (the CPU's, which skips a step no row is on, and the
     accelerators', which never waits to check) leave far rows bit-identical."""
-    guide = knn_guide([1], [9])  # at step 1 the memory says 9
+    guide = knn_guide([1], [9], device=device)  # at step 1 the memory says 9
     rows = StepRows([0, 1], [[5], [5]])
-    hidden = torch.nn.functional.one_hot(torch.tensor([1, 3]), 8).float()
-    log_probs = torch.log_softmax(torch.randn(2, VOCAB), dim=-1)
+    hidden = torch.nn.functional.one_hot(torch.tensor([1, 3]), 8).float().to(device)
+    log_probs = torch.log_softmax(torch.randn(2, VOCAB), dim=-1).to(device)
     before = log_probs.clone()
-    hook = guide.batched({0: guide, 1: knn_guide([0], [4])})
+    hook = guide.batched({0: guide, 1: knn_guide([0], [4], device=device)})
     assert isinstance(hook, KnnHook)
+    assert hook.skip_idle == (device == "cpu")  # the accelerators never wait to check
     hook.skip_idle = skip_idle
     hook.adjust(log_probs, hidden, rows)
     assert log_probs[0].argmax() == 9

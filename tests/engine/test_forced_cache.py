@@ -1,10 +1,12 @@
 """The forced-pair cache (server/engine/forced_cache.py): a pair forced again through the
 same module slot comes from the cache with the very states forcing gives; a write to the
-slot's bank (another module swapped in) forces it afresh; the cache stays within its
-byte bound, dropping the least recently used pairs first."""
+slot's bank (another module swapped in) forces it afresh (on the CPU, and on CUDA where one
+is available); the cache stays within its byte bound, dropping the least recently used
+pairs first."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from server.engine.engine import Engine, EngineOptions
@@ -14,17 +16,19 @@ from tests.engine.test_device_agreement import engine_with, modules
 
 PAIR = ((5, 6, 7, 8, 3), (30, 31, 32, 33))
 OTHER = ((9, 10, 3), (40, 41))
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
 
 
-def adapter_engine() -> tuple[Engine, RowKey]:
+def adapter_engine(device: str = "cpu") -> tuple[Engine, RowKey]:
     made = modules()
-    engine = engine_with(EngineOptions(), {"adapter0": made["adapter0"]})
+    engine = engine_with(EngineOptions(device=device), {"adapter0": made["adapter0"]})
     lease = engine.modules.acquire(["adapter0"])
     return engine, row_key(lease, "adapter0")
 
 
-def test_a_pair_forced_again_comes_from_the_cache_unchanged() -> None:
-    engine, key = adapter_engine()
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_pair_forced_again_comes_from_the_cache_unchanged(device: str) -> None:
+    engine, key = adapter_engine(device)
     cache = cache_of(engine.model)
     cache.clear()
     first = force_pairs(engine, [(key, PAIR), (key, OTHER)])
@@ -39,8 +43,9 @@ def test_a_pair_forced_again_comes_from_the_cache_unchanged() -> None:
     assert first[0].shape[0] == len(PAIR[1]) + 1
 
 
-def test_a_write_to_the_bank_forces_the_pair_afresh() -> None:
-    engine, key = adapter_engine()
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_write_to_the_bank_forces_the_pair_afresh(device: str) -> None:
+    engine, key = adapter_engine(device)
     cache = cache_of(engine.model)
     cache.clear()
     before = force_pairs(engine, [(key, PAIR)])

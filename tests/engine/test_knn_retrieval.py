@@ -2,7 +2,8 @@
 pair forced through the model that decodes its own source steers every family, greedy and
 beam, ensembles and word-level mixtures, static and continuous batching, towards the
 pair's target; sentences unlike the memory (every step beyond the gate) decode exactly as
-without it, bit for bit, in a batch mixing both."""
+without it, bit for bit, in a batch mixing both. The same on CUDA (skipped without a GPU):
+float32 as on the CPU, half precision with its own tolerance for the rows beside."""
 
 from __future__ import annotations
 
@@ -23,11 +24,15 @@ PARAMS = KnnParams(k=4, temperature=1e-4, gate=0.05, max_weight=0.9)
 SEARCHES = [SearchOptions(beam_size=1), SearchOptions(beam_size=4, n_best=2)]
 
 
-@pytest.fixture(scope="module")
-def engines() -> dict[str, Engine]:
-    made = modules()
-    return {"eager": engine_with(EngineOptions(), made),
-            "fixed": engine_with(EngineOptions(fixed_steps=True), made)}
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
+
+
+@pytest.fixture(scope="module", params=DEVICES)
+def engines(request: pytest.FixtureRequest) -> dict[str, Engine]:
+    made, device = modules(), request.param
+    # on CUDA fixed steps (CUDA graphs) are the default: the eager path is asked for
+    return {"eager": engine_with(EngineOptions(device=device, fixed_steps=False), made),
+            "fixed": engine_with(EngineOptions(device=device, fixed_steps=True), made)}
 
 
 def memory() -> Neighbours:
@@ -105,3 +110,27 @@ def test_continuous_batching_decodes_as_the_static_batch(engines: dict[str, Engi
     for job, static_job in zip(again, jobs, strict=True):
         if job.neighbours is not None and static_job.neighbours is not None:
             assert job.neighbours.report.rows_on == static_job.neighbours.report.rows_on
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("fixed", [False, True], ids=["eager", "fixed"])
+def test_cuda_half_precision_memory_steers_and_gates(dtype: str, fixed: bool) -> None:
+    """What the server runs on a GPU: half precision (fixed steps by default). The memory's
+    own source takes its target; the far sentence stays beyond the gate and keeps its
+    tokens (its scores within half precision's noise)."""
+    made = modules()
+    engine = engine_with(EngineOptions(device="cuda", dtype=dtype, fixed_steps=fixed), made)
+    assert engine.device.type == "cuda"
+    search = SearchOptions(beam_size=1)
+    for members in [m for m in MEMBERS if len(m) == 1]:
+        plain = engine.translate(batch(members, guided=False), search)
+        jobs = batch(members, guided=True)
+        guided = engine.translate(jobs, search)
+        name = [m.module_id for m in members]
+        assert guided[0][0].tokens == list(TARGET), name
+        far = jobs[1].neighbours
+        assert far is not None and far.report.rows > 0 and far.report.rows_on == 0, name
+        for row in (1, 2):
+            assert tokens(guided)[row] == tokens(plain)[row], (name, row)
+            assert guided[row][0].score == pytest.approx(plain[row][0].score, abs=0.1)

@@ -1,5 +1,7 @@
 """Module residency at scale (server/engine/residency.py): a host tier bounded by bytes,
-device slots under leases, prefetch into spare slots; outputs never depend on residency."""
+device slots under leases, prefetch into spare slots; outputs never depend on residency.
+Each runs on the CPU, and on CUDA where one is available (the device slots a GPU serves
+from)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from server.engine.residency import ResidencyError
 from tests.tiny import random_module, tiny_backbone_files, tiny_config
 
 COUNT = 12
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
 
 
 def modules() -> dict[str, tuple[dict[str, Any], Params]]:
@@ -29,15 +32,19 @@ def module_bytes(params: Params) -> int:
 
 
 def make_engine(store: dict[str, tuple[dict[str, Any], Params]], *, slots: int,
-                budget: int | None, reads: list[str] | None = None) -> Engine:
+                budget: int | None, reads: list[str] | None = None,
+                device: str = "cpu") -> Engine:
     def loader(module_id: str) -> tuple[dict[str, Any], Params]:
         if reads is not None:
             reads.append(module_id)
         config, params = store[module_id]
         return dict(config), {name: tensor.clone() for name, tensor in params.items()}
 
-    return build_engine(tiny_backbone_files(), EngineOptions(
-        slots_per_bank=slots, host_capacity=1000, host_budget_bytes=budget), loader=loader)
+    engine = build_engine(tiny_backbone_files(), EngineOptions(
+        device=device, slots_per_bank=slots, host_capacity=1000, host_budget_bytes=budget),
+        loader=loader)
+    assert engine.device.type == device
+    return engine
 
 
 def mixed_batches(seed: int, batches: int = 6, rows: int = 5) -> list[list[SentenceJob]]:
@@ -53,13 +60,14 @@ def mixed_batches(seed: int, batches: int = 6, rows: int = 5) -> list[list[Sente
     return made
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("beam", [1, 3])
-def test_eviction_under_a_small_budget_gives_identical_outputs(beam: int) -> None:
+def test_eviction_under_a_small_budget_gives_identical_outputs(beam: int, device: str) -> None:
     store = modules()
     size = module_bytes(store["m0"][1])
     reads: list[str] = []
-    roomy = make_engine(store, slots=COUNT, budget=None)
-    tight = make_engine(store, slots=5, budget=3 * size, reads=reads)
+    roomy = make_engine(store, slots=COUNT, budget=None, device=device)
+    tight = make_engine(store, slots=5, budget=3 * size, reads=reads, device=device)
     options = SearchOptions(beam_size=beam, n_best=beam)
     for jobs in mixed_batches(seed=beam):
         expected = roomy.translate(jobs, options)
@@ -67,6 +75,8 @@ def test_eviction_under_a_small_budget_gives_identical_outputs(beam: int) -> Non
         assert [[h.tokens for h in r] for r in found] == [[h.tokens for h in r] for r in expected]
         assert tight.modules.host_bytes <= 3 * size
         assert len(tight.modules.host) <= 3
+    assert all(t.device.type == device for bank in tight.modules.banks.values()
+               for t in bank.tensors.values())  # the slots live on the engine's device
     assert len(reads) > COUNT // 2  # modules were evicted and read back, more than once each
     assert len(set(reads)) < len(reads)
 
@@ -83,9 +93,10 @@ def test_host_budget_counts_bytes_and_keeps_the_newest() -> None:
     assert engine.modules.host_bytes == 0
 
 
-def test_a_leased_slot_is_never_evicted_and_a_full_bank_refuses() -> None:
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_leased_slot_is_never_evicted_and_a_full_bank_refuses(device: str) -> None:
     store = modules()
-    engine = make_engine(store, slots=2, budget=None)
+    engine = make_engine(store, slots=2, budget=None, device=device)
     first = engine.modules.acquire(["m0", "m1"])
     with pytest.raises(ResidencyError, match="pinned or in use"):
         engine.modules.acquire(["m2"])
@@ -96,10 +107,11 @@ def test_a_leased_slot_is_never_evicted_and_a_full_bank_refuses() -> None:
     assert set(engine.modules.snapshot()["device"]) == {"m1", "m2"}
 
 
-def test_prefetch_fills_spare_slots_from_host_memory_only() -> None:
+@pytest.mark.parametrize("device", DEVICES)
+def test_prefetch_fills_spare_slots_from_host_memory_only(device: str) -> None:
     store = modules()
     events: list[str] = []
-    engine = build_engine(tiny_backbone_files(), EngineOptions(slots_per_bank=3),
+    engine = build_engine(tiny_backbone_files(), EngineOptions(device=device, slots_per_bank=3),
                           observer=lambda event, _family, _s: events.append(event))
     for name in ("m0", "m1", "m2", "m3"):
         engine.register_module(name, *store[name])
@@ -116,9 +128,10 @@ def test_prefetch_fills_spare_slots_from_host_memory_only() -> None:
     assert events == ["hit", "hit"]
 
 
-def test_a_prefetched_module_keeps_its_slot_until_its_batch_uses_it() -> None:
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_prefetched_module_keeps_its_slot_until_its_batch_uses_it(device: str) -> None:
     store = modules()
-    engine = make_engine(store, slots=2, budget=None)
+    engine = make_engine(store, slots=2, budget=None, device=device)
     for name in ("m0", "m1", "m2", "m3"):
         engine.register_module(name, *store[name])
     assert engine.modules.prefetch(["m0"]) == ["m0"]  # its sentence waits for a batch

@@ -1,6 +1,7 @@
 """A cold module is read while other requests' batches run (server/scheduling/scheduler.py
 with the engine's residency): nothing waits for the read but its own sentences, which then
-decode exactly as they would have with the module resident all along."""
+decode exactly as they would have with the module resident all along; on the CPU, and on CUDA
+where one is available (a copy into a device slot)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from contract.tensors import tensors_from_bytes, tensors_to_bytes
 from server.core.metrics import Metrics
@@ -52,14 +55,17 @@ def sentence(module: str, seed: int) -> SentenceJob:
     return SentenceJob([4 + (seed * 7 + i * 3) % 50 for i in range(6)], (Member(module),), 14)
 
 
-def test_a_cold_load_runs_beside_other_batches_and_changes_no_output(tmp_path: Path) -> None:
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_a_cold_load_runs_beside_other_batches_and_changes_no_output(tmp_path: Path,
+                                                                      device: str) -> None:
     for seed in range(3):
         _config, params = random_module(tiny_config(), "adapter", seed=seed, bottleneck=8)
         (tmp_path / f"m{seed}.safetensors").write_bytes(tensors_to_bytes(params))
-    reference = build_engine(tiny_backbone_files(), EngineOptions(slots_per_bank=4))
+    reference = build_engine(tiny_backbone_files(), EngineOptions(device=device,
+                                                                  slots_per_bank=4))
     # no loader: a module read on the engine thread, inside a batch, would fail the batch
     engine = build_engine(tiny_backbone_files(), EngineOptions(
-        slots_per_bank=2, host_capacity=2))
+        device=device, slots_per_bank=2, host_capacity=2))
     for seed in range(3):
         params = tensors_from_bytes((tmp_path / f"m{seed}.safetensors").read_bytes())
         reference.register_module(f"m{seed}", CONFIG, params)

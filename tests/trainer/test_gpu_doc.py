@@ -1,6 +1,7 @@
-"""docs/GPU.md's commands stay runnable: every `python -m trainer.gpu.<module>` line parses
-with that module's own argument parser (stopped right after parsing: nothing is packed or
-trained), every `make` target exists, every test file it names exists. And the page is
+"""docs/GPU.md's commands stay runnable: every `python -m trainer.gpu.<module>` line (and the
+serve run's `gpu_wheels`) parses with that module's own argument parser (stopped right after
+parsing: nothing is packed or trained), every `make` target, script and test file it names
+exists. And the page is
 for the people who run it: no notes on how the work was organised."""
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def module_commands() -> list[list[str]]:
 def test_the_page_shows_every_step() -> None:
     modules = {words[2] for words in module_commands()}
     assert modules == {"trainer.gpu.repository_budget", "trainer.gpu.pack", "trainer.gpu.run",
-                       "trainer.gpu.restore"}
+                       "trainer.gpu.restore", "benchmarks.speed.gpu.gpu_wheels"}
 
 
 @pytest.mark.parametrize("words", module_commands(), ids=lambda w: " ".join(w[2:4]))
@@ -86,6 +87,8 @@ def test_make_targets_and_test_files_exist() -> None:
     tests = [w for words in commands if words[0].endswith("pytest") for w in words[1:]
              if w.endswith(".py")]
     assert tests and all((ROOT / t).is_file() for t in tests)
+    scripts = [words[1] for words in commands if words[0] == "bash"]
+    assert scripts and all((ROOT / s).is_file() for s in scripts)
 
 
 def test_the_page_tells_no_history() -> None:

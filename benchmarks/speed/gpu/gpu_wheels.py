@@ -7,7 +7,7 @@ The GPU image has torch and many common packages (the device tool's KINDS.md lis
 those are used as they are. pip resolves the exact pins of pyproject.toml for that Python
 and platform and downloads the missing ones; their contents are unpacked, stripped of
 debug symbols and of pycountry's translations (the server reads English names only) and
-packed with xz: about 9 MiB instead of 26 MiB of wheels, of the 64 MiB a call may send.
+packed with xz: about 11 MiB instead of 29 MiB of wheels, of the 64 MiB a call may send.
 benchmarks/speed/gpu/gpu_serve_run.sh unpacks it into /tmp/site.
 """
 

@@ -46,9 +46,12 @@ def markdown(result: dict[str, Any]) -> str:
                     f"{run['ratio']:.2f} | {_ms(run['p50_ms'])} | "
                     f"{_ms(run['p99_ms'])} | {run['cold_requests']} | "
                     f"{_ms(run['p99_cold_ms'])} | {_ms(run['p99_least_used_ms'])} |")
-    registry = result["registry"]
+    registry, slots = result["registry"], result.get("slots", 16)
     registry_rows = [f"| {key.removesuffix('_ms').replace('_', ' ')} | {value:.2f} |"
                      for key, value in registry.items() if key.endswith("_ms")]
+    registry_part = [f"## Registry at {registry['modules']} modules (SQLite, median ms)", "",
+                     "| call | ms |", "|---|---:|", *registry_rows] if registry else [
+        "Registry: not measured in this run."]
     return "\n".join([
         "# Tenants: many modules on one backbone",
         "",
@@ -56,9 +59,10 @@ def markdown(result: dict[str, Any]) -> str:
         "adapter cut to 64 units plus its own perturbation), published to the store and "
         "served through `Runtime` and the `Scheduler` (no HTTP). Closed-loop clients send one "
         "sentence each at a time, its module drawn over the first N modules (Zipf s = 1 or "
-        "uniform); batches mix modules (at most 16 per batch, 16 device slots; adapters "
-        f"{result['adapters']}, {result['clients']} clients, {result['requests']} requests "
-        f"a run in {result['rounds']} rounds). The host "
+        f"uniform); batches mix modules (at most {slots} per batch, {slots} device slots; "
+        f"adapters {result['adapters']}, {result['clients']} clients, "
+        f"{result['requests']} requests a run in {result['rounds']} rounds; engine on "
+        f"{result.get('device', 'cpu')} in {result.get('dtype', 'float32')}). The host "
         "tier is bounded by `NMT_ENGINE__HOST_BUDGET_BYTES`; a cold module is read by a "
         "worker thread while the other sentences decode. Ratio: tokens/s against one "
         "module, the median over rounds of each round's ratio (the runs take turns in "
@@ -74,10 +78,6 @@ def markdown(result: dict[str, Any]) -> str:
         "",
         *rows,
         "",
-        f"## Registry at {registry['modules']} modules (SQLite, median ms)",
-        "",
-        "| call | ms |",
-        "|---|---:|",
-        *registry_rows,
+        *registry_part,
         "",
     ])

@@ -3,7 +3,8 @@ modules the traffic spreads over (make bench-tenants).
 
     python -m benchmarks.speed.tenants.tenants [--data DIR] [--modules 1000]
         [--requests 400] [--rounds 8] [--clients 8] [--adapters int8] [--quick]
-        [--registry-modules 10000]
+        [--registry-modules 10000] [--slots 16] [--device cpu] [--dtype float32]
+        [--spreads 1,10,100,1000]
         [--store DIR] [--out DIR]
 
 `--modules` distinct adapters (bottleneck 64, population.py) are published to a store over
@@ -25,7 +26,11 @@ cache. Reported per run: target tokens per second, and its ratio to the one-modu
 the p50/p99 latency, the p99 of requests whose module was cold when sent, and of the
 requests to the least-used 10 % of the modules that got traffic; the host tier's largest
 size against the budget, evictions, reads. And the
-registry's list and lookup times at `--registry-modules` rows.
+registry's list and lookup times at `--registry-modules` rows (0: not measured).
+
+`--device cuda` serves from device slots on the GPU (`--dtype` float16 or bfloat16, the
+adapters grouped in it, the engine's CUDA default) and writes tenants_gpu.json/.md;
+`--spreads` keeps only some of the spreads (the one-module run is always there).
 """
 
 from __future__ import annotations
@@ -41,6 +46,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import torch
 
 from benchmarks.locations import DEFAULT_DATA
 from benchmarks.report_files import results_dir, write_report
@@ -68,8 +75,9 @@ OPTIONS = SearchOptions(beam_size=1)
 # how a batch's adapters run (NMT_ENGINE__MODULE_*): one small matmul per module and layer
 # (float32), or every module of the batch in one call per matrix (int8 through the grouped
 # kernel, bfloat16 batched): with one sentence per module, per-module calls dominate a step
+# (CPU options); "default": the engine's own (on CUDA: grouped in the engine's dtype)
 ADAPTERS: dict[str, dict[str, bool]] = {"float32": {}, "int8": {"module_int8": True},
-                                        "bfloat16": {"module_bf16": True}}
+                                        "bfloat16": {"module_bf16": True}, "default": {}}
 
 
 @dataclass
@@ -176,15 +184,16 @@ async def serve(root: Path, ids: list[str], module_bytes: int, texts: list[str],
     budget = int(BUDGET_SHARE * module_bytes * len(ids))
     settings = Settings.model_validate({
         "store_dir": root, "builtin_artifacts": True, "backbone": BACKBONE,
-        "engine": {"slots_per_bank": SLOTS, "host_capacity": 1_000_000,
-                   "host_budget_bytes": budget, **ADAPTERS[args.adapters]},
+        "engine": {"slots_per_bank": args.slots, "host_capacity": 1_000_000,
+                   "host_budget_bytes": budget, "device": args.device, "dtype": args.dtype,
+                   **ADAPTERS[args.adapters]},
         "scheduler": {"max_wait_ms": 2.0, "request_timeout_s": 600.0}})
     metrics, thread = Metrics(), EngineThread()
     with Store.open(root, builtin_dir=BUILTIN_DIR) as store:
         runtime = Runtime(store, settings, metrics=metrics, engine_thread=thread)
         await runtime.refresh()
         scheduler = Scheduler(runtime.run_batch, thread, settings.scheduler,
-                              max_modules=SLOTS, metrics=metrics, residency=runtime)
+                              max_modules=args.slots, metrics=metrics, residency=runtime)
         scheduler.start()
         try:
             engine = runtime.current_engine()
@@ -193,8 +202,8 @@ async def serve(root: Path, ids: list[str], module_bytes: int, texts: list[str],
             await traffic(runtime, scheduler, warm, source[:args.clients * 2],
                           [ids[0]] * (args.clients * 2), args.clients)
             plans = [Run("one", 1, "uniform")] + [
-                Run(f"{n}-{spread}", n, spread) for n in SPREADS[1:] if n <= len(ids)
-                for spread in ("zipf", "uniform")]
+                Run(f"{n}-{spread}", n, spread) for n in args.spreads
+                if 1 < n <= len(ids) for spread in ("zipf", "uniform")]
             chosen = [draws(ids[:run.modules], run.spread, len(source), seed)
                       for seed, run in enumerate(plans)]
             share = math.ceil(len(source) / args.rounds)
@@ -229,7 +238,7 @@ def summarise(served: dict[str, Any], registry: dict[str, Any], modules: int) ->
                                               runs["one"]["round_tokens_per_s"], strict=True))
     result: dict[str, Any] = {"modules": modules, "one_module_tokens_per_s": one,
                               "one_module_p99_ms": one_p99}
-    for n in SPREADS[1:]:
+    for n in sorted({run["modules"] for run in served["runs"]} - {1}):
         pair = [runs[f"{n}-{s}"] for s in ("zipf", "uniform") if f"{n}-{s}" in runs]
         if pair:
             result[f"ratio_{n}"] = min(r["ratio"] for r in pair)
@@ -246,16 +255,33 @@ def summarise(served: dict[str, Any], registry: dict[str, Any], modules: int) ->
     return result
 
 
+def device_name(device: str) -> str:
+    if device.startswith("cuda") and torch.cuda.is_available():
+        return f"{torch.cuda.get_device_name(torch.device(device))} (CUDA {torch.version.cuda})"
+    return device
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--modules", type=int, default=1000)
     parser.add_argument("--requests", type=int, default=400)
     parser.add_argument("--rounds", type=int, default=8)
-    parser.add_argument("--adapters", choices=sorted(ADAPTERS), default="int8",
-                        help="how a batch's adapters run (default: int8, grouped)")
+    parser.add_argument("--adapters", choices=sorted(ADAPTERS), default=None,
+                        help="how a batch's adapters run (default: int8, grouped, on the "
+                             "CPU; the engine's default on CUDA)")
     parser.add_argument("--clients", type=int, default=8)
-    parser.add_argument("--registry-modules", type=int, default=10_000)
+    parser.add_argument("--registry-modules", type=int, default=10_000,
+                        help="rows of the registry timing (0: not measured)")
+    parser.add_argument("--slots", type=int, default=SLOTS,
+                        help="device slots (per bank), also the most modules per batch; at "
+                             "least routing's top_k (3)")
+    parser.add_argument("--device", default="cpu", help="the engine's device: cpu, cuda")
+    parser.add_argument("--dtype", choices=("float32", "float16", "bfloat16"), default=None,
+                        help="the engine's dtype (default: float32; float16 on CUDA)")
+    parser.add_argument("--spreads", default=",".join(map(str, SPREADS)),
+                        help="modules the traffic spreads over, comma-separated (beside the "
+                             "one-module run)")
     parser.add_argument("--store", type=Path, default=None,
                         help="keep the store here (reused: its modules are not published "
                              "again)")
@@ -266,6 +292,10 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.quick:
         args.modules, args.requests, args.rounds = 150, 160, 8
+    cpu = args.device == "cpu"
+    args.dtype = args.dtype or ("float32" if cpu else "float16")
+    args.adapters = args.adapters or ("int8" if cpu else "default")
+    args.spreads = sorted({int(n) for n in args.spreads.split(",") if n.strip()})
     with tempfile.TemporaryDirectory(prefix="nmt-tenants-") as scratch:
         root = args.store or Path(scratch) / "store"
         with Store.open(root, builtin_dir=BUILTIN_DIR) as store:
@@ -273,15 +303,16 @@ def main(argv: list[str] | None = None) -> None:
             ids, size = publish_tenants(store, args.modules)
             print(f"{len(ids)} modules in the store ({time.perf_counter() - started:.0f} s)",
                   flush=True)
-        registry = registry_at_scale(Path(scratch), args.registry_modules)
+        registry = (registry_at_scale(Path(scratch), args.registry_modules)
+                    if args.registry_modules > 0 else {})
         served = asyncio.run(serve(root, ids, size, sentences(args.data, args.requests), args))
-    result = summarise(served, registry, args.modules) | {"adapters": args.adapters,
-                                                          "requests": args.requests,
-                                                          "rounds": args.rounds,
-                                                          "clients": args.clients}
+    result = summarise(served, registry, args.modules) | {
+        "adapters": args.adapters, "requests": args.requests, "rounds": args.rounds,
+        "clients": args.clients, "device": device_name(args.device), "dtype": args.dtype,
+        "slots": args.slots}
     full = args.modules >= 1000 and args.requests >= 400
     folder = results_dir(args.out, tiny=not full)
-    paths = write_report(folder, "tenants", result, markdown(result))
+    paths = write_report(folder, "tenants" if cpu else "tenants_gpu", result, markdown(result))
     print(f"wrote {paths[-1]}")
 
 
