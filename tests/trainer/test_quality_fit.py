@@ -55,7 +55,7 @@ def test_the_publish_stage_fits_the_published_backbones_estimator(tmp_path: Path
         manifest = store.load_backbone(BACKBONE).manifest
     assert estimator.backbone_fingerprint == manifest.backbone_fingerprint
     assert EstimatorBook([builtin / "quality"]).get(manifest) == estimator
-    assert [p.name for p in (builtin / "quality").iterdir()] == [f"{BACKBONE}.json"]
+    assert [p.name for p in (builtin / "quality").iterdir()] == [f"{BACKBONE}.json.xz"]
     assert path.stat().st_mode & 0o777 == 0o644  # readable by a server of another user
 
 
