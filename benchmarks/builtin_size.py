@@ -4,10 +4,14 @@ are stored, and that the change loses nothing: every shipped router's posteriors
 Then what publishing en->de would add, against the 60 MB tests/test_repository_size.py
 allows.
 
-    python -m benchmarks.builtin_size --before REV [--data ../shared/data] [--lines 150]
+    python -m benchmarks.builtin_size --before REV [--data ../shared/data] [--lines 150] \
+        [--ende-run runs/default-en-de]
 
 `--before` is a git revision whose `model_store/builtin/` is the old storage; the new one is
-the working tree's. Writes benchmarks/results/builtin_size.{json,md}.
+the working tree's. `--ende-run`: en->de's run dir, whose vocabulary and trained router
+(`--stage classifier`) are measured instead of estimated, and whose router is compared on
+en->de's dev sentences with en->fr's (both read English): could en->de route with it?
+Writes benchmarks/results/builtin_size.{json,md}.
 """
 
 from __future__ import annotations
@@ -111,7 +115,34 @@ def estimator_file(sizes: dict[str, int], name: str) -> str:
     raise FileNotFoundError(f"no quality estimator of {name}")
 
 
-def en_de_addition(sizes: dict[str, int], spm_bytes: int) -> dict[str, int]:
+def shared_router(data: Path, sizes: dict[str, int], run: Path, lines: int
+                  ) -> dict[str, Any]:
+    """en->fr's router and en->de's own on en->de's dev sentences (English), leaving out
+    the lines either router trained on (en-fr's and en-de's train splits)."""
+    _, files, manifest = router_files(None, sizes, ROUTERS["en-fr"][0])
+    config = manifest["config"]
+    models = {"en-fr router": load_classifier(files, config, version=manifest["version"]),
+              "en-de router": load_classifier(
+                  {CLASSIFIER_MODEL_FILE: (run / "classifier" / CLASSIFIER_MODEL_FILE)
+                   .read_bytes()}, config, version=1)}
+    right = dict.fromkeys(models, 0)
+    total = 0
+    for label in config["labels"]:
+        folder = data / "en-de" / "domains" / label
+        if not (folder / "dev.en").is_file():
+            continue
+        seen = {text for pair in ("en-fr", "en-de") for text in
+                (data / pair / "domains" / label / "train.en").read_text().splitlines()}
+        texts = [t for t in (folder / "dev.en").read_text().splitlines()[:lines] if t not in seen]
+        for name, model in models.items():
+            right[name] += sum(max(p, key=p.__getitem__) == label
+                               for p in map(model.posteriors, texts))
+        total += len(texts)
+    return {"sentences": total, **{name: n / total for name, n in right.items()}}
+
+
+def en_de_addition(sizes: dict[str, int], spm_bytes: int,
+                   router_bytes: int | None = None) -> dict[str, int]:
     """Bytes an en->de publication adds: its backbone and 7 adapters as the publish stage
     stores them (en->fr's shape, computed: repository_budget.py), its vocabulary as
     source.spm and target.spm, and a router, an estimator, a card and manifests the size of
@@ -122,12 +153,13 @@ def en_de_addition(sizes: dict[str, int], spm_bytes: int) -> dict[str, int]:
     return {"backbone": rb.backbone_weight_bytes(config),
             "vocabulary": 2 * spm_bytes,
             "adapters": rb.DOMAINS * rb.adapter_weight_bytes(config),
-            "router": sum(n for p, n in sizes.items() if p.startswith(router + "/")),
+            "router": router_bytes if router_bytes is not None else sum(
+                n for p, n in sizes.items() if p.startswith(router + "/")),
             "quality": sizes[estimator_file(sizes, "default-en-fr")],
             "card and manifests": sizes[f"{BUILTIN}/MODEL_CARD.md"] + 8 * 2_000}
 
 
-def measure(before: str, data: Path, lines: int, spm: Path) -> dict[str, Any]:
+def measure(before: str, data: Path, lines: int, ende_run: Path | None) -> dict[str, Any]:
     old, new = tracked(before), tracked(None)
     routers = []
     for name, (folder, pair, side) in ROUTERS.items():
@@ -144,8 +176,14 @@ def measure(before: str, data: Path, lines: int, spm: Path) -> dict[str, Any]:
         quality.append({"backbone": name, "before": paths[0], "after": paths[1],
                         "bytes_before": old[paths[0]], "bytes_after": new[paths[1]],
                         "identical": estimators[0] == estimators[1]})
-    addition = en_de_addition(new, spm.stat().st_size)
-    return {"before": before, "tracked_before": sum(old.values()),
+    spm = (ende_run / "spm.model" if ende_run else
+           REPO / version_dir(new, "backbones/default-en-fr") / "source.spm")
+    trained = ende_run / "classifier" if ende_run else None
+    addition = en_de_addition(new, spm.stat().st_size, None if trained is None else sum(
+        p.stat().st_size for p in trained.iterdir() if p.name != "accuracy.json"))
+    sharing = shared_router(data, new, ende_run, lines) if ende_run else None
+    return {"before": before, "en_de_run": str(ende_run), "en_de_routers": sharing,
+            "tracked_before": sum(old.values()),
             "tracked_after": sum(new.values()), "limit": LIMIT, "routers": routers,
             "quality": quality, "en_de_addition": addition,
             "with_en_de": sum(new.values()) + sum(addition.values())}
@@ -176,14 +214,23 @@ def markdown(result: dict[str, Any]) -> str:
         lines.append(f"| {q['backbone']} | {q['before'].rsplit('/', 1)[1]} -> "
                      f"{q['after'].rsplit('/', 1)[1]} | {q['bytes_before'] / mb:.3f} -> "
                      f"{q['bytes_after'] / mb:.3f} MB | {q['identical']} |")
-    lines += ["", "## Publishing en->de (estimated: computed weights, en->fr's router and "
-              "estimator as its size)", "", "| part | MB |", "|---|---|"]
+    measured = "its run's vocabulary and router" if result["en_de_run"] != "None" else \
+        "en->fr's vocabulary and router as their size"
+    lines += ["", f"## Publishing en->de (weights computed for en->fr's shape, {measured}, "
+              "en->fr's estimator as its size)", "", "| part | MB |", "|---|---|"]
     for part, size in result["en_de_addition"].items():
         lines.append(f"| {part} | {size / mb:.2f} |")
     total = sum(result["en_de_addition"].values())
     lines += [f"| **all** | **{total / mb:.2f}** |", "",
               f"With en->de: {result['with_en_de'] / mb:.2f} MB of {LIMIT / mb:.0f} MB "
               f"({(LIMIT - result['with_en_de']) / mb:+.2f} MB left)."]
+    sharing = result.get("en_de_routers")
+    if sharing:
+        lines += ["", "## Routing en->de's English with en->fr's router", "",
+                  f"Accuracy on en->de's dev sentences ({sharing['sentences']}, the 7 domains, "
+                  "lines of either router's train splits left out): "
+                  f"en->fr's router {100 * sharing['en-fr router']:.1f}%, en->de's own "
+                  f"{100 * sharing['en-de router']:.1f}%."]
     return "\n".join(lines) + "\n"
 
 
@@ -193,12 +240,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--before", required=True, help="git revision of the old storage")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--lines", type=int, default=150, help="dev sentences per domain")
-    parser.add_argument("--spm", type=Path, default=REPO / BUILTIN / "backbones" /
-                        "default-en-fr" / "v5" / "source.spm",
-                        help="en->de's vocabulary (its run dir's spm.model)")
+    parser.add_argument("--ende-run", type=Path, help="en->de's run dir (see above)")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR)
     args = parser.parse_args(argv)
-    result = measure(args.before, args.data, args.lines, args.spm)
+    result = measure(args.before, args.data, args.lines, args.ende_run)
     paths = write_report(args.out, "builtin_size", result, markdown(result))
     print(paths[-1].read_text())
     return 0

@@ -36,12 +36,13 @@ def test_the_shipped_router_compared_with_itself_differs_nowhere(
 
 def test_the_en_de_projection_is_en_fr_shaped_and_reported(sizes: dict[str, int]) -> None:
     addition = bs.en_de_addition(sizes, spm_bytes=1000)
+    assert bs.en_de_addition(sizes, spm_bytes=1000, router_bytes=7)["router"] == 7
     backbone = bs.version_dir(sizes, "backbones/default-en-fr")
     assert addition["backbone"] == sizes[f"{backbone}/model.safetensors"]
     assert addition["vocabulary"] == 2000
     assert addition["adapters"] == rb.DOMAINS * sizes[
         bs.version_dir(sizes, "modules/medical") + "/module.safetensors"]
-    result = {"before": "HEAD", "tracked_before": 1, "tracked_after": 1, "routers": [],
+    result = {"before": "HEAD", "en_de_run": "None", "tracked_before": 1, "tracked_after": 1, "routers": [],
               "quality": [], "en_de_addition": addition,
               "with_en_de": 1 + sum(addition.values())}
     text = bs.markdown(result)
