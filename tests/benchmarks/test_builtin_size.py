@@ -42,7 +42,8 @@ def test_the_en_de_projection_is_en_fr_shaped_and_reported(sizes: dict[str, int]
     assert addition["vocabulary"] == 2000
     assert addition["adapters"] == rb.DOMAINS * sizes[
         bs.version_dir(sizes, "modules/medical") + "/module.safetensors"]
-    result = {"before": "HEAD", "en_de_run": "None", "tracked_before": 1, "tracked_after": 1, "routers": [],
+    result = {"before": "HEAD", "en_de_run": "None", "tracked_before": 1, "tracked_after": 1,
+              "routers": [],
               "quality": [], "en_de_addition": addition,
               "with_en_de": 1 + sum(addition.values())}
     text = bs.markdown(result)

@@ -122,8 +122,8 @@ def refit_builtin(builtin_dir: Path, data_dir: Path, *, lines: int = DEV_LINES,
                   source: str = "en", target: str = "fr", pair: str = "en-fr") -> Path:
     """Fit the estimator of the built-in directory's backbone `backbone` (default: its only
     one) with that backbone's active modules, on the dev sets of its direction (`source`
-    -> `target`, read from `<data>/<pair>/`), and write it to `<builtin_dir>/quality/<backbone>.json.xz` (the one the
-    package ships)."""
+    -> `target`, read from `<data>/<pair>/`), and write it to
+    `<builtin_dir>/quality/<backbone>.json.xz` (the one the package ships)."""
     with tempfile.TemporaryDirectory(prefix="nmt-quality-fit-") as scratch, \
             Store.open(Path(scratch), builtin_dir=builtin_dir) as store:
         loaded = store.load_backbone(backbone)
