@@ -99,7 +99,7 @@ def write_model_card(out: Path, run_dir: Path, *, config: BackboneConfig, parame
     lines = [
         f"# Model card: {direction.backbone_name}", "",
         f"{_role(direction)}: {'an' if source[0] in 'AEIOU' else 'a'} {source}→{target} "
-        f"Transformer backbone {_origin(run_dir)}, one residual adapter per domain, and a "
+        f"Transformer backbone {backbone_origin(run_dir)}, one residual adapter per domain, and a "
         "fastText router. Recipe: "
         f"`trainer/recipes/default_en_fr.py` ({_command(direction)}).", "",
         "## Architecture", "",
@@ -158,7 +158,7 @@ EXTRA_GENRES = {
     "en-de": "~81k pairs of extra genres (news, conversation, captions, software strings)"}
 
 
-def _origin(run_dir: Path) -> str:
+def backbone_origin(run_dir: Path) -> str:
     """How the backbone began: from random weights, or warm-started (warm_start.json)."""
     path = run_dir / "warm_start.json"
     if not path.exists():
