@@ -22,7 +22,7 @@ from contract.artifacts import (
     CLASSIFIER_MODEL_FILE,
     MANIFEST_FILE,
 )
-from server.routing.classifier import LABEL_PREFIX, load_classifier
+from server.routing.classifier import LABEL_PREFIX, XZ_MAGIC, fasttext_model, load_classifier
 from server.routing.features import HashedFeatures
 from trainer.routers.features import features_from_bytes
 from trainer.routers.settings import RouterSettings
@@ -91,7 +91,9 @@ def test_the_shipped_features_are_numbers_that_several_sentences_share(router: P
 def test_the_shipped_model_knows_numbers_not_words(router: Path) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / CLASSIFIER_MODEL_FILE
-        path.write_bytes((router / CLASSIFIER_MODEL_FILE).read_bytes())
+        stored = (router / CLASSIFIER_MODEL_FILE).read_bytes()
+        assert stored.startswith(XZ_MAGIC)  # shipped compressed
+        path.write_bytes(fasttext_model(stored))
         model = fasttext.load_model(str(path))
     entries = model.get_words()
     assert len(entries) > 10_000

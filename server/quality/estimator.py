@@ -5,12 +5,14 @@ Why linear: the features are few and each moves quality one way; a linear model 
 on a few hundred dev sentences per domain ranks as well as anything richer would on that
 little data, is read in one glance, and costs a dot product per sentence. It is stored as
 JSON beside the backbone it was fitted for (its fingerprint inside), with the default
-flagging threshold chosen on the same dev sets.
+flagging threshold chosen on the same dev sets. The file is xz-compressed JSON: the fitting
+rows it keeps for refits are 93% of its bytes and shrink 15x (plain JSON is read as well).
 """
 
 from __future__ import annotations
 
 import json
+import lzma
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -21,6 +23,7 @@ import numpy as np
 from server.quality.features import FEATURES
 
 FORMAT = 1
+XZ_MAGIC = b"\xfd7zXZ\x00"
 
 
 class EstimatorError(ValueError):
@@ -52,8 +55,18 @@ class Estimator:
         body = {"format": FORMAT, **asdict(self)}
         return json.dumps(body, indent=1, sort_keys=True) + "\n"
 
+    def to_file_bytes(self) -> bytes:
+        """What an estimator file holds: the JSON, xz-compressed."""
+        return lzma.compress(self.to_json().encode("utf-8"), preset=9)
+
     @classmethod
     def from_json(cls, text: str | bytes) -> Estimator:
+        """From the JSON, or from an estimator file's bytes (xz-compressed JSON)."""
+        if isinstance(text, bytes) and text.startswith(XZ_MAGIC):
+            try:
+                text = lzma.decompress(text)
+            except lzma.LZMAError as error:
+                raise EstimatorError(f"not an xz-compressed estimator: {error}") from None
         try:
             body = json.loads(text)
         except json.JSONDecodeError as error:

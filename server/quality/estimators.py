@@ -1,7 +1,9 @@
 """Where a backbone's quality estimator lives, and which one a served backbone uses.
 
-An estimator is a JSON file `quality/<backbone name>.json` (server/quality/estimator.py)
-holding the fingerprint of the backbone it was fitted for. The store root's copy (a refit
+An estimator is a file `quality/<backbone name>.json.xz` (xz-compressed JSON:
+server/quality/estimator.py) holding the fingerprint of the backbone it was fitted for; a
+`<backbone name>.json` of plain JSON (what older versions wrote) is read where no `.json.xz`
+is. The store root's copy (a refit
 after a backbone or module publication) comes before the one shipped in the package
 (`model_store/builtin/quality/`); a file fitted for another fingerprint is ignored, and a
 backbone without any estimator is scored by the prior (the mean token log-probability).
@@ -28,7 +30,20 @@ log = logging.getLogger(__name__)
 
 
 def estimator_path(root: Path, backbone: str) -> Path:
+    """Where `write_estimator` writes the backbone's estimator."""
+    return root / f"{backbone}.json.xz"
+
+
+def legacy_estimator_path(root: Path, backbone: str) -> Path:
+    """Plain JSON, as older versions wrote it: read only where `estimator_path` is absent."""
     return root / f"{backbone}.json"
+
+
+def found_estimator_path(root: Path, backbone: str) -> Path:
+    """The file read for `backbone` under `root` (it may not exist)."""
+    path = estimator_path(root, backbone)
+    legacy = legacy_estimator_path(root, backbone)
+    return legacy if not path.is_file() and legacy.is_file() else path
 
 
 def write_estimator(root: Path, backbone: str, estimator: Estimator) -> Path:
@@ -37,14 +52,15 @@ def write_estimator(root: Path, backbone: str, estimator: Estimator) -> Path:
     target = estimator_path(root, backbone)
     handle, temporary = tempfile.mkstemp(dir=root, prefix=f".{backbone}.", suffix=".tmp")
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(estimator.to_json())
+        with os.fdopen(handle, "wb") as out:
+            out.write(estimator.to_file_bytes())
         # mkstemp makes it 0600: a server running as another user than the sidecar reads it
         os.chmod(temporary, 0o644)
         os.replace(temporary, target)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+    legacy_estimator_path(root, backbone).unlink(missing_ok=True)  # superseded
     return target
 
 
@@ -75,14 +91,14 @@ class EstimatorBook:
             return known[0]
 
     def _stamps(self, name: str) -> list[float]:
-        paths = [estimator_path(root, name) for root in self.roots]
+        paths = [found_estimator_path(root, name) for root in self.roots]
         return [p.stat().st_mtime if p.is_file() else -1.0 for p in paths]
 
     def _read(self, name: str, fingerprints: frozenset[str]) -> Estimator:
         """The first estimator fitted for the backbone (or the one it re-stores compactly:
         model_store/compact.py)."""
         for root in self.roots:
-            path = estimator_path(root, name)
+            path = found_estimator_path(root, name)
             if not path.is_file():
                 continue
             try:

@@ -1,7 +1,9 @@
 """The fastText domain classifier: source text -> posterior probability of every domain.
 
 Artifact: kind "classifier" (default name "router"), file `classifier.bin` (a fastText
-supervised model whose labels are `__label__<domain>`), manifest config
+supervised model whose labels are `__label__<domain>`, xz-compressed as the trainer writes
+it: its dictionary of feature numbers shrinks 3x; one fastText wrote itself is read too),
+manifest config
 `{"labels": [domain, ...], "temperature": T, "features": {...}}`; `features` names the
 hashed features the model reads (server/routing/features.py; absent: the text itself).
 
@@ -15,6 +17,7 @@ threshold and the soft ensemble's weights then read calibrated probabilities.
 
 from __future__ import annotations
 
+import lzma
 import math
 import os
 import tempfile
@@ -28,6 +31,23 @@ from server.routing.features import HashedFeatures, model_input
 
 LABEL_PREFIX = "__label__"
 MIN_PROBABILITY = 1e-6  # fastText's own smoothing floor is 1e-5
+XZ_MAGIC = b"\xfd7zXZ\x00"  # fastText's own files start with its magic number instead
+
+
+def stored_model(model: bytes) -> bytes:
+    """A fastText model's bytes as a classifier artifact stores them (xz)."""
+    return lzma.compress(model, preset=9 | lzma.PRESET_EXTREME)
+
+
+def fasttext_model(stored: bytes) -> bytes:
+    """The fastText model in a `classifier.bin` (xz-compressed or not); ValueError for a
+    damaged compressed file."""
+    if not stored.startswith(XZ_MAGIC):
+        return stored
+    try:
+        return lzma.decompress(stored)
+    except lzma.LZMAError as error:
+        raise ValueError(f"{CLASSIFIER_MODEL_FILE}: damaged xz data ({error})") from None
 
 
 def calibrated(posteriors: Mapping[str, float], temperature: float) -> dict[str, float]:
@@ -115,7 +135,7 @@ def load_classifier(files: Mapping[str, bytes], config: Mapping[str, object], *,
     descriptor, path = tempfile.mkstemp(prefix="nmt-classifier-", suffix=".bin")
     try:
         with os.fdopen(descriptor, "wb") as handle:  # mkstemp: mode 0600, owner only
-            handle.write(files[CLASSIFIER_MODEL_FILE])
+            handle.write(fasttext_model(files[CLASSIFIER_MODEL_FILE]))
         model = fasttext.load_model(path)
     finally:
         os.unlink(path)

@@ -1,5 +1,5 @@
 """Quality per direction: each served backbone's sentences are scored by the estimator
-fitted for that backbone (`NMT_STORE_DIR/quality/<backbone>.json`, matched by fingerprint),
+fitted for that backbone (`NMT_STORE_DIR/quality/<backbone>.json.xz`, matched by fingerprint),
 and a backbone without one by the documented prior."""
 
 from __future__ import annotations

@@ -153,7 +153,25 @@ def test_the_book_uses_the_first_file_fitted_for_the_backbone(tmp_path: Path) ->
     assert book.get(manifest(ours)).threshold == 0.3
     assert book.get(manifest("c" * 64)) is PRIOR
     assert book.get(None) is PRIOR
-    assert sorted(p.name for p in (tmp_path / "store").iterdir()) == ["tiny.json"]
+    assert sorted(p.name for p in (tmp_path / "store").iterdir()) == ["tiny.json.xz"]
+
+
+def test_a_plain_json_estimator_is_read_until_a_refit_replaces_it(tmp_path: Path) -> None:
+    """What older versions wrote (`<backbone>.json`, plain JSON) is still served; the
+    compressed file a refit writes takes its place and holds the same estimator."""
+    fingerprint = "a" * 64
+    fitted = replace(fit([{"lp_mean": -1.0}, {"lp_mean": -2.0}], [0.8, 0.4],
+                         names=("lp_mean",)), backbone_fingerprint=fingerprint, threshold=0.3)
+    (tmp_path / "tiny.json").write_text(fitted.to_json())
+    assert EstimatorBook([tmp_path]).get(manifest(fingerprint)) == fitted
+    path = write_estimator(tmp_path, "tiny", replace(fitted, threshold=0.25))
+    assert [p.name for p in tmp_path.iterdir()] == ["tiny.json.xz"]
+    assert path.read_bytes().startswith(b"\xfd7zXZ")
+    assert Estimator.from_json(path.read_bytes()) == replace(fitted, threshold=0.25)
+    assert EstimatorBook([tmp_path]).get(manifest(fingerprint)).threshold == 0.25
+    path.write_bytes(path.read_bytes()[:-20])  # a truncated file is refused, not a 500
+    with pytest.raises(EstimatorError, match="xz"):
+        Estimator.from_json(path.read_bytes())
 
 
 def test_a_compact_restore_uses_the_estimator_of_the_version_it_restores(

@@ -16,8 +16,11 @@ from model_store import ArtifactError, Store
 from model_store.compact import COMPACT_OF, served_fingerprints
 from server.engine.artifacts import backbone_files, build_engine, module_files, module_params
 from server.engine.engine import Member
+from server.routing.classifier import XZ_MAGIC, fasttext_model, load_classifier
 from tests.tiny import random_backbone, random_module, spm_bytes, tiny_config
-from trainer.recipes.compact_builtin import compact_builtin
+from trainer.recipes.compact_builtin import compact_builtin, compress_routers
+from trainer.routers.classifier import ClassifierSettings, train_classifier
+from trainer.routers.features import featurize
 
 CONFIG = tiny_config(d_model=64, d_ff=128)
 TEXTS = ["the patient takes one tablet a day", "a court rules on the appeal"]
@@ -115,3 +118,34 @@ def test_module_weights_stay_close_through_the_int8_banks() -> None:
         step = tensor.abs().amax(dim=1, keepdim=True) / 127 if tensor.dim() == 3 else 0.0
         assert back[name].dtype == torch.float32
         assert ((back[name] - tensor).abs() <= step / 2 + tensor.abs() / 1024 + 1e-6).all()
+
+
+def test_an_uncompressed_router_is_re_stored_compressed_and_routes_the_same(
+        builtin: Path, tmp_path: Path) -> None:
+    settings = ClassifierSettings(epoch=2, quantize=False, min_examples=1, bucket=20_000)
+    examples = [("medical", TEXTS[0]), ("law", TEXTS[1])] * 20
+    stored = featurize(examples, settings.features())
+    old = fasttext_model(train_classifier(stored, settings))  # as fastText writes it
+    assert not old.startswith(XZ_MAGIC)
+    config = {"labels": ["law", "medical"], "features": {
+        "kind": "hashed-word-ngrams", "ngrams": 2, "buckets": 20_000}}
+    with Store.open(tmp_path / "factory2", builtin_dir=builtin) as factory:
+        backbone = factory.load_backbone().manifest
+        router = factory.publish("classifier", "router", {"classifier.bin": old},
+                                 config=config, backbone_fingerprint=backbone.backbone_fingerprint)
+    shutil.rmtree(builtin / "classifiers")
+    shutil.copytree(tmp_path / "factory2" / router.label, builtin / router.label)
+
+    written = compress_routers(builtin)
+    label = f"classifiers/router/v{router.version + 1}"
+    assert [p.relative_to(builtin).as_posix() for p in written] == [label]
+    assert not (builtin / router.label).exists()  # the newest version alone is shipped
+    new = (builtin / label / "classifier.bin").read_bytes()
+    assert new.startswith(XZ_MAGIC) and len(new) < len(old) and fasttext_model(new) == old
+    with Store.open(tmp_path / "served", builtin_dir=builtin) as store:
+        loaded = store.load("classifier", "router")
+    assert loaded.manifest.provenance["compressed_of"] == router.version
+    before = load_classifier({"classifier.bin": old}, config, version=router.version)
+    after = load_classifier(loaded.files, loaded.manifest.config, version=router.version + 1)
+    assert all(before.posteriors(text) == after.posteriors(text) for text in TEXTS)
+    assert compress_routers(builtin) == []  # compressed already: nothing new

@@ -161,7 +161,7 @@ def test_the_quality_stage_fits_fr_en_on_french_sources_beside_en_fr(tmp_path: P
     en_fr_bytes = en_fr.read_bytes()
     fr_en = refit_builtin(builtin, data, genre_lines=4, backbone=FR_EN_NAME, source="fr",
                           target="en")
-    assert fr_en.name == f"{FR_EN_NAME}.json" and en_fr.read_bytes() == en_fr_bytes
+    assert fr_en.name == f"{FR_EN_NAME}.json.xz" and en_fr.read_bytes() == en_fr_bytes
     estimator = Estimator.from_json(fr_en.read_bytes())
     assert estimator.fitted_on["sets"] == {"medical": 6, "news": 4}
     with Store.open(tmp_path / "serving", builtin_dir=builtin) as store:

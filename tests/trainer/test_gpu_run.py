@@ -17,6 +17,7 @@ import torch
 from model_store import Store
 from server.engine.artifacts import build_engine
 from server.engine.backbone import Backbone
+from server.quality.estimator import Estimator
 from tests.tiny import ENGLISH, FRENCH, spm_bytes
 from tests.trainer.builtin_directions import FR_EN_NAME, build_both
 from tests.trainer.test_default_recipe import published_builtin, write_router
@@ -229,7 +230,7 @@ def test_restore_publishes_en_fr_beside_fr_en_which_stays_bit_identical(
     fr_en = {p.relative_to(builtin).as_posix(): p.read_bytes() for p in builtin.rglob("*")
              if p.is_file() and (FR_EN_NAME in p.as_posix() or p.name.endswith("-fr-en.md"))}
     assert any(name.startswith("directions/") for name in fr_en)
-    assert f"quality/{FR_EN_NAME}.json" in fr_en
+    assert f"quality/{FR_EN_NAME}.json.xz" in fr_en
     run_dir = tmp_path / "run"
     restore(tiny_run, packed, data, run_dir, builtin=builtin)
     # what `python -m trainer.gpu.restore --publish` runs
@@ -256,8 +257,8 @@ def test_restore_publishes_en_fr_beside_fr_en_which_stays_bit_identical(
         router = store.load("classifier", ROUTER_NAME, backbone=BACKBONE_NAME).manifest
         assert router.backbone_fingerprint == backbone.backbone_fingerprint
         assert router.config["temperature"] == 2.0
-        estimator = json.loads(after[f"quality/{BACKBONE_NAME}.json"])
-        assert estimator["backbone_fingerprint"] == backbone.backbone_fingerprint
+        estimator = Estimator.from_json(after[f"quality/{BACKBONE_NAME}.json.xz"])
+        assert estimator.backbone_fingerprint == backbone.backbone_fingerprint
         fr_en_backbone = store.load_backbone(FR_EN_NAME).manifest
         assert store.load("classifier", ROUTER_NAME, backbone=FR_EN_NAME).manifest \
             .backbone_fingerprint == fr_en_backbone.backbone_fingerprint

@@ -44,6 +44,18 @@ def test_dev_sets_are_the_domains_dev_files_and_the_genres_last_train_lines(
     assert sets[2].pairs == list(zip(ENGLISH, FRENCH, strict=True))[-3:]
 
 
+def test_another_pairs_dev_sets_are_read_from_its_own_folder(data_dir: Path) -> None:
+    """en->de's sets come from `<data>/en-de/` (German as `.de`), not from en-fr's."""
+    pairs = [(f"{en} ({i})", f"de {i}") for i, en in enumerate(ENGLISH)]
+    folder = data_dir / "en-de" / "domains" / "law"
+    folder.mkdir(parents=True)
+    for side, index in (("en", 0), ("de", 1)):
+        (folder / f"dev.{side}").write_text("".join(f"{p[index]}\n" for p in pairs[:3]))
+    sets = dev_sets(data_dir, {"medical": "m@1", "law": "l@1"}, source="en", target="de",
+                    pair="en-de")
+    assert [(s.name, s.module_id, s.pairs) for s in sets] == [("law", "l@1", pairs[:3])]
+
+
 def test_the_publish_stage_fits_the_published_backbones_estimator(tmp_path: Path,
                                                                   data_dir: Path) -> None:
     builtin = build_store(tmp_path / "builtin", router=False)
@@ -55,7 +67,7 @@ def test_the_publish_stage_fits_the_published_backbones_estimator(tmp_path: Path
         manifest = store.load_backbone(BACKBONE).manifest
     assert estimator.backbone_fingerprint == manifest.backbone_fingerprint
     assert EstimatorBook([builtin / "quality"]).get(manifest) == estimator
-    assert [p.name for p in (builtin / "quality").iterdir()] == [f"{BACKBONE}.json"]
+    assert [p.name for p in (builtin / "quality").iterdir()] == [f"{BACKBONE}.json.xz"]
     assert path.stat().st_mode & 0o777 == 0o644  # readable by a server of another user
 
 

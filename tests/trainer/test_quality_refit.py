@@ -38,7 +38,7 @@ def test_refit_replaces_the_domains_rows(tmp_path: Path) -> None:
         assert set(decoded.rows[0]) == set(FEATURES) and len(decoded.chrf) == len(ENGLISH)
         rows = as_rows("generic", decoded) + as_rows("religion", decoded)[:3]
         first = fit_rows(rows, ridge=3.0, fingerprint=manifest.backbone_fingerprint)
-        (quality / f"{BACKBONE}.json").parent.mkdir(parents=True, exist_ok=True)
+        quality.mkdir(parents=True, exist_ok=True)
         estimator_path(quality, BACKBONE).write_text(first.to_json())
 
         path = refit_for_module(store, manifest, domain="religion", module_config=config,
@@ -49,4 +49,4 @@ def test_refit_replaces_the_domains_rows(tmp_path: Path) -> None:
     assert refit.fitted_on["refit_for"] == "religion" and refit.fitted_on["ridge"] == 3.0
     assert refit.backbone_fingerprint == manifest.backbone_fingerprint
     assert EstimatorBook([quality]).get(manifest) == refit
-    assert [p.name for p in quality.iterdir()] == [f"{BACKBONE}.json"]  # no temporary left
+    assert [p.name for p in quality.iterdir()] == [f"{BACKBONE}.json.xz"]  # no temporary left

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from server.routing.classifier import LABEL_PREFIX
+from server.routing.classifier import LABEL_PREFIX, fasttext_model
 from server.routing.features import HashedFeatures, classifier_text, model_input, neutralise
 from trainer.routers.classifier import ClassifierSettings, train_classifier
 from trainer.routers.features import features_from_bytes, features_to_bytes, featurize
@@ -51,7 +51,7 @@ def test_a_router_trained_on_hostile_lines_learns_only_real_labels(tmp_path: str
 
     path = f"{tmp_path}/router.bin"
     with open(path, "wb") as out:
-        out.write(model_bytes)
+        out.write(fasttext_model(model_bytes))
     labels = fasttext.load_model(path).get_labels()
 
     assert sorted(labels) == [f"{LABEL_PREFIX}law", f"{LABEL_PREFIX}medical"]

@@ -46,11 +46,11 @@ class DevSet:
 
 def dev_sets(data_dir: Path, modules: Mapping[str, str | None], *, lines: int = DEV_LINES,
              genre_lines: int = GENRE_DEV_LINES, source: str = "en",
-             target: str = "fr") -> list[DevSet]:
+             target: str = "fr", pair: str = "en-fr") -> list[DevSet]:
     """The dev set of every domain in `modules` (domain -> module id) that has one under
-    `<data>/en-fr/domains/`, then the genres' dev slices that exist (`lines` <= 0: all);
-    `source`/`target`: which side of the en-fr pairs the backbone translates from."""
-    root = data_dir / "en-fr"
+    `<data>/<pair>/domains/`, then the genres' dev slices that exist (`lines` <= 0: all);
+    `source`/`target`: which side of the pairs the backbone translates from."""
+    root = data_dir / pair
     found: list[DevSet] = []
     for domain, module_id in sorted(modules.items()):
         folder = root / "domains" / domain
@@ -119,11 +119,11 @@ def fit_sets(sets: Sequence[tuple[str, Decoded]], fingerprint: str) -> Estimator
 
 def refit_builtin(builtin_dir: Path, data_dir: Path, *, lines: int = DEV_LINES,
                   genre_lines: int = GENRE_DEV_LINES, backbone: str | None = None,
-                  source: str = "en", target: str = "fr") -> Path:
+                  source: str = "en", target: str = "fr", pair: str = "en-fr") -> Path:
     """Fit the estimator of the built-in directory's backbone `backbone` (default: its only
     one) with that backbone's active modules, on the dev sets of its direction (`source`
-    -> `target`), and write it to `<builtin_dir>/quality/<backbone>.json` (the one the
-    package ships)."""
+    -> `target`, read from `<data>/<pair>/`), and write it to
+    `<builtin_dir>/quality/<backbone>.json.xz` (the one the package ships)."""
     with tempfile.TemporaryDirectory(prefix="nmt-quality-fit-") as scratch, \
             Store.open(Path(scratch), builtin_dir=builtin_dir) as store:
         loaded = store.load_backbone(backbone)
@@ -143,7 +143,7 @@ def refit_builtin(builtin_dir: Path, data_dir: Path, *, lines: int = DEV_LINES,
                 continue
             modules[domain] = module_id
         sets = dev_sets(data_dir, modules, lines=lines, genre_lines=genre_lines, source=source,
-                        target=target)
+                        target=target, pair=pair)
         estimator = fit_sets(decode_sets(engine, sets), fingerprint)
         path = write_estimator(builtin_dir / QUALITY_DIR, loaded.manifest.name, estimator)
     log.info("quality estimator of %s fitted on %s: %s", loaded.manifest.label,

@@ -4,7 +4,7 @@ The estimator file keeps the rows it was fitted on (`fitted_on.rows`: set name, 
 sentence chrF). When the sidecar publishes a domain's module, the module's dev pairs are
 translated as the server would (beam 4, the module), their rows replace that set's rows
 and the estimator is fitted again, with the same ridge penalty and the same rule for the
-threshold; the result goes to the store root's `quality/<backbone>.json`, which the
+threshold; the result goes to the store root's `quality/<backbone>.json.xz`, which the
 server prefers to the shipped one and rereads when it changes. `make bench-quality` fits
 the built-in one from scratch on every dev set
 (benchmarks/quality/estimation/quality_estimation.py).

@@ -12,6 +12,11 @@ serving on it; it keeps that version's creation time, so which backbone is the d
 `--out` (as the publish stage does); a store that registered them moves to the new ones on
 its next open (`Store.register_builtins`). The publish stage itself ships int8 from then
 on (trainer/recipes/publication.py).
+
+Every active router whose `classifier.bin` is fastText's own file becomes a new version
+with the same model xz-compressed (server/routing/classifier.py; 37% fewer bytes, the same
+routing to the last bit: benchmarks/results/builtin_size.md); routers trained since are
+written compressed.
 """
 
 from __future__ import annotations
@@ -23,13 +28,14 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
-from contract.artifacts import BACKBONE_WEIGHTS_FILE
+from contract.artifacts import BACKBONE_WEIGHTS_FILE, CLASSIFIER_MODEL_FILE
 from contract.manifest import Manifest
 from contract.tensors import tensors_from_bytes, tensors_to_bytes
 from model_store import BUILTIN_DIR, Store
 from model_store.compact import COMPACT_OF
 from server.engine.artifacts import module_files, module_params
 from server.engine.row_int8 import SCALE_SUFFIX, quantize_rows
+from server.routing.classifier import XZ_MAGIC, stored_model
 from trainer.recipes.publication import install_published, keep_created_at
 
 log = logging.getLogger(__name__)
@@ -63,6 +69,25 @@ def compact_builtin(out: Path) -> list[Path]:
     return written
 
 
+def compress_routers(out: Path) -> list[Path]:
+    """Re-store `out`'s active routers whose fastText model is not compressed yet: a new
+    version each, the same files but `classifier.bin` xz-compressed; returns the version
+    directories written."""
+    with tempfile.TemporaryDirectory() as tmp, Store.open(Path(tmp), builtin_dir=out) as store:
+        for backbone in sorted(store.active_backbones()):
+            for name in sorted(store.registry.active_versions("classifier", backbone=backbone)):
+                loaded = store.load("classifier", name, backbone=backbone)
+                model = loaded.files[CLASSIFIER_MODEL_FILE]
+                if model.startswith(XZ_MAGIC):
+                    continue
+                old = loaded.manifest
+                files = {**loaded.files, CLASSIFIER_MODEL_FILE: stored_model(model)}
+                _publish_like(store, old.model_copy(update={"provenance": {
+                    **old.provenance, "compressed_of": old.version}}), files,
+                    old.backbone_fingerprint, backbone)
+        return install_published(Path(tmp), out)
+
+
 def _republish_dependents(store: Store, backbone: str, fingerprint: str) -> None:
     """Every active module (banks as int8) and classifier (files as they are) of
     `backbone`, as a new version built for `fingerprint`."""
@@ -90,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="the built-in directory to re-store (default: the package's)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    written = compact_builtin(args.out)
+    written = compact_builtin(args.out) + compress_routers(args.out)
     log.info("written: %s", ", ".join(str(p) for p in written) or "nothing (compact already)")
     return 0
 

@@ -267,7 +267,7 @@ def publish(data_dir: Path, run_dir: Path, out: Path, direction: Direction, *,
     else:
         publish_direction(data_dir, run_dir, out, direction, snapshot=snapshot)
     refit_builtin(out, data_dir, backbone=direction.backbone_name, source=direction.source,
-                  target=direction.target)
+                  target=direction.target, pair=direction.pair)
 
 
 def published(builtin: Path, direction: Direction) -> bool:
@@ -331,7 +331,7 @@ def run_stages(args: argparse.Namespace, stages: tuple[str, ...],
         publish(args.data, args.run_dir, args.out, direction, snapshot=args.snapshot)
     elif "quality" in stages:
         refit_builtin(args.out, args.data, backbone=direction.backbone_name,
-                      source=direction.source, target=direction.target)
+                      source=direction.source, target=direction.target, pair=direction.pair)
     if "publish-router" in stages:
         if direction == EN_FR:
             publish_router(args.run_dir, args.out)

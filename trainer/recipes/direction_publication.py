@@ -39,8 +39,10 @@ from trainer.recipes.router_stage import (
     DOMAIN_EXTRAS,
     GENERIC_GENRES,
     GENERIC_TRAIN,
+    SISTER_DOMAINS,
     router_config,
     router_files,
+    sister_pairs_of,
 )
 from trainer.recipes.snapshot import remove_if_superseded
 
@@ -79,7 +81,9 @@ def publish_direction(data_dir: Path, run_dir: Path, out: Path, direction: Direc
                             parameters=sum(p.numel() for p in model.parameters()),
                             adapter_sizes=_adapter_sizes(run_dir), progress=progress,
                             generic_lines=GENERIC_TRAIN, domain_extras=DOMAIN_EXTRAS,
-                            sister_pairs={}, averaged_steps=averaged_steps(run_dir),
+                            sister_pairs={pair: SISTER_DOMAINS
+                                          for pair in sister_pairs_of(direction)},
+                            averaged_steps=averaged_steps(run_dir),
                             gpu_run=gpu_run(run_dir), direction=direction)
     log.info("%s published to %s: %s; model card %s", name, out,
              ", ".join(str(p.relative_to(out)) for p in published) or "unchanged", card.name)
@@ -152,8 +156,9 @@ def _publish_adapter(store: Store, result_path: Path, fingerprint: str,
     return [store.publish(
         "module", domain, files, config=result["config"], backbone_fingerprint=fingerprint,
         backbone=backbone,
-        provenance={"data": f"shared/data en-fr/domains/{domain}/train.{{{direction.source},"
-                            f"{direction.target}}} ({direction.source} side first)",
+        provenance={"data": f"shared/data {direction.pair}/domains/{domain}/train."
+                            f"{{{direction.source},{direction.target}}} "
+                            f"({direction.source} side first)",
                     "pairs": result["pairs"], "steps": result["steps"],
                     "train_seconds": result["train_seconds"]},
         scores={"dev": result["dev"], "backbone_dev": result["backbone_dev"]})]
@@ -168,7 +173,10 @@ def _publish_router(store: Store, directory: Path, fingerprint: str,
     backbone, side = direction.backbone_name, direction.source
     if _unchanged(store, "classifier", ROUTER_NAME, files, fingerprint, backbone, config):
         return []
-    data = f"shared/data en-fr/domains/*/train.{side}" + "".join(
+    data = f"shared/data {direction.pair}/domains/*/train.{side}" + "".join(
+        f", {pair}/domains/{{{','.join(d for d in SISTER_DOMAINS if d in config['labels'])}}}"
+        f"/train.{side} (lines of dev/test splits left out)"
+        for pair in sister_pairs_of(direction)) + "".join(
         f"; {domain} also: {count} lines drawn from en-fr/extra/{genre}/train.{side}"
         for domain, (genre, count) in sorted(DOMAIN_EXTRAS.items()))
     data += (f"; generic: {GENERIC_TRAIN} lines drawn from "
@@ -183,7 +191,7 @@ def _publish_router(store: Store, directory: Path, fingerprint: str,
 
 def _provenance(direction: Direction, progress: dict[str, Any]) -> dict[str, Any]:
     return {"recipe": f"trainer/recipes/default_en_fr.py --direction {direction.name}",
-            "data": "shared/data en-fr: 7 domains + extra genres (train splits), "
+            "data": f"shared/data {direction.pair}: 7 domains + extra genres (train splits), "
                     f"{direction.source} side first",
             "steps": progress["step"], "target_tokens": progress["target_tokens"],
             "train_seconds": round(progress["elapsed_s"], 1),

@@ -99,8 +99,8 @@ def write_model_card(out: Path, run_dir: Path, *, config: BackboneConfig, parame
     lines = [
         f"# Model card: {direction.backbone_name}", "",
         f"{_role(direction)}: {'an' if source[0] in 'AEIOU' else 'a'} {source}→{target} "
-        "Transformer backbone trained "
-        "from scratch, one residual adapter per domain, and a fastText router. Recipe: "
+        f"Transformer backbone {backbone_origin(run_dir)}, one residual adapter per domain, and a "
+        "fastText router. Recipe: "
         f"`trainer/recipes/default_en_fr.py` ({_command(direction)}).", "",
         "## Architecture", "",
         f"- backbone: {config.encoder_layers}+{config.decoder_layers} layers, d={config.d_model}, "
@@ -130,10 +130,8 @@ def write_model_card(out: Path, run_dir: Path, *, config: BackboneConfig, parame
         f"`benchmarks/results/{eval_stem}.md` (`make eval{_eval_option(direction)}`; "
         f"`QUICK=1` writes a shorter table to `{eval_stem}-quick.md`).", "",
         "## Data and licences", "",
-        "Trained on `shared/data/en-fr`: the 7 labelled domains (medical, law, it, subtitles, "
-        "edu, ted, religion; ~5,000 pairs each) and ~530k pairs of extra genres (news, "
-        "conversation, captions, biomedical, parliament, software UI and docs, package "
-        "descriptions, fiction, bible, medical terms, finance, lexicon)"
+        f"Trained on `shared/data/{direction.pair}`: the 7 labelled domains (medical, law, it, "
+        "subtitles, edu, ted, religion; ~5,000 pairs each) and " + EXTRA_GENRES[direction.pair]
         + ("" if direction == EN_FR else f", read {source} side first") + ". Dev and test "
         "splits were never trained on.", "", LICENCES, "", ROUTER_FILES, "",
         "## Limitations", "",
@@ -150,6 +148,25 @@ def write_model_card(out: Path, run_dir: Path, *, config: BackboneConfig, parame
     path = out / ("MODEL_CARD.md" if direction == EN_FR else f"MODEL_CARD-{direction.name}.md")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+# what each pair of the shared data holds besides its 7 domains
+EXTRA_GENRES = {
+    "en-fr": ("~530k pairs of extra genres (news, conversation, captions, biomedical, "
+              "parliament, software UI and docs, package descriptions, fiction, bible, medical "
+              "terms, finance, lexicon)"),
+    "en-de": "~81k pairs of extra genres (news, conversation, captions, software strings)"}
+
+
+def backbone_origin(run_dir: Path) -> str:
+    """How the backbone began: from random weights, or warm-started (warm_start.json)."""
+    path = run_dir / "warm_start.json"
+    if not path.exists():
+        return "trained from scratch"
+    start = json.loads(path.read_text())
+    return (f"warm-started from the published `{start['backbone']}` (its weights; each "
+            "piece of its own vocabulary starts from that backbone's embedding of the same "
+            "text: trainer/recipes/warm_start.py), then trained")
 
 
 def _role(direction: Direction) -> str:

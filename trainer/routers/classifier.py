@@ -26,7 +26,9 @@ from contract.artifacts import CLASSIFIER_MODEL_FILE
 from server.routing.classifier import (
     LABEL_PREFIX,
     calibrated,
+    fasttext_model,
     raw_posteriors,
+    stored_model,
 )
 from server.routing.features import HashedFeatures, feature_line, model_input
 from trainer.routers.features import FeatureExample
@@ -77,8 +79,9 @@ def examples_from_bytes(data: bytes) -> list[Example]:
 
 def train_classifier(examples: Sequence[FeatureExample],
                      settings: ClassifierSettings | None = None) -> bytes:
-    """The bytes of a fastText model (`classifier.bin`) trained on the examples' features
-    as they are (prune them first: trainer/routers/features.py `pruned`)."""
+    """The bytes of `classifier.bin` (a fastText model, xz-compressed: server/routing/
+    classifier.py) trained on the examples' features as they are (prune them first:
+    trainer/routers/features.py `pruned`)."""
     settings = settings or ClassifierSettings()
     labels = sorted({label for label, _ in examples})
     if len(labels) < 2:
@@ -99,7 +102,7 @@ def train_classifier(examples: Sequence[FeatureExample],
         if settings.quantize and len(model.get_words()) >= QUANTIZE_MIN_FEATURES:
             model.quantize(input=str(data), qnorm=True, retrain=False, cutoff=100_000)
         model.save_model(str(out))
-        return out.read_bytes()
+        return stored_model(out.read_bytes())
 
 
 @dataclass(frozen=True)
@@ -112,7 +115,7 @@ class Accuracy:
 def load_model(model_bytes: bytes) -> fasttext.FastText._FastText:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / CLASSIFIER_MODEL_FILE
-        path.write_bytes(model_bytes)
+        path.write_bytes(fasttext_model(model_bytes))
         return fasttext.load_model(str(path))
 
 
