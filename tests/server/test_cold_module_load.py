@@ -19,15 +19,17 @@ from server.engine.artifacts import build_engine
 from server.engine.engine import Engine, EngineOptions, Member, SentenceJob
 from server.execution.engine_thread import EngineThread
 from server.scheduling.scheduler import Scheduler
+from server.serving.read_back import read_back
 from tests.tiny import random_module, tiny_backbone_files, tiny_config
 
 CONFIG = {"family": "adapter", "bottleneck": 8}
 
 
 class FileResidency:
-    """The scheduler's residency over module files in a folder (as Runtime.reload does over
-    the store): the read runs on a worker thread, registration and the copy into a spare
-    slot on the engine thread. `gate` holds the read back until the test lets it go."""
+    """The scheduler's residency over module files in a folder, read back as Runtime.reload
+    reads the store's (server/serving/read_back.py: the read and the registration on a
+    worker thread, the copy into a spare slot queued on the engine thread). `gate` holds
+    the read back until the test lets it go."""
 
     def __init__(self, engine: Engine, engine_thread: EngineThread, folder: Path) -> None:
         self.engine, self.engine_thread, self.folder = engine, engine_thread, folder
@@ -37,15 +39,13 @@ class FileResidency:
     def missing(self, module_ids: Iterable[str]) -> set[str]:
         return {m for m in module_ids if not self.engine.modules.resident(m)}
 
-    def _read(self, module_id: str) -> dict[str, Any]:
+    def _read(self, module_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
         self.reading.set()
         assert self.gate.wait(30)
-        return tensors_from_bytes((self.folder / f"{module_id}.safetensors").read_bytes())
+        return CONFIG, tensors_from_bytes((self.folder / f"{module_id}.safetensors").read_bytes())
 
     async def reload(self, module_id: str) -> None:
-        params = await asyncio.to_thread(self._read, module_id)
-        await self.engine_thread.run(self.engine.register_module, module_id, CONFIG, params)
-        await self.engine_thread.run(self.engine.modules.prefetch, [module_id])
+        await read_back(self.engine, self.engine_thread, self._read, module_id)
 
 
 def sentence(module: str, seed: int) -> SentenceJob:
