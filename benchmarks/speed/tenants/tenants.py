@@ -2,7 +2,7 @@
 modules the traffic spreads over (make bench-tenants).
 
     python -m benchmarks.speed.tenants.tenants [--data DIR] [--modules 1000]
-        [--requests 400] [--rounds 8] [--clients 8] [--adapters int8] [--quick]
+        [--requests 800] [--rounds 8] [--clients 8] [--adapters int8] [--quick]
         [--registry-modules 10000]
         [--store DIR] [--out DIR]
 
@@ -273,7 +273,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--modules", type=int, default=1000)
-    parser.add_argument("--requests", type=int, default=400)
+    parser.add_argument("--requests", type=int, default=800)
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--adapters", choices=sorted(ADAPTERS), default="int8",
                         help="how a batch's adapters run (default: int8, grouped)")
