@@ -23,6 +23,7 @@ from server.execution.engine_thread import EngineThread
 
 ModuleLoader = Callable[[str], tuple[dict[str, Any], Params]]  # "<domain>@<version>"
 log = logging.getLogger(__name__)
+_copies: set[asyncio.Future[list[str]]] = set()  # queued copies: the loop keeps weak refs
 
 
 async def read_back(engine: Engine, engine_thread: EngineThread, load: ModuleLoader,
@@ -31,7 +32,8 @@ async def read_back(engine: Engine, engine_thread: EngineThread, load: ModuleLoa
     into a spare slot without waiting for it."""
     await asyncio.to_thread(_into_host, engine, load, module_id)
     copy = asyncio.ensure_future(engine_thread.run(engine.modules.prefetch, [module_id]))
-    copy.add_done_callback(_log_failure)
+    _copies.add(copy)
+    copy.add_done_callback(_copied)
 
 
 def _into_host(engine: Engine, load: ModuleLoader, module_id: str) -> None:
@@ -39,6 +41,7 @@ def _into_host(engine: Engine, load: ModuleLoader, module_id: str) -> None:
     engine.register_module(module_id, config, params)
 
 
-def _log_failure(copy: asyncio.Future[list[str]]) -> None:
+def _copied(copy: asyncio.Future[list[str]]) -> None:
+    _copies.discard(copy)
     if not copy.cancelled() and copy.exception() is not None:
         log.warning("copying a read-back module into a slot failed: %s", copy.exception())

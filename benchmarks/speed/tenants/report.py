@@ -12,6 +12,10 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.0f}"
 
 
+def _per_batch(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
 def _mib(value: float) -> str:
     return f"{value / 2**20:.1f} MiB"
 
@@ -41,8 +45,8 @@ def verdicts(result: dict[str, Any]) -> list[str]:
 def markdown(result: dict[str, Any]) -> str:
     rows = ["| run | modules | requests | modules used | tokens/s | ratio | p50 ms | p99 ms "
             "| cold requests | p99 cold ms | p99 least-used 10 % ms | least-used modules / "
-            "requests |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            "requests | sentences a batch |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for run in result["runs"]:
         rows.append(f"| {run['label']} | {run['modules']} | {run['requests']} | "
                     f"{run['modules_used']} | {run['tokens_per_s']:.1f} | "
@@ -50,7 +54,8 @@ def markdown(result: dict[str, Any]) -> str:
                     f"{_ms(run['p99_ms'])} | {run['cold_requests']} | "
                     f"{_ms(run['p99_cold_ms'])} | {_ms(run['p99_least_used_ms'])} | "
                     f"{run.get('least_used_modules', '-')} / "
-                    f"{run.get('least_used_requests', '-')} |")
+                    f"{run.get('least_used_requests', '-')} | "
+                    f"{_per_batch(run.get('sentences_per_batch'))} |")
     registry = result["registry"]
     registry_rows = [f"| {key.removesuffix('_ms').replace('_', ' ')} | {value:.2f} |"
                      for key, value in registry.items() if key.endswith("_ms")]

@@ -85,6 +85,8 @@ class Run:
     rounds: list[float] = field(default_factory=list)  # tokens/s of each round
     latencies: list[tuple[str, bool, float]] = field(default_factory=list)  # module, cold, s
     host_peak: int = 0
+    batches: int = 0  # engine batches while it ran, and their sentences
+    batched: int = 0
 
     least_used_min: int = LEAST_USED_MIN_REQUESTS
 
@@ -101,7 +103,8 @@ class Run:
                 "cold_requests": len(cold), "p99_cold_ms": percentile(cold, 99),
                 "p99_least_used_ms": percentile(least_times, 99),
                 "least_used_modules": len(least), "least_used_requests": len(least_times),
-                "host_peak_bytes": self.host_peak}
+                "host_peak_bytes": self.host_peak,
+                "sentences_per_batch": self.batched / self.batches if self.batches else None}
 
 
 def least_used(uses: Counter[str], min_requests: int) -> set[str]:
@@ -140,9 +143,18 @@ def draws(modules: list[str], spread: str, count: int, seed: int) -> list[str]:
     return chooser.choices(modules, weights=weights, k=count)
 
 
+def batch_tally(metrics: Metrics) -> tuple[int, int]:
+    """(batches, sentences) the scheduler ran so far: a cold sentence held back while its
+    module is read leaves its batch one sentence short."""
+    samples = {s.name: s.value for m in metrics.batch_sentences.collect() for s in m.samples}
+    return (int(samples.get("nmt_scheduler_batch_sentences_count", 0)),
+            int(samples.get("nmt_scheduler_batch_sentences_sum", 0)))
+
+
 async def traffic(runtime: Runtime, scheduler: Scheduler, run: Run, ids: list[list[int]],
                   modules: list[str], clients: int) -> Run:
     engine = runtime.current_engine()
+    before = batch_tally(runtime.metrics)
     queue = list(zip(ids, modules, strict=True))
     queue.reverse()
 
@@ -163,6 +175,9 @@ async def traffic(runtime: Runtime, scheduler: Scheduler, run: Run, ids: list[li
     seconds = time.perf_counter() - started
     run.seconds += seconds
     run.rounds.append((run.tokens - tokens) / seconds)
+    after = batch_tally(runtime.metrics)
+    run.batches += after[0] - before[0]
+    run.batched += after[1] - before[1]
     return run
 
 
