@@ -23,8 +23,9 @@ of its distribution as the tier holds, read unmeasured), so no run inherits anot
 cache. Reported per run: target tokens per second, and its ratio to the one-module run
 (the median over rounds of each round's ratio: a stall of the shared host hits a round),
 the p50/p99 latency, the p99 of requests whose module was cold when sent, and of the
-requests to the least-used 10 % of the modules that got traffic; the host tier's largest
-size against the budget, evictions, reads. And the
+requests to the least-used 10 % of the modules that got traffic (grown until they hold
+`LEAST_USED_MIN_REQUESTS`), sentences a batch; the host tier's largest size against the
+budget, evictions, reads. And the
 registry's list and lookup times at `--registry-modules` rows.
 """
 
