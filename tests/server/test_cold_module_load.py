@@ -105,3 +105,45 @@ def test_a_cold_load_runs_beside_other_batches_and_changes_no_output(tmp_path: P
     assert [[h.tokens for h in r] for r in cold] == [[h.tokens for h in r] for r in expected_cold]
     assert [[h.tokens for h in r] for r in warm] == [[h.tokens for h in r] for r in expected_warm]
     assert "m0" in engine.modules.snapshot()["device"]
+
+
+def test_a_batch_waits_a_moment_for_its_cold_sentences_read(tmp_path: Path,
+                                                            monkeypatch: Any) -> None:
+    """A cold sentence sent beside a warm one, as closed-loop clients send as the last
+    batch ends: the batch waits (within READ_WAIT_S, long here) for the read, and both run
+    in it, rather than the warm one alone and the cold one a whole batch later."""
+    monkeypatch.setattr("server.scheduling.scheduler.READ_WAIT_S", 60.0)
+    _config, params = random_module(tiny_config(), "adapter", seed=0, bottleneck=8)
+    (tmp_path / "m0.safetensors").write_bytes(tensors_to_bytes(params))
+    engine = build_engine(tiny_backbone_files(), EngineOptions(slots_per_bank=2))
+    _config, warm_params = random_module(tiny_config(), "adapter", seed=1, bottleneck=8)
+    engine.register_module("m1", CONFIG, warm_params)
+    batches: list[list[str]] = []
+
+    def runner(jobs: Any, options: SearchOptions) -> Any:
+        batches.append([job.members[0].module_id for job in jobs])
+        return engine.translate(jobs, options)
+
+    async def main() -> None:
+        thread = EngineThread()
+        residency = FileResidency(engine, thread, tmp_path)
+        settings = SchedulerSettings.model_validate({"max_wait_ms": 1.0})
+        scheduler = Scheduler(runner, thread, settings, max_modules=2, metrics=Metrics(),
+                              residency=residency)
+        scheduler.start()
+        try:
+            futures = scheduler.submit([sentence("m0", 0), sentence("m1", 1)],
+                                       SearchOptions(beam_size=1),
+                                       deadline=time.monotonic() + 120)
+            await asyncio.to_thread(residency.reading.wait, 30)
+            await asyncio.sleep(0.2)  # well past max_wait_ms: the batch would have gone
+            assert batches == []
+            residency.gate.set()
+            await asyncio.gather(*futures)
+        finally:
+            residency.gate.set()
+            await scheduler.stop()
+            thread.shutdown()
+
+    asyncio.run(main())
+    assert [sorted(batch) for batch in batches] == [["m0", "m1"]]
