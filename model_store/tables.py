@@ -287,3 +287,16 @@ tenant_resources = Table(
                     name="ck_tenant_resources_kind"),
 )
 Index("ix_tenant_resources_tenant", tenant_resources.c.tenant)
+# Every claim and release of a tenant resource, in order (`tenant` NULL: released): the
+# servers' owner books read the rows past the last id they saw instead of the whole
+# `tenant_resources` table (server/access/owners.py). Revision 0009.
+tenant_resource_changes = Table(
+    "tenant_resource_changes",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("kind", String(16), nullable=False),
+    Column("name", String(64), nullable=False),
+    Column("tenant", String(32), nullable=True),
+    Column("at", UTCDateTime, nullable=False),
+    sqlite_autoincrement=True,
+)

@@ -9,11 +9,11 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy import Connection, delete, insert, select
+from sqlalchemy import Connection, delete, func, insert, select
 from sqlalchemy.exc import IntegrityError
 
 from .errors import ConflictError, NotFoundError
-from .tables import tenant_keys, tenant_resources, tenants
+from .tables import tenant_keys, tenant_resource_changes, tenant_resources, tenants
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,14 @@ class TenantResource:
     kind: str  # "domain", "glossary" or "memory"
     name: str
     tenant: str
+
+
+@dataclass(frozen=True)
+class ResourceChange:
+    id: int  # increasing: read the changes past the last one seen
+    kind: str
+    name: str
+    tenant: str | None  # None: released (shared again)
 
 
 class TenantRows:
@@ -99,8 +107,11 @@ class TenantRows:
             if owner is not None and owner != tenant:
                 raise ConflictError(f"{kind} {name!r} belongs to another tenant")
             if owner is None:
+                now = datetime.now(UTC)
                 conn.execute(insert(tenant_resources).values(
-                    kind=kind, name=name, tenant=tenant, created_at=datetime.now(UTC)))
+                    kind=kind, name=name, tenant=tenant, created_at=now))
+                conn.execute(insert(tenant_resource_changes).values(
+                    kind=kind, name=name, tenant=tenant, at=now))
         return TenantResource(kind, name, tenant)
 
     def release_resource(self, kind: str, name: str) -> bool:
@@ -108,6 +119,9 @@ class TenantRows:
         with self._write() as conn:
             gone = conn.execute(delete(tenant_resources).where(
                 tenant_resources.c.kind == kind, tenant_resources.c.name == name))
+            if gone.rowcount:
+                conn.execute(insert(tenant_resource_changes).values(
+                    kind=kind, name=name, tenant=None, at=datetime.now(UTC)))
         return bool(gone.rowcount)
 
     def tenant_resources(self) -> list[TenantResource]:
@@ -117,3 +131,17 @@ class TenantRows:
         with self._read() as conn:
             return [TenantResource(kind, name, tenant)
                     for kind, name, tenant in conn.execute(query)]
+
+    def last_resource_change(self) -> int:
+        """The id of the latest claim or release (0: none yet)."""
+        with self._read() as conn:
+            return int(conn.execute(select(func.max(tenant_resource_changes.c.id))).scalar()
+                       or 0)
+
+    def resource_changes(self, after: int) -> list[ResourceChange]:
+        """The claims and releases with an id past `after`, oldest first (an index range
+        on the primary key, however many resources are owned)."""
+        c = tenant_resource_changes.c
+        query = select(c.id, c.kind, c.name, c.tenant).where(c.id > after).order_by(c.id)
+        with self._read() as conn:
+            return [ResourceChange(*row) for row in conn.execute(query)]

@@ -33,6 +33,9 @@ class GlossaryDetail(GlossaryInfo):
 
 class GlossariesResponse(BaseModel):
     glossaries: list[GlossaryInfo]
+    next_after: str | None = Field(
+        None, description="more follow: ask again with `after` set to this; null on the "
+                          "last page")
 
 
 class GlossaryDeleted(BaseModel):

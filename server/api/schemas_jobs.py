@@ -32,3 +32,6 @@ class JobResponse(BaseModel):
 
 class JobListResponse(BaseModel):
     jobs: list[JobResponse]
+    next_after: str | None = Field(
+        None, description="more follow: ask again with `after` set to this; null on the "
+                          "last page")

@@ -34,3 +34,6 @@ class CreatedKey(KeyInfo):
 
 class KeyListResponse(BaseModel):
     keys: list[KeyInfo]
+    next_after: str | None = Field(
+        None, description="more follow: ask again with `after` set to this; null on the "
+                          "last page")

@@ -158,6 +158,9 @@ class MemoryInfo(BaseModel):
 
 class MemoriesResponse(BaseModel):
     memories: list[MemoryInfo]
+    next_after: str | None = Field(
+        None, description="more follow: ask again with `after` set to this; null on the "
+                          "last page")
 
 
 class PairUpload(Strict):

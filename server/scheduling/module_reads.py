@@ -18,6 +18,11 @@ from typing import Protocol
 from server.scheduling.batching import Pending
 
 log = logging.getLogger(__name__)
+# How long a batch about to start waits for the reads of its queued sentences' modules.
+# Closed-loop clients send their next sentence as their answer comes, so a cold one
+# arrives as the next batch forms, and its read (milliseconds) would otherwise miss that
+# batch by a hair and wait a whole batch more (and the batch would run a sentence short).
+READ_WAIT_S = 0.05
 
 
 class Residency(Protocol):
@@ -58,6 +63,11 @@ class ModuleReads:
                 self._read(module_id))
         item.reloaded = True  # after this read it runs, resident or not
         return True
+
+    def awaited(self, items: Iterable[Pending]) -> bool:
+        """Whether a read in flight holds back one of `items`."""
+        running = self.running
+        return bool(running) and any(m in running for item in items for m in item.modules)
 
     async def _read(self, module_id: str) -> None:
         assert self.residency is not None

@@ -56,7 +56,7 @@ from server.scheduling.batching import (
 )
 from server.scheduling.clients import CLIENT
 from server.scheduling.fair_share import client_lanes, served_turns
-from server.scheduling.module_reads import ModuleReads, Residency
+from server.scheduling.module_reads import READ_WAIT_S, ModuleReads, Residency
 
 BatchRunner = Callable[[Sequence[SentenceJob], SearchOptions], list[list[Hypothesis]]]
 
@@ -195,6 +195,7 @@ class Scheduler(Admission):
         while True:
             self.heartbeat = time.monotonic()
             await self._wait_for_work()
+            await self._wait_for_reads()
             self.heartbeat = time.monotonic()
             batch = self._take_batch()
             if batch:
@@ -238,6 +239,18 @@ class Scheduler(Admission):
                 await asyncio.wait_for(self._wake.wait(), remaining)
             except TimeoutError:
                 return
+
+    async def _wait_for_reads(self) -> None:
+        """Give the reads of queued sentences' modules up to `READ_WAIT_S` to finish, so
+        that those sentences join this batch (module_reads.py says why)."""
+        until = time.monotonic() + READ_WAIT_S
+        while self.reads.awaited(self._queue.values()):
+            remaining = until - time.monotonic()
+            if remaining <= 0:
+                return
+            self._wake.clear()  # a finished read sets it
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), remaining)
 
     def _expire(self, now: float) -> None:
         """Fail expired sentences and drop finished (cancelled) ones from the queue."""

@@ -23,8 +23,8 @@ changes (a good re-upload heals the domain without a restart). The poller surviv
 exception (logged, counted in `nmt_registry_poll_errors_total`, retried next tick).
 
 A module evicted from host memory is reloaded *before* its sentences run: the scheduler
-asks `missing()` and `reload()` (file reading and hashing on a worker thread, then a short
-registration on the engine thread), and those sentences join a later batch.
+asks `missing()` and `reload()` (reading, hashing and registering on a worker thread:
+server/serving/read_back.py), and those sentences join a later batch.
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ from server.routing.classifier import Classifier, load_classifier
 from server.routing.tenant_routers import TenantRouters
 from server.serving.holds import ModuleHolds
 from server.serving.load_failures import FailureBook, describe
+from server.serving.read_back import read_back
 from server.serving.readiness import readiness
 from server.serving.state import DomainEntry, ModuleRef, ServingState
 from server.settings import Settings
@@ -354,14 +355,13 @@ class Runtime:
         return {m for m in module_ids if not engine.modules.resident(m)}
 
     async def reload(self, module_id: str) -> None:
-        """Read and verify an evicted module on a worker thread, then register it (a short
-        call on the engine thread); its sentences then join a later batch."""
+        """Read an evicted module back into host memory off the engine thread
+        (server/serving/read_back.py); its sentences may join the very next batch."""
         self.metrics.module_reloads.labels(thread="worker").inc()
         started = time.perf_counter()
-        await self._register(*ModuleRef.parse(module_id))
+        await read_back(self._engine(), self.engine_thread,
+                        lambda key: self._load_module(*ModuleRef.parse(key)), module_id)
         self.metrics.module_read_seconds.observe(time.perf_counter() - started)
-        # into a spare device slot now (leased slots stay), so its batch copies nothing
-        await self.engine_thread.run(self._engine().modules.prefetch, [module_id])
 
     def residency(self) -> dict[str, int]:
         if self.engine is None:

@@ -4,6 +4,7 @@ reports (percentiles, the least-used 10 %), and the registry's timings at scale.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from benchmarks.speed.tenants.population import (
     registry_at_scale,
     shipped_adapter,
 )
-from benchmarks.speed.tenants.tenants import Run, draws, percentile, summarise
+from benchmarks.speed.tenants.tenants import Run, draws, least_used, percentile, summarise
 from contract.backbone import BackboneConfig
 from model_store import BUILTIN_DIR, Store
 from server.engine.families import get_family
@@ -41,7 +42,7 @@ def test_modules_are_the_shipped_adapter_cut_to_64_and_each_distinct(tmp_path: P
 
 
 def test_a_run_reports_the_least_used_tenth_and_cold_requests() -> None:
-    run = Run("100-zipf", 100, "zipf", tokens=500, seconds=2.0)
+    run = Run("100-zipf", 100, "zipf", tokens=500, seconds=2.0, least_used_min=1)
     for index in range(20):
         run.latencies.append(("hot", False, 0.1))
         run.latencies.append((f"m{index:02d}", index < 5, 0.2 + index / 100))
@@ -51,8 +52,24 @@ def test_a_run_reports_the_least_used_tenth_and_cold_requests() -> None:
     assert summary["p99_cold_ms"] == pytest.approx(240)
     # 21 modules used: the 3 least used are single-request ones, m00 to m02
     assert summary["p99_least_used_ms"] == pytest.approx(220)
+    assert (summary["least_used_modules"], summary["least_used_requests"]) == (3, 3)
     assert percentile([], 99) is None
     assert percentile([0.001 * i for i in range(1, 101)], 99) == pytest.approx(99)
+
+
+def test_the_least_used_bucket_grows_until_one_stall_is_not_its_p99() -> None:
+    uses = Counter({"hot": 300, **{f"m{i:02d}": 1 + i // 10 for i in range(40)}})
+    # 41 modules: a tenth is 5 (m00..m04, 5 requests); grown to 100 requests
+    bucket = least_used(uses, 100)
+    assert {f"m{i:02d}" for i in range(5)} <= bucket and "hot" not in bucket
+    assert sum(uses[m] for m in bucket) >= 100
+    assert sum(uses[m] for m in bucket) - max(uses[m] for m in bucket) < 100
+    assert least_used(uses, 1) == {f"m{i:02d}" for i in range(5)}
+    run = Run("1000-uniform", 1000, "uniform", tokens=10, seconds=1.0)
+    for index in range(200):  # one stall among 200 single-request modules
+        run.latencies.append((f"m{index:03d}", True, 9.0 if index == 3 else 0.5))
+    summary = run.summary()
+    assert summary["least_used_requests"] == 100 and summary["p99_least_used_ms"] == 500
 
 
 def test_zipf_traffic_favours_the_first_modules() -> None:

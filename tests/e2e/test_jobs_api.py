@@ -136,7 +136,7 @@ def test_accepted_upload_is_a_queued_job(tmp_path: Path) -> None:
         listed = client.get("/admin/jobs", headers=admin_headers()).json()["jobs"]
         assert [j["id"] for j in listed] == [job["id"]]
         assert client.get("/admin/jobs?state=failed", headers=admin_headers()).json() == {
-            "jobs": []}
+            "jobs": [], "next_after": None}
         again = post(client)
         assert again.status_code == 409
         assert "already has a queued training job" in again.json()["error"]["message"]

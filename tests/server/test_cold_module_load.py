@@ -22,15 +22,17 @@ from server.engine.artifacts import build_engine
 from server.engine.engine import Engine, EngineOptions, Member, SentenceJob
 from server.execution.engine_thread import EngineThread
 from server.scheduling.scheduler import Scheduler
+from server.serving.read_back import read_back
 from tests.tiny import random_module, tiny_backbone_files, tiny_config
 
 CONFIG = {"family": "adapter", "bottleneck": 8}
 
 
 class FileResidency:
-    """The scheduler's residency over module files in a folder (as Runtime.reload does over
-    the store): the read runs on a worker thread, registration and the copy into a spare
-    slot on the engine thread. `gate` holds the read back until the test lets it go."""
+    """The scheduler's residency over module files in a folder, read back as Runtime.reload
+    reads the store's (server/serving/read_back.py: the read and the registration on a
+    worker thread, the copy into a spare slot queued on the engine thread). `gate` holds
+    the read back until the test lets it go."""
 
     def __init__(self, engine: Engine, engine_thread: EngineThread, folder: Path) -> None:
         self.engine, self.engine_thread, self.folder = engine, engine_thread, folder
@@ -40,15 +42,13 @@ class FileResidency:
     def missing(self, module_ids: Iterable[str]) -> set[str]:
         return {m for m in module_ids if not self.engine.modules.resident(m)}
 
-    def _read(self, module_id: str) -> dict[str, Any]:
+    def _read(self, module_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
         self.reading.set()
         assert self.gate.wait(30)
-        return tensors_from_bytes((self.folder / f"{module_id}.safetensors").read_bytes())
+        return CONFIG, tensors_from_bytes((self.folder / f"{module_id}.safetensors").read_bytes())
 
     async def reload(self, module_id: str) -> None:
-        params = await asyncio.to_thread(self._read, module_id)
-        await self.engine_thread.run(self.engine.register_module, module_id, CONFIG, params)
-        await self.engine_thread.run(self.engine.modules.prefetch, [module_id])
+        await read_back(self.engine, self.engine_thread, self._read, module_id)
 
 
 def sentence(module: str, seed: int) -> SentenceJob:
@@ -111,3 +111,45 @@ def test_a_cold_load_runs_beside_other_batches_and_changes_no_output(tmp_path: P
     assert [[h.tokens for h in r] for r in cold] == [[h.tokens for h in r] for r in expected_cold]
     assert [[h.tokens for h in r] for r in warm] == [[h.tokens for h in r] for r in expected_warm]
     assert "m0" in engine.modules.snapshot()["device"]
+
+
+def test_a_batch_waits_a_moment_for_its_cold_sentences_read(tmp_path: Path,
+                                                            monkeypatch: Any) -> None:
+    """A cold sentence sent beside a warm one, as closed-loop clients send as the last
+    batch ends: the batch waits (within READ_WAIT_S, long here) for the read, and both run
+    in it, rather than the warm one alone and the cold one a whole batch later."""
+    monkeypatch.setattr("server.scheduling.scheduler.READ_WAIT_S", 60.0)
+    _config, params = random_module(tiny_config(), "adapter", seed=0, bottleneck=8)
+    (tmp_path / "m0.safetensors").write_bytes(tensors_to_bytes(params))
+    engine = build_engine(tiny_backbone_files(), EngineOptions(slots_per_bank=2))
+    _config, warm_params = random_module(tiny_config(), "adapter", seed=1, bottleneck=8)
+    engine.register_module("m1", CONFIG, warm_params)
+    batches: list[list[str]] = []
+
+    def runner(jobs: Any, options: SearchOptions) -> Any:
+        batches.append([job.members[0].module_id for job in jobs])
+        return engine.translate(jobs, options)
+
+    async def main() -> None:
+        thread = EngineThread()
+        residency = FileResidency(engine, thread, tmp_path)
+        settings = SchedulerSettings.model_validate({"max_wait_ms": 1.0})
+        scheduler = Scheduler(runner, thread, settings, max_modules=2, metrics=Metrics(),
+                              residency=residency)
+        scheduler.start()
+        try:
+            futures = scheduler.submit([sentence("m0", 0), sentence("m1", 1)],
+                                       SearchOptions(beam_size=1),
+                                       deadline=time.monotonic() + 120)
+            await asyncio.to_thread(residency.reading.wait, 30)
+            await asyncio.sleep(0.2)  # well past max_wait_ms: the batch would have gone
+            assert batches == []
+            residency.gate.set()
+            await asyncio.gather(*futures)
+        finally:
+            residency.gate.set()
+            await scheduler.stop()
+            thread.shutdown()
+
+    asyncio.run(main())
+    assert [sorted(batch) for batch in batches] == [["m0", "m1"]]

@@ -12,6 +12,10 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.0f}"
 
 
+def _per_batch(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
 def _mib(value: float) -> str:
     return f"{value / 2**20:.1f} MiB"
 
@@ -24,9 +28,11 @@ def verdicts(result: dict[str, Any]) -> list[str]:
             lines.append(f"- `{key}` {result[key]:.2f} (target >= {target}): {met}")
     for key in sorted(k for k in result if k.startswith("least_used_p99_over_one_")):
         met = "met" if result[key] <= LEAST_USED_LIMIT else "NOT met"
-        lines.append(f"- least-used 10 % p99 / one module's p99 at "
-                     f"{key.rsplit('_', 1)[1]} modules: {result[key]:.2f} "
-                     f"(target <= {LEAST_USED_LIMIT:g}): {met}")
+        modules = key.rsplit("_", 1)[1]
+        count = result.get(f"least_used_requests_{modules}")
+        over = "" if count is None else f", at least {count} requests in each run's bucket"
+        lines.append(f"- least-used 10 % p99 / one module's p99 at {modules} modules: "
+                     f"{result[key]:.2f} (target <= {LEAST_USED_LIMIT:g}{over}): {met}")
     within = result["host_memory_bytes"] <= result["budget_bytes"]
     lines.append(f"- host tier at most {_mib(result['host_memory_bytes'])} against a budget "
                  f"of {_mib(result['budget_bytes'])} ({result['budget_share']:.0%} of the "
@@ -38,14 +44,18 @@ def verdicts(result: dict[str, Any]) -> list[str]:
 
 def markdown(result: dict[str, Any]) -> str:
     rows = ["| run | modules | requests | modules used | tokens/s | ratio | p50 ms | p99 ms "
-            "| cold requests | p99 cold ms | p99 least-used 10 % ms |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            "| cold requests | p99 cold ms | p99 least-used 10 % ms | least-used modules / "
+            "requests | sentences a batch |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for run in result["runs"]:
         rows.append(f"| {run['label']} | {run['modules']} | {run['requests']} | "
                     f"{run['modules_used']} | {run['tokens_per_s']:.1f} | "
                     f"{run['ratio']:.2f} | {_ms(run['p50_ms'])} | "
                     f"{_ms(run['p99_ms'])} | {run['cold_requests']} | "
-                    f"{_ms(run['p99_cold_ms'])} | {_ms(run['p99_least_used_ms'])} |")
+                    f"{_ms(run['p99_cold_ms'])} | {_ms(run['p99_least_used_ms'])} | "
+                    f"{run.get('least_used_modules', '-')} / "
+                    f"{run.get('least_used_requests', '-')} | "
+                    f"{_per_batch(run.get('sentences_per_batch'))} |")
     registry, slots = result["registry"], result.get("slots", 16)
     registry_rows = [f"| {key.removesuffix('_ms').replace('_', ' ')} | {value:.2f} |"
                      for key, value in registry.items() if key.endswith("_ms")]
@@ -66,7 +76,10 @@ def markdown(result: dict[str, Any]) -> str:
         "tier is bounded by `NMT_ENGINE__HOST_BUDGET_BYTES`; a cold module is read by a "
         "worker thread while the other sentences decode. Ratio: tokens/s against one "
         "module, the median over rounds of each round's ratio (the runs take turns in "
-        "rounds; a stall of the shared host hits a round, not a run).",
+        "rounds; a stall of the shared host hits a round, not a run). The least-used "
+        "10 %: the modules with the fewest requests in a run, grown by the next ones until "
+        f"they hold at least {result.get('least_used_min', 100)} requests, so that their "
+        "p99 is not one stalled request.",
         "",
         *verdicts(result),
         f"- p99 of a cold-module request (worst run): {_ms(result['p99_cold_ms'])} ms; "

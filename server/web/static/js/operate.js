@@ -50,16 +50,21 @@ export function jobStatus(job) {
 
 
 // Every domain of the admin list, page after page (GET /admin/domains is paginated).
-async function adminDomains() {
-  const domains = [];
+// Every entry of a paged admin list (`field` of each page), following `next_after`.
+async function everyPage(path, field) {
+  const entries = [];
   let after = null;
   do {
     const query = after === null ? "" : `&after=${encodeURIComponent(after)}`;
-    const page = await call(`admin/domains?limit=1000${query}`, { admin: true });
-    domains.push(...page.domains);
+    const page = await call(`${path}?limit=1000${query}`, { admin: true });
+    entries.push(...page[field]);
     after = page.next_after;
   } while (after !== null && after !== undefined);
-  return domains;
+  return entries;
+}
+
+async function adminDomains() {
+  return everyPage("admin/domains", "domains");
 }
 
 export class OperateView {
@@ -278,9 +283,9 @@ export class OperateView {
 
   async refreshJobs() {
     clearTimeout(this.jobsTimer);
-    const answer = await this.act(() => call("admin/jobs", { admin: true }), { clear: false });
-    if (!answer) return;
-    const jobs = [...answer.jobs].reverse().slice(0, 12);
+    const listed = await this.act(() => everyPage("admin/jobs", "jobs"), { clear: false });
+    if (!listed) return;
+    const jobs = [...listed].reverse().slice(0, 12);
     $("#jobs-empty").hidden = jobs.length > 0;
     $("#jobs").replaceChildren(...jobs.map((job) => this.renderJob(job)));
     const running = jobs.some((job) => !FINISHED.has(job.state));
