@@ -29,7 +29,7 @@ import torch
 from benchmarks.locations import RESULTS_DIR
 from benchmarks.quality.data import read_pairs
 from benchmarks.quality.evaluation.evaluate import backbone_of
-from benchmarks.quality.memory_retrieval import Runner, memory_of, speed
+from benchmarks.quality.retrieval_runner import Runner, memory_of, speed
 from benchmarks.quality.models import load_models
 from benchmarks.report_files import write_report
 from model_store import BUILTIN_DIR, Store
@@ -79,10 +79,10 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     pairs = read_pairs(data / "domains" / DOMAIN, "test", direction)[: args.sentences]
     rows: list[dict[str, Any]] = []
     for beam in sorted({int(b) for b in args.beams.split(",") if b.strip()}):
-        runner = Runner(models, beam, retrieval)
-        params = runner.params(retrieval.gate, retrieval.max_weight)
+        runner = Runner(models, beam)
         rows += [{"beam": beam} | row
-                 for row in speed(runner, models, pairs, memory, params, args.repeats)]
+                 for row in speed(runner, models.served[DOMAIN].module_id, pairs, memory,
+                                  retrieval, args.repeats)]
     return {"device": device_name(args.device), "dtype": dtype, "memory_pairs": len(memory),
             "repeats": args.repeats, "retrieval": retrieval.model_dump(), "speed": rows,
             "torch": torch.__version__, "target_ratio": TARGET,
