@@ -1,10 +1,13 @@
-"""The TBX benchmark's termbase (benchmarks/quality/text/terminology.py) is a file the
+"""The TBX benchmark's termbases (benchmarks/quality/text/terminology.py) are files the
 server's TBX reader takes as written: preferred targets enforced, the others forbidden,
-names kept; and its term choice follows the references (synthetic data, no model)."""
+names kept; a sentence's termbase follows its reference and what the model wrote without
+it; the pool takes sentences that can invite a forbidden term first (synthetic data, no
+model)."""
 
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
 
 from benchmarks.quality.text import terminology
@@ -14,12 +17,36 @@ from server.serving.tbx import read_tbx
 
 def test_the_termbase_reads_back_through_the_servers_reader() -> None:
     data = terminology.termbase({"schedule": ("calendrier", ["Planning", "Programme"]),
-                                 "r&d": ("R&D", [])}, ["Viraferon"])
+                                 "r&d": ("R&D", []), "since": (None, ["Depuis"])},
+                                ["Viraferon"])
     found = read_tbx(data, source="en", target="fr")
     assert found.entries == [("schedule", "calendrier"), ("r&d", "R&D"),
                              ("Viraferon", "Viraferon")]
-    assert found.forbidden == ["Planning", "Programme"]
+    assert found.forbidden == ["Planning", "Programme", "Depuis"]
     assert found.do_not_translate == ["Viraferon"]
+
+
+ROW = terminology.Row("The dose schedule for Viraferon is weekly.",
+                      "Le calendrier des doses de Viraferon est hebdomadaire.", "medical",
+                      "medical")
+PAIRS = {"schedule": {"Calendrier", "Planning", "Programme"}, "dose": {"posologie"}}
+
+
+def test_a_sentence_invites_what_the_model_wrote_and_the_reference_does_without() -> None:
+    baseline = "Le programme de posologie pour Viraferon est hebdomadaire."
+    case = terminology.invitations(ROW, baseline, PAIRS, terminology._finder(list(PAIRS)))
+    # the preferred target as the reference writes it; Planning was never written
+    assert case.preferred == (("schedule", "calendrier"),)
+    assert case.forbidden == (("dose", "posologie"), ("schedule", "Programme"))
+    assert case.names == ("Viraferon",)
+    found = read_tbx(terminology.case_termbase(case), source="en", target="fr")
+    assert ("schedule", "calendrier") in found.entries
+    assert sorted(found.forbidden) == ["Programme", "posologie"]
+    assert found.do_not_translate == ["Viraferon"]
+    # a model that wrote the reference's words is invited to nothing
+    plain = terminology.invitations(ROW, ROW.reference, PAIRS,
+                                    terminology._finder(list(PAIRS)))
+    assert plain.forbidden == ()
 
 
 def write(folder: Path, name: str, sources: list[str], targets: list[str]) -> None:
@@ -28,18 +55,23 @@ def write(folder: Path, name: str, sources: list[str], targets: list[str]) -> No
     (folder / f"{name}.fr").write_text("".join(t + "\n" for t in targets))
 
 
-def test_terms_and_names_are_chosen_from_the_references(tmp_path: Path) -> None:
+def test_the_pool_takes_inviting_sentences_in_turn_then_names(tmp_path: Path) -> None:
     for corpus in TERM_CORPORA:
         write(tmp_path / "en-fr" / "extra" / corpus, "train", ["schedule", "schedule"],
               ["Calendrier", "Planning"])
-    sentence = ("The dose schedule for Viraferon is weekly.",
-                "Le calendrier des doses de Viraferon est hebdomadaire.")
-    for domain in DOMAINS:
-        write(tmp_path / "en-fr" / "domains" / domain, "test", [sentence[0]], [sentence[1]])
-    for genre in GENRES:
-        write(tmp_path / "en-fr" / "extra" / genre, "test", ["Nothing here."], ["Rien."])
-    cases, concepts = terminology.choose(tmp_path, limit=70, rng=random.Random(1))
-    # written as the references write it; the other target is forbidden
-    assert concepts == {"schedule": ("calendrier", ["Planning"])}
-    assert len(cases) == len(DOMAINS)  # the genres' sentences hold neither term nor name
-    assert all(c.terms == ("schedule",) and c.names == ("Viraferon",) for c in cases)
+    for domain in DOMAINS:  # the reference writes one target: Planning is open
+        write(tmp_path / "en-fr" / "domains" / domain, "test",
+              [ROW.source, "Nothing here.", "Nothing for Viraferon."],
+              [ROW.reference, "Rien.", "Rien pour Viraferon."])
+    for genre in GENRES:  # the reference writes both targets: nothing is open
+        write(tmp_path / "en-fr" / "extra" / genre, "test",
+              ["A schedule.", "Ask Mariam today."],
+              ["Un calendrier, un planning.", "Demandez à Mariam aujourd'hui."])
+    pairs = terminology.term_pairs(tmp_path)
+    rows = terminology.pool(tmp_path, pairs, size=18, rng=random.Random(1))
+    # 16 inviting ones asked for, 7 found; then 2 (18 / 9) holding only names
+    inviting, naming = rows[: len(DOMAINS)], rows[len(DOMAINS):]
+    assert [r.source for r in inviting] == [ROW.source] * len(DOMAINS)
+    assert len(naming) == 18 // 9
+    assert all(re.search("Viraferon|Mariam", r.source) for r in naming)
+    assert {r.set_name for r in naming} <= {*DOMAINS, *GENRES}

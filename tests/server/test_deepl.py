@@ -93,10 +93,35 @@ def test_a_glossary_is_created_listed_used_and_deleted(client: deepl.Translator)
     used = client.translate_text("Open the file.", source_lang="EN", target_lang="FR",
                                  glossary=info)
     assert isinstance(used, deepl.TextResult) and "fichier" in used.text
+    by_id = client.translate_text("Open the file.", source_lang="EN", target_lang="FR",
+                                  glossary=info.glossary_id)  # the id alone, as a string
+    assert isinstance(by_id, deepl.TextResult) and by_id.text == used.text
     client.delete_glossary(info)
     assert info.glossary_id not in [g.glossary_id for g in client.list_glossaries()]
     with pytest.raises(deepl.GlossaryNotFoundException):
         client.get_glossary(info.glossary_id)
+
+
+def test_the_newer_deepl_client_makes_the_same_calls(base: str) -> None:
+    """`DeepLClient` (the client's class since 1.21, `Translator`'s successor) through the
+    v2 calls: a list with context, placeables with ignore_tags, languages, usage."""
+    newer = deepl.DeepLClient("any-key", server_url=base + "/deepl/")
+    try:
+        several = newer.translate_text(["Open the file.", "Click the button."],
+                                       source_lang="EN", target_lang="FR",
+                                       context="A software manual.")
+        assert isinstance(several, list) and len(several) == 2
+        assert all(r.text and r.detected_source_lang == "EN" for r in several)
+        text = 'Click <x id="1"></x> to save the file.'
+        kept = newer.translate_text(text, source_lang="EN", target_lang="FR",
+                                    tag_handling="xml", ignore_tags="x")
+        assert isinstance(kept, deepl.TextResult)
+        assert PLACEABLE.findall(kept.text) == PLACEABLE.findall(text)
+        assert [s.code for s in newer.get_source_languages()] == ["EN"]
+        assert [t.code for t in newer.get_target_languages()] == ["FR"]
+        assert newer.get_usage().character.valid
+    finally:
+        newer.close()
 
 
 def test_a_csv_glossary_and_a_second_one_of_the_same_name(client: deepl.Translator) -> None:

@@ -20,6 +20,7 @@ from server.decoding.search import SearchOptions
 from server.engine.artifacts import build_engine, module_params
 from server.engine.engine import Engine, EngineOptions, Member, SentenceJob
 from server.serving.state import ModuleRef
+from server.serving.term_bans import with_bans
 from server.textproc.document import Document
 
 BATCH = 32
@@ -52,32 +53,42 @@ def load_engine(store_dir: Path) -> tuple[Engine, dict[str, str]]:
 
 
 def translate_texts(engine: Engine, texts: Sequence[str], members: Sequence[Sequence[Member]],
-                    options: SearchOptions) -> list[str]:
-    """Best translation of every text with its own members, in batches."""
+                    options: SearchOptions,
+                    forbidden: Sequence[Sequence[str]] | None = None) -> list[str]:
+    """Best translation of every text with its own members, in batches; `forbidden`: per
+    text, target terms banned from the search (as the server bans a glossary's)."""
     out: list[str] = []
     ids = engine.source_tokenizer.encode(list(texts)) if texts else []
+    banned = forbidden if forbidden is not None else [()] * len(ids)
     for start in range(0, len(ids), BATCH):
-        jobs = [SentenceJob(source[: engine.config.max_positions], tuple(chosen) or
-                            (Member(None),), engine.max_length(len(source)))
-                for source, chosen in zip(ids[start: start + BATCH],
-                                          members[start: start + BATCH], strict=True)]
+        jobs = [with_bans(engine.target_tokenizer, terms, [SentenceJob(
+                    source[: engine.config.max_positions], tuple(chosen) or (Member(None),),
+                    engine.max_length(len(source)))])[0]
+                for source, chosen, terms in zip(ids[start: start + BATCH],
+                                                 members[start: start + BATCH],
+                                                 banned[start: start + BATCH], strict=True)]
         out += [engine.target_tokenizer.decode(h[0].tokens) if h else ""
                 for h in engine.translate(jobs, options)]
     return out
 
 
 def translate_documents(engine: Engine, documents: Sequence[Document],
-                        members: Sequence[Sequence[Member]],
-                        options: SearchOptions) -> Outcome:
+                        members: Sequence[Sequence[Member]], options: SearchOptions,
+                        forbidden: Sequence[Sequence[str]] | None = None) -> Outcome:
+    """`forbidden`: per document, target terms banned from every one of its sentences."""
+    banned = forbidden if forbidden is not None else [()] * len(documents)
     sources = [doc.sources() for doc in documents]
     flat = [s for own in sources for s in own]
     flat_members = [m for own, m in zip(sources, members, strict=True) for _ in own]
-    outputs = _split(translate_texts(engine, flat, flat_members, options), sources)
+    flat_banned = [b for own, b in zip(sources, banned, strict=True) for _ in own]
+    outputs = _split(translate_texts(engine, flat, flat_members, options, flat_banned),
+                     sources)
     restored = [doc.restore(out) for doc, out in zip(documents, outputs, strict=True)]
     retry = [doc.retry_texts(done) for doc, done in zip(documents, restored, strict=True)]
     retry_members = [m for own, m in zip(retry, members, strict=True) for _ in own]
+    retry_banned = [b for own, b in zip(retry, banned, strict=True) for _ in own]
     retried = _split(translate_texts(engine, [t for own in retry for t in own],
-                                     retry_members, options), retry)
+                                     retry_members, options, retry_banned), retry)
     texts = [doc.render(doc.finals(done, again))
              for doc, done, again in zip(documents, restored, retried, strict=True)]
     lost = sum(done.count(None) for done in restored)

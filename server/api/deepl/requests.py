@@ -5,16 +5,13 @@ form clients send a list) is a list. Language codes are DeepL's (`EN`, `EN-US`, 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from fastapi import Request
-from starlette.datastructures import UploadFile
-from starlette.exceptions import HTTPException
-from starlette.formparsers import MultiPartException
 
 from server.api.deepl.errors import bad_request
+from server.api.door_values import DoorRules, read_door_values
 from server.memories.book import MemoryChoice
 from server.textproc.line_layout import SplitMode
 
@@ -23,29 +20,16 @@ FORMALITIES = ("default", "more", "less", "prefer_more", "prefer_less")
 SPLITS: dict[str, SplitMode] = {"0": "off", "1": "on", "nonewlines": "nonewlines"}
 
 
+RULES = DoorRules(refuse=bad_request, invalid_json="Invalid JSON in the request body",
+                  not_an_object="The JSON body must be an object",
+                  file_field="Parameter '{key}' must be text, not a file",
+                  empty_json_is_empty=True, query_beside_json=True,
+                  form_line_endings_lf=False)
+
+
 async def read_values(request: Request) -> dict[str, Any]:
     """The request's parameters by name."""
-    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if media_type == "application/json" or media_type.endswith("+json"):
-        try:
-            values = json.loads(await request.body() or b"{}")
-        except (ValueError, UnicodeDecodeError):
-            raise bad_request("Invalid JSON in the request body") from None
-        if not isinstance(values, dict):
-            raise bad_request("The JSON body must be an object")
-        return {**dict(request.query_params), **values}
-    try:
-        form = await request.form()
-    except (MultiPartException, HTTPException, ValueError) as error:
-        reason = getattr(error, "detail", None) or getattr(error, "message", None) or error
-        raise bad_request(f"Invalid form body: {reason}") from None
-    out: dict[str, Any] = {}
-    for key in dict.fromkeys([*request.query_params.keys(), *form.keys()]):
-        found = form.getlist(key) or request.query_params.getlist(key)
-        if any(isinstance(value, UploadFile) for value in found):
-            raise bad_request(f"Parameter '{key}' must be text, not a file")
-        out[key] = found[0] if len(found) == 1 else list(found)
-    return out
+    return await read_door_values(request, RULES)
 
 
 @dataclass(frozen=True)

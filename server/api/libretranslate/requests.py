@@ -4,16 +4,13 @@ sent several times (`q=a&q=b`, how HTTP clients send a list) is a list."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from fastapi import Request
 from pydantic import TypeAdapter, ValidationError
-from starlette.datastructures import UploadFile
-from starlette.exceptions import HTTPException
-from starlette.formparsers import MultiPartException
 
+from server.api.door_values import DoorRules, read_door_values
 from server.api.libretranslate.errors import bad_request, missing
 from server.api.schemas import DomainField
 
@@ -22,33 +19,17 @@ FORMATS: tuple[Format, ...] = ("text", "html")
 _DOMAIN = TypeAdapter[DomainField](DomainField)
 
 
+# LibreTranslate normalises form line endings to LF (RFC 2046 section 4.1.1)
+RULES = DoorRules(refuse=bad_request, invalid_json="Invalid JSON format",
+                  not_an_object="Invalid JSON format",
+                  file_field="Invalid request: {key} must be text, not a file",
+                  empty_json_is_empty=False, query_beside_json=False,
+                  form_line_endings_lf=True)
+
+
 async def read_values(request: Request) -> dict[str, Any]:
     """The request's parameters by name."""
-    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if media_type == "application/json" or media_type.endswith("+json"):
-        try:
-            values = json.loads(await request.body())
-        except (ValueError, UnicodeDecodeError):
-            raise bad_request("Invalid JSON format") from None
-        if not isinstance(values, dict):
-            raise bad_request("Invalid JSON format")
-        return values
-    try:
-        form = await request.form()
-    except (MultiPartException, HTTPException, ValueError) as error:
-        # A malformed form body (python-multipart's parse errors are ValueErrors) is the
-        # client's mistake: 400, as LibreTranslate answers what it cannot read.
-        reason = getattr(error, "detail", None) or getattr(error, "message", None) or error
-        raise bad_request(f"Invalid form body: {reason}") from None
-    out: dict[str, Any] = {}
-    for key in dict.fromkeys([*request.query_params.keys(), *form.keys()]):
-        found = form.getlist(key) or request.query_params.getlist(key)
-        if any(isinstance(value, UploadFile) for value in found):
-            raise bad_request(f"Invalid request: {key} must be text, not a file")
-        # LibreTranslate normalises form line endings to LF (RFC 2046 section 4.1.1)
-        texts = [str(value).replace("\r\n", "\n").replace("\r", "\n") for value in found]
-        out[key] = texts[0] if len(texts) == 1 else texts
-    return out
+    return await read_door_values(request, RULES)
 
 
 @dataclass(frozen=True)
