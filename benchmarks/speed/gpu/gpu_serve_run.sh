@@ -109,7 +109,9 @@ if [ -d "$DATA/domains/medical" ] || [ -n "${RETRIEVAL_DATA:-}" ]; then
     "${RETRIEVAL[@]}" --data "${RETRIEVAL_DATA:-$DATA}" --out "$WORK/retrieval"
   cp "$WORK"/retrieval/memory_retrieval-speed-*.md "$OUT/" 2>/dev/null
 else
-  echo "=== retrieval skipped: no .whl/medical.tar.xz (nor RETRIEVAL_DATA)" >>"$CHECKS"
+  case ",$PARTS," in *",retrieval,"*)
+    echo "=== retrieval skipped: no .whl/medical.tar.xz (nor RETRIEVAL_DATA)" >>"$CHECKS" ;;
+  esac
 fi
 
 bundle
