@@ -42,7 +42,7 @@ from typing import Any
 import httpx
 import torch
 
-from benchmarks.live_server import live_server
+from benchmarks.live_server import ends_with_parent, live_server
 from benchmarks.locations import DEFAULT_DATA, REPO, RESULTS_DIR
 from benchmarks.report_files import write_report
 from model_store import BUILTIN_DIR, Store
@@ -217,7 +217,7 @@ def start_sidecar(args: argparse.Namespace, root: Path) -> subprocess.Popen[byte
     with log.open("wb") as sink:
         return subprocess.Popen([sys.executable, "-m", "trainer", "--once", "--log-level",
                                  "info"], cwd=REPO, env=env, stdout=sink,
-                                stderr=subprocess.STDOUT)
+                                stderr=subprocess.STDOUT, preexec_fn=ends_with_parent)
 
 
 def activation_time(store: Store, name: str, version: int) -> float:
