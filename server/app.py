@@ -34,6 +34,7 @@ from server.documents.jobs import DocumentJobs, job_root
 from server.documents.service import DocumentService
 from server.engine import host_paths
 from server.execution.layout import ExecutionLayout
+from server.execution.training_share import TrainingShare, keep_training_share
 from server.memories.imports import MemoryImports
 from server.operations.lifecycle import DrainMiddleware, Lifecycle
 from server.operations.replica import ReplicaHeaderMiddleware
@@ -127,6 +128,11 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         asyncio.create_task(watch_registry(d.runtime, settings.poll_interval_s, changes=w),
                             name=f"nmt-registry-poller-{i}")
         for i, (d, w) in enumerate(zip(opened, waiters, strict=True))]
+    app.state.training_share = TrainingShare(engine_thread,
+                                             settings.execution.training_cpus)
+    background.append(asyncio.create_task(
+        keep_training_share(app.state.training_share, store.registry,
+                            settings.poll_interval_s), name="nmt-training-share"))
     background += [asyncio.create_task(d.glossaries.keep_defaults_fresh(),
                                        name=f"nmt-glossary-defaults-{i}")
                    for i, d in enumerate(opened)]
