@@ -91,7 +91,7 @@ def hot_add(args: argparse.Namespace, root: Path, base_url: str, token: str,
                              files={"train": ("train.tsv", tsv(train)),
                                     "dev": ("dev.tsv", tsv(dev))})
         response.raise_for_status()
-        sidecar = start_sidecar(args, root)
+        sidecar = start_sidecar(args, root, f"sidecar-{name}.log")
         started, cpu_s = time.time(), 0.0
         try:
             while sidecar.poll() is None:
