@@ -35,9 +35,11 @@ from server.execution.engine_thread import EngineThread
 
 log = logging.getLogger(__name__)
 TASKS = Path("/proc/self/task")
-# a running job whose heartbeat is older belongs to a dead worker (the sidecar beats every
-# 5 s by default): the engine does not yield for it
-FRESH_HEARTBEAT = timedelta(seconds=60)
+# a running job whose heartbeat is older belongs to a dead worker: the engine does not
+# yield for it. The sidecar beats every 5 s, but on a loaded 2-core host its heartbeat
+# thread went ~6 minutes without a beat during the router's retraining (a long call that
+# keeps the GIL, at a low priority): a window of 60 s gave the CPU back mid-job
+FRESH_HEARTBEAT = timedelta(minutes=15)
 
 
 def yielded_mask(cpus: frozenset[int], count: int) -> frozenset[int] | None:

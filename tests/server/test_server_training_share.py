@@ -54,7 +54,7 @@ def test_only_a_live_workers_running_job_counts(tmp_path: Path) -> None:
         assert training_now(registry)
         registry.update_job("j", state="evaluating")
         assert training_now(registry)
-        registry.update_job("j", heartbeat_at=datetime.now(UTC) - timedelta(minutes=10))
+        registry.update_job("j", heartbeat_at=datetime.now(UTC) - timedelta(hours=1))
         assert not training_now(registry)  # its worker died: nothing to yield to
         registry.update_job("j", state="published", heartbeat_at=datetime.now(UTC))
         assert not training_now(registry)
