@@ -2,12 +2,15 @@
 
 The child gets a clean NMT_* environment (the caller's NMT_ variables are dropped, the
 benchmark's are set), logs to a file, and is stopped with SIGINT (uvicorn's graceful
-shutdown), then killed if it does not exit in time.
+shutdown), then killed if it does not exit in time. A bench killed outright (SIGKILL, a
+timeout) runs no `finally`: on Linux its children are then killed by the kernel
+(`ends_with_parent`), so that no server keeps a CPU busy for a bench that is gone.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import socket
@@ -21,9 +24,24 @@ import httpx
 
 from benchmarks.locations import REPO
 
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
 
 class ServerFailed(RuntimeError):
     """The server exited or did not become ready; the message carries its log's tail."""
+
+
+def ends_with_parent() -> None:
+    """A `preexec_fn`: the kernel sends the child SIGKILL when the thread that started it
+    ends (Linux; elsewhere nothing). Start children from the bench's main thread, whose
+    end is the bench's."""
+    if not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    if os.getppid() == 1:  # the parent ended before the request took effect
+        os._exit(1)
 
 
 def free_port() -> int:
@@ -87,7 +105,7 @@ def live_server(settings: Mapping[str, str], log: Path, *,
     with log.open("wb") as sink:
         process = subprocess.Popen([sys.executable, "-m", "server"], cwd=REPO,
                                    env=server_environment(port, settings), stdout=sink,
-                                   stderr=subprocess.STDOUT)
+                                   stderr=subprocess.STDOUT, preexec_fn=ends_with_parent)
     base_url = f"http://127.0.0.1:{port}"
     try:
         wait_ready(base_url, process, log, timeout_s=ready_timeout_s)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import re
 from collections.abc import AsyncIterator
@@ -28,19 +29,22 @@ from server.api.errors import install_error_handlers
 from server.api.middleware import MetricsMiddleware
 from server.api.modernmt.method_override import MethodOverrideMiddleware
 from server.api.openapi_security import document_api_keys
+from server.core.errors import Draining
 from server.core.metrics import Metrics
 from server.corrections.desk import CorrectionDesk
 from server.documents.jobs import DocumentJobs, job_root
 from server.documents.service import DocumentService
 from server.engine import host_paths
 from server.execution.layout import ExecutionLayout
+from server.execution.training_share import TrainingShare, keep_training_share
 from server.memories.imports import MemoryImports
-from server.operations.lifecycle import DrainMiddleware, Lifecycle
+from server.operations.lifecycle import RETRY_AFTER_S, DrainMiddleware, Lifecycle
 from server.operations.replica import ReplicaHeaderMiddleware
 from server.operations.watchdog import Watchdog
 from server.quality.estimators import QUALITY_DIR, EstimatorBook
 from server.quality.review import QualityReview
 from server.scheduling.clients import ClientMiddleware
+from server.scheduling.scheduler import Scheduler
 from server.serving.batch_jobs import BatchJobs
 from server.serving.directions import (
     Directions,
@@ -127,12 +131,19 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         asyncio.create_task(watch_registry(d.runtime, settings.poll_interval_s, changes=w),
                             name=f"nmt-registry-poller-{i}")
         for i, (d, w) in enumerate(zip(opened, waiters, strict=True))]
+    app.state.training_share = TrainingShare(engine_thread,
+                                             settings.execution.training_cpus)
+    background.append(asyncio.create_task(
+        keep_training_share(app.state.training_share, store.registry,
+                            settings.poll_interval_s), name="nmt-training-share"))
     background += [asyncio.create_task(d.glossaries.keep_defaults_fresh(),
                                        name=f"nmt-glossary-defaults-{i}")
                    for i, d in enumerate(opened)]
     memory_waiters = [change_waiter(store.registry.url, MEMORY_CHANNEL) for _ in books]
     background += [asyncio.create_task(book.keep_fresh(waiter), name=f"nmt-memories-{i}")
                    for i, (book, waiter) in enumerate(zip(books, memory_waiters, strict=True))]
+    app.state.lifecycle.at_bound.append(functools.partial(
+        answer_the_rest, app, [d.scheduler for d in opened]))
     try:
         yield
     finally:
@@ -149,6 +160,17 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.translator.preparation.close()
         await layout.stop()
         store.close()
+
+
+async def answer_the_rest(app: FastAPI, schedulers: list[Scheduler]) -> None:
+    """The drain bound passed (server/operations/lifecycle.py): document jobs go back to
+    their queue, batch jobs fail, and every sentence still waiting is answered 503."""
+    await app.state.document_jobs.stop()
+    await app.state.batch_jobs.stop()
+    for scheduler in schedulers:
+        scheduler.refuse_waiting(Draining(
+            "the server is shutting down and stopped waiting for this work "
+            "(NMT_SHUTDOWN_DRAIN_S); retry on another replica", retry_after=RETRY_AFTER_S))
 
 
 UPLOAD_PATH = re.compile(

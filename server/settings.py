@@ -55,7 +55,8 @@ class Settings(ProcessSettings):
     shutdown_drain_s: float = Field(
         40.0, gt=0, le=3600,
         description="on SIGTERM: how long in-flight requests may run before the process "
-                    "exits (readiness is 503 and new requests are refused at once)")
+                    "exits (readiness is 503 and new requests are refused at once); past "
+                    "it, the work still waiting is answered 503 with Retry-After")
     liveness_stall_s: float = Field(
         120.0, gt=0, le=86400,
         description="liveness fails when one engine call, or the scheduler's batching "

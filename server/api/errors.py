@@ -96,7 +96,8 @@ def to_http(exc: Exception) -> HttpError:
     """The HTTP form of any exception (unknown ones are 500 without details)."""
     status = status_of(exc)
     if isinstance(exc, errors.ServingError):
-        headers = ({"Retry-After": str(exc.retry_after)} if isinstance(exc, errors.Busy)
+        headers = ({"Retry-After": str(exc.retry_after)}
+                   if isinstance(exc, errors.Busy | errors.Draining)
                    else {"WWW-Authenticate": "Bearer"} if isinstance(exc, errors.Unauthorized)
                    else None)
         return HttpError(status, exc.code, exc.message, exc.field, headers)

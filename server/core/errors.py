@@ -102,6 +102,15 @@ class NotReady(ServingError):
     code = "not_ready"
 
 
+class Draining(NotReady):
+    """The server shuts down and stopped waiting for this work (its drain bound passed):
+    retry after `retry_after` seconds, on another replica."""
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 class Unauthorized(ServingError):
     """Missing or malformed credentials."""
 

@@ -47,6 +47,16 @@ class ExecutionSettings(BaseModel):
                     "0.97x against 0.92x-0.95x shared (full runs), at ~25% fewer "
                     "tokens/s. 0 = the engine and the front share every CPU; ignored "
                     "(logged) when it would leave the engine none")
+    training_cpus: int = Field(
+        1, ge=0,
+        description="Linux: while a training job of the store runs (its heartbeat fresh), "
+                    "the engine thread and its OpenMP team keep off the last N CPUs they "
+                    "may use, with N OpenMP threads fewer, and take them back when no job "
+                    "runs (server/execution/training_share.py): a sidecar on the same "
+                    "host, with as many torch threads (NMT_TRAINER__THREADS), then trains "
+                    "on CPUs of its own instead of ~25% of one beside a saturated engine. "
+                    "0 = never yield (sidecars on hosts of their own); ignored when it "
+                    "would leave the engine no CPU")
     keep_freed_memory: bool = Field(
         True, description="glibc: raise malloc's mmap and trim thresholds at start, so "
                           "that the tensors each decoding step frees are reused by the next "

@@ -5,10 +5,16 @@
    listener stays open, so probes and late clients get an answer rather than a refused
    connection.
 2. Requests already in flight run to their end (their own deadline bounds them), for at
-   most `NMT_SHUTDOWN_DRAIN_S`.
-3. Then uvicorn shuts down as usual (listener closed, requests still running after the
-   bound get `AFTER_DRAIN_S` more, lifespan shutdown) and the process exits with status 0.
-   A second SIGTERM or SIGINT exits without waiting for the drain.
+   most `NMT_SHUTDOWN_DRAIN_S`. A request's deadline grows with the work queued before it
+   (up to 600 s), so the bound is what ends the drain on a busy server: once it passes,
+   document jobs go back to their queue (the next start resumes them), batch jobs fail
+   (their clients send them again), and every sentence still waiting or running in a
+   scheduler is answered 503 `not_ready` with `Retry-After` (`Draining`), so that its
+   client hears why rather than seeing its connection cut.
+3. Then (once those answers are out, or `AFTER_DRAIN_S` later) uvicorn shuts down as usual
+   (listener closed, requests still running get `AFTER_DRAIN_S` more, lifespan shutdown)
+   and the process exits with status 0. A second SIGTERM or SIGINT exits without waiting
+   for the drain.
 
 The Kubernetes manifest agrees with it: a preStop sleep lets the endpoints controller take
 the pod out of its Service first, and terminationGracePeriodSeconds covers the sleep plus
@@ -21,6 +27,7 @@ import json
 import logging
 import signal
 import time
+from collections.abc import Awaitable, Callable
 from types import FrameType
 
 import uvicorn
@@ -41,6 +48,22 @@ class Lifecycle:
     def __init__(self) -> None:
         self.draining_since: float | None = None
         self.in_flight = 0
+        # run once when the drain bound passes with work left (the lifespan's: stop the
+        # jobs, answer what waits in the schedulers)
+        self.at_bound: list[Callable[[], Awaitable[None]]] = []
+        self.bound_passed = False
+
+    async def pass_bound(self) -> None:
+        if self.bound_passed:
+            return
+        self.bound_passed = True
+        log.warning("drain bound passed with %d request(s) in flight: answering what still "
+                    "waits with 503", self.in_flight)
+        for action in self.at_bound:
+            try:
+                await action()
+            except Exception:  # the process exits anyway
+                log.exception("answering the remaining work failed")
 
     @property
     def draining(self) -> bool:
@@ -103,7 +126,9 @@ class DrainingServer(uvicorn.Server):
         started = self.lifecycle.draining_since
         if started is not None and not self.should_exit:
             waited = time.monotonic() - started
-            if self.lifecycle.in_flight == 0 or waited >= self.drain_s:
+            if self.lifecycle.in_flight and waited >= self.drain_s:
+                await self.lifecycle.pass_bound()  # once: their answers go out meanwhile
+            if self.lifecycle.in_flight == 0 or waited >= self.drain_s + AFTER_DRAIN_S:
                 log.warning("drained after %.1f s (%d request(s) still in flight); exiting",
                             waited, self.lifecycle.in_flight)
                 self.should_exit = True

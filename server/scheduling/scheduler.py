@@ -120,6 +120,11 @@ class Scheduler(Admission):
             await asyncio.gather(self._task, return_exceptions=True)
         self._fail_waiting(NotReady("the server is shutting down"))
 
+    def refuse_waiting(self, error: Exception) -> None:
+        """Fail every sentence that waits or runs with `error` (the drain bound passed:
+        their requests are answered now rather than cut off)."""
+        self._fail_waiting(error)
+
     def _fail_waiting(self, error: Exception) -> None:
         for item in [*self._queue.values(), *self._running]:
             if not item.future.done():

@@ -59,14 +59,18 @@ def test_bulk_texts_are_about_900_characters_each() -> None:
 
 def test_the_hot_add_report_states_each_target() -> None:
     result = {"quiet": {"p50_ms": 100.0},
-              "hot_add_quiet": {"upload_to_published_s": 100.0},
-              "hot_add_loaded": {"upload_to_published_s": 250.0},
+              "hot_add_quiet": {"upload_to_published_s": 100.0, "sidecar_cpu_s": 95.0,
+                                "sidecar_cpu_share": 0.95},
+              "hot_add_loaded": {"upload_to_published_s": 250.0, "sidecar_cpu_s": 120.0,
+                                 "sidecar_cpu_share": 0.48},
               "clients": {"count": 16, "requests": 900, "during_sidecar": 800,
                           "statuses": {"200": 899, "504": 1}, "failed": 1, "p50_ms": 280.0},
-              "setup": {"threads": 2, "pairs": 5000, "quick": False},
+              "setup": {"threads": 1, "pairs": 5000, "quick": False, "training_cpus": 1},
               "verdict": {"polite_ratio": 2.8, "polite_met": True, "publish_ratio": 2.5,
                           "publish_met": False, "failed_met": False}}
     text = load_markdown(result)
     assert "failed requests: 1 (target 0: MISSED)" in text
     assert "2.8x quiet (target <= 3x: met)" in text
     assert "2.5x its quiet time (target <= 2x: MISSED)" in text
+    assert "| sidecar CPU s (share of one CPU) | 95.0 (0.95) | 120.0 (0.48) |" in text
+    assert "the server yields 1 CPU(s) while a job trains" in text

@@ -42,7 +42,11 @@ class WorkerSettings(BaseModel):
         120.0, gt=0, description="a running job whose heartbeat is older belongs to a dead "
                                  "worker and is taken over (and resumed)")
     max_attempts: int = Field(3, ge=1, description="claims of a job before it is failed")
-    threads: int = Field(0, ge=0, description="torch CPU threads (0: torch's default)")
+    threads: int = Field(0, ge=0,
+                         description="torch CPU threads (0: torch's default); beside a server "
+                                     "on the same host, the CPUs it yields while a job "
+                                     "trains (NMT_EXECUTION__TRAINING_CPUS, 1 by default), "
+                                     "so that no training thread competes with the engine")
     niceness: int = Field(10, ge=0, le=19,
                           description="the sidecar runs this many nice levels below the "
                                       "priority it was started with, so that a server on "

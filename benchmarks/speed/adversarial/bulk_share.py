@@ -43,7 +43,7 @@ import httpx
 from libretranslatepy import LibreTranslateAPI
 
 from benchmarks.documents import corpus
-from benchmarks.live_server import live_server
+from benchmarks.live_server import ends_with_parent, live_server
 from benchmarks.report_files import results_dir, write_report
 from benchmarks.speed.adversarial.adversarial import percentiles, polite_texts
 from benchmarks.speed.adversarial.adversaries import bulk_batch
@@ -82,7 +82,9 @@ def bulk_side(base_url: str, texts: list[str], batches: int, polite_done: Event,
               results: multiprocessing.Queue[dict[str, Any]]) -> None:
     """The bulk clients' process: the batch client sends at least `batches` batches and
     goes on until `polite_done`; the LibreTranslate client loops over the texts meanwhile.
-    Each finishes the request it is in; only completed work counts."""
+    Each finishes the request it is in; only completed work counts. It ends with the
+    bench, killed or not (the server does too: benchmarks/live_server.py)."""
+    ends_with_parent()  # else it would retry a dead server forever
     stop = threading.Event()
     libre: dict[str, Any] = {"chars": 0, "requests": 0, "errors": []}
 

@@ -42,7 +42,7 @@ from typing import Any
 import httpx
 import torch
 
-from benchmarks.live_server import live_server
+from benchmarks.live_server import ends_with_parent, live_server
 from benchmarks.locations import DEFAULT_DATA, REPO, RESULTS_DIR
 from benchmarks.report_files import write_report
 from model_store import BUILTIN_DIR, Store
@@ -206,18 +206,19 @@ def follow_job(http: httpx.Client, job_url: str, sidecar: subprocess.Popen[bytes
         time.sleep(0.5)
 
 
-def start_sidecar(args: argparse.Namespace, root: Path) -> subprocess.Popen[bytes]:
-    """`python -m trainer --once` on the store (output in results/tmp/hot_add)."""
+def start_sidecar(args: argparse.Namespace, root: Path,
+                  log_name: str = "sidecar.log") -> subprocess.Popen[bytes]:
+    """`python -m trainer --once` on the store (output in results/tmp/hot_add/`log_name`)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("NMT_TRAINER__WORKER")}
     env |= {"NMT_STORE_DIR": str(root), "NMT_BUILTIN_ARTIFACTS": str(args.builtin).lower(),
             "NMT_TRAINER__WORKER_NAME": "hot-add-bench", "NMT_TRAINER__THREADS":
             str(args.threads), "PYTHONPATH": str(REPO)}
-    log = args.out / "tmp" / "hot_add" / "sidecar.log"
+    log = args.out / "tmp" / "hot_add" / log_name
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("wb") as sink:
         return subprocess.Popen([sys.executable, "-m", "trainer", "--once", "--log-level",
                                  "info"], cwd=REPO, env=env, stdout=sink,
-                                stderr=subprocess.STDOUT)
+                                stderr=subprocess.STDOUT, preexec_fn=ends_with_parent)
 
 
 def activation_time(store: Store, name: str, version: int) -> float:

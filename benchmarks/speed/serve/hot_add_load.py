@@ -8,7 +8,9 @@
 2. quiet: one client alone, one sentence per request (`--requests`): its p50;
 3. hot add on a quiet server: `POST /admin/domains` (the train and dev split of en-fr
    medical as a new domain), `python -m trainer --once` (the sidecar at its default
-   niceness, `--threads` torch threads) trains, gates and publishes: upload -> published;
+   niceness, `--threads` torch threads: by default the one CPU the server yields while a
+   job trains, NMT_EXECUTION__TRAINING_CPUS) trains, gates and publishes: upload ->
+   published, and the CPU time the sidecar got (its share of one CPU);
 4. the same hot add (another name) while `--clients` clients (each from an address of its
    own) send one-sentence requests back to back: upload -> published, every request's
    status, the clients' p50 while the sidecar ran.
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import secrets
 import threading
 import time
@@ -88,17 +91,30 @@ def hot_add(args: argparse.Namespace, root: Path, base_url: str, token: str,
                              files={"train": ("train.tsv", tsv(train)),
                                     "dev": ("dev.tsv", tsv(dev))})
         response.raise_for_status()
-        sidecar = start_sidecar(args, root)
+        sidecar = start_sidecar(args, root, f"sidecar-{name}.log")
+        started, cpu_s = time.time(), 0.0
         try:
             while sidecar.poll() is None:
+                cpu_s = cpu_seconds(sidecar.pid) or cpu_s  # the last reading before it ends
                 time.sleep(0.5)
         finally:
             sidecar.kill()
         job = http.get(response.headers["location"]).json()
     if job["state"] != "published":
         raise RuntimeError(f"the job did not publish: {json.dumps(job)[:500]}")
+    ran = time.time() - started
     return {"domain": name, "pairs": len(train), "started": uploaded, "ended": time.time(),
-            "upload_to_published_s": round(time.time() - uploaded, 1)}
+            "upload_to_published_s": round(time.time() - uploaded, 1),
+            "sidecar_cpu_s": round(cpu_s, 1), "sidecar_cpu_share": round(cpu_s / ran, 2)}
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of a live process (Linux's /proc; None elsewhere)."""
+    try:
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def quiet_p50(base_url: str, texts: Sequence[str]) -> dict[str, Any]:
@@ -115,7 +131,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     root = prepare_store(args)
     token = secrets.token_hex(16)
     settings = {"NMT_STORE_DIR": str(root), "NMT_ADMIN_TOKEN": token,
-                "NMT_BUILTIN_ARTIFACTS": "true", "NMT_BACKBONE": args.backbone}
+                "NMT_BUILTIN_ARTIFACTS": "true", "NMT_BACKBONE": args.backbone,
+                "NMT_EXECUTION__TRAINING_CPUS": str(args.training_cpus)}
     texts = polite_texts(args.data, max(args.requests, 40))
     with live_server(settings, args.out / "tmp" / "hot_add" / "server-load.log") as base_url:
         quiet_p50(base_url, texts[:3])  # warm-up
@@ -139,7 +156,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         "during_sidecar": len(during), "statuses": statuses,
                         "failed": len(failed),
                         **percentiles([s for _, s, _ in during])},
-            "setup": {"threads": args.threads, "pairs": args.pairs, "quick": args.quick},
+            "setup": {"threads": args.threads, "pairs": args.pairs, "quick": args.quick,
+                      "training_cpus": args.training_cpus},
             "verdict": {"polite_ratio": round(ratio, 2), "polite_met": ratio <= TARGET_RATIO,
                         "publish_ratio": round(publish, 2),
                         "publish_met": publish <= TARGET_PUBLISH,
@@ -152,13 +170,18 @@ def markdown(result: dict[str, Any]) -> str:
     statuses = ", ".join(f"{k}: {n}" for k, n in sorted(c["statuses"].items()))
     return "\n".join([
         "# The sidecar's share: a hot add beside clients", "",
-        f"Sidecar: {result['setup']['threads']} torch thread(s), default niceness; "
+        f"Sidecar: {result['setup']['threads']} torch thread(s), default niceness; the "
+        f"server yields {result['setup']['training_cpus']} CPU(s) while a job trains; "
         f"{result['setup']['pairs']} pairs" + (", quick job" * result["setup"]["quick"])
         + ". Absolute times vary with the shared host: read the ratios.", "",
         "| measure | quiet | beside the sidecar and clients |", "|---|---:|---:|",
         f"| one-sentence p50 ms | {result['quiet']['p50_ms']} | {c.get('p50_ms')} |",
         f"| upload -> published s | {result['hot_add_quiet']['upload_to_published_s']} | "
-        f"{result['hot_add_loaded']['upload_to_published_s']} |", "",
+        f"{result['hot_add_loaded']['upload_to_published_s']} |",
+        f"| sidecar CPU s (share of one CPU) | {result['hot_add_quiet']['sidecar_cpu_s']} "
+        f"({result['hot_add_quiet']['sidecar_cpu_share']}) | "
+        f"{result['hot_add_loaded']['sidecar_cpu_s']} "
+        f"({result['hot_add_loaded']['sidecar_cpu_share']}) |", "",
         f"{c['count']} clients, {c['requests']} requests ({c['during_sidecar']} while the "
         f"sidecar ran): {statuses}.", "",
         f"- failed requests: {c['failed']} (target 0: {met[v['failed_met']]});",
@@ -176,7 +199,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=20, help="quiet requests")
     parser.add_argument("--domain", default="medical")
     parser.add_argument("--pairs", type=int, default=5000)
-    parser.add_argument("--threads", type=int, default=2, help="the sidecar's torch threads")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="the sidecar's torch threads (the CPUs the server yields)")
+    parser.add_argument("--training-cpus", type=int, default=1,
+                        help="the server's NMT_EXECUTION__TRAINING_CPUS (0: never yield)")
     parser.add_argument("--backbone", default="default-en-fr")
     parser.add_argument("--quick", action="store_true", help=f"job config {QUICK_JOB}")
     args = parser.parse_args(argv)
