@@ -29,8 +29,8 @@ import torch
 from benchmarks.locations import RESULTS_DIR
 from benchmarks.quality.data import read_pairs
 from benchmarks.quality.evaluation.evaluate import backbone_of
-from benchmarks.quality.retrieval_runner import Runner, memory_of, speed
 from benchmarks.quality.models import load_models
+from benchmarks.quality.retrieval_runner import Runner, memory_of, speed
 from benchmarks.report_files import write_report
 from model_store import BUILTIN_DIR, Store
 from server.core.settings import RetrievalSettings
