@@ -33,6 +33,11 @@ def verdicts(result: dict[str, Any]) -> list[str]:
         over = "" if count is None else f", at least {count} requests in each run's bucket"
         lines.append(f"- least-used 10 % p99 / one module's p99 at {modules} modules: "
                      f"{result[key]:.2f} (target <= {LEAST_USED_LIMIT:g}{over}): {met}")
+        strict = result.get(f"strict_tenth_p99_over_one_{modules}")
+        if strict is not None:
+            lines.append(f"  - the strict 10 % alone (no growth; at least "
+                         f"{result.get(f'strict_tenth_requests_{modules}')} requests, a p99 "
+                         f"over few requests is their slowest): {strict:.2f}")
     within = result["host_memory_bytes"] <= result["budget_bytes"]
     lines.append(f"- host tier at most {_mib(result['host_memory_bytes'])} against a budget "
                  f"of {_mib(result['budget_bytes'])} ({result['budget_share']:.0%} of the "

@@ -105,6 +105,8 @@ class Run:
         uses = Counter(m for m, _, _ in self.latencies)
         least = least_used(uses, self.least_used_min)
         least_times = [s for m, _, s in self.latencies if m in least]
+        tenth = least_used(uses, 0)  # the strict 10 %, however few requests it holds
+        tenth_times = [s for m, _, s in self.latencies if m in tenth]
         return {"label": self.label, "modules": self.modules, "spread": self.spread,
                 "requests": len(times), "modules_used": len(uses),
                 "tokens_per_s": self.tokens / self.seconds, "round_tokens_per_s": self.rounds,
@@ -112,6 +114,8 @@ class Run:
                 "cold_requests": len(cold), "p99_cold_ms": percentile(cold, 99),
                 "p99_least_used_ms": percentile(least_times, 99),
                 "least_used_modules": len(least), "least_used_requests": len(least_times),
+                "p99_strict_tenth_ms": percentile(tenth_times, 99),
+                "strict_tenth_requests": len(tenth_times),
                 "host_peak_bytes": self.host_peak,
                 "sentences_per_batch": self.batched / self.batches if self.batches else None}
 
@@ -283,6 +287,10 @@ def summarise(served: dict[str, Any], registry: dict[str, Any], modules: int) ->
             result[f"least_used_p99_over_one_{n}"] = max(
                 (r["p99_least_used_ms"] or 0.0) for r in pair) / one_p99
             result[f"least_used_requests_{n}"] = min(r["least_used_requests"] for r in pair)
+            result[f"strict_tenth_p99_over_one_{n}"] = max(
+                (r.get("p99_strict_tenth_ms") or 0.0) for r in pair) / one_p99
+            result[f"strict_tenth_requests_{n}"] = min(
+                r.get("strict_tenth_requests", 0) for r in pair)
     cold = [r["p99_cold_ms"] for r in served["runs"] if r["p99_cold_ms"] is not None]
     result |= {
         "host_memory_bytes": max(r["host_peak_bytes"] for r in served["runs"]),
