@@ -3,7 +3,7 @@
     document = build_document(text, fmt="html", glossary=g)
     sources = document.sources()                # masked sentences for the engine
     restored = document.restore(translations)   # None where markers did not survive
-    retry = document.retry_texts(restored)      # runs of those units, translated apart
+    retry = document.retry_texts(restored)      # those units again: whole, or run by run
     finals = document.finals(restored, retry_translations)
     text = document.render(finals)
 
@@ -25,10 +25,12 @@ from server.textproc.masking import (
     Masked,
     TermMode,
     mask,
+    near,
     needs_translation,
     render_runs,
     runs,
     unmask,
+    whole_sentence,
 )
 from server.textproc.parts import Part, Term, Text, raw_of, split_sentences
 from server.textproc.placeholders import protect
@@ -41,6 +43,21 @@ class Unit:
     parts: tuple[Part, ...]
     masked: Masked
     layout: LineLayout | None = None  # plain text spanning lines: laid back out on them
+    whole: Masked | None = None  # its second attempt when markers are lost: whole, terms in
+
+    def again(self) -> list[str]:
+        """What is translated again when its markers were lost: whole (when it can be),
+        and its runs, the fallback when the whole one leaves out an inline term."""
+        return ([self.whole.text] if self.whole is not None else []) + runs(self.parts)
+
+    def final(self, again: Sequence[str]) -> str:
+        """Its text from the translations of `again()`."""
+        if self.whole is not None:
+            whole = unmask(self.whole, again[0])
+            if whole is not None and all(near(t, whole.lower()) for t in self.masked.required):
+                return whole
+            again = again[1:]
+        return render_runs(self.parts, again, context=self.masked.context)
 
     @property
     def terms(self) -> list[Term]:
@@ -101,18 +118,18 @@ class Document:
                                                               strict=True)]
 
     def retry_texts(self, restored: Sequence[str | None]) -> list[str]:
-        """The runs of every unit whose markers were lost, in order."""
+        """Every unit whose markers were lost: whole, or its runs; in order."""
         return [text for unit, done in zip(self.units, restored, strict=True) if done is None
-                for text in runs(unit.parts)]
+                for text in unit.again()]
 
     def finals(self, restored: Sequence[str | None], retried: Sequence[str]) -> list[str]:
-        """Every unit's final text: restored, or rebuilt from its retried runs."""
+        """Every unit's final text: restored, or from its second attempt (whole, or
+        rebuilt from its runs)."""
         supply = iter(retried)
         out: list[str] = []
         for unit, done in zip(self.units, restored, strict=True):
             if done is None:
-                done = render_runs(unit.parts, [next(supply) for _ in runs(unit.parts)],
-                                   context=unit.masked.context)
+                done = unit.final([next(supply) for _ in unit.again()])
             out.append(done)
         return out
 
@@ -193,7 +210,8 @@ def _chunks(segments: Sequence[str | list[Part]], glossary: Glossary | None,
                 continue
             layout = (layout_of("".join(raw_of(p) for p in piece))
                       if context == "text" and split != "on" else None)
-            unit = Unit(tuple(piece), mask(piece, terms=terms, context=context), layout)
+            unit = Unit(tuple(piece), mask(piece, terms=terms, context=context), layout,
+                        whole_sentence(piece, context))
             chunks.append(unit)
             if needs_translation(piece):
                 units.append(unit)

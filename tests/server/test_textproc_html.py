@@ -84,13 +84,44 @@ def test_glossary_terms_in_html() -> None:
     assert report.applied == ["tablet"] and report.missed == []
 
 
-def test_inline_terms_must_appear() -> None:
-    glossary = build_glossary([("tablet", "comprimé")], field="glossary", max_entries=5,
-                              max_term_chars=20)
+def test_inline_terms_must_appear_as_written_or_inflected() -> None:
+    glossary = build_glossary([("tablet", "comprimé"), ("last", "dernier")], field="glossary",
+                              max_entries=5, max_term_chars=20)
     document = build_document("One tablet a day.", glossary=glossary, terms="inline")
     assert document.sources() == ["One comprimé a day."]
-    assert document.restore(["Une pilule par jour."]) == [None]
+    restored = document.restore(["Une pilule par jour."])
+    assert restored == [None]
+    assert document.retry_texts(restored) == ["One", "a day."]  # enforced run by run
     assert document.restore(["Un comprimé par jour."]) == ["Un comprimé par jour."]
+    assert document.restore(["Deux Comprimés par jour."]) == ["Deux Comprimés par jour."]
+    last = build_document("The last tablet.", glossary=glossary, terms="inline")
+    assert last.restore(["La dernière pilule."]) == [None]  # comprimé missing
+    assert last.restore(["La dernière comprimée."]) == ["La dernière comprimée."]
+    assert last.restore(["Le derby comprimé."]) == [None]  # "der" is no form of dernier
+
+
+def test_a_lost_term_marker_is_retried_whole_with_the_term_written_in() -> None:
+    glossary = build_glossary([("Weblate", "Weblate"), ("file", "fichier")], field="g",
+                              max_entries=10, max_term_chars=50)
+    document = build_document("Open the file in Weblate.", glossary=glossary,
+                              terms="inline")
+    assert document.sources() == ["Open the fichier in {1}."]
+    restored = document.restore(["Ouvrez le fichier dans Weblate."])  # {1} lost
+    assert restored == [None]
+    # whole, and its runs: the fallback when the whole one leaves out an inline term
+    assert document.retry_texts(restored) == ["Open the fichier in Weblate.", "Open the",
+                                              "in"]
+    whole = ["Ouvrez le fichier dans Weblate.", "Ouvrez le", "dans"]
+    assert document.render(document.finals(restored, whole)
+                           ) == "Ouvrez le fichier dans Weblate."
+    left_out = ["Ouvrez le dossier dans Weblate.", "Ouvrez le", "dans"]
+    assert document.render(document.finals(restored, left_out)
+                           ) == "Ouvrez le fichier dans Weblate."
+    # a unit with a tag still goes run by run
+    tagged = build_document("<p>Open the <b>file</b> in Weblate.</p>", fmt="html",
+                            glossary=glossary, terms="inline")
+    lost = tagged.restore(["Ouvrez le fichier dans Weblate."])
+    assert lost == [None] and len(tagged.retry_texts(lost)) > 1
 
 
 def test_text_without_words_skips_the_engine() -> None:
