@@ -25,12 +25,10 @@ from server.textproc.masking import (
     Masked,
     TermMode,
     mask,
-    near,
     needs_translation,
     render_runs,
     runs,
     unmask,
-    whole_sentence,
 )
 from server.textproc.parts import Part, Term, Text, raw_of, split_sentences
 from server.textproc.placeholders import protect
@@ -43,18 +41,18 @@ class Unit:
     parts: tuple[Part, ...]
     masked: Masked
     layout: LineLayout | None = None  # plain text spanning lines: laid back out on them
-    whole: Masked | None = None  # its second attempt when markers are lost: whole, terms in
+    whole: Masked | None = None  # inline terms: its second pass, targets written in
 
     def again(self) -> list[str]:
-        """What is translated again when its markers were lost: whole (when it can be),
-        and its runs, the fallback when the whole one leaves out an inline term."""
+        """What is translated again when its first pass failed: whole with its targets
+        written in (inline terms), and its runs, the fallback when that fails too."""
         return ([self.whole.text] if self.whole is not None else []) + runs(self.parts)
 
     def final(self, again: Sequence[str]) -> str:
         """Its text from the translations of `again()`."""
         if self.whole is not None:
             whole = unmask(self.whole, again[0])
-            if whole is not None and all(near(t, whole.lower()) for t in self.masked.required):
+            if whole is not None:
                 return whole
             again = again[1:]
         return render_runs(self.parts, again, context=self.masked.context)
@@ -210,8 +208,10 @@ def _chunks(segments: Sequence[str | list[Part]], glossary: Glossary | None,
                 continue
             layout = (layout_of("".join(raw_of(p) for p in piece))
                       if context == "text" and split != "on" else None)
-            unit = Unit(tuple(piece), mask(piece, terms=terms, context=context), layout,
-                        whole_sentence(piece, context))
+            first, whole = mask(piece, terms=terms, context=context), None
+            if terms == "inline" and any(isinstance(p, Term) for p in piece):
+                first, whole = mask(piece, terms="source", context=context), first
+            unit = Unit(tuple(piece), first, layout, whole)
             chunks.append(unit)
             if needs_translation(piece):
                 units.append(unit)
