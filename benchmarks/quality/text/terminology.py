@@ -29,11 +29,15 @@ source:
   holds), as concepts marked `translate="no"`-style: the French term is the name itself.
 
 The `tbx` system translates every sentence with a termbase again through the server's
-pipeline: the termbase's entries written in (`inline`, the server's mode) and its
-forbidden targets banned from the search (server/serving/term_bans.py). Measured on the
+pipeline (`inline`, the server's mode): its forbidden targets banned from the search
+(server/serving/term_bans.py), the sentence as written first, then, if a preferred target
+or a name is missing, with the targets written in and names masked, then run by run
+(server/textproc/masking.py). Measured on the
 sentences that invite each kind: the share of outputs with a forbidden term, of names
 kept, of preferred forms hit; BLEU on all of them and on each part. Writes
-<out>/terminology.json/.md.
+<out>/terminology.json/.md; `--work DIR` (outside the repository: it holds data text) keeps
+every sentence's termbase and outputs (cases.jsonl) and the `none` outputs, which a rerun
+reuses.
 """
 
 from __future__ import annotations
@@ -270,9 +274,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     tbx_s = time.perf_counter() - started
     if args.work is not None:
         _keep(args.work, cases, outputs)
-    examples = [{"source": c.row.source, "forbidden": [t for _, t in c.forbidden],
-                 "none": c.baseline, "tbx": out, "reference": c.row.reference}
-                for c, out in zip(cases, outputs, strict=True) if c.forbidden][:6]
     return {"environment": environment(args.note), "beam_size": args.beam_size,
             "pool": len(rows), "sentences": len(cases),
             "by_set": {name: sum(c.row.set_name == name for c in cases)
@@ -287,8 +288,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                  "seconds": round(none_s, 1), "sentences_translated": len(rows)},
                         "tbx": {**measure(cases, outputs), "retried_sentences": retried,
                                 "seconds": round(tbx_s, 1),
-                                "sentences_translated": len(cases)}},
-            "examples": examples}
+                                "sentences_translated": len(cases)}}}
 
 
 def _baseline(args: argparse.Namespace, engine: Any, modules: dict[str, str],
@@ -369,10 +369,12 @@ sentence, {base['preferred']} preferred, {base['forbidden']} forbidden and
 A sentence invites a forbidden term when the `none` output holds a dictionary target of
 one of its terms that the reference does without, so `none` writes one in 100% of them by
 construction; the references hold one in {100 * results['reference_forbidden_rate']:.1f}%.
-With the termbase, forbidden targets are banned from the search and the preferred and
-do-not-translate terms are written into the source (`inline`);
-{systems['tbx']['retried_sentences']} sentences lost a term and were translated again run
-by run, as the server does.
+With the termbase, as the server does it: forbidden targets are banned from the search
+(and a sentence that spells one anyway is decoded again with that spelling banned); each
+sentence is first translated as written, and
+{systems['tbx']['retried_sentences']} that missed a preferred target (or an inflection of
+it) or a name as written were translated again with the targets written in and the names
+masked, then, failing that, run by run.
 """
 
 
