@@ -153,7 +153,10 @@ def render_runs(parts: Sequence[Part], translations: Sequence[str], *,
                 text = part.text
                 lead = text[: len(text) - len(text.lstrip())]
                 trail = text[len(text.rstrip()):]
-                out.append(lead + model_text(next(supply), context) + trail)
+                translated = model_text(next(supply), context)
+                if not lead and _glued(out, text, translated):
+                    lead = " "  # the run began with punctuation the model left out
+                out.append(lead + translated + trail)
             else:
                 out.append(part.text)
         elif isinstance(part, Term):
@@ -161,6 +164,15 @@ def render_runs(parts: Sequence[Part], translations: Sequence[str], *,
         else:
             out.append(part.raw)
     return "".join(out)
+
+
+def _glued(out: Sequence[str], text: str, translated: str) -> bool:
+    """Whether `translated` would glue two words that `text` kept apart: the run began
+    with a non-word character (", CEO of"), the output does not, and what precedes ends a
+    word ("Taylor" + "CEO")."""
+    before = out[-1][-1:] if out else ""
+    return (before.isalnum() and translated[:1].isalnum() and bool(text)
+            and not text[0].isalnum())
 
 
 def needs_translation(parts: Sequence[Part]) -> bool:

@@ -193,3 +193,17 @@ def test_glossary_targets_are_text_in_html() -> None:
     finals = document.finals(document.restore(["Notre équipe {1}."]), [])
     assert document.render(finals) == "<p>Notre équipe R&amp;D.</p>"
     assert document.glossary_report(finals).applied == ["research"]
+
+
+def test_a_run_whose_leading_comma_was_dropped_is_not_glued_to_the_term() -> None:
+    glossary = build_glossary([("Taylor", "Taylor")], field="g", max_entries=5,
+                              max_term_chars=20)
+    document = build_document("Maurice Taylor, CEO of Titan, says no.", glossary=glossary,
+                              terms="inline")
+    restored = [None]
+    runs_ = document.retry_texts(restored)[1:]  # after the whole second pass
+    assert runs_ == ["Maurice", ", CEO of Titan, says no."]
+    finals = document.finals(restored, ["lost", "Maurice", "PDG de Titan, dit non."])
+    assert finals == ["Maurice Taylor PDG de Titan, dit non."]
+    kept = document.finals(restored, ["lost", "Maurice", ", PDG de Titan, dit non."])
+    assert kept == ["Maurice Taylor, PDG de Titan, dit non."]
