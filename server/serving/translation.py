@@ -62,7 +62,7 @@ from server.serving.runtime import Runtime
 from server.serving.sentence_jobs import sentence_jobs
 from server.serving.state import ServingState
 from server.serving.tenant_view import routable
-from server.serving.term_bans import bans_of, with_bans
+from server.serving.term_bans import avoiding, bans_of, with_bans
 from server.textproc.document import Document, build_document
 from server.textproc.documents import DocumentSpec, TooManySentences, build_documents
 from server.textproc.glossary import Glossary
@@ -125,6 +125,8 @@ class Translator:
                                          deadline, judged=deadline_s is not None)
             hypotheses, assessed = await self._review(prepared, jobs, hypotheses, options,
                                                       deadline)
+            hypotheses = await self._avoid([i.document.forbidden for i in prepared for _ in
+                                            i.jobs], jobs, hypotheses, options, deadline)
             restored = await self._text_work(small, self._restore, prepared, hypotheses)
             retried = await self._retry(prepared, restored, request, options, deadline)
             if proportions or explain:
@@ -295,6 +297,15 @@ class Translator:
         return await self.quality.review(engine, self.runtime.backbone, jobs, sources,
                                          hypotheses, options=options, run=run)
 
+    async def _avoid(self, forbidden: list[tuple[str, ...]], jobs: list[SentenceJob],
+                     hypotheses: list[list[Hypothesis]], options: SearchOptions,
+                     deadline: float) -> list[list[Hypothesis]]:
+        """Sentences that spelt a forbidden term the bans missed, decoded again."""
+        engine = self.runtime.engine
+        return hypotheses if engine is None else await avoiding(
+            engine.target_tokenizer, forbidden, jobs, hypotheses,
+            lambda more: self._run(more, options, deadline, admitted=True))
+
     # -- 6. a mixture's proportions (debug) --------------------------------------------
     async def _proportions(self, item: Prepared) -> ItemProportions:
         engine = self.runtime.engine
@@ -336,16 +347,14 @@ class Translator:
                               guides=bans_of(item.jobs[0]))
                 if own else [] for item, own in zip(prepared, texts, strict=True)]
         flat = [job for own in jobs for job in own]
-        # the request was admitted with its first pass: a refusal now would waste it
-        hypotheses = await self._run(flat, replace(options, n_best=1), deadline,
-                                     admitted=True)
+        # admitted with its first pass: a refusal now would waste it
+        once = replace(options, n_best=1)
+        banned = [i.document.forbidden for i, own in zip(prepared, jobs, strict=True) for _ in own]
+        hypotheses = await self._avoid(banned, flat, await self._run(
+            flat, once, deadline, admitted=True), once, deadline)
         decode = self._decoder()
-        decoded = [decode(h[0]) if h else "" for h in hypotheses]
-        out: list[list[str]] = []
-        for own in jobs:
-            out.append(decoded[: len(own)])
-            decoded = decoded[len(own):]
-        return out
+        decoded = iter([decode(h[0]) if h else "" for h in hypotheses])
+        return [[next(decoded) for _ in own] for own in jobs]
 
     def _finish(self, prepared: list[Prepared], hypotheses: list[list[Hypothesis]],
                 restored: list[list[str | None]], retried: list[list[str]],

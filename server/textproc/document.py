@@ -3,7 +3,7 @@
     document = build_document(text, fmt="html", glossary=g)
     sources = document.sources()                # masked sentences for the engine
     restored = document.restore(translations)   # None where markers did not survive
-    retry = document.retry_texts(restored)      # runs of those units, translated apart
+    retry = document.retry_texts(restored)      # those units again: whole, or run by run
     finals = document.finals(restored, retry_translations)
     text = document.render(finals)
 
@@ -41,6 +41,21 @@ class Unit:
     parts: tuple[Part, ...]
     masked: Masked
     layout: LineLayout | None = None  # plain text spanning lines: laid back out on them
+    whole: Masked | None = None  # inline terms: its second pass, targets written in
+
+    def again(self) -> list[str]:
+        """What is translated again when its first pass failed: whole with its targets
+        written in (inline terms), and its runs, the fallback when that fails too."""
+        return ([self.whole.text] if self.whole is not None else []) + runs(self.parts)
+
+    def final(self, again: Sequence[str]) -> str:
+        """Its text from the translations of `again()`."""
+        if self.whole is not None:
+            whole = unmask(self.whole, again[0])
+            if whole is not None:
+                return whole
+            again = again[1:]
+        return render_runs(self.parts, again, context=self.masked.context)
 
     @property
     def terms(self) -> list[Term]:
@@ -101,18 +116,18 @@ class Document:
                                                               strict=True)]
 
     def retry_texts(self, restored: Sequence[str | None]) -> list[str]:
-        """The runs of every unit whose markers were lost, in order."""
+        """Every unit whose markers were lost: whole, or its runs; in order."""
         return [text for unit, done in zip(self.units, restored, strict=True) if done is None
-                for text in runs(unit.parts)]
+                for text in unit.again()]
 
     def finals(self, restored: Sequence[str | None], retried: Sequence[str]) -> list[str]:
-        """Every unit's final text: restored, or rebuilt from its retried runs."""
+        """Every unit's final text: restored, or from its second attempt (whole, or
+        rebuilt from its runs)."""
         supply = iter(retried)
         out: list[str] = []
         for unit, done in zip(self.units, restored, strict=True):
             if done is None:
-                done = render_runs(unit.parts, [next(supply) for _ in runs(unit.parts)],
-                                   context=unit.masked.context)
+                done = unit.final([next(supply) for _ in unit.again()])
             out.append(done)
         return out
 
@@ -193,7 +208,10 @@ def _chunks(segments: Sequence[str | list[Part]], glossary: Glossary | None,
                 continue
             layout = (layout_of("".join(raw_of(p) for p in piece))
                       if context == "text" and split != "on" else None)
-            unit = Unit(tuple(piece), mask(piece, terms=terms, context=context), layout)
+            first, whole = mask(piece, terms=terms, context=context), None
+            if terms == "inline" and any(isinstance(p, Term) for p in piece):
+                first, whole = mask(piece, terms="source", context=context), first
+            unit = Unit(tuple(piece), first, layout, whole)
             chunks.append(unit)
             if needs_translation(piece):
                 units.append(unit)

@@ -97,7 +97,8 @@ def _check_term(term: str, *, side: str, index: int, label: str, where: str,
 
 
 @functools.lru_cache(maxsize=256)
-def _forbidden_pattern(forbidden: tuple[str, ...]) -> re.Pattern[str]:
+def forbidden_pattern(forbidden: tuple[str, ...]) -> re.Pattern[str]:
+    """Any of `forbidden` as a whole word, any case."""
     longest = sorted(forbidden, key=len, reverse=True)
     return re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, longest)) + r")(?!\w)",
                       re.IGNORECASE)
@@ -110,7 +111,7 @@ def forbidden_hits(forbidden: tuple[str, ...], translation: str) -> list[str]:
         return []
     spelled = {term.lower(): term for term in forbidden}
     found = (spelled.get(m.group(0).lower())
-             for m in _forbidden_pattern(forbidden).finditer(translation))
+             for m in forbidden_pattern(forbidden).finditer(translation))
     return list(dict.fromkeys(term for term in found if term is not None))
 
 

@@ -6,12 +6,15 @@ model)."""
 
 from __future__ import annotations
 
+import argparse
+import json
 import random
 import re
 from pathlib import Path
 
 from benchmarks.quality.text import terminology
 from benchmarks.quality.text.glossary import DOMAINS, GENRES, TERM_CORPORA
+from server.decoding.search import SearchOptions
 from server.serving.tbx import read_tbx
 
 
@@ -75,3 +78,19 @@ def test_the_pool_takes_inviting_sentences_in_turn_then_names(tmp_path: Path) ->
     assert len(naming) == 18 // 9
     assert all(re.search("Viraferon|Mariam", r.source) for r in naming)
     assert {r.set_name for r in naming} <= {*DOMAINS, *GENRES}
+
+
+def test_the_work_folder_keeps_each_sentence_and_serves_the_none_outputs_again(
+        tmp_path: Path) -> None:
+    baseline = "Le programme de posologie pour Viraferon est hebdomadaire."
+    case = terminology.invitations(ROW, baseline, PAIRS, terminology._finder(list(PAIRS)))
+    output = "Le Programme des doses de viraferon, d'une posologie hebdomadaire."
+    terminology._keep(tmp_path, [case], [output])
+    [kept] = [json.loads(line) for line in (tmp_path / "cases.jsonl").read_text().splitlines()]
+    assert kept["forbidden_left"] == ["Programme", "posologie"]  # as found, any case
+    assert kept["preferred_missed"] == ["calendrier"] and kept["names_lost"] == ["Viraferon"]
+    # a rerun takes the none outputs from the folder: no engine is needed for them
+    (tmp_path / "none-beam1.jsonl").write_text(json.dumps(
+        {"domain": ROW.domain, "source": ROW.source, "none": baseline}) + "\n")
+    args = argparse.Namespace(work=tmp_path, beam_size=1)
+    assert terminology._baseline(args, None, {}, [ROW], SearchOptions()) == [baseline]

@@ -5,6 +5,7 @@ beam; the spellings banned per term (server/serving/term_bans.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 
 import pytest
@@ -12,8 +13,17 @@ from conftest import admin_headers
 from fastapi.testclient import TestClient
 
 from server.decoding.banned import BannedSequences
+from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.engine import EngineOptions, Member, SentenceJob
-from server.serving.term_bans import banned_sequences, bans_of, spellings, with_bans
+from server.serving.term_bans import (
+    avoiding,
+    banned_sequences,
+    bans_of,
+    redo_jobs,
+    spellings,
+    spelt_sequences,
+    with_bans,
+)
 from tests.tiny import adapter_engine
 
 TEXT = "the patient takes one tablet with water every day"
@@ -63,7 +73,8 @@ def test_a_forbidden_word_of_the_output_is_avoided(client: TestClient, beam: int
 
 
 def test_each_term_is_banned_in_several_spellings() -> None:
-    assert spellings(" Download ") == ["Download", " Download", "download", " download"]
+    assert spellings(" Download ") == ["Download", " Download", "download", " download",
+                                       "DOWNLOAD", " DOWNLOAD"]
     assert spellings("") == []
     engine = adapter_engine(EngineOptions(), count=1)
     tokenizer = engine.target_tokenizer
@@ -87,3 +98,43 @@ def test_each_term_is_banned_in_several_spellings() -> None:
     assert with_bans(tokenizer, [], [job]) == [job]
     assert all(isinstance(g, BannedSequences) for g in banned[0].guides)
 
+
+
+def test_a_term_after_an_elision_is_banned_and_found() -> None:
+    tokenizer = adapter_engine(EngineOptions(), count=1).target_tokenizer
+    ids = tokenizer.encode(["je vois l'patient"], add_eos=False)[0]
+    after = tuple(ids[[p for p in tokenizer.pieces(ids)].index("'") + 1:])
+    assert tokenizer.decode(after) == "patient"
+    # glued to the apostrophe the word is spelt without its word-boundary piece: banned
+    bans = banned_sequences(tokenizer, ["Patient"])
+    assert bans is not None and after in bans.sequences
+    # and found in an output, in any case, as the tokens that spell it
+    assert spelt_sequences(tokenizer, ["PATIENT"], ids) == [after]
+    assert spelt_sequences(tokenizer, ["patien"], ids) == []  # whole words only
+
+
+def test_a_spelling_the_bans_missed_is_decoded_again() -> None:
+    """Real decoding: a job without bans (as if the up-front spellings had missed the
+    model's) spells a word; `avoiding` decodes it again until no spelling is left, in
+    any case."""
+    engine = adapter_engine(EngineOptions(), count=1)
+    tokenizer = engine.target_tokenizer
+    options = SearchOptions(beam_size=1)
+    source = engine.source_tokenizer.encode([TEXT])[0]
+    job = SentenceJob(source, (Member(None, 1.0),), engine.max_length(len(source)))
+    first = engine.translate([job], options)
+    before = tokenizer.decode(first[0][0].tokens)
+    words = WORD.findall(before)
+    assert words, before
+    word = words[0].upper()  # the glossary's spelling differs from the output's
+    assert holds(before, word)
+    redo = redo_jobs(tokenizer, [[word]], [job], first)
+    assert [index for index, _ in redo] == [0] and bans_of(redo[0][1])
+
+    async def run(jobs: list[SentenceJob]) -> list[list[Hypothesis]]:
+        return engine.translate(jobs, options)
+
+    after = asyncio.run(avoiding(tokenizer, [[word]], [job], first, run))
+    text = tokenizer.decode(after[0][0].tokens)
+    assert not holds(text, word), (word, before, text)
+    assert redo_jobs(tokenizer, [[]], [job], first) == []  # nothing forbidden: no redo

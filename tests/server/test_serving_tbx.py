@@ -121,7 +121,11 @@ def test_a_do_not_translate_term_is_masked_and_comes_back_as_written() -> None:
                               max_entries=10, max_term_chars=50)
     document = build_document("Open the file in WEBLATE.", glossary=glossary, terms="inline")
     [unit] = document.units
-    assert unit.masked.text == "Open the fichier in {1}."  # the other term is inlined
-    assert unit.masked.replacements == {"{1}": "WEBLATE"}
-    assert document.restore(["Ouvrez le fichier dans {1}."]) == [
+    # first the source as written; then, if a term is missing, this second pass
+    assert unit.masked.text == "Open the file in WEBLATE." and unit.whole is not None
+    assert unit.whole.text == "Open the fichier in {1}."  # the other term is inlined
+    assert unit.whole.replacements == {"{1}": "WEBLATE"}
+    restored = document.restore(["Ouvrez le fichier dans Weblate."])
+    assert restored == [None]  # the name not as written
+    assert document.finals(restored, ["Ouvrez le fichier dans {1}.", "a", "b"]) == [
         "Ouvrez le fichier dans WEBLATE."]

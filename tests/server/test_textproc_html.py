@@ -84,13 +84,46 @@ def test_glossary_terms_in_html() -> None:
     assert report.applied == ["tablet"] and report.missed == []
 
 
-def test_inline_terms_must_appear() -> None:
-    glossary = build_glossary([("tablet", "comprimé")], field="glossary", max_entries=5,
-                              max_term_chars=20)
+def test_inline_terms_must_appear_as_written_or_inflected() -> None:
+    glossary = build_glossary([("tablet", "comprimé"), ("last", "dernier")], field="glossary",
+                              max_entries=5, max_term_chars=20)
     document = build_document("One tablet a day.", glossary=glossary, terms="inline")
-    assert document.sources() == ["One comprimé a day."]
-    assert document.restore(["Une pilule par jour."]) == [None]
+    # first pass: the source as written, accepted when the target is there anyway
+    assert document.sources() == ["One tablet a day."]
     assert document.restore(["Un comprimé par jour."]) == ["Un comprimé par jour."]
+    assert document.restore(["Deux Comprimés par jour."]) == ["Deux Comprimés par jour."]
+    restored = document.restore(["Une pilule par jour."])
+    assert restored == [None]
+    # then whole with the target written in, and run by run as the fallback
+    assert document.retry_texts(restored) == ["One comprimé a day.", "One", "a day."]
+    assert document.finals(restored, ["Un comprimé par jour.", "Un", "par jour."]) == [
+        "Un comprimé par jour."]
+    assert document.finals(restored, ["Une pilule par jour.", "Un", "par jour."]) == [
+        "Un comprimé par jour."]
+    last = build_document("The last tablet.", glossary=glossary, terms="inline")
+    assert last.restore(["La dernière pilule."]) == [None]  # comprimé missing
+    assert last.restore(["La dernière comprimée."]) == ["La dernière comprimée."]
+    assert last.restore(["Le derby comprimé."]) == [None]  # "der" is no form of dernier
+
+
+def test_a_name_is_kept_as_written_in_the_first_pass_or_masked_in_the_second() -> None:
+    glossary = build_glossary([("Weblate", "Weblate"), ("file", "fichier")], field="g",
+                              max_entries=10, max_term_chars=50)
+    document = build_document("Open the file in Weblate.", glossary=glossary,
+                              terms="inline")
+    assert document.sources() == ["Open the file in Weblate."]
+    assert document.restore(["Ouvrez le fichier dans Weblate."]) == [
+        "Ouvrez le fichier dans Weblate."]
+    restored = document.restore(["Ouvrez le fichier dans WebLate."])  # not as written
+    assert restored == [None]
+    assert document.retry_texts(restored) == ["Open the fichier in {1}.", "Open the", "in"]
+    assert document.finals(restored, ["Ouvrez le fichier dans {1}.", "x", "y"]) == [
+        "Ouvrez le fichier dans Weblate."]
+    assert document.finals(restored, ["Ouvrez le dossier dans {1}.", "Ouvrez le", "dans"]
+                           ) == ["Ouvrez le fichier dans Weblate."]  # run by run
+    # protect mode masks every term from the first pass
+    protected = build_document("Open the file in Weblate.", glossary=glossary)
+    assert protected.sources() == ["Open the {1} in {2}."] and protected.units[0].whole is None
 
 
 def test_text_without_words_skips_the_engine() -> None:
@@ -160,3 +193,17 @@ def test_glossary_targets_are_text_in_html() -> None:
     finals = document.finals(document.restore(["Notre équipe {1}."]), [])
     assert document.render(finals) == "<p>Notre équipe R&amp;D.</p>"
     assert document.glossary_report(finals).applied == ["research"]
+
+
+def test_a_run_whose_leading_comma_was_dropped_is_not_glued_to_the_term() -> None:
+    glossary = build_glossary([("Taylor", "Taylor")], field="g", max_entries=5,
+                              max_term_chars=20)
+    document = build_document("Maurice Taylor, CEO of Titan, says no.", glossary=glossary,
+                              terms="inline")
+    restored = [None]
+    runs_ = document.retry_texts(restored)[1:]  # after the whole second pass
+    assert runs_ == ["Maurice", ", CEO of Titan, says no."]
+    finals = document.finals(restored, ["lost", "Maurice", "PDG de Titan, dit non."])
+    assert finals == ["Maurice Taylor PDG de Titan, dit non."]
+    kept = document.finals(restored, ["lost", "Maurice", ", PDG de Titan, dit non."])
+    assert kept == ["Maurice Taylor, PDG de Titan, dit non."]

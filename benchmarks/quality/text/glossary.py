@@ -14,8 +14,10 @@ domain's module (the backbone for the extra genres) three ways:
 - `protect`: every term is masked as `{N}`, and its target written back after translation;
 - `inline`: every term is replaced by its target in the source, which the model copies.
 
-A sentence whose markers (or inline targets) did not survive is translated again run by
-run with the terms written in, as the server does. Writes <out>/glossary.json and .md.
+As the server does: a sentence whose markers did not survive (`protect`) is translated
+again run by run with the terms written in; `inline` first translates a sentence with terms
+as written, and one whose output misses a target (or an inflection of it) again with the
+targets written in, then run by run. Writes <out>/glossary.json and .md.
 """
 
 from __future__ import annotations
@@ -175,9 +177,13 @@ def markdown(results: dict[str, Any]) -> str:
 finance or lexicon corpora whose target is in the reference ({results['by_domain']}).
 {env['note']}
 
-| system | target term in the output | BLEU | vs none | sentences retried run by run |
+| system | target term in the output | BLEU | vs none | sentences translated again |
 |---|---:|---:|---:|---:|
 {rows}
+
+Translated again: markers lost (`protect`: then run by run), or, `inline`, a target (or an
+inflection of it) missing from the first pass on the source as written (then with the
+targets written in, then run by run).
 """
 
 

@@ -9,7 +9,7 @@ import argparse
 import datetime
 import os
 import platform
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ from server.decoding.search import SearchOptions
 from server.engine.artifacts import build_engine, module_params
 from server.engine.engine import Engine, EngineOptions, Member, SentenceJob
 from server.serving.state import ModuleRef
-from server.serving.term_bans import with_bans
+from server.serving.term_bans import REDO_ROUNDS, redo_jobs, with_bans
 from server.textproc.document import Document
 
 BATCH = 32
@@ -67,8 +67,16 @@ def translate_texts(engine: Engine, texts: Sequence[str], members: Sequence[Sequ
                 for source, chosen, terms in zip(ids[start: start + BATCH],
                                                  members[start: start + BATCH],
                                                  banned[start: start + BATCH], strict=True)]
-        out += [engine.target_tokenizer.decode(h[0].tokens) if h else ""
-                for h in engine.translate(jobs, options)]
+        found = engine.translate(jobs, options)
+        terms = banned[start: start + BATCH]
+        for _ in range(REDO_ROUNDS):  # forbidden terms spelt in a way the bans missed
+            redo = redo_jobs(engine.target_tokenizer, terms, jobs, found)
+            if not redo:
+                break
+            again = engine.translate([job for _, job in redo], options)
+            for (index, job), hypotheses in zip(redo, again, strict=True):
+                jobs[index], found[index] = job, hypotheses
+        out += [engine.target_tokenizer.decode(h[0].tokens) if h else "" for h in found]
     return out
 
 
@@ -119,8 +127,9 @@ def common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=1)
 
 
-def sentence_bench_arguments(description: str | None,
-                             argv: Sequence[str] | None) -> argparse.Namespace:
+def sentence_bench_arguments(description: str | None, argv: Sequence[str] | None,
+                             extra: Callable[[argparse.ArgumentParser], None] | None = None
+                             ) -> argparse.Namespace:
     """The options of a bench over `--sentences` test sentences (400; `--quick`: 60)."""
     parser = argparse.ArgumentParser(description=description,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -128,6 +137,8 @@ def sentence_bench_arguments(description: str | None,
     parser.add_argument("--sentences", type=int, default=400)
     parser.add_argument("--quick", action="store_true", help="60 sentences")
     parser.add_argument("--note", default="")
+    if extra is not None:
+        extra(parser)
     args = parser.parse_args(argv)
     if args.quick:
         args.sentences = 60

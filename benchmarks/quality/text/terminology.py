@@ -29,16 +29,21 @@ source:
   holds), as concepts marked `translate="no"`-style: the French term is the name itself.
 
 The `tbx` system translates every sentence with a termbase again through the server's
-pipeline: the termbase's entries written in (`inline`, the server's mode) and its
-forbidden targets banned from the search (server/serving/term_bans.py). Measured on the
+pipeline (`inline`, the server's mode): its forbidden targets banned from the search
+(server/serving/term_bans.py), the sentence as written first, then, if a preferred target
+or a name is missing, with the targets written in and names masked, then run by run
+(server/textproc/masking.py). Measured on the
 sentences that invite each kind: the share of outputs with a forbidden term, of names
 kept, of preferred forms hit; BLEU on all of them and on each part. Writes
-<out>/terminology.json/.md.
+<out>/terminology.json/.md; `--work DIR` (outside the repository: it holds data text) keeps
+every sentence's termbase and outputs (cases.jsonl) and the `none` outputs, which a rerun
+reuses.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import re
 import time
@@ -255,13 +260,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     engine, modules = load_engine(args.store_dir)
     options = SearchOptions(beam_size=args.beam_size)
     started = time.perf_counter()
-    baseline = translate_documents(engine, [build_document(r.source) for r in rows],
-                                   [_members(Case(r, "", (), (), ()), modules) for r in rows],
-                                   options)
+    baseline = _baseline(args, engine, modules, rows, options)
     none_s = time.perf_counter() - started
     finder = _finder(list(pairs))
-    found = [invitations(r, out, pairs, finder) for r, out in zip(rows, baseline.texts,
-                                                                  strict=True)]
+    found = [invitations(r, out, pairs, finder) for r, out in zip(rows, baseline, strict=True)]
     # every sentence inviting a forbidden or do-not-translate term; of those with only
     # preferred terms, the first --sentences / 4 (they are many, and cost the tbx run time)
     only_preferred = [c for c in found if c.preferred and not (c.forbidden or c.names)]
@@ -270,9 +272,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     started = time.perf_counter()
     outputs, retried, imported = translate_with_termbases(engine, modules, cases, options)
     tbx_s = time.perf_counter() - started
-    examples = [{"source": c.row.source, "forbidden": [t for _, t in c.forbidden],
-                 "none": c.baseline, "tbx": out, "reference": c.row.reference}
-                for c, out in zip(cases, outputs, strict=True) if c.forbidden][:6]
+    if args.work is not None:
+        _keep(args.work, cases, outputs)
     return {"environment": environment(args.note), "beam_size": args.beam_size,
             "pool": len(rows), "sentences": len(cases),
             "by_set": {name: sum(c.row.set_name == name for c in cases)
@@ -287,8 +288,54 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                  "seconds": round(none_s, 1), "sentences_translated": len(rows)},
                         "tbx": {**measure(cases, outputs), "retried_sentences": retried,
                                 "seconds": round(tbx_s, 1),
-                                "sentences_translated": len(cases)}},
-            "examples": examples}
+                                "sentences_translated": len(cases)}}}
+
+
+def _baseline(args: argparse.Namespace, engine: Any, modules: dict[str, str],
+              rows: Sequence[Row], options: SearchOptions) -> list[str]:
+    """The `none` outputs; with `--work`, those of an earlier run at the same settings
+    (stored there by source and domain) are reused, so that a rerun translates only the
+    termbase side."""
+    cache: dict[str, str] = {}
+    path = (args.work / f"none-beam{args.beam_size}.jsonl") if args.work is not None else None
+    if path is not None and path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            record = json.loads(line)
+            cache[f"{record['domain']}\t{record['source']}"] = record["none"]
+    keys = [f"{r.domain}\t{r.source}" for r in rows]
+    todo = [i for i, key in enumerate(keys) if key not in cache]
+    if todo:
+        fresh = translate_documents(engine, [build_document(rows[i].source) for i in todo],
+                                    [_members(Case(rows[i], "", (), (), ()), modules)
+                                     for i in todo], options).texts
+        cache.update((keys[i], text) for i, text in zip(todo, fresh, strict=True))
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("a", encoding="utf-8") as out:
+                for i, text in zip(todo, fresh, strict=True):
+                    out.write(json.dumps({"domain": rows[i].domain, "source": rows[i].source,
+                                          "none": text}, ensure_ascii=False) + "\n")
+    return [cache[key] for key in keys]
+
+
+def _keep(work: Path, cases: Sequence[Case], outputs: Sequence[str]) -> None:
+    """Every sentence's termbase and outputs, one JSON line each, to read the misses
+    (data text: keep `--work` outside the repository)."""
+    work.mkdir(parents=True, exist_ok=True)
+    with (work / "cases.jsonl").open("w", encoding="utf-8") as out:
+        for case, output in zip(cases, outputs, strict=True):
+            forbidden = [t for _, t in case.forbidden]
+            out.write(json.dumps({
+                "set": case.row.set_name, "domain": case.row.domain,
+                "source": case.row.source, "reference": case.row.reference,
+                "preferred": case.preferred, "forbidden": forbidden, "names": case.names,
+                "none": case.baseline, "tbx": output,
+                "forbidden_left": forbidden_hits(tuple(forbidden), output),
+                "preferred_missed": [t for _, t in case.preferred
+                                     if _written(output, t) is None],
+                "names_lost": [n for n in case.names
+                               if re.search(rf"(?<!\w){n}(?!\w)", output) is None]},
+                ensure_ascii=False) + "\n")
 
 
 HEADER = ("| system | outputs with a forbidden term | do-not-translate kept (sentences with all) "
@@ -322,15 +369,24 @@ sentence, {base['preferred']} preferred, {base['forbidden']} forbidden and
 A sentence invites a forbidden term when the `none` output holds a dictionary target of
 one of its terms that the reference does without, so `none` writes one in 100% of them by
 construction; the references hold one in {100 * results['reference_forbidden_rate']:.1f}%.
-With the termbase, forbidden targets are banned from the search and the preferred and
-do-not-translate terms are written into the source (`inline`);
-{systems['tbx']['retried_sentences']} sentences lost a term and were translated again run
-by run, as the server does.
+With the termbase, as the server does it: forbidden targets are banned from the search
+(and a sentence that spells one anyway is decoded again with that spelling banned); each
+sentence is first translated as written, and
+{systems['tbx']['retried_sentences']} that missed a preferred target (or an inflection of
+it) or a name as written were translated again with the targets written in and the names
+masked, then, failing that, run by run.
 """
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    return sentence_bench_arguments(__doc__, argv)
+    return sentence_bench_arguments(__doc__, argv, extra=_work_argument)
+
+
+def _work_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--work", type=Path, default=None,
+                        help="a folder outside the repository: every sentence's termbase "
+                             "and outputs (cases.jsonl), and the `none` outputs reused by "
+                             "a rerun")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
