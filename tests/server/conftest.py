@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 import pytest
+import torch
 from fastapi.testclient import TestClient
 from fasttext_tiny import classifier_bytes
 
@@ -189,3 +190,21 @@ def module_archive(scratch: Path, name: str, seed: int, *, fingerprint: str,
         data[-1] ^= 0xFF
         weights.write_bytes(bytes(data))
     return pack_artifact_dir(directory)
+
+
+@pytest.fixture
+def cpus() -> list[int]:
+    """The CPUs this process may use; skips where there are fewer than two (placing or
+    yielding CPUs needs one for the engine and one more)."""
+    allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if len(allowed) < 2:
+        pytest.skip(f"needs 2 CPUs; this process may use {len(allowed)}")
+    return allowed
+
+
+@pytest.fixture
+def torch_threads() -> Iterator[None]:
+    """An engine thread placed or yielding sets torch's thread count: give it back."""
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)

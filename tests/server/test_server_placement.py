@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,20 +20,6 @@ linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="CPU masks of single threads are Linux's")
 
 
-@pytest.fixture
-def cpus() -> list[int]:
-    allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
-    if len(allowed) < 2:
-        pytest.skip(f"placement needs 2 CPUs; this process may use {len(allowed)}")
-    return allowed
-
-
-@pytest.fixture
-def torch_threads() -> Iterator[None]:
-    """The placed engine thread sets torch's thread count: give it back."""
-    before = torch.get_num_threads()
-    yield
-    torch.set_num_threads(before)
 
 
 def test_no_placement_by_default() -> None:

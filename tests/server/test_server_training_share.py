@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -23,19 +23,6 @@ linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="CPU masks of single threads are Linux's")
 
 
-@pytest.fixture
-def cpus() -> list[int]:
-    allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
-    if len(allowed) < 2:
-        pytest.skip(f"yielding needs 2 CPUs; this process may use {len(allowed)}")
-    return allowed
-
-
-@pytest.fixture
-def torch_threads() -> Iterator[None]:
-    before = torch.get_num_threads()
-    yield
-    torch.set_num_threads(before)
 
 
 def test_the_last_cpus_are_yielded_and_never_all() -> None:
