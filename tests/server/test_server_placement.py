@@ -20,8 +20,6 @@ linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="CPU masks of single threads are Linux's")
 
 
-
-
 def test_no_placement_by_default() -> None:
     assert plan_placement(0) is None
 

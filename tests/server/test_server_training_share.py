@@ -23,8 +23,6 @@ linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="CPU masks of single threads are Linux's")
 
 
-
-
 def test_the_last_cpus_are_yielded_and_never_all() -> None:
     assert yielded_mask(frozenset({0, 1, 2, 3}), 1) == {0, 1, 2}
     assert yielded_mask(frozenset({4, 6}), 1) == {4}
