@@ -8,6 +8,7 @@ from contract.artifacts import FINGERPRINT_FILES
 from contract.manifest import KINDS, REQUIRED_FILES, ArtifactKind, FileEntry, Manifest
 from contract.tensors import check_safetensors
 
+from .admin_pages import CreatedKey, Page, Viewer
 from .archive import pack_artifact_dir, unpack_artifact
 from .artifact import ArtifactId, LoadedArtifact, build_manifest, load_safetensors, verify_artifact
 from .artifact_pages import ArtifactPage, ArtifactRecord
@@ -33,6 +34,7 @@ __all__ = [
     "ArtifactPage",
     "ArtifactRecord",
     "ConflictError",
+    "CreatedKey",
     "Event",
     "FileEntry",
     "GlossaryRecord",
@@ -47,6 +49,7 @@ __all__ = [
     "MemoryRecord",
     "NewPair",
     "NotFoundError",
+    "Page",
     "PairRecord",
     "PublishHook",
     "PublishStep",
@@ -54,6 +57,7 @@ __all__ = [
     "Storage",
     "Store",
     "StoreError",
+    "Viewer",
     "backbone_fingerprint",
     "build_manifest",
     "canonical_json",

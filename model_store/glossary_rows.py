@@ -78,13 +78,13 @@ class GlossaryRows:
             if created:
                 conn.execute(insert(glossaries).values(name=name, created_at=now, **values))
             row = conn.execute(select(glossaries).where(where)).mappings().one()
-        return _glossary(row), created
+        return glossary_from_row(row), created
 
     def get_glossary(self, name: str) -> GlossaryRecord | None:
         with self._read() as conn:
             row = conn.execute(select(glossaries).where(glossaries.c.name == name)
                                ).mappings().first()
-        return None if row is None else _glossary(row)
+        return None if row is None else glossary_from_row(row)
 
     def glossary_defaults(self, *, backbone: str | None = None) -> dict[str, GlossaryRecord]:
         """Every domain's default glossary of `backbone` (default: the default backbone),
@@ -94,12 +94,12 @@ class GlossaryRows:
             rows = conn.execute(select(glossaries).where(
                 glossaries.c.backbone == scope, glossaries.c.default_for.is_not(None))
                                 ).mappings()
-            return {str(row["default_for"]): _glossary(row) for row in rows}
+            return {str(row["default_for"]): glossary_from_row(row) for row in rows}
 
     def list_glossaries(self) -> list[GlossaryRecord]:
         with self._read() as conn:
             rows = conn.execute(select(glossaries).order_by(glossaries.c.name)).mappings()
-            return [_glossary(row) for row in rows]
+            return [glossary_from_row(row) for row in rows]
 
     def delete_glossary(self, name: str) -> bool:
         with self._write() as conn:
@@ -107,7 +107,7 @@ class GlossaryRows:
         return bool(deleted.rowcount)
 
 
-def _glossary(row: Any) -> GlossaryRecord:
+def glossary_from_row(row: Any) -> GlossaryRecord:
     stored = json.loads(row["entries_json"])
     pairs, forbidden = ((stored["entries"], stored.get("forbidden", []))
                         if isinstance(stored, dict) else (stored, []))

@@ -28,6 +28,7 @@ from sqlalchemy.exc import IntegrityError
 
 from contract.manifest import ArtifactKind, Manifest
 
+from .admin_pages import AdminPages
 from .api_keys import ApiKeyRows
 from .artifact_pages import ArtifactPages, ArtifactRecord, record_of
 from .correction_rows import CorrectionRows
@@ -62,7 +63,7 @@ def _now() -> datetime:
 
 
 class Registry(GlossaryRows, CorrectionRows, MemoryRows, MemoryImportRows, JobRows,
-               ApiKeyRows, TenantRows, ArtifactPages):
+               ApiKeyRows, TenantRows, ArtifactPages, AdminPages):
     """Artifacts, active versions, jobs and events in one SQL database."""
 
     def __init__(self, url: str) -> None:

@@ -99,6 +99,8 @@ jobs = Table(
     ),
 )
 Index("ix_jobs_state_created", jobs.c.state, jobs.c.created_at)
+# The admin lists page oldest first by (created_at, id) (revision 0010).
+Index("ix_jobs_created", jobs.c.created_at, jobs.c.id)
 
 # sqlite_autoincrement: ids never reused, so "latest id changed" reliably means "something
 # changed" for pollers.
@@ -129,6 +131,7 @@ api_keys = Table(
     Column("created_at", UTCDateTime, nullable=False),
     Column("revoked_at", UTCDateTime, nullable=True),
 )
+Index("ix_api_keys_created", api_keys.c.created_at, api_keys.c.id)  # pages (0010)
 
 # Named glossaries (source -> target terms) that requests use by `glossary_id`;
 # `default_for` names at most one domain of its backbone whose requests use it when they
@@ -231,6 +234,8 @@ memory_changes = Table(
     Column("at", UTCDateTime, nullable=False),
     sqlite_autoincrement=True,
 )
+# a page of memories reads its memories' latest changes, not the feed (revision 0010)
+Index("ix_memory_changes_memory", memory_changes.c.memory_id, memory_changes.c.id)
 
 # Import jobs of memories (TMX, TSV, XLIFF): run by the server that accepted the upload;
 # `report_json` counts the pairs imported and those skipped, by reason.

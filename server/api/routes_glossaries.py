@@ -17,7 +17,7 @@ from fastapi import APIRouter, Depends, Query, Request, Response, status
 from model_store import GlossaryRecord
 from server.api.deps import AccessDep, GlossaryDep, SettingsDep, require_admin
 from server.api.glossary_upload import read_glossary_upload
-from server.api.list_pages import DEFAULT_LIMIT, ListAfter, ListLimit, page
+from server.api.list_pages import DEFAULT_LIMIT, ListAfter, ListLimit, next_after, viewer_of
 from server.api.schemas import ErrorResponse
 from server.api.schemas_glossaries import (
     GlossariesResponse,
@@ -49,14 +49,12 @@ async def list_glossaries(book: GlossaryDep, limit: ListLimit = DEFAULT_LIMIT,
     """The stored glossaries (without their entries), in name order, a page at a time
     (`next_after`: the next page's cursor); a tenant's admin: the shared ones and its
     tenant's."""
-    scope = current_scope()
-    records = [r for r in await asyncio.to_thread(book.registry.list_glossaries)
-               if scope.sees("glossary", r.name)]
-    chosen, next_after = page(records, lambda r: r.name, after=after, limit=limit)
+    page = await asyncio.to_thread(book.registry.glossary_page,
+                                   viewer=viewer_of(current_scope()), after=after, limit=limit)
     return GlossariesResponse(glossaries=[
         GlossaryInfo(name=r.name, size=len(r.entries), default_for=r.default_for,
-                     created_at=r.created_at, updated_at=r.updated_at) for r in chosen],
-        next_after=next_after)
+                     created_at=r.created_at, updated_at=r.updated_at) for r in page.entries],
+        next_after=next_after(page, lambda r: r.name))
 
 
 @router.get("/{name}", response_model=GlossaryDetail,

@@ -13,7 +13,15 @@ from model_store import JobState
 from server.api.admin_views import job_response
 from server.api.deps import AccessDep, JobAdminDep, SettingsDep, require_admin
 from server.api.domain_upload import read_domain_upload
-from server.api.list_pages import DEFAULT_LIMIT, ListAfter, ListLimit, created_cursor, page
+from server.api.list_pages import (
+    DEFAULT_LIMIT,
+    ListAfter,
+    ListLimit,
+    created_cursor,
+    created_key,
+    next_after,
+    viewer_of,
+)
 from server.api.schemas import ErrorResponse
 from server.api.schemas_jobs import JobListResponse, JobResponse
 from server.api.tenant_claims import claim_created
@@ -57,13 +65,13 @@ async def list_jobs(jobs: JobAdminDep, state: Annotated[JobState | None, Query(
         description="only jobs in this state")] = None, limit: ListLimit = DEFAULT_LIMIT,
                     after: ListAfter = None) -> JobListResponse:
     """The training jobs, oldest first, a page at a time (`next_after`: the next page's
-    cursor); a tenant's admin: those of its own domains."""
-    scope = current_scope()
-    followed = [job for job in await jobs.list_jobs(state)
-                if scope.follows_job_of("domain", job.domain)]
-    chosen, next_after = page(followed, lambda j: created_cursor(j.created_at, j.id),
-                              after=after, limit=limit)
-    return JobListResponse(jobs=[job_response(job) for job in chosen], next_after=next_after)
+    cursor); a tenant's admin: those of its own domains. 422: `after` that is no cursor
+    of this list."""
+    page = await jobs.job_page(state=state, viewer=viewer_of(current_scope()),
+                               after=created_key(after), limit=limit)
+    return JobListResponse(jobs=[job_response(job) for job in page.entries],
+                           next_after=next_after(page, lambda j: created_cursor(j.created_at,
+                                                                                 j.id)))
 
 
 @router.get("/jobs/{job_id}", response_model=JobResponse,

@@ -13,7 +13,14 @@ from model_store.errors import NotFoundError
 from server.access import hash_key, new_key
 from server.access.keys import shown_prefix
 from server.api.deps import AccessDep, require_admin
-from server.api.list_pages import DEFAULT_LIMIT, ListAfter, ListLimit, created_cursor, page
+from server.api.list_pages import (
+    DEFAULT_LIMIT,
+    ListAfter,
+    ListLimit,
+    created_cursor,
+    created_key,
+    next_after,
+)
 from server.api.schemas import ErrorResponse
 from server.api.schemas_keys import CreatedKey, CreateKeyRequest, KeyInfo, KeyListResponse
 from server.core.tenancy import current_scope
@@ -51,16 +58,14 @@ async def create_key(body: CreateKeyRequest, access: AccessDep) -> CreatedKey:
 async def list_keys(access: AccessDep, limit: ListLimit = DEFAULT_LIMIT,
                     after: ListAfter = None) -> KeyListResponse:
     """The keys, oldest first, revoked ones included (never the keys themselves), a page
-    at a time (`next_after`: the next page's cursor); a tenant's admin: its tenant's."""
-    records = await asyncio.to_thread(access.registry.list_api_keys)
-    tenant = current_scope().tenant
-    if tenant is not None:
-        own = await asyncio.to_thread(access.registry.tenant_key_ids, tenant)
-        records = [record for record in records if record.id in own]
-    chosen, next_after = page(records, lambda r: created_cursor(r.created_at, r.id),
-                              after=after, limit=limit)
-    return KeyListResponse(keys=[_key_info(record) for record in chosen],
-                           next_after=next_after)
+    at a time (`next_after`: the next page's cursor); a tenant's admin: its tenant's.
+    422: `after` that is no cursor of this list."""
+    page = await asyncio.to_thread(access.registry.api_key_page,
+                                   tenant=current_scope().tenant, after=created_key(after),
+                                   limit=limit)
+    return KeyListResponse(keys=[_key_info(record) for record in page.entries],
+                           next_after=next_after(page, lambda r: created_cursor(r.created_at,
+                                                                                 r.id)))
 
 
 @router.delete("/keys/{key_id}", response_model=KeyInfo,

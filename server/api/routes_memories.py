@@ -13,7 +13,7 @@ from fastapi import APIRouter, Depends, Query, Request, Response, status
 from fastapi.responses import StreamingResponse
 
 from server.api.deps import MemoryAdminDep, SettingsDep, require_admin
-from server.api.list_pages import DEFAULT_LIMIT, ListAfter, ListLimit, page
+from server.api.list_pages import DEFAULT_LIMIT, ListAfter, ListLimit, next_after, viewer_of
 from server.api.memory_upload import receive_upload
 from server.api.memory_views import job_info, memory_info, pair_info
 from server.api.schemas import ErrorResponse
@@ -51,11 +51,10 @@ async def list_memories(admin: MemoryAdminDep, limit: ListLimit = DEFAULT_LIMIT,
                         after: ListAfter = None) -> MemoriesResponse:
     """The direction's memories in name order, a page at a time (`next_after`: the next
     page's cursor); a tenant's admin: the shared ones and its tenant's."""
-    scope = current_scope()
-    records = sorted((r for r in await asyncio.to_thread(admin.all)
-                      if scope.sees("memory", r.name)), key=lambda r: r.name)
-    chosen, next_after = page(records, lambda r: r.name, after=after, limit=limit)
-    return MemoriesResponse(memories=[memory_info(r) for r in chosen], next_after=next_after)
+    page = await asyncio.to_thread(admin.page, viewer=viewer_of(current_scope()),
+                                   after=after, limit=limit)
+    return MemoriesResponse(memories=[memory_info(r) for r in page.entries],
+                            next_after=next_after(page, lambda r: r.name))
 
 
 @router.post("/memories", response_model=MemoryInfo, status_code=status.HTTP_201_CREATED,

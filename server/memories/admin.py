@@ -17,7 +17,9 @@ from model_store import (
     MemoryRecord,
     NewPair,
     NotFoundError,
+    Page,
     PairRecord,
+    Viewer,
 )
 from model_store.memory_rows import Replace
 from server.core.errors import Conflict, InvalidInput, NotFound
@@ -50,6 +52,12 @@ class MemoryAdmin:
     # -- memories ------------------------------------------------------------------------
     def all(self) -> list[MemoryRecord]:
         return self.registry.list_memories(backbone=self.book.backbone)
+
+    def page(self, *, viewer: Viewer | None, after: str | None,
+             limit: int) -> Page[MemoryRecord]:
+        """The direction's memories by name, `limit` past `after`, that `viewer` sees."""
+        return self.registry.memory_page(backbone=self.book.backbone, viewer=viewer,
+                                         after=after, limit=limit)
 
     def create(self, name: str, *, domain: str | None,
                languages: tuple[str, str] | None = None) -> MemoryRecord:

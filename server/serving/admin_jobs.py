@@ -29,7 +29,17 @@ from contract.training import (
     normalise_config,
 )
 from contract.tsv import DataError, Pair, hold_out, pairs_to_bytes, parse_pairs
-from model_store import ConflictError, Job, JobState, Manifest, NotFoundError, Store
+from model_store import (
+    ConflictError,
+    CreatedKey,
+    Job,
+    JobState,
+    Manifest,
+    NotFoundError,
+    Page,
+    Store,
+    Viewer,
+)
 from server.core.errors import Conflict, InvalidInput, NotFound, NotReady
 from server.serving.admin import check_domain_name
 from server.serving.runtime import Runtime
@@ -60,8 +70,10 @@ class JobAdmin:
         except NotFoundError:
             raise NotFound(f"no training job {job_id!r}", field="job_id") from None
 
-    async def list_jobs(self, state: JobState | None = None) -> list[Job]:
-        return await asyncio.to_thread(self.store.registry.list_jobs, state)
+    async def job_page(self, *, state: JobState | None, viewer: Viewer | None,
+                       after: CreatedKey | None, limit: int) -> Page[Job]:
+        return await asyncio.to_thread(self.store.registry.job_page, state=state,
+                                       viewer=viewer, after=after, limit=limit)
 
     def _submit(self, upload: DomainUpload) -> Job:
         backbone = self.runtime.backbone

@@ -83,7 +83,8 @@ def test_registry_timings_cover_pages_and_lookups(tmp_path: Path) -> None:
     timings = registry_at_scale(tmp_path, count=300, repeats=2)
     assert timings["modules"] == 300
     assert {"page_first_ms", "page_middle_ms", "lookup_artifact_ms", "lookup_active_ms",
-            "default_backbone_ms"} <= set(timings)
+            "default_backbone_ms", "admin_keys_first_page_ms", "admin_keys_deep_page_ms",
+            "admin_keys_tenant_page_ms"} <= set(timings)
     assert all(value >= 0 for key, value in timings.items() if key.endswith("_ms"))
 
 

@@ -5,6 +5,7 @@ admin's pages full of its own entries (filtered before paging)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from tenant_world import World, build_tenant_store, make_world
 from uvicorn_live import serving
 
 from model_store import Registry
+from server.api.list_pages import created_cursor
 from server.app import create_app
 
 LISTS = {"/admin/keys": ("keys", "id"), "/admin/glossaries": ("glossaries", "name"),
@@ -98,3 +100,18 @@ def test_limits_out_of_range_are_refused(world: World) -> None:
             answer = httpx.get(world.base + path, params={"limit": limit}, timeout=30,
                                headers=admin_headers())
             assert answer.status_code == 422, (path, limit, answer.text)
+
+
+def test_a_cursor_of_no_entry_is_refused_and_one_past_the_end_is_an_empty_page(
+        world: World) -> None:
+    for path in ("/admin/keys", "/admin/jobs"):  # cursors `<time>~<id>`
+        for after in ("acme-tm1", "2026-13-01T00:00:00.000000~x", "2026-01-01T00:00:00.0~"):
+            answer = httpx.get(world.base + path, params={"after": after}, timeout=30,
+                               headers=admin_headers())
+            assert answer.status_code == 422, (path, after, answer.text)
+            assert answer.json()["error"]["field"] == "after", answer.text
+    for path, (field, _) in LISTS.items():
+        last = listed(world, path, None, limit=1000)[field][-1]
+        cursor = (created_cursor(datetime.fromisoformat(last["created_at"]), last["id"])
+                  if path in ("/admin/keys", "/admin/jobs") else last["name"])
+        assert listed(world, path, None, after=cursor) == {field: [], "next_after": None}

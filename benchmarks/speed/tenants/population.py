@@ -6,7 +6,9 @@ by its index, 2 % of each tensor's spread), so every module is distinct and deco
 trained one. They are published to the store (not activated): every one starts on disk.
 
 Registry: 10,000 module rows (one backbone, in a registry of their own) written in bulk,
-then the calls the admin API and the serving path make, each timed over repeats.
+then the calls the admin API and the serving path make, each timed over repeats; and as
+many API keys (one in 100 a tenant's), for a page of `GET /admin/keys`: the first, one
+deep in the list, and a tenant admin's first.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,7 @@ from sqlalchemy import insert
 
 from contract.tensors import tensors_to_bytes
 from model_store import Registry, Store
-from model_store.tables import active, artifacts
+from model_store.tables import active, api_keys, artifacts, tenant_keys
 from server.engine.artifacts import module_params
 from server.engine.families import Params
 
@@ -133,6 +135,27 @@ def registry_at_scale(folder: Path, count: int = 10_000, repeats: int = 20) -> d
                 "module", backbone="bench"), max(3, repeats // 4)),
             "list_names_all_ms": timed(lambda: registry.list_names(
                 "module", backbone="bench"), max(3, repeats // 4)),
-        }
+        } | admin_keys_at_scale(registry, count, repeats)
     finally:
         registry.close()
+
+
+def admin_keys_at_scale(registry: Registry, count: int, repeats: int) -> dict[str, float]:
+    """Pages of 100 API keys, oldest first, among `count` (one in 100 owned by a tenant):
+    the first, one 90 % of the way in (a cursor, not an offset), a tenant's first."""
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    rows = [{"id": f"{i:032x}", "name": f"key-{i}", "key_hash": f"{i:064x}", "prefix": "p",
+             "created_at": start + timedelta(milliseconds=i)} for i in range(count)]
+    registry.create_tenant("bench")
+    with registry.engine.begin() as conn:
+        conn.execute(insert(api_keys), rows)
+        conn.execute(insert(tenant_keys), [{"key_id": row["id"], "tenant": "bench",
+                                            "role": "member"} for row in rows[::100]])
+    deep = (start + timedelta(milliseconds=count * 9 // 10), f"{count * 9 // 10:032x}")
+    return {
+        "admin_keys_first_page_ms": timed(lambda: registry.api_key_page(limit=100), repeats),
+        "admin_keys_deep_page_ms": timed(lambda: registry.api_key_page(
+            after=deep, limit=100), repeats),
+        "admin_keys_tenant_page_ms": timed(lambda: registry.api_key_page(
+            tenant="bench", limit=100), repeats),
+    }
