@@ -42,7 +42,7 @@ def test_both_forms_have_one_fingerprint_and_translate_alike(tmp_path: Path) -> 
         config = json.loads(one["config.json"])
         old = store.publish("backbone", "two-files", two_files(), config=config)
         new = store.publish("backbone", "one-file", one, config=config)
-        loaded = [store.load("backbone", name).files for name in ("two-files", "one-file")]
+        loaded = [store.load("backbone", name, 1).files for name in ("two-files", "one-file")]
 
     assert TARGET_SPM_FILE not in one
     assert old.backbone_fingerprint == new.backbone_fingerprint
@@ -59,7 +59,7 @@ def test_both_forms_have_one_fingerprint_and_translate_alike(tmp_path: Path) -> 
      "the target vocabulary is the source one, but src_vocab_size (120) != "
      "tgt_vocab_size (130)"),
 ])
-def test_a_malformed_shared_vocabulary_is_refused_on_load(
+def test_a_malformed_shared_vocabulary_is_refused_with_a_clear_error(
         tmp_path: Path, change: dict[str, object], said: str) -> None:
     files = tiny_backbone_files()
     overrides = change.get("config", {})
@@ -67,10 +67,9 @@ def test_a_malformed_shared_vocabulary_is_refused_on_load(
     config = json.loads(files["config.json"]) | overrides
     files = {**files, "config.json": json.dumps(config).encode(),
              **{k: v for k, v in change.items() if isinstance(v, bytes)}}
-    with Store.open(tmp_path, builtin_dir=None) as store:
-        store.publish("backbone", "bad", files, config=config)
-        with pytest.raises(ArtifactError) as raised:
-            store.load("backbone", "bad")
+    with Store.open(tmp_path, builtin_dir=None) as store, \
+            pytest.raises(ArtifactError) as raised:
+        store.publish("backbone", "bad", files, config=config)  # verified once staged
     assert said in str(raised.value)
     with pytest.raises(ValueError, match="backbone artifact: .*" + said.split(" (")[0]):
         backbone_parts(files)
