@@ -1,16 +1,17 @@
 """What the built-in models weigh in the repository, before and after a change of how they
 are stored, and that the change loses nothing: every shipped router's posteriors on the
-7 domains' dev sentences and every quality estimator, read from both versions, compared.
-Then what publishing en->de would add, against the 60 MB tests/test_repository_size.py
-allows.
+7 domains' dev sentences, every quality estimator and every backbone's fingerprint and
+vocabularies, read from both versions, compared. Then what publishing en->de would add
+(its backbone, 7 adapters, quality estimator and card; no router: it routes with en->fr's,
+server/routing/shared_router.py), against the 60 MB tests/test_repository_size.py allows.
 
     python -m benchmarks.builtin_size --before REV [--data ../shared/data] [--lines 150] \
         [--ende-run runs/default-en-de]
 
 `--before` is a git revision whose `model_store/builtin/` is the old storage; the new one is
-the working tree's. `--ende-run`: en->de's run dir, whose vocabulary and trained router
-(`--stage classifier`) are measured instead of estimated, and whose router is compared on
-en->de's dev sentences with en->fr's (both read English): could en->de route with it?
+the working tree's. `--ende-run`: en->de's run dir, whose vocabulary is measured instead of
+estimated, and whose router, when it trained one (`--stage classifier`), is compared on
+en->de's dev sentences with en->fr's (both read English): the reason en->de ships none.
 Writes benchmarks/results/builtin_size.{json,md}.
 """
 
@@ -25,7 +26,12 @@ from typing import Any
 
 from benchmarks.locations import DEFAULT_DATA, REPO, RESULTS_DIR
 from benchmarks.report_files import write_report
-from contract.artifacts import CLASSIFIER_MODEL_FILE, MANIFEST_FILE
+from contract.artifacts import (
+    CLASSIFIER_MODEL_FILE,
+    MANIFEST_FILE,
+    SOURCE_SPM_FILE,
+    target_vocabulary_files,
+)
 from contract.backbone import BackboneConfig
 from server.quality.estimator import Estimator
 from server.routing.classifier import load_classifier
@@ -37,6 +43,7 @@ LIMIT = rb.LIMIT
 ROUTERS = {"en-fr": ("classifiers/router", "en-fr", "en"),
            "fr-en": ("directions/default-fr-en/classifiers/router", "en-fr", "fr")}
 QUALITY = ("default-en-fr", "default-fr-en")
+BACKBONES = QUALITY
 
 
 def tracked(rev: str | None) -> dict[str, int]:
@@ -141,22 +148,42 @@ def shared_router(data: Path, sizes: dict[str, int], run: Path, lines: int
     return {"sentences": total, **{name: n / total for name, n in right.items()}}
 
 
-def en_de_addition(sizes: dict[str, int], spm_bytes: int,
-                   router_bytes: int | None = None) -> dict[str, int]:
+def en_de_addition(sizes: dict[str, int], spm_bytes: int) -> dict[str, int]:
     """Bytes an en->de publication adds: its backbone and 7 adapters as the publish stage
-    stores them (en->fr's shape, computed: repository_budget.py), its vocabulary as
-    source.spm and target.spm, and a router, an estimator, a card and manifests the size of
-    en->fr's (the same recipe on as much data)."""
+    stores them (en->fr's shape, computed: repository_budget.py), its one vocabulary file
+    (source.spm: the target vocabulary is the same), and an estimator, a card and
+    manifests the size of en->fr's (the same recipe on as much data). No router: en->de
+    routes with en->fr's (server/routing/shared_router.py)."""
     backbone = version_dir(sizes, "backbones/default-en-fr")
     config = BackboneConfig.from_dict(json.loads((REPO / backbone / "config.json").read_text()))
-    router = version_dir(sizes, "classifiers/router")
     return {"backbone": rb.backbone_weight_bytes(config),
-            "vocabulary": 2 * spm_bytes,
+            "vocabulary": spm_bytes,
             "adapters": rb.DOMAINS * rb.adapter_weight_bytes(config),
-            "router": router_bytes if router_bytes is not None else sum(
-                n for p, n in sizes.items() if p.startswith(router + "/")),
             "quality": sizes[estimator_file(sizes, "default-en-fr")],
             "card and manifests": sizes[f"{BUILTIN}/MODEL_CARD.md"] + 8 * 2_000}
+
+
+def compare_backbone(name: str, old: dict[str, int], new: dict[str, int],
+                     before: str | None) -> dict[str, Any]:
+    """A backbone's files at `before` and now: the same fingerprint, the same weights and
+    the same source and target vocabulary bytes (a shared vocabulary: the source's)."""
+    found = []
+    for rev, sizes in ((before, old), (None, new)):
+        version = version_dir(sizes, f"backbones/{name}")
+        manifest = json.loads(read(rev, f"{version}/{MANIFEST_FILE}"))
+        spm, _ = target_vocabulary_files(manifest["files"])
+        found.append({"version": version, "files": sorted(manifest["files"]),
+                      "bytes": sum(sizes[f"{version}/{f}"] for f in manifest["files"]),
+                      "fingerprint": manifest["backbone_fingerprint"],
+                      "weights": manifest["files"]["model.safetensors"]["sha256"],
+                      "source": manifest["files"][SOURCE_SPM_FILE]["sha256"],
+                      "target": manifest["files"][spm]["sha256"]})
+    was, now = found
+    return {"backbone": name, "before": was["version"], "after": now["version"],
+            "files_before": was["files"], "files_after": now["files"],
+            "bytes_before": was["bytes"], "bytes_after": now["bytes"],
+            "same": all(was[k] == now[k] for k in ("fingerprint", "weights", "source",
+                                                   "target"))}
 
 
 def measure(before: str, data: Path, lines: int, ende_run: Path | None) -> dict[str, Any]:
@@ -176,16 +203,16 @@ def measure(before: str, data: Path, lines: int, ende_run: Path | None) -> dict[
         quality.append({"backbone": name, "before": paths[0], "after": paths[1],
                         "bytes_before": old[paths[0]], "bytes_after": new[paths[1]],
                         "identical": estimators[0] == estimators[1]})
+    backbones = [compare_backbone(name, old, new, before) for name in BACKBONES]
     spm = (ende_run / "spm.model" if ende_run else
-           REPO / version_dir(new, "backbones/default-en-fr") / "source.spm")
-    trained = ende_run / "classifier" if ende_run else None
-    addition = en_de_addition(new, spm.stat().st_size, None if trained is None else sum(
-        p.stat().st_size for p in trained.iterdir() if p.name != "accuracy.json"))
-    sharing = shared_router(data, new, ende_run, lines) if ende_run else None
+           REPO / version_dir(new, "backbones/default-en-fr") / SOURCE_SPM_FILE)
+    addition = en_de_addition(new, spm.stat().st_size)
+    trained = ende_run is not None and (ende_run / "classifier" / CLASSIFIER_MODEL_FILE).is_file()
+    sharing = shared_router(data, new, ende_run, lines) if ende_run and trained else None
     return {"before": before, "en_de_run": str(ende_run), "en_de_routers": sharing,
             "tracked_before": sum(old.values()),
             "tracked_after": sum(new.values()), "limit": LIMIT, "routers": routers,
-            "quality": quality, "en_de_addition": addition,
+            "quality": quality, "backbones": backbones, "en_de_addition": addition,
             "with_en_de": sum(new.values()) + sum(addition.values())}
 
 
@@ -214,10 +241,21 @@ def markdown(result: dict[str, Any]) -> str:
         lines.append(f"| {q['backbone']} | {q['before'].rsplit('/', 1)[1]} -> "
                      f"{q['after'].rsplit('/', 1)[1]} | {q['bytes_before'] / mb:.3f} -> "
                      f"{q['bytes_after'] / mb:.3f} MB | {q['identical']} |")
-    measured = "its run's vocabulary and router" if result["en_de_run"] != "None" else \
-        "en->fr's vocabulary and router as their size"
+    lines += ["", "## Backbones: one vocabulary file where the target vocabulary is the "
+              "source one", "", "| backbone | version | files | bytes | the same fingerprint, "
+              "weights and vocabularies |", "|---|---|---|---|---|"]
+    for b in result.get("backbones", []):
+        dropped = sorted(set(b["files_before"]) - set(b["files_after"]))
+        lines.append(f"| {b['backbone']} | {b['before'].rsplit('/', 1)[1]} -> "
+                     f"{b['after'].rsplit('/', 1)[1]} | "
+                     f"{', '.join(dropped) + ' dropped' if dropped else 'as they were'} | "
+                     f"{b['bytes_before'] / mb:.2f} -> {b['bytes_after'] / mb:.2f} MB | "
+                     f"{b['same']} |")
+    measured = "its run's vocabulary" if result["en_de_run"] != "None" else \
+        "en->fr's vocabulary as its size"
     lines += ["", f"## Publishing en->de (weights computed for en->fr's shape, {measured}, "
-              "en->fr's estimator as its size)", "", "| part | MB |", "|---|---|"]
+              "en->fr's estimator as its size; no router: it routes with en->fr's)", "",
+              "| part | MB |", "|---|---|"]
     for part, size in result["en_de_addition"].items():
         lines.append(f"| {part} | {size / mb:.2f} |")
     total = sum(result["en_de_addition"].values())

@@ -15,6 +15,7 @@ from contract.artifacts import (
     BACKBONE_WEIGHTS_FILE,
     CLASSIFIER_MODEL_FILE,
     MODULE_WEIGHTS_FILE,
+    vocabulary_problems,
 )
 from contract.manifest import (
     MANIFEST_FILE,
@@ -199,6 +200,7 @@ def _content_problems(manifest: Manifest, files: Mapping[str, bytes]) -> list[st
             problems.append(f"{path}: {problem}")
     if manifest.kind != "backbone":
         return problems
+    problems += vocabulary_problems(manifest.files, manifest.config)
     config_file = files.get(BACKBONE_CONFIG_FILE)
     if config_file is not None and _json_or_none(config_file) != manifest.config:
         problems.append("config.json: differs from the manifest's config")

@@ -6,7 +6,11 @@ import hashlib
 import json
 from collections.abc import Mapping
 
-from contract.artifacts import BACKBONE_WEIGHTS_FILE, FINGERPRINT_FILES
+from contract.artifacts import (
+    BACKBONE_WEIGHTS_FILE,
+    FINGERPRINT_FILES,
+    effective_vocabulary_hashes,
+)
 
 
 def sha256_hex(data: bytes) -> str:
@@ -27,10 +31,13 @@ def backbone_fingerprint(config: Mapping[str, object], file_hashes: Mapping[str,
     """sha256 of the canonical JSON of the config and the hashes of the fingerprint files.
 
     `file_hashes` maps relpath -> sha256 hex; `model.safetensors` is required, the
-    tokenizer and vocabulary files enter when present, any other file is ignored.
+    tokenizer and vocabulary files enter when present (a shared vocabulary's target ones
+    as the source ones: one file or two identical ones, the same fingerprint), any other
+    file is ignored.
     """
     if BACKBONE_WEIGHTS_FILE not in file_hashes:
         raise ValueError(f"a backbone fingerprint needs the sha256 of {BACKBONE_WEIGHTS_FILE}")
-    files = {name: file_hashes[name] for name in FINGERPRINT_FILES if name in file_hashes}
+    hashes = effective_vocabulary_hashes(file_hashes)
+    files = {name: hashes[name] for name in FINGERPRINT_FILES if name in hashes}
     payload = canonical_json({"config": dict(config), "files": files})
     return sha256_hex(payload.encode("utf-8"))

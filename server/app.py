@@ -91,15 +91,17 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     ) if settings.quality.enabled else None
     # NMT_DIRECTIONS__RESIDENT: at most that many of them loaded at once (None: every one)
     residency = residency_for(settings, metrics, len(backbones))
+    served = [name for name in backbones if name is not None]  # None: the only one
     default = await open_direction(store, settings, backbone=backbones[0], metrics=metrics,
                                    engine_thread=engine_thread, quality=quality,
-                                   residency=residency, text_worker=layout.text_worker)
+                                   residency=residency, text_worker=layout.text_worker,
+                                   served=served)
     opened = [default]
     for name in backbones[1:]:
         opened.append(await open_direction(
             store, settings, backbone=name, metrics=metrics, engine_thread=engine_thread,
             preparation=default.translator.preparation, quality=quality,
-            residency=residency))
+            residency=residency, served=served))
     app.state.residency = residency
     app.state.directions = Directions(opened, app.state.language_detectors)
     app.state.store = store

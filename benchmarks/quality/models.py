@@ -27,7 +27,9 @@ from server.core.settings import RoutingSettings
 from server.engine.artifacts import backbone_parts, build_engine, module_params
 from server.engine.engine import Engine, EngineOptions
 from server.engine.families import ModuleConfigError, get_family
-from server.routing.classifier import FastTextClassifier, load_classifier
+from server.routing.classifier import FastTextClassifier, RouterOrigin, load_classifier
+from server.routing.shared_router import shared_router
+from server.textproc.languages import language_pair
 
 
 @dataclass(frozen=True)
@@ -196,15 +198,30 @@ def _load_mixing(stores: Mapping[str, Store], engine: Engine, models: Models) ->
         return
 
 
-def _classifier(store: Store, notes: list[str], scope: str) -> FastTextClassifier | None:
-    name = RoutingSettings().classifier
-    version = store.registry.get_active("classifier", name, backbone=scope)
+def _classifier(store: Store, notes: list[str], backbone: Manifest) -> FastTextClassifier | None:
+    """The router the server would route `backbone` with: its own, else the one of a
+    direction of the same source language (server/routing/shared_router.py)."""
+    name, scope = RoutingSettings().classifier, backbone.name
+    owner, version = scope, store.registry.get_active("classifier", name, backbone=scope)
     if version is None:
-        notes.append(f"no active classifier {name!r}: predicted-label and routing rows skipped")
-        return None
+        default = store.registry.default_backbone()
+        pair = language_pair(backbone)
+        found = shared_router(store, name, backbone=scope,
+                              source=pair.source if pair is not None else None,
+                              served=sorted(store.active_backbones(),
+                                            key=lambda b: (b != default, b)),
+                              domains=store.active_domains(scope))
+        if isinstance(found, str):
+            notes.append(f"no active classifier {name!r} ({found}): predicted-label and "
+                         "routing rows skipped")
+            return None
+        owner, version = found.backbone, found.version
+        notes.append(f"routed with {owner}'s router v{version}: {scope} has none of its own "
+                     "and reads the same source language")
     try:
-        loaded = store.load("classifier", name, version, backbone=scope)
-        return load_classifier(loaded.files, loaded.manifest.config, version=version)
+        loaded = store.load("classifier", name, version, backbone=owner)
+        return load_classifier(loaded.files, loaded.manifest.config, version=version,
+                               origin=RouterOrigin(owner, name, version, shared=owner != scope))
     except (StoreError, ValueError, OSError) as error:
         notes.append(f"classifier {name} v{version} failed to load: {error}")
         return None
@@ -231,7 +248,7 @@ def load_models(store: Store, *, backbone: str | None, domains: list[str],
     scope = loaded.manifest.name  # its modules and router only, in a store of several
     served = _load_served(store, engine, fingerprint, notes, scope)
     models = Models(loaded.manifest, loaded.files, engine, size, served, {},
-                    _classifier(store, notes, scope), notes)
+                    _classifier(store, notes, loaded.manifest), notes)
     stores = {"store": store} | ({"families-store": families_store} if families_store else {})
     _load_families(stores, engine, models, domains)
     _load_mixing(stores, engine, models)

@@ -201,10 +201,21 @@ class Proportions(BaseModel):
     sentences: list[SentenceProportions] = Field(description="one per translated sentence")
 
 
+class RouterInfo(BaseModel):
+    backbone: str = Field(description="the backbone (direction) the router belongs to")
+    name: str = Field(description="the classifier's name (NMT_ROUTING__CLASSIFIER, or a "
+                                  "tenant's own router)")
+    version: int
+    shared: bool = Field(description="another direction's router: this one has none of its "
+                                     "own and reads the same source language")
+
+
 class Explanation(BaseModel):
     posteriors: dict[str, float] | None = Field(
         description="the classifier's calibrated posterior of every label (the top one "
                     "is routing.confidence), when automatic routing asked it; null otherwise")
+    router: RouterInfo | None = Field(
+        None, description="the router that gave the posteriors; null when none was asked")
     threshold: float = Field(description="confidence at or above which the classifier's "
                                          "domain is used alone (NMT_ROUTING__THRESHOLD)")
 

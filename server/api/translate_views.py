@@ -15,6 +15,7 @@ from server.api.schemas import (
     GlossaryResult,
     Proportions,
     QualityOptions,
+    RouterInfo,
     Routing,
     Sentence,
     SentenceProportions,
@@ -41,7 +42,10 @@ def with_detection(kind: type[BaseModel], response: BaseModel,
 def explanation(decision: RoutingDecision, *, threshold: float) -> Explanation:
     posteriors = decision.posteriors
     shown = dict(sorted(posteriors.items())) if posteriors is not None else None
-    return Explanation(posteriors=shown, threshold=threshold)
+    origin = decision.router if posteriors is not None else None
+    router = (RouterInfo(backbone=origin.backbone, name=origin.name, version=origin.version,
+                         shared=origin.shared) if origin is not None else None)
+    return Explanation(posteriors=shown, router=router, threshold=threshold)
 
 
 def glossary_choice(body: TextOptions, prefix: str = "") -> GlossaryChoice:

@@ -207,7 +207,8 @@ class DocumentService:
         if weight == 0:
             return policy.decide(spec, "", domains=served.versions, classifier=None)
         averaged = {label: total / weight for label, total in totals.items()}
-        return policy.from_posteriors(averaged, domains=served.versions)
+        return policy.from_posteriors(averaged, domains=served.versions,
+                                      router=classifier.origin)
 
     # -- 3. the segments, batch by batch ----------------------------------------------
     async def translate(self, document: OpenedDocument, *, progress: Progress | None = None,

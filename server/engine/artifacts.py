@@ -1,8 +1,9 @@
 """Build engine objects from artifact contents (bytes already verified by model_store).
 
 The engine never reads paths: callers hand over the files of a verified artifact.
-Backbone artifact files: `config.json`, `model.safetensors`, `source.spm`, `target.spm`,
-optional `source.vocab` / `target.vocab` (one piece per line, line number = model id).
+Backbone artifact files: `config.json`, `model.safetensors`, `source.spm`, `target.spm`
+(absent: the target vocabulary is the source one), optional `source.vocab` /
+`target.vocab` (one piece per line, line number = model id).
 Module artifact files: `module.safetensors`; its config is the manifest's `config`.
 """
 
@@ -23,6 +24,8 @@ from contract.artifacts import (
     SOURCE_VOCAB_FILE,
     TARGET_SPM_FILE,
     TARGET_VOCAB_FILE,
+    target_vocabulary_files,
+    vocabulary_problems,
 )
 from contract.backbone import BackboneConfig
 from contract.tensors import tensors_from_bytes, tensors_to_bytes
@@ -50,12 +53,17 @@ def backbone_parts(files: Mapping[str, bytes]) -> BackboneParts:
     missing = [name for name in BACKBONE_FILES if name not in files]
     if missing:
         raise ValueError(f"backbone artifact lacks {missing}; it needs {list(BACKBONE_FILES)}")
-    config = BackboneConfig.from_dict(json.loads(files[BACKBONE_CONFIG_FILE]))
+    raw_config = json.loads(files[BACKBONE_CONFIG_FILE])
+    problems = vocabulary_problems(files, raw_config)
+    if problems:
+        raise ValueError("backbone artifact: " + "; ".join(problems))
+    config = BackboneConfig.from_dict(raw_config)
     tensors = dequantize_rows(tensors_from_bytes(files[BACKBONE_WEIGHTS_FILE]))
     source = Tokenizer(files[SOURCE_SPM_FILE], vocab=_vocab(files, SOURCE_VOCAB_FILE),
                        eos_id=config.eos_id, unk_id=config.unk_id, pad_id=config.pad_id,
                        add_eos=config.source_eos)
-    target = Tokenizer(files[TARGET_SPM_FILE], vocab=_vocab(files, TARGET_VOCAB_FILE),
+    target_spm, target_vocab = target_vocabulary_files(files)  # shared: the source's
+    target = Tokenizer(files[target_spm], vocab=_vocab(files, target_vocab),
                        eos_id=config.eos_id, unk_id=config.unk_id, pad_id=config.pad_id)
     return BackboneParts(config, tensors, source, target)
 
@@ -79,14 +87,21 @@ def backbone_files(config: BackboneConfig, tensors: Mapping[str, Tensor], *,
                    target_vocab: list[str] | None = None, half: bool = False,
                    int8_rows: bool = False) -> dict[str, bytes]:
     """The files of a backbone artifact (the inverse of `backbone_parts`). `int8_rows`
-    stores the matrices as int8 with per-row scales (server/engine/row_int8.py)."""
+    stores the matrices as int8 with per-row scales (server/engine/row_int8.py). When the
+    target vocabulary is the source one (the same bytes), it is written once: no
+    target.spm (contract/artifacts.py)."""
     weights = (tensors_to_bytes(quantize_rows(tensors)) if int8_rows
                else tensors_to_bytes(tensors, half=half))
     files: dict[str, bytes] = {
         BACKBONE_CONFIG_FILE: json.dumps(config.to_dict(), indent=1, sort_keys=True).encode(),
-        BACKBONE_WEIGHTS_FILE: weights,
-        SOURCE_SPM_FILE: source_spm, TARGET_SPM_FILE: target_spm}
-    for name, vocab in ((SOURCE_VOCAB_FILE, source_vocab), (TARGET_VOCAB_FILE, target_vocab)):
+        BACKBONE_WEIGHTS_FILE: weights, SOURCE_SPM_FILE: source_spm}
+    shared = (target_spm == source_spm and target_vocab == source_vocab
+              and config.src_vocab_size == config.tgt_vocab_size)
+    sides = [(SOURCE_VOCAB_FILE, source_vocab)]
+    if not shared:
+        files[TARGET_SPM_FILE] = target_spm
+        sides.append((TARGET_VOCAB_FILE, target_vocab))
+    for name, vocab in sides:
         if vocab is not None:
             files[name] = "".join(piece + "\n" for piece in vocab).encode("utf-8")
     return files

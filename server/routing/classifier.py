@@ -22,6 +22,7 @@ import math
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 import fasttext
@@ -62,10 +63,23 @@ def calibrated(posteriors: Mapping[str, float], temperature: float) -> dict[str,
     return {label: value / total for label, value in scaled.items()}
 
 
+@dataclass(frozen=True)
+class RouterOrigin:
+    """Which router a classifier is: the backbone (direction) it belongs to, its name and
+    version; `shared` when it serves another direction that reads the same source
+    language and has no router of its own (server/routing/shared_router.py)."""
+
+    backbone: str
+    name: str
+    version: int
+    shared: bool = False
+
+
 class Classifier(Protocol):
     """What routing needs from a classifier (tests substitute fakes)."""
 
     version: int
+    origin: RouterOrigin | None  # None: not loaded from the store (a test's, a benchmark's)
 
     def posteriors(self, text: str) -> dict[str, float]:
         """Domain -> probability, over every label the classifier knows."""
@@ -77,10 +91,12 @@ class FastTextClassifier:
 
     def __init__(self, model: fasttext.FastText._FastText, *, labels: Sequence[str],
                  version: int, temperature: float = 1.0,
-                 features: HashedFeatures | None = None) -> None:
+                 features: HashedFeatures | None = None,
+                 origin: RouterOrigin | None = None) -> None:
         self.model = model
         self.labels = list(labels)
         self.version = version
+        self.origin = origin
         self.temperature = temperature
         self.features = features
 
@@ -122,7 +138,7 @@ def config_temperature(config: Mapping[str, object]) -> float:
 
 
 def load_classifier(files: Mapping[str, bytes], config: Mapping[str, object], *,
-                    version: int) -> FastTextClassifier:
+                    version: int, origin: RouterOrigin | None = None) -> FastTextClassifier:
     """A classifier from a verified artifact's files. fastText loads only from a path, so
     the verified bytes go to a private temporary file that is removed right after."""
     if CLASSIFIER_MODEL_FILE not in files:
@@ -144,4 +160,4 @@ def load_classifier(files: Mapping[str, bytes], config: Mapping[str, object], *,
     if missing:
         raise ValueError(f"classifier config lists labels the model lacks: {missing}")
     return FastTextClassifier(model, labels=labels, version=version,
-                              temperature=temperature, features=features)
+                              temperature=temperature, features=features, origin=origin)

@@ -37,7 +37,7 @@ from typing import Literal
 
 from server.core.errors import InvalidInput, UnknownDomain
 from server.core.settings import RoutingSettings
-from server.routing.classifier import Classifier
+from server.routing.classifier import Classifier, RouterOrigin
 
 # how a text was routed: the policy decides it, the API returns it (schemas.Routing.mode)
 RoutingMode = Literal["explicit", "classifier", "ensemble", "generic", "mixture"]
@@ -60,6 +60,9 @@ class RoutingDecision:
     # The classifier's calibrated posterior of every label, when it was asked (shown by
     # `explain`; not part of what the decision *is*, so equality ignores it).
     posteriors: dict[str, float] | None = field(default=None, compare=False)
+    # The router that gave them (shown by `explain`): a direction's own, or the one of a
+    # direction of the same source language (server/routing/shared_router.py).
+    router: RouterOrigin | None = field(default=None, compare=False)
 
     @property
     def module_domains(self) -> list[str]:
@@ -88,10 +91,12 @@ class RoutingPolicy:
         return self._mixture(spec, domains, field)
 
     def from_posteriors(self, posteriors: Mapping[str, float], *,
-                        domains: Mapping[str, int]) -> RoutingDecision:
+                        domains: Mapping[str, int],
+                        router: RouterOrigin | None = None) -> RoutingDecision:
         """The automatic decision for posteriors computed elsewhere (a document's,
-        aggregated over its sentences), as `decide` makes it for one text's."""
-        return replace(self._choose(posteriors, domains), posteriors=dict(posteriors))
+        aggregated over its sentences, by `router`), as `decide` makes it for one text's."""
+        return replace(self._choose(posteriors, domains), posteriors=dict(posteriors),
+                       router=router)
 
     def _explicit(self, name: str, domains: Mapping[str, int], field: str) -> RoutingDecision:
         if name == GENERIC:
@@ -128,7 +133,8 @@ class RoutingPolicy:
         if classifier is None:
             return GENERIC_DECISION
         posteriors = classifier.posteriors(text)
-        return replace(self._choose(posteriors, domains), posteriors=posteriors)
+        return replace(self._choose(posteriors, domains), posteriors=posteriors,
+                       router=classifier.origin)
 
     def _choose(self, posteriors: Mapping[str, float],
                 domains: Mapping[str, int]) -> RoutingDecision:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 
 from model_store import Store
-from server.routing.classifier import Classifier, load_classifier
+from server.routing.classifier import Classifier, RouterOrigin, load_classifier
 
 log = logging.getLogger(__name__)
 
@@ -37,8 +37,9 @@ class TenantRouters:
                 continue
             try:
                 loaded = self.store.load("classifier", name, version, backbone=backbone)
-                routers[tenant] = load_classifier(loaded.files, loaded.manifest.config,
-                                                  version=version)
+                routers[tenant] = load_classifier(
+                    loaded.files, loaded.manifest.config, version=version,
+                    origin=RouterOrigin(backbone or "", name, version))
             except Exception as error:  # the shared router serves the tenant meanwhile
                 log.error("router %s v%d failed to load: %s", name, version, error)
                 if current is not None:

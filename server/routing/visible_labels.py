@@ -16,6 +16,7 @@ class VisibleLabels:
         self.classifier = classifier
         self.sees = sees
         self.version = classifier.version
+        self.origin = classifier.origin
 
     def posteriors(self, text: str) -> dict[str, float]:
         kept = {label: p for label, p in self.classifier.posteriors(text).items()

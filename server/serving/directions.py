@@ -139,6 +139,9 @@ class Directions:
             broken = own.get("broken")
             if broken:
                 line += "; broken domains: " + ", ".join(broken)
+            router = own.get("classifier", "")
+            if router.startswith("shared:") or direction.runtime.state.router_note:
+                line += "; router " + router  # routing per source language: whose, or why none
             checks[direction.name] = line
         return any(d.runtime.readiness()[0] for d in self.all), checks
 
@@ -249,12 +252,15 @@ async def open_direction(store: Store, settings: Settings, *, backbone: str | No
                          preparation: PreparationGate | None = None,
                          quality: QualityReview | None = None,
                          residency: BackboneResidency | None = None,
-                         text_worker: TextWorker | None = None) -> Direction:
+                         text_worker: TextWorker | None = None,
+                         served: Sequence[str] = ()) -> Direction:
     """Load one backbone with its modules and router (under `residency`: making room for
     it), and start its scheduler. `preparation`: the gate of another direction (one for
-    all); without one, a gate of its own that hands large texts to `text_worker`."""
+    all); without one, a gate of its own that hands large texts to `text_worker`.
+    `served`: every backbone the server serves (a direction without a router of its own
+    routes with the router of one of the same source language)."""
     runtime = Runtime(store, settings, metrics=metrics, engine_thread=engine_thread,
-                      backbone=backbone)
+                      backbone=backbone, served=served)
     if residency is None:
         await runtime.refresh()
     scheduler: Scheduler

@@ -23,13 +23,19 @@ def readiness(state: ServingState, *, backbone: Manifest | None, engine_loaded: 
         return True, checks
     checks["backbone"] = (f"loaded ({backbone.label})" if backbone and engine_loaded
                           else "failed: " + state.failures.get("backbone", "not loaded"))
+    origin = state.classifier.origin if state.classifier is not None else None
     if state.classifier is not None:
-        checks["classifier"] = f"loaded (v{state.classifier.version})"
+        checks["classifier"] = (
+            f"loaded (v{state.classifier.version})" if origin is None or not origin.shared
+            else f"shared: {origin.backbone}'s router (v{origin.version}; this direction "
+                 "has none of its own and reads the same source language)")
     elif "classifier" in state.failures:
         checks["classifier"] = ("failed: " + state.failures["classifier"] + "; "
                                 "auto-routed requests use the generic backbone")
     else:
-        checks["classifier"] = "absent: auto-routed requests use the generic backbone"
+        checks["classifier"] = ("absent: " + (state.router_note + "; " if state.router_note
+                                               else "") +
+                                "auto-routed requests use the generic backbone")
     modules = {name: f"loaded (v{entry.version})" for name, entry in state.domains.items()}
     for name, problem in state.module_failures.items():
         modules[name] = (modules[name] + "; failed: " + problem if name in modules

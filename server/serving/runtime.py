@@ -7,7 +7,9 @@
   from the store (verified against the serving backbone's fingerprint), registered in the
   engine as `"<domain>@<version>"` and copied into a device slot right away (on the engine
   thread), so the first request that uses it is fast. A new classifier version is loaded
-  the same way. Then the new state replaces the old one in one assignment.
+  the same way (server/serving/router_loading.py: the direction's own router, or without
+  one the router of a served direction of the same source language). Then the new state
+  replaces the old one in one assignment.
 - `server.serving.watch.watch_registry()` calls `refresh()` whenever the registry changes.
 - Requests `hold()` the module ids of the state they were routed with and `release()`
   them when done (`server.serving.holds`): a version that left the state stays in the
@@ -33,7 +35,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from functools import partial
 from typing import Any
 
 from model_store import LoadedArtifact, Manifest, Store, StoreError
@@ -48,21 +49,23 @@ from server.engine.engine import Engine, EngineOptions, SentenceJob
 from server.engine.families import Params, get_family
 from server.engine.residency import ResidencyError
 from server.execution.engine_thread import EngineThread
-from server.routing.classifier import Classifier, load_classifier
 from server.routing.tenant_routers import TenantRouters
 from server.serving.holds import ModuleHolds
 from server.serving.load_failures import FailureBook, describe
 from server.serving.read_back import read_back
 from server.serving.readiness import readiness
+from server.serving.router_loading import RouterLoader
 from server.serving.state import DomainEntry, ModuleRef, ServingState
 from server.settings import Settings
+from server.textproc.languages import language_pair
 
 log = logging.getLogger(__name__)
 
 
 class Runtime:
     def __init__(self, store: Store, settings: Settings, *, metrics: Metrics,
-                 engine_thread: EngineThread, backbone: str | None = None) -> None:
+                 engine_thread: EngineThread, backbone: str | None = None,
+                 served: Sequence[str] = ()) -> None:
         self.store = store
         # the backbone (direction) to serve: its modules and router are this backbone's
         self.requested = backbone if backbone is not None else settings.backbone
@@ -77,6 +80,10 @@ class Runtime:
         self._holds = ModuleHolds()
         self._failed = FailureBook()  # (name, version) -> why, and when to retry
         self._tenant_routers = TenantRouters(store, settings.routing.classifier)
+        # `served`: the server's backbones; one of the same source language may share
+        # its router with this one (server/routing/shared_router.py)
+        self._routers = RouterLoader(store, settings.routing.classifier, served=served,
+                                     failed=self._failed, metrics=metrics)
         self._preloaded: dict[str, DomainEntry] = {}
         self._read_ahead: LoadedArtifact | None = None  # see read_backbone
         self._tasks: set[asyncio.Task[None]] = set()
@@ -109,11 +116,15 @@ class Runtime:
                 entry = await self._domain(name, version, module_failures)
                 if entry is not None:
                     domains[name] = entry
-            classifier = await self._classifier(failures, wanted)
+            pair = language_pair(self.backbone) if self.backbone is not None else None
+            router = await self._routers.refresh(
+                self.state.classifier, backbone=self.scope, domains=desired,
+                source=pair.source if pair is not None else None, failures=failures,
+                wanted=wanted)
             self._failed.forget_except({*wanted, BACKBONE_KEY})
             routers = await asyncio.to_thread(self._tenant_routers.refresh, self.scope)
-            self._publish(ServingState(domains, classifier, failures, module_failures,
-                                       desired, routers))
+            self._publish(ServingState(domains, router.classifier, failures, module_failures,
+                                       desired, routers, router_note=router.note))
             self.seen_event = event_id
         await self._collect()
 
@@ -224,36 +235,6 @@ class Runtime:
         self.metrics.module_reloads.labels(thread="engine").inc()
         log.warning("module %s was read on the engine thread, inside a batch", value)
         return self._load_module(*ModuleRef.parse(value))
-
-    async def _classifier(self, failures: dict[str, str],
-                          wanted: set[tuple[str, int]]) -> Classifier | None:
-        name = self.settings.routing.classifier
-        version = await asyncio.to_thread(
-            partial(self.store.registry.get_active, "classifier", name, backbone=self.scope))
-        current = self.state.classifier
-        if version is None:
-            return None
-        if current is not None and current.version == version:
-            return current
-        key = (f"classifier:{name}", version)
-        wanted.add(key)
-        failure = self._failed.waiting(key)
-        if failure is None:
-            try:
-                classifier = await asyncio.to_thread(self._load_classifier, name, version)
-                self._failed.clear(key)
-                return classifier
-            except Exception as error:  # automatic routing falls back; the server stays up
-                failure = self._failed.record(key, f"version {version}: {describe(error)}")
-                self.metrics.load_failures.labels(kind="classifier").inc()
-                log.error("classifier %s v%d failed to load: %s", name, version, error,
-                          exc_info=_trace(error))
-        failures["classifier"] = failure.problem
-        return current
-
-    def _load_classifier(self, name: str, version: int) -> Classifier:
-        loaded = self.store.load("classifier", name, version, backbone=self.scope)
-        return load_classifier(loaded.files, loaded.manifest.config, version=version)
 
     def current_engine(self) -> Engine:
         """The engine serving now (continuous batching's live rows join it; engine thread)."""

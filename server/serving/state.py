@@ -63,6 +63,8 @@ class ServingState:
     desired: Mapping[str, int] = field(default_factory=dict)  # the registry's active versions
     # tenant -> its own router (server/routing/tenant_routers.py)
     tenant_classifiers: Mapping[str, Classifier] = field(default_factory=dict)
+    # without a classifier: why (no router of its own, none to share; shared_router.py)
+    router_note: str = ""
 
     def broken(self) -> dict[str, tuple[int, str]]:
         """Active domains that no loaded version serves: name -> (version, problem)."""

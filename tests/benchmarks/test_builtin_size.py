@@ -1,6 +1,6 @@
 """benchmarks/builtin_size.py on the repository itself: the tree's sizes as git lists them,
-the shipped router and estimator compared with themselves (nothing differs), and the
-en->de projection computed from en->fr's shape."""
+the shipped router, estimator and backbone compared with themselves (nothing differs), and
+the en->de projection computed from en->fr's shape (one vocabulary file, no router)."""
 
 from __future__ import annotations
 
@@ -36,16 +36,20 @@ def test_the_shipped_router_compared_with_itself_differs_nowhere(
 
 def test_the_en_de_projection_is_en_fr_shaped_and_reported(sizes: dict[str, int]) -> None:
     addition = bs.en_de_addition(sizes, spm_bytes=1000)
-    assert bs.en_de_addition(sizes, spm_bytes=1000, router_bytes=7)["router"] == 7
     backbone = bs.version_dir(sizes, "backbones/default-en-fr")
     assert addition["backbone"] == sizes[f"{backbone}/model.safetensors"]
-    assert addition["vocabulary"] == 2000
+    assert addition["vocabulary"] == 1000  # one file: its target vocabulary is the same
+    assert "router" not in addition  # it routes with en->fr's
     assert addition["adapters"] == rb.DOMAINS * sizes[
         bs.version_dir(sizes, "modules/medical") + "/module.safetensors"]
+    shared = bs.compare_backbone("default-en-fr", sizes, sizes, None)
+    assert shared["same"] and shared["files_after"] == [
+        "config.json", "model.safetensors", "source.spm"]
     result = {"before": "HEAD", "en_de_run": "None", "tracked_before": 1, "tracked_after": 1,
-              "routers": [],
+              "routers": [], "backbones": [shared],
               "quality": [], "en_de_addition": addition,
               "with_en_de": 1 + sum(addition.values())}
     text = bs.markdown(result)
     assert f"| **all** | **{sum(addition.values()) / 1e6:.2f}** |" in text
     assert "With en->de:" in text
+    assert "| default-en-fr | " in text

@@ -93,6 +93,9 @@ def test_type_translate_and_see_the_translation_and_the_routing(page: Page, base
     page.get_by_role("link", name="Why?").click()
     expect(page.get_by_role("heading", name="Why this translation")).to_be_focused()
     expect(page.locator("#decision")).to_contain_text("classifier")
+    router = expected["explanation"]["router"]  # the direction's own: not shared
+    expect(page.locator("#decision")).to_contain_text(
+        f"{router['name']} v{router['version']} of {router['backbone']}")
     posteriors = page.locator("#posteriors .bar")
     expect(posteriors).to_have_count(len(expected["explanation"]["posteriors"]))
     expect(page.locator("#posteriors .bar.chosen .bar-label")).to_have_text("it")

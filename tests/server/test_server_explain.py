@@ -44,6 +44,9 @@ def test_explain_shows_every_posterior_behind_a_classifier_decision(
     assert posteriors["it"] == explained["routing"]["confidence"]
     assert sum(posteriors.values()) == pytest.approx(1.0, abs=1e-3)
     assert explained["explanation"]["threshold"] == 0.5
+    # which router decided: the direction's own (tests/server/test_shared_router.py: another's)
+    assert explained["explanation"]["router"] == {"backbone": "tiny", "name": "router",
+                                                  "version": 1, "shared": False}
     assert explained["proportions"] is None  # no mixture translated it: nothing, no 422
 
 
@@ -52,7 +55,7 @@ def test_explain_without_the_classifier_has_no_posteriors(shared_client: TestCli
                                                           domain: Any) -> None:
     explained = translate(shared_client, text="The council adopted it.", domain=domain,
                           explain=True)
-    assert explained["explanation"] == {"posteriors": None, "threshold": 0.5}
+    assert explained["explanation"] == {"posteriors": None, "router": None, "threshold": 0.5}
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,7 @@ DOMAINS = {"medical": 3, "law": 1, "it": 2}
 
 class FakeClassifier:
     version = 7
+    origin = None
 
     def __init__(self, posteriors: dict[str, float]) -> None:
         self._posteriors = posteriors

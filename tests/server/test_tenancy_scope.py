@@ -64,6 +64,7 @@ def test_metric_labels_are_buckets_never_names() -> None:
 
 class Fixed:
     version = 3
+    origin = None
 
     def posteriors(self, text: str) -> dict[str, float]:
         return {"beta-legal": 0.6, "medical": 0.3, "generic": 0.1}

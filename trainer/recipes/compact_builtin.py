@@ -17,6 +17,12 @@ Every active router whose `classifier.bin` is fastText's own file becomes a new 
 with the same model xz-compressed (server/routing/classifier.py; 37% fewer bytes, the same
 routing to the last bit: benchmarks/results/builtin_size.md); routers trained since are
 written compressed.
+
+Every active backbone that ships its one vocabulary twice (`target.spm` byte-identical to
+`source.spm`, and `target.vocab` to `source.vocab`) becomes a new version without the
+target files: no target.spm means "the target vocabulary is the source one"
+(contract/artifacts.py). Its fingerprint is the same (a shared vocabulary's target files
+enter it as the source ones), so its modules and routers stay as they are.
 """
 
 from __future__ import annotations
@@ -28,7 +34,14 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
-from contract.artifacts import BACKBONE_WEIGHTS_FILE, CLASSIFIER_MODEL_FILE
+from contract.artifacts import (
+    BACKBONE_WEIGHTS_FILE,
+    CLASSIFIER_MODEL_FILE,
+    SOURCE_SPM_FILE,
+    SOURCE_VOCAB_FILE,
+    TARGET_SPM_FILE,
+    TARGET_VOCAB_FILE,
+)
 from contract.manifest import Manifest
 from contract.tensors import tensors_from_bytes, tensors_to_bytes
 from model_store import BUILTIN_DIR, Store
@@ -88,6 +101,33 @@ def compress_routers(out: Path) -> list[Path]:
         return install_published(Path(tmp), out)
 
 
+def share_vocabularies(out: Path) -> list[Path]:
+    """Re-store `out`'s active backbones whose target vocabulary files repeat the source
+    ones byte for byte: a new version each that ships them once (see above); returns the
+    version directories written."""
+    created: dict[str, datetime] = {}
+    with tempfile.TemporaryDirectory() as tmp, Store.open(Path(tmp), builtin_dir=out) as store:
+        for name in sorted(store.active_backbones()):
+            loaded = store.load("backbone", name)
+            files = loaded.files
+            if TARGET_SPM_FILE not in files or files[TARGET_SPM_FILE] != files[SOURCE_SPM_FILE] \
+                    or files.get(TARGET_VOCAB_FILE) != files.get(SOURCE_VOCAB_FILE):
+                continue
+            old = loaded.manifest
+            kept = {k: v for k, v in files.items() if k not in (TARGET_SPM_FILE, TARGET_VOCAB_FILE)}
+            new = store.publish("backbone", name, kept, config=old.config,
+                                provenance={**old.provenance, "vocabulary_shared_of": old.version},
+                                scores=old.scores)
+            if new.backbone_fingerprint != old.backbone_fingerprint:
+                raise AssertionError(f"{new.label}: the fingerprint changed")
+            log.info("%s -> %s: one vocabulary file", old.label, new.label)
+            created[f"backbones/{name}/v{new.version}"] = old.created_at
+        written = install_published(Path(tmp), out)
+    for key, created_at in created.items():  # the default backbone stays the oldest
+        keep_created_at(out / key, created_at)
+    return written
+
+
 def _republish_dependents(store: Store, backbone: str, fingerprint: str) -> None:
     """Every active module (banks as int8) and classifier (files as they are) of
     `backbone`, as a new version built for `fingerprint`."""
@@ -115,7 +155,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="the built-in directory to re-store (default: the package's)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    written = compact_builtin(args.out) + compress_routers(args.out)
+    written = (compact_builtin(args.out) + compress_routers(args.out)
+               + share_vocabularies(args.out))
     log.info("written: %s", ", ".join(str(p) for p in written) or "nothing (compact already)")
     return 0
 

@@ -325,7 +325,10 @@ def run_stages(args: argparse.Namespace, stages: tuple[str, ...],
             config = ADAPTER | {"bottleneck": bottlenecks.get(domain, ADAPTER["bottleneck"])}
             train_adapter(args.data, args.run_dir, domain, adapter_settings, config=config,
                           should_stop=stop.is_set, direction=direction)
-    if "classifier" in stages:
+    if "classifier" in stages and direction.router_from is not None:
+        log.info("%s builds no router: the server routes it with %s's, which reads the same "
+                 "source language", direction.name, direction.router_from)
+    elif "classifier" in stages:
         train_router(args.data, args.run_dir, DOMAINS, direction)
     if "publish" in stages:
         publish(args.data, args.run_dir, args.out, direction, snapshot=args.snapshot)

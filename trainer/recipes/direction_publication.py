@@ -1,6 +1,7 @@
 """Stage 4 of the default recipe for a direction other than en-fr (`--direction fr-en`):
-its backbone, adapters and router published into the built-in directory beside en-fr's,
-in the layout of docs/DIRECTIONS.md:
+its backbone, adapters and router (none for a direction that routes with another's of the
+same source language: en-de) published into the built-in directory beside en-fr's, in
+the layout of docs/DIRECTIONS.md:
 
     backbones/default-fr-en/v<n>/
     directions/default-fr-en/modules/<domain>/v<n>/
@@ -74,7 +75,8 @@ def publish_direction(data_dir: Path, run_dir: Path, out: Path, direction: Direc
         fingerprint = backbone.backbone_fingerprint
         for result_path in sorted((run_dir / "adapters").glob("*/result.json")):
             new += _publish_adapter(store, result_path, fingerprint, direction)
-        new += _publish_router(store, run_dir / "classifier", fingerprint, direction)
+        if direction.router_from is None:  # otherwise it routes with that direction's
+            new += _publish_router(store, run_dir / "classifier", fingerprint, direction)
         published = [_install(store, Path(tmp), out, manifest, name) for manifest in new]
     remove_if_superseded(snapshot, published_step=progress["step"], published_config=model.config)
     card = write_model_card(out, run_dir, config=model.config,
@@ -95,6 +97,9 @@ def publish_direction_router(run_dir: Path, out: Path, direction: Direction) -> 
     router for its published backbone (which, with its modules and model card, stays as
     it is). Returns the version directories written (none when the router is unchanged)."""
     name = direction.backbone_name
+    if direction.router_from is not None:
+        raise ValueError(f"{direction.name} ships no router: the server routes it with "
+                         f"{direction.router_from}'s (the same source language)")
     with tempfile.TemporaryDirectory() as tmp, Store.open(Path(tmp), builtin_dir=out) as store:
         version = store.registry.get_active("backbone", name)
         if version is None:

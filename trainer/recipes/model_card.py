@@ -12,7 +12,7 @@ import numpy as np
 from contract.artifacts import CLASSIFIER_FEATURES_FILE
 from contract.backbone import BackboneConfig
 from server.textproc.languages import language_name
-from trainer.recipes.directions import EN_FR, Direction
+from trainer.recipes.directions import DIRECTIONS, EN_FR, Direction
 from trainer.recipes.router_stage import ROUTER_SETTINGS
 
 LICENCES = """The 7 domains come from OPUS samples (EMEA and JRC-Acquis: EU documents, reuse with
@@ -96,11 +96,22 @@ def write_model_card(out: Path, run_dir: Path, *, config: BackboneConfig, parame
     hours = progress["elapsed_s"] / 3600
     lengths = np.load(run_dir / "train.npz")["tgt_len"]
     epoch_tokens = int(lengths.sum()) + len(lengths)  # + EOS per sentence
+    router_line = f"- router: {router}."
+    if direction.router_from is not None:  # routed with another direction's router
+        lender = DIRECTIONS[direction.router_from]
+        router_line = (f"- router: none of its own. The server routes its {source} text with "
+                       f"the {language_name(lender.source)}→{language_name(lender.target)} "
+                       "direction's router, which reads the same language (routing per "
+                       "source language, docs/DIRECTIONS.md; on its dev sentences that router "
+                       "picks the right domain as often as one trained for it, "
+                       "`benchmarks/results/builtin_size.md`).")
     lines = [
         f"# Model card: {direction.backbone_name}", "",
         f"{_role(direction)}: {'an' if source[0] in 'AEIOU' else 'a'} {source}→{target} "
-        f"Transformer backbone {backbone_origin(run_dir)}, one residual adapter per domain, and a "
-        "fastText router. Recipe: "
+        f"Transformer backbone {backbone_origin(run_dir)}, one residual adapter per domain, and "
+        + ("a fastText router" if direction.router_from is None else
+           f"the {language_name(DIRECTIONS[direction.router_from].source)} router of "
+           f"{DIRECTIONS[direction.router_from].backbone_name}") + ". Recipe: "
         f"`trainer/recipes/default_en_fr.py` ({_command(direction)}).", "",
         "## Architecture", "",
         f"- backbone: {config.encoder_layers}+{config.decoder_layers} layers, d={config.d_model}, "
@@ -112,20 +123,21 @@ def write_model_card(out: Path, run_dir: Path, *, config: BackboneConfig, parame
         f"- domain modules: residual adapters (Bapna & Firat 2019; Pham et al. 2020) after "
         f"every layer, {counts} parameters each ({shares} of the backbone; each domain's "
         "bottleneck is in the adapters table below).",
-        f"- router: fastText supervised classifier over the {source} source (hashed word "
-        f"unigrams and bigrams, those of at least {ROUTER_SETTINGS.min_examples} training "
-        "sentences; 10 epochs, product-quantized) with one class per domain and a `generic` "
-        "class learned from training genres that no module covers (captions, conversation, "
-        f"news: {generic_lines:,} lines drawn across their train splits)" + extras + "; a "
-        "confident prediction of a domain sends the text to its adapter, anything else to "
-        "the plain backbone (the server's default routing; "
-        f"`benchmarks/results/{eval_stem.replace('eval', 'router')}.md`).", "",
+        *([f"- router: fastText supervised classifier over the {source} source (hashed word "
+           f"unigrams and bigrams, those of at least {ROUTER_SETTINGS.min_examples} training "
+           "sentences; 10 epochs, product-quantized) with one class per domain and a "
+           "`generic` class learned from training genres that no module covers (captions, "
+           f"conversation, news: {generic_lines:,} lines drawn across their train splits)"
+           + extras + "; a confident prediction of a domain sends the text to its adapter, "
+           "anything else to the plain backbone (the server's default routing; "
+           f"`benchmarks/results/{eval_stem.replace('eval', 'router')}.md`)."]
+          if direction.router_from is None else []), "",
         *(_gpu_budget(gpu_run, progress, epoch_tokens, len(lengths), averaged) if gpu_run
           else _cpu_budget(progress, epoch_tokens, len(lengths), averaged)),
         "- adapters (per domain, backbone frozen; each stops at its step or wall-clock "
         "budget or when dev BLEU stops improving, and keeps its best dev checkpoint):", "",
         *_adapter_rows(run_dir), "",
-        f"- router: {router}.", "",
+        router_line, "",
         "Test-set scores of every system (generic, adapters, routing, ensembles) are in "
         f"`benchmarks/results/{eval_stem}.md` (`make eval{_eval_option(direction)}`; "
         f"`QUICK=1` writes a shorter table to `{eval_stem}-quick.md`).", "",
@@ -133,7 +145,8 @@ def write_model_card(out: Path, run_dir: Path, *, config: BackboneConfig, parame
         f"Trained on `shared/data/{direction.pair}`: the 7 labelled domains (medical, law, it, "
         "subtitles, edu, ted, religion; ~5,000 pairs each) and " + EXTRA_GENRES[direction.pair]
         + ("" if direction == EN_FR else f", read {source} side first") + ". Dev and test "
-        "splits were never trained on.", "", LICENCES, "", ROUTER_FILES, "",
+        "splits were never trained on.", "", LICENCES, "",
+        *([ROUTER_FILES, ""] if direction.router_from is None else []),
         "## Limitations", "",
         f"A small model trained for {_trained_for(gpu_run, hours)}, far from production "
         "quality (dev BLEU per domain in the adapters table above). The evaluation also measures "

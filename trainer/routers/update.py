@@ -12,9 +12,12 @@ The temperature is the base classifier's: the job has dev text of the new domain
 and a temperature fitted on one class would only sharpen (see
 server/routing/classifier.py). An older classifier that carries its examples as
 text (`examples.tsv.gz`) is retrained from them hashed with the settings' features, and
-its successor keeps features only. Without an active classifier, or one without
-examples, the router is left alone and the job records a note: the new domain is then
-reachable by name only.
+its successor keeps features only. A direction without a router of its own that routes
+with the router of a direction of the same source language (server/routing/shared_router.py)
+gets its first router of its own, trained on that router's examples plus the new domain:
+from then on it routes with its own (which always wins). Without any active classifier, or
+one without examples, the router is left alone and the job records a note: the new domain
+is then reachable by name only.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from contract.tsv import Pair
 from model_store import LoadedArtifact, Manifest, Store
 from server.routing.classifier import config_temperature
 from server.routing.features import HashedFeatures
+from server.routing.shared_router import SharedRouter, shared_router, source_language
 from trainer.routers.balance import updated_examples
 from trainer.routers.classifier import accuracy, examples_from_bytes, train_classifier
 from trainer.routers.features import (
@@ -100,10 +104,26 @@ def router_update(store: Store, domain: str, data: tuple[Sequence[Pair], Sequenc
     """A retrained classifier of `backbone` (default: the default backbone) that knows
     `domain`, or a note saying why there is none."""
     active = active_router(store, settings, backbone)
+    base_version = None if isinstance(active, str) else active.loaded.manifest.version
+    if isinstance(active, str) and backbone is not None:
+        shared = _shared(store, settings.name, backbone)
+        if isinstance(shared, SharedRouter):  # its first own router starts from that one
+            log.info("router: %s has none of its own; starting from %s's v%d", backbone,
+                     shared.backbone, shared.version)
+            active = active_router(store, settings, shared.backbone)
     if isinstance(active, str):
         return f"{active}: the router was not updated; requests reach {domain!r} by name only"
     return retrained(active.examples, active, domain, data, settings=settings,
-                     base_version=active.loaded.manifest.version)
+                     base_version=base_version)
+
+
+def _shared(store: Store, name: str, backbone: str) -> SharedRouter | str:
+    """The router the server shares with `backbone` (the same source language), if any."""
+    default = store.registry.default_backbone()
+    return shared_router(store, name, backbone=backbone,
+                         source=source_language(store, backbone),
+                         served=sorted(store.active_backbones(), key=lambda b: (b != default, b)),
+                         domains=store.active_domains(backbone))
 
 
 def retrained(base: list[FeatureExample], active: ActiveRouter, domain: str,

@@ -32,6 +32,7 @@ class _Unsure:
     def __init__(self, classifier: Classifier) -> None:
         self.classifier = classifier
         self.version = classifier.version
+        self.origin = classifier.origin
 
     def posteriors(self, text: str) -> dict[str, float]:
         return {d: p * UNSURE_SCALE for d, p in self.classifier.posteriors(text).items()}

@@ -179,7 +179,7 @@ def evaluate(args: argparse.Namespace, store: Store) -> dict[str, Any]:
         "backbone": f"{models.backbone.name} v{models.backbone.version}",
         "modules": {d: f"{i.family} v{i.version}" for d, i in sorted(models.served.items())},
         "classifier": (str(args.classifier_dir) if args.classifier_dir
-                       else f"router v{classifier.version}"),
+                       else _router_name(classifier)),
         "temperature": classifier.temperature, "served_policy": served_policy(),
         "domain_sentences": args.domain_sentences,
         "policies": {name: s.model_dump(include={"threshold", "fallback", "ensemble",
@@ -294,5 +294,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     write_report(args.out, args.name, results, markdown(results))
 
 
+def _router_name(classifier: FastTextClassifier) -> str:
+    """`router vN`, or whose it is when the direction routes with another's."""
+    origin = classifier.origin
+    if origin is not None and origin.shared:
+        return f"{origin.backbone}'s router v{origin.version} (shared: the same source language)"
+    return f"router v{classifier.version}"
+
+
 if __name__ == "__main__":
     main()
+

@@ -86,6 +86,11 @@ export class WhyView {
       items.push(...fact("Confidence", `${percent(routing.confidence, 1)}${versus}`));
     }
     items.push(...fact("Module versions", versionsText(routing)));
+    const router = explanation && explanation.router;
+    if (router) {
+      items.push(...fact("Router", `${router.name} v${router.version} of ${router.backbone}` +
+        (router.shared ? " (shared: this direction reads the same language and has none)" : "")));
+    }
     const backbone = this.app.backbone;
     if (backbone) items.push(...fact("Backbone", `${backbone.name} v${backbone.version}`));
     items.push(...fact("In one line", summary(routing)));
