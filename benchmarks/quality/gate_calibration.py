@@ -1,7 +1,7 @@
 """Per-memory calibrated gates against the fixed gate, on dev sets (adapter + memory).
 
     python -m benchmarks.quality.gate_calibration --data ../shared/data \\
-        [--direction en-fr] [--domains religion subtitles medical law] [--dev-limit 60]
+        [--direction en-fr] [--domains medical law ...] [--dev-limit 60]
 
 Per domain, a memory of the domain's training pairs (`--memory-pairs`: the first N)
 decoding with the domain's adapter. Its gate is calibrated from its own pairs
@@ -26,6 +26,7 @@ import torch
 
 from benchmarks.quality.data import read_pairs
 from benchmarks.quality.evaluation.evaluate import backbone_of
+from benchmarks.quality.memory_retrieval import DOMAINS
 from benchmarks.quality.models import load_models
 from benchmarks.quality.retrieval_runner import Runner, bleu, memory_of
 from benchmarks.report_files import write_report
@@ -40,12 +41,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, required=True)
     parser.add_argument("--direction", default="en-fr", choices=sorted(DIRECTIONS))
-    parser.add_argument("--domains", nargs="+",
-                        default=["religion", "subtitles", "medical", "law"])
+    parser.add_argument("--domains", nargs="+", default=list(DOMAINS))
     parser.add_argument("--dev-limit", type=int, default=60, help="dev sentences per domain")
     parser.add_argument("--memory-pairs", type=int, default=0,
                         help="training pairs per memory (0: all)")
     parser.add_argument("--beam", type=int, default=DecodingSettings().beam_size)
+    parser.add_argument("--calibration-pairs", type=int, default=None,
+                        help="held-out pairs per memory (default: the server's setting)")
     parser.add_argument("--note", default="", help="a line for the report")
     parser.add_argument("--builtin", type=Path, default=Path("model_store/builtin"))
     parser.add_argument("--threads", type=int, default=2)
@@ -57,6 +59,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     torch.set_num_threads(args.threads)
     direction = DIRECTIONS[args.direction]
     settings = RetrievalSettings()
+    if args.calibration_pairs:
+        settings = settings.model_copy(update={"calibration_pairs": args.calibration_pairs})
     if not (args.data / "domains").is_dir():  # the data root: the language pair's folder
         args.data = args.data / "-".join(sorted(args.direction.split("-")))
     with Store.open(Path(f"/tmp/nmt-gate-bench-{args.direction}"),
