@@ -46,6 +46,12 @@ def book_of(client: TestClient) -> MemoryBook:
     return book
 
 
+def medical_module(client: TestClient) -> str:
+    state = client.app.state  # type: ignore[attr-defined]
+    module: str = state.runtime.state.domains["medical"].module_id
+    return module
+
+
 def test_serving_uses_the_memorys_calibrated_gate_until_it_grows(tmp_path: Path) -> None:
     with client_for(tmp_path) as client:
         memory_id = create(client, "leaflets")["id"]
@@ -54,8 +60,7 @@ def test_serving_uses_the_memorys_calibrated_gate_until_it_grows(tmp_path: Path)
         assert first["gates"] == [1.0] and not first["calibrated"]  # the settings' gate
         shown = calibrated(client)
         book = book_of(client)
-        module = client.app.state.runtime.state.domains[  # type: ignore[attr-defined]
-            "medical"].module_id
+        module = medical_module(client)
         found = book.gates.found(memory_id, module)
         assert found is not None and found.pairs == len(PAIRS)
         assert shown["gates"] == [found.gate]
