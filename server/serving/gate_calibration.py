@@ -31,7 +31,7 @@ from dataclasses import replace
 
 import sacrebleu
 
-from server.core.settings import RetrievalSettings
+from server.core.settings import DecodingSettings, RetrievalSettings
 from server.decoding.knn import Neighbours, Pair
 from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.engine import Engine, Member, SentenceJob
@@ -77,15 +77,22 @@ def choose(off: float, scores: Sequence[tuple[float, float]], margin: float) -> 
 
 
 def held_out_jobs(engine: Engine, index: PairIndex, module_id: str | None,
-                   settings: RetrievalSettings,
-                   ) -> tuple[list[Entry], list[SentenceJob], list[tuple[Pair, ...]]]:
-    """The held-out pairs, their jobs without retrieval, and each one's neighbours from
-    the rest of the memory (the fuzzy index leaves out the query's own source)."""
+                  settings: RetrievalSettings, decoding: DecodingSettings | None = None,
+                  ) -> tuple[list[Entry], list[SentenceJob], list[tuple[Pair, ...]]]:
+    """The held-out pairs, their jobs without retrieval (`decoding`: the server's length
+    limits; None: the engine's own), and each one's neighbours from the rest of the
+    memory (the fuzzy index leaves out the query's own source). Sources longer than the
+    model's positions are left out (a request would have to split them)."""
     sample = held_out(index, settings.calibration_pairs)
-    sources = [e.source for e in sample]
-    ids = engine.source_tokenizer.encode(sources) if sources else []
+    encoded = engine.source_tokenizer.encode([e.source for e in sample]) if sample else []
+    kept = [(e, ids) for e, ids in zip(sample, encoded, strict=True)
+            if len(ids) <= engine.config.max_positions]
+    sample, sources = [e for e, _ in kept], [e.source for e, _ in kept]
     members = (Member(module_id),)
-    plain = [SentenceJob(source, members, engine.max_length(len(source))) for source in ids]
+    plain = [SentenceJob(ids, members, engine.max_length(len(ids)) if decoding is None
+                         else engine.max_length(len(ids), ratio=decoding.length_ratio,
+                                                limit=decoding.max_length))
+             for _, ids in kept]
     found = [pairs_of(engine, [(n.entry.source, n.entry.target) for n in index.fuzzy(
         text, threshold=settings.min_score, limit=settings.max_pairs)]) for text in sources]
     return sample, plain, found
@@ -97,13 +104,14 @@ def bleu(hypotheses: list[str], references: list[str]) -> float:
 
 async def calibrate(engine: Engine, index: PairIndex, module_id: str | None,
                     settings: RetrievalSettings, decode: Decode, *, memory_id: int = 0,
-                    version: int = 0) -> Calibration:
-    """The memory's gate for `module_id` (see the module's comment)."""
+                    version: int = 0, decoding: DecodingSettings | None = None) -> Calibration:
+    """The memory's gate for `module_id` (see the module's comment); `decoding`: the
+    server's length limits (None: the engine's own, as the benchmarks decode)."""
     started = time.perf_counter()
     pairs = len(index)
     # sampling, retrieving and tokenizing: off the event loop (a large memory's sample)
     sample, plain, found = await asyncio.to_thread(held_out_jobs, engine, index, module_id,
-                                                   settings)
+                                                   settings, decoding)
     guided = [i for i, near in enumerate(found) if near]
 
     def text(hypotheses: list[list[Hypothesis]]) -> list[str]:

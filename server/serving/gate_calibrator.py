@@ -32,6 +32,7 @@ class GateCalibrator:
     def __init__(self, book: MemoryBook, runtime: Runtime, scheduler: Scheduler,
                  decoding: DecodingSettings) -> None:
         self.book, self.runtime, self.scheduler = book, runtime, scheduler
+        self.decoding = decoding
         self.options = search_options(DecodingRequest(), decoding)
 
     async def keep_calibrated(self, interval_s: float = 1.0) -> None:
@@ -64,7 +65,8 @@ class GateCalibrator:
         try:
             found = await calibrate(engine, memory.index, wanted.module_id,
                                     self.book.settings.retrieval, self._decode,
-                                    memory_id=wanted.memory_id, version=memory.version)
+                                    memory_id=wanted.memory_id, version=memory.version,
+                                    decoding=self.decoding)
         finally:
             runtime.release(held)
         self.book.gates.put(found, engine)
