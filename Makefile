@@ -13,7 +13,7 @@
 #   make bench-corrections [QUICK=1] [DATA=..]   a domain refreshed from corrections
 #   make bench-memories [QUICK=1] [DATA=..] [DIRECTION=fr-en]  translation memories: import,
 #                                  lookup, coverage; retrieval during decoding (BLEU, speed;
-#                                  resumable: parts kept in MEMORIES_WORK)
+#                                  resumable: parts kept in MEMORIES_WORK); calibrated gates
 #   make bench-tenants [QUICK=1] [DATA=..]   1,000 tenants' modules: residency, spread, registry
 #   make serve-ray [REPLICAS=2] [PORT=8000] N replicas behind Ray Serve's proxy (local cluster,
 #                                           or the one at RAY_ADDRESS); Ctrl-C stops it all
@@ -210,6 +210,7 @@ bench-memories: $(DEV_STAMP)
 	$(PY) -m benchmarks.quality.memories --data $(DATA) $(QUICK_FLAG)
 	$(PY) -m benchmarks.quality.memory_retrieval --data $(DATA) $(QUICK_FLAG) $(DIRECTION_FLAG) \
 		--work $(MEMORIES_WORK) $(RETRIEVAL_GRID)
+	$(PY) -m benchmarks.quality.gate_calibration --data $(DATA) $(DIRECTION_FLAG)
 
 bench-tenants: $(DEV_STAMP)
 	$(PY) -m benchmarks.speed.tenants.tenants --data $(DATA) $(QUICK_FLAG)

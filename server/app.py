@@ -52,6 +52,7 @@ from server.serving.directions import (
     residency_for,
     served_backbones,
 )
+from server.serving.gate_calibrator import GateCalibrator
 from server.serving.watch import watch_registry
 from server.settings import Settings
 from server.textproc.languages import LanguageDetectors
@@ -144,6 +145,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     memory_waiters = [change_waiter(store.registry.url, MEMORY_CHANNEL) for _ in books]
     background += [asyncio.create_task(book.keep_fresh(waiter), name=f"nmt-memories-{i}")
                    for i, (book, waiter) in enumerate(zip(books, memory_waiters, strict=True))]
+    background += [asyncio.create_task(GateCalibrator(
+        d.memories, d.runtime, d.scheduler, settings.decoding).keep_calibrated(),
+        name=f"nmt-memory-gates-{i}") for i, d in enumerate(opened) if d.memories is not None]
     app.state.lifecycle.at_bound.append(functools.partial(
         answer_the_rest, app, [d.scheduler for d in opened]))
     try:

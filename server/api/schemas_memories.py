@@ -88,7 +88,9 @@ def retrieval_info(reports: list[KnnReport]) -> RetrievalInfo:
     return RetrievalInfo(sentences=len(reports), neighbours=sum(r.neighbours for r in reports),
                          steps=rows, steps_on=sum(r.rows_on for r in reports),
                          mean_weight=round(sum(r.weight_sum for r in reports) / rows, 4)
-                         if rows else 0.0)
+                         if rows else 0.0,
+                         gates=sorted({r.gate for r in reports}),
+                         calibrated=all(r.calibrated for r in reports))
 
 
 class RetrievalInfo(BaseModel):
@@ -100,6 +102,12 @@ class RetrievalInfo(BaseModel):
     steps_on: int = Field(description="steps on which the memory weighed in (the rest were "
                                       "decoded exactly as without it)")
     mean_weight: float = Field(description="the memory's mean weight over all steps (0-1)")
+    gates: list[float] = Field(description="the gates the sentences decoded with (a step "
+                                           "whose nearest entry is this far weighs 0)")
+    calibrated: bool = Field(description="the gates are the memories' own, calibrated on "
+                                         "their pairs for the module that decoded (false: "
+                                         "NMT_MEMORIES__RETRIEVAL__GATE, while calibration "
+                                         "is off, pending, or the memory too small)")
 
 
 class MemoryAnswer(BaseModel):

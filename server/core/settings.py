@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, model_validator
 
 # Hard bounds of the request schemas (server/api/schemas.py): the limits below may be set
 # lower, never higher, so the OpenAPI schema states exactly what validation accepts.
@@ -332,6 +332,27 @@ class RetrievalSettings(BaseModel):
                                 "difference per dimension) or farther ignores the memory")
     max_weight: float = Field(0.5, ge=0, le=1, description="the memory's weight at "
                                                            "distance 0")
+    # calibrate: on the dev sets (7 domains, 60 sentences each, adapter + memory) 27.88
+    # BLEU on average against 26.65 with the fixed gate (religion +8.3, subtitles +0.5,
+    # edu -0.3); benchmarks/results/gate_calibration.md
+    calibrate: bool = Field(
+        True, description="each memory's gate is chosen from its own pairs for the module "
+                          "it decodes with (server/serving/gate_calibration.py); off: "
+                          "`gate` for every memory")
+    # calibration_pairs: 48 chose noisily on the dev sets (it: 3.0, 1.2 BLEU below the
+    # fixed gate); 96 chose 1.5 there (benchmarks/results/gate_calibration.md)
+    calibration_pairs: int = Field(
+        96, ge=4, le=1000, description="held-out pairs a memory's gate is calibrated on "
+                                       "(memories under 20 pairs use `gate`)")
+    calibration_gates: tuple[PositiveFloat, ...] = Field(
+        (0.5, 1.0, 1.5, 2.0, 3.0), min_length=1, description="the gates calibration "
+                                                            "chooses among")
+    calibration_margin: float = Field(
+        0.5, ge=0, description="BLEU a gate must gain over retrieval off on the held-out "
+                               "pairs to be chosen (else the smallest gate)")
+    calibration_growth: float = Field(
+        0.1, gt=0, description="a memory whose pair count changed by more than this "
+                               "share since its calibration is calibrated again")
 
 
 class MemorySettings(BaseModel):

@@ -52,6 +52,8 @@ class KnnReport:
 
     neighbours: int = 0  # memory pairs retrieved for the sentence
     keys: int = 0  # datastore entries they gave
+    gate: float = 0.0  # the gate it decoded with
+    calibrated: bool = False  # the memory's own calibrated gate (else the settings')
     tallies: list[tuple[Tensor, int]] = field(default_factory=list, repr=False, compare=False)
 
     def _tally(self, column: int) -> float:

@@ -39,6 +39,7 @@ from model_store.notify import ChangeWaiter, SleepingWaiter
 from server.core.errors import NotFound
 from server.core.settings import MemorySettings
 from server.core.tenancy import current_scope
+from server.memories.calibrated_gates import CalibratedGates
 from server.memories.document_matches import Hit, Lookup
 from server.memories.index import Entry, PairIndex, Scored, entry
 from server.memories.normalisation import normalised
@@ -109,6 +110,8 @@ class MemoryBook:
         self.registry = registry
         self.settings = settings
         self.backbone = backbone
+        # each memory's gate per module, calibrated from its own pairs (retrieval)
+        self.gates = CalibratedGates(settings.retrieval)
         self.view = View()
         self.seen = 0  # the last change applied
         self._syncing = threading.Lock()
@@ -274,10 +277,11 @@ class MemoryBook:
 
     @staticmethod
     def neighbours(memories: Sequence[Loaded], text: str, *, min_score: float,
-                   limit: int) -> list[Entry]:
+                   limit: int) -> list[tuple[Loaded, Entry]]:
         """The pairs of `memories` whose sources are most like `text` (at least
-        `min_score`), best first: what retrieval during decoding forces through the model."""
-        found = [scored for m in memories
+        `min_score`), best first, each with its memory: what retrieval during decoding
+        forces through the model."""
+        found = [(m, scored) for m in memories
                  for scored in m.index.fuzzy(text, threshold=min_score, limit=limit)]
-        found.sort(key=lambda scored: -scored.score)
-        return [scored.entry for scored in found[:limit]]
+        found.sort(key=lambda pair: -pair[1].score)
+        return [(m, scored.entry) for m, scored in found[:limit]]

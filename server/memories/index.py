@@ -86,6 +86,11 @@ class PairIndex:
                 self._drop(pair_id)
                 self._maybe_rebuild()
 
+    def entries(self) -> list[Entry]:
+        """Every pair, oldest first (a snapshot)."""
+        with self._lock:
+            return sorted(self._entries.values(), key=lambda e: e.id)
+
     def exact(self, text: str) -> Entry | None:
         """The newest pair whose normalised source is `text`'s."""
         key = source_key(text)

@@ -16,7 +16,8 @@ from dataclasses import replace
 from server.core.settings import RetrievalSettings
 from server.decoding.knn import KnnParams, KnnReport, Neighbours, Pair
 from server.engine.engine import Engine, SentenceJob
-from server.memories.book import MemoryBook, MemoryChoice
+from server.memories.book import Loaded, MemoryBook, MemoryChoice
+from server.memories.calibrated_gates import GateChoice
 from server.serving.memory_use import MemoryUse
 
 
@@ -58,8 +59,19 @@ def with_neighbours(book: MemoryBook | None, choice: MemoryChoice, domain: str |
         if not found:
             guided.append(job)
             continue
-        neighbours = Neighbours(pairs_of(engine, [(e.source, e.target) for e in found]),
-                                params)
+        gate = gate_of(book, found[0][0], job, engine)
+        neighbours = Neighbours(pairs_of(engine, [(e.source, e.target) for _, e in found]),
+                                replace(params, gate=gate.gate),
+                                KnnReport(gate=gate.gate, calibrated=gate.calibrated))
         reports.append(neighbours.report)
         guided.append(replace(job, neighbours=neighbours))
     return guided, replace(use, retrieval=reports)
+
+
+def gate_of(book: MemoryBook, memory: Loaded, job: SentenceJob, engine: Engine) -> GateChoice:
+    """The gate of the memory that holds the sentence's nearest pair, as calibrated for
+    the sentence's module (an ensemble of modules: the settings' gate)."""
+    if len(job.members) != 1:
+        return GateChoice(book.settings.retrieval.gate, False)
+    return book.gates.gate(memory.record.id, memory.version, len(memory.index),
+                           job.members[0].module_id, engine)

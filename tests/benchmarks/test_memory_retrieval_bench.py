@@ -1,6 +1,6 @@
 """The retrieval bench's pieces that decide what a long run reuses and chooses: the work
 folder (a killed run continues, a changed setting recomputes), the dev grid and its
-per-domain floor, and the report."""
+per-domain floor, and the reports (the calibrated gates' too)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from benchmarks.quality.gate_calibration import markdown as gate_markdown
 from benchmarks.quality.memory_retrieval import grid_of, label_of, pick
 from benchmarks.quality.memory_retrieval_report import CONFIGURATIONS, markdown
 from benchmarks.quality.work_cache import WorkCache, fingerprint
@@ -98,3 +99,17 @@ def test_the_report_shows_the_grid_the_tests_and_each_domain_against_the_adapter
         in text
     assert "| news | 5 | 1 | 10.0 | 10.1 |" in text
     assert "test sentences per set: all" in text
+
+
+def test_the_gate_calibration_report_shows_each_domain_and_the_mean() -> None:
+    rows = [{"domain": "religion", "memory_pairs": 4996, "calibrated_gate": 3.0,
+             "adapter": 13.0, "fixed": 24.5, "calibrated": 32.8, "calibration_s": 21.3},
+            {"domain": "subtitles", "memory_pairs": 4998, "calibrated_gate": 0.5,
+             "adapter": 18.3, "fixed": 17.4, "calibrated": 17.8, "calibration_s": 9.9}]
+    text = gate_markdown({"direction": "en-fr", "beam": 4, "dev_limit": 60, "fixed_gate": 1.0,
+                          "candidates": [0.5, 1.0, 3.0], "calibration_pairs": 48,
+                          "margin": 0.5, "rows": rows, "host_note": "loaded host",
+                          "mean": {"adapter": 15.65, "fixed": 20.95, "calibrated": 25.3,
+                                   "calibration_s": 15.6}})
+    assert "| religion | 4996 | 3 | 13.0 | 24.5 | 32.8 | 21.3 |" in text
+    assert "| mean | | | 15.65 | 20.95 | 25.3 | 15.6 |" in text and "loaded host" in text

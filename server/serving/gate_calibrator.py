@@ -1,0 +1,85 @@
+"""The background task that calibrates the memories' gates serving asked for
+(server/memories/calibrated_gates.py's wanted list; the method: gate_calibration.py).
+
+Calibration decodes through the direction's scheduler like any request (the engine runs
+on its own thread, batched with the traffic), one memory at a time, holding the module
+it calibrates for so that it is not unloaded midway. A memory removed, or a module no
+longer served, by the time its turn comes is skipped (serving asks again if needed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from server.core.settings import DecodingSettings
+from server.decoding.search import Hypothesis
+from server.engine.engine import SentenceJob
+from server.memories.book import MemoryBook
+from server.memories.calibrated_gates import Wanted
+from server.scheduling.scheduler import Scheduler
+from server.serving.gate_calibration import calibrate
+from server.serving.request_limits import search_options
+from server.serving.requests import DecodingRequest
+from server.serving.runtime import Runtime
+
+log = logging.getLogger(__name__)
+DEADLINE_S = 3600.0  # calibration waits its turn behind requests: no hurry
+
+
+class GateCalibrator:
+    def __init__(self, book: MemoryBook, runtime: Runtime, scheduler: Scheduler,
+                 decoding: DecodingSettings) -> None:
+        self.book, self.runtime, self.scheduler = book, runtime, scheduler
+        self.decoding = decoding
+        self.options = search_options(DecodingRequest(), decoding)
+
+    async def keep_calibrated(self, interval_s: float = 1.0) -> None:
+        """Work through the wanted list every `interval_s` until cancelled; a failed
+        calibration is logged (serving asks for it again)."""
+        while True:
+            await asyncio.sleep(interval_s)
+            await self.run_wanted()
+
+    async def run_wanted(self) -> int:
+        """Calibrate every memory asked for since the last call; how many were."""
+        done = 0
+        for wanted in self.book.gates.take_wanted():
+            try:
+                done += await self.calibrate_one(wanted)
+            except Exception:
+                log.exception("calibrating the gate of memory %d failed", wanted.memory_id)
+            finally:
+                self.book.gates.finished(wanted)
+        return done
+
+    async def calibrate_one(self, wanted: Wanted) -> bool:
+        engine, runtime = self.runtime.engine, self.runtime
+        memory = self.book.view.by_id.get(wanted.memory_id)
+        if engine is None or memory is None:
+            return False
+        held = [wanted.module_id] if wanted.module_id is not None else []
+        if not runtime.hold(held):
+            return False  # the module was retired meanwhile
+        try:
+            found = await calibrate(engine, memory.index, wanted.module_id,
+                                    self.book.settings.retrieval, self._decode,
+                                    memory_id=wanted.memory_id, version=memory.version,
+                                    decoding=self.decoding)
+        finally:
+            runtime.release(held)
+        self.book.gates.put(found, engine)
+        log.info("memory %s with module %s: gate %g (held-out BLEU %s; off %s; %d pairs, "
+                 "%.1f s)", memory.record.name, wanted.module_id or "none", found.gate,
+                 dict(found.scores), found.off, found.held_out, found.seconds)
+        return True
+
+    async def _decode(self, jobs: list[SentenceJob]) -> list[list[Hypothesis]]:
+        futures = self.scheduler.submit(jobs, self.options,
+                                        deadline=time.monotonic() + DEADLINE_S, admitted=True)
+        try:
+            return list(await asyncio.gather(*futures))
+        finally:
+            for future in futures:
+                future.cancel()  # withdraws what has not run (no-op for finished ones)
