@@ -44,7 +44,14 @@ from benchmarks.quality.data import read_pairs
 from benchmarks.quality.evaluation.evaluate import backbone_of
 from benchmarks.quality.memory_retrieval_report import CONFIGURATIONS, markdown
 from benchmarks.quality.models import Models, load_models
-from benchmarks.quality.retrieval_runner import Runner, bleu, memory_of, speed, weighed
+from benchmarks.quality.retrieval_runner import (
+    Runner,
+    bleu,
+    calibrated_gate,
+    memory_of,
+    speed,
+    weighed,
+)
 from benchmarks.quality.work_cache import WorkCache
 from benchmarks.report_files import write_report
 from model_store import Store
@@ -143,14 +150,31 @@ class Bench:
         self.memories = memories
         folder = args.work / args.direction if args.work else None
         self.work = WorkCache(folder)
+        self.gates: dict[str, dict[str, Any]] = {}  # "domain module": its calibration
 
     def module_of(self, domain: str | None) -> str | None:
         served = self.models.served
         return served[domain].module_id if domain in served else None
 
+    def with_gate(self, domain: str, module: str | None,
+                  settings: RetrievalSettings) -> RetrievalSettings:
+        """`settings` with the domain memory's gate for `module`: calibrated from the
+        memory's own pairs as the server does (kept in the work folder), or the settings'
+        own when calibration is off."""
+        key = {"domain": domain, "module": module, "beam": self.args.beam,
+               "memory_pairs": self.args.memory_pairs, "direction": self.args.direction,
+               "retrieval": settings.model_dump()}
+        found = self.work.get_or_compute(
+            f"gate-{domain}-{module or 'backbone'}", key,
+            lambda: calibrated_gate(self.runner, self.memories[domain], module, settings))
+        self.gates[f"{domain} {module or 'backbone'}"] = found
+        return settings.model_copy(update={"gate": found["gate"]})
+
     def decode(self, part: str, split: str, domain: str, pairs: list[tuple[str, str]],
                module: str | None, settings: RetrievalSettings | None) -> dict[str, Any]:
         """One domain's sentences under one configuration (kept in the work folder)."""
+        if settings is not None:
+            settings = self.with_gate(domain, module, settings)
         key = {"split": split, "domain": domain, "sentences": len(pairs), "beam":
                self.args.beam, "module": module, "memory_pairs": self.args.memory_pairs,
                "direction": self.args.direction,
@@ -215,6 +239,7 @@ class Bench:
                                              [refs[i] for i in novel])
                 if chosen is not None:
                     row[f"{label} weighed"] = result["weighed"]
+                    row[f"{label} gate"] = self.gates[f"{domain} {module or 'backbone'}"]["gate"]
             rows.append(row)
             print(row, flush=True)
         return rows
@@ -259,21 +284,26 @@ class Bench:
         """Memories off and on for a chunk of a routed set (kept in the work folder)."""
         modules = [self.module_of(d) for d in domains]
         mems = [self.memories.get(d) if d else None for d in domains]
+        # each domain's memory with its own gate for the domain's module
+        own = {d: self.with_gate(d, self.module_of(d), settings) for d in set(domains) if d}
         key = {"set": name, "start": start, "sentences": len(sources), "beam": self.args.beam,
                "direction": self.args.direction, "domains": domains,
-               "memory_pairs": self.args.memory_pairs, "retrieval": settings.model_dump()}
+               "memory_pairs": self.args.memory_pairs, "retrieval": settings.model_dump(),
+               "gates": {d: own[d].gate for d in sorted(own)}}
 
         def compute() -> dict[str, Any]:
             off, _ = self.runner.translate(sources, modules, [None] * len(sources), None)
             # a sentence with no memory in play decodes as with memories off (the server
             # attaches nothing to it): only those routed to a domain are decoded again
-            routed = [i for i, memory in enumerate(mems) if memory is not None]
-            again, reports = self.runner.translate(
-                [sources[i] for i in routed], [modules[i] for i in routed],
-                [mems[i] for i in routed], settings) if routed else ([], [])
-            on = list(off)
-            for i, text in zip(routed, again, strict=True):
-                on[i] = text
+            on, reports = list(off), []
+            for domain, domain_settings in own.items():
+                routed = [i for i, d in enumerate(domains) if d == domain]
+                again, found = self.runner.translate(
+                    [sources[i] for i in routed], [modules[i] for i in routed],
+                    [mems[i] for i in routed], domain_settings)
+                reports += found
+                for i, text in zip(routed, again, strict=True):
+                    on[i] = text
             return {"off": off, "on": on, "guided": len(reports),
                     "rows": sum(n.report.rows for n in reports),
                     "rows_on": sum(n.report.rows_on for n in reports),
@@ -288,8 +318,11 @@ class Bench:
         key = {"sentences": self.args.speed_sentences, "beam": self.args.beam,
                "repeats": self.args.repeats, "direction": self.args.direction,
                "retrieval": settings.model_dump()}
+        module = self.module_of("medical")
+        settings = self.with_gate("medical", module, settings)
+        key["retrieval"] = settings.model_dump()
         result = self.work.get_or_compute("speed", key, lambda: {"rows": speed(
-            self.runner, self.module_of("medical"), pairs[: self.args.speed_sentences],
+            self.runner, module, pairs[: self.args.speed_sentences],
             self.memories["medical"], settings, self.args.repeats)})
         rows: list[dict[str, Any]] = result["rows"]
         return rows
@@ -334,7 +367,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
           f"{bench.work.computed}", flush=True)
     return {**head, "dev_limit": args.dev_limit, "selection": selection,
             "domains": domains, "mean": mean, "mean_novel": mean_novel,
-            "general": general_rows, "speed": speed_rows,
+            "general": general_rows, "speed": speed_rows, "gates": bench.gates,
             "stored_bytes_per_memory_besides_text": 0, "host_note": args.note,
             "stored_note": "bounded cache of recently forced pairs, per backbone, is shared "
                            "by every memory"}

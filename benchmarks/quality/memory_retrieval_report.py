@@ -26,6 +26,11 @@ def selection_lines(selection: dict[str, Any]) -> list[str]:
                         f"{selection['chosen']} ({selection['rule']})."]
 
 
+def gate_cell(row: dict[str, Any]) -> str:
+    gates = [row.get(f"{k} gate") for k in ("backbone+memory", "adapter+memory")]
+    return " / ".join(f"{g:g}" for g in gates if g is not None) or "-"
+
+
 def markdown(r: dict[str, Any]) -> str:
     if r.get("speed_only"):
         return "\n".join([f"# Retrieval during decoding: speed only ({r['direction']})", "",
@@ -42,16 +47,20 @@ def markdown(r: dict[str, Any]) -> str:
              "## Settings chosen on the dev sets", "", *selection_lines(r["selection"]), "",
              "## Test sets (scored once, with the chosen settings)", "",
              "| domain | sentences (novel) | " + " | ".join(keys) + " | adapter+memory "
-             "vs adapter |", "|---|---|" + "---|" * (len(keys) + 1)]
+             "vs adapter | gate (backbone / adapter) |", "|---|---|" + "---|" * (len(keys) + 2)]
     for row in r["domains"]:
         cells = [f"{row[k]} ({row[f'{k} novel']})" for k in keys]
         lines.append(f"| {row['domain']} | {row['sentences']} ({row['novel']}) | "
                      + " | ".join(cells)
-                     + f" | {row['adapter+memory'] - row['adapter']:+.2f} |")
+                     + f" | {row['adapter+memory'] - row['adapter']:+.2f} | "
+                     f"{gate_cell(row)} |")
     lines.append("| **mean** | | " + " | ".join(
         f"{r['mean'][k]} ({r['mean_novel'][k]})" for k in keys)
-        + f" | {r['mean']['adapter+memory'] - r['mean']['adapter']:+.2f} |")
-    lines += ["", "BLEU on all sentences (in brackets: only those with no >= 75 match).", "",
+        + f" | {r['mean']['adapter+memory'] - r['mean']['adapter']:+.2f} | |")
+    lines += ["", "BLEU on all sentences (in brackets: only those with no >= 75 match). Gate: "
+              "the memory's own, calibrated from its pairs for the module it decodes with "
+              "(server/serving/gate_calibration.py), or the settings' when calibration is "
+              "off.", "",
               "| routed set | sentences | routed to a domain | memories off | memories on |",
               "|---|---|---|---|---|"]
     lines += [f"| {g['set']} | {g['sentences']} | {g['routed_to_a_domain']} | "

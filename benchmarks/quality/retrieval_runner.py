@@ -3,6 +3,7 @@ the server does (benchmarks.quality.memory_retrieval): BLEU, the memory's weight
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,9 @@ from server.decoding.knn import Neighbours
 from server.decoding.search import SearchOptions
 from server.engine.engine import Member, SentenceJob
 from server.engine.forced_cache import cache_of
+from server.memories.calibrated_gates import MIN_PAIRS
 from server.memories.index import PairIndex, entry
+from server.serving.gate_calibration import calibrate, direct_decode
 from server.serving.memory_retrieval import knn_params, pairs_of
 from trainer.recipes.directions import Direction
 
@@ -65,6 +68,20 @@ class Runner:
             for j, hyps in zip(chunk, results, strict=True):
                 out[where[j]] = engine.target_tokenizer.decode(hyps[0].tokens)
         return [o or "" for o in out], reports
+
+
+def calibrated_gate(runner: Runner, memory: PairIndex, module: str | None,
+                    settings: RetrievalSettings) -> dict[str, Any]:
+    """The memory's gate for `module`, calibrated from its own pairs as the server
+    calibrates it (server/serving/gate_calibration.py); the settings' gate when
+    calibration is off or the memory is too small to calibrate."""
+    if not settings.calibrate or len(memory) < MIN_PAIRS:
+        return {"gate": settings.gate, "calibrated": False}
+    decode = direct_decode(runner.engine, runner.options)
+    found = asyncio.run(calibrate(runner.engine, memory, module, settings, decode))
+    return {"gate": found.gate, "calibrated": True, "held_out": found.held_out,
+            "held_out_off": found.off, "held_out_scores": [list(s) for s in found.scores],
+            "seconds": found.seconds}
 
 
 def bleu(hyps: list[str], refs: list[str]) -> float:
