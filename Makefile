@@ -76,8 +76,9 @@ QUICK_FLAG := $(if $(filter-out 0,$(QUICK)),--quick,)
 DIRECTION_FLAG := $(if $(DIRECTION),--direction $(DIRECTION),)
 # make bench-memories keeps each finished part here: a killed run started again continues
 MEMORIES_WORK ?= runs/bench-memories
-# the dev grid the retrieval settings are chosen from (benchmarks/quality/memory_retrieval.py)
-RETRIEVAL_GRID ?= --gates 1.0 2.0 --min-scores 50 70
+# a dev grid to choose the retrieval settings from (benchmarks/quality/memory_retrieval.py),
+# e.g. --weights 0.5 0.7; empty: the server's settings, each memory's gate calibrated
+RETRIEVAL_GRID ?=
 
 .PHONY: venv venv-runtime system-packages weblate-venv run serve-ray bench-ray test lint bench-engine bench-serve bench-adversarial bench-adversarial-compare bench-bulk-share bench-hot-add-load bench-mixed-lengths bench-live-engine bench-markup bench-glossary bench-documents bench-quality bench-corrections bench-memories bench-tenants eval eval-router train-default learning-curve bench-backbone screenshots clean distclean
 
