@@ -17,6 +17,7 @@ from .glossary_rows import GlossaryRecord
 from .gunzip import InflationError
 from .hashing import backbone_fingerprint, canonical_json, sha256_hex
 from .jobs import Job, JobState
+from .memory_gate_rows import GateRecord
 from .memory_import_rows import MemoryImport
 from .memory_rows import MemoryChange, MemoryRecord, NewPair, PairRecord
 from .registry import Event, Registry
@@ -37,6 +38,7 @@ __all__ = [
     "CreatedKey",
     "Event",
     "FileEntry",
+    "GateRecord",
     "GlossaryRecord",
     "InflationError",
     "Job",

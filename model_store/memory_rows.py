@@ -36,7 +36,7 @@ from sqlalchemy import delete as sql_delete
 from sqlalchemy.exc import IntegrityError
 
 from .errors import ConflictError, NotFoundError
-from .tables import memories, memory_changes, memory_imports, memory_pairs
+from .tables import memories, memory_changes, memory_gates, memory_imports, memory_pairs
 
 MEMORY_CHANNEL = "nmt_memories"
 MEMORY_LOCK_KEY = 0x6E6D_746D_656D_6F72  # "nmtmemor"
@@ -200,6 +200,7 @@ class MemoryRows:
             conn.execute(sql_delete(memory_pairs).where(memory_pairs.c.memory_id == memory_id))
             conn.execute(sql_delete(memory_imports)
                          .where(memory_imports.c.memory_id == memory_id))
+            conn.execute(sql_delete(memory_gates).where(memory_gates.c.memory_id == memory_id))
             self._changed(conn, memory_id, None, "delete")
         return True
 

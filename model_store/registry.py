@@ -36,6 +36,7 @@ from .database import WRITE_OPTION, make_engine
 from .errors import ConflictError, NotFoundError
 from .glossary_rows import GlossaryRows
 from .job_rows import JobRows
+from .memory_gate_rows import MemoryGateRows
 from .memory_import_rows import MemoryImportRows
 from .memory_rows import MemoryRows
 from .notify import CHANNEL
@@ -62,8 +63,8 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-class Registry(GlossaryRows, CorrectionRows, MemoryRows, MemoryImportRows, JobRows,
-               ApiKeyRows, TenantRows, ArtifactPages, AdminPages):
+class Registry(GlossaryRows, CorrectionRows, MemoryRows, MemoryImportRows, MemoryGateRows,
+               JobRows, ApiKeyRows, TenantRows, ArtifactPages, AdminPages):
     """Artifacts, active versions, jobs and events in one SQL database."""
 
     def __init__(self, url: str) -> None:

@@ -237,6 +237,26 @@ memory_changes = Table(
 # a page of memories reads its memories' latest changes, not the feed (revision 0010)
 Index("ix_memory_changes_memory", memory_changes.c.memory_id, memory_changes.c.id)
 
+# Each memory's gate calibrated from its own pairs (server/memories/calibrated_gates.py),
+# per module it decodes with ("": the backbone alone) and per backbone (its fingerprint):
+# shared by every replica and kept across restarts; with the memory's version and pair
+# count it was calibrated on, which decide whether it still holds. Revision 0011.
+memory_gates = Table(
+    "memory_gates",
+    metadata,
+    Column("memory_id", Integer, primary_key=True, autoincrement=False),
+    Column("module_id", String(160), primary_key=True, server_default=""),
+    Column("backbone_fingerprint", String(64), primary_key=True),
+    Column("version", Integer, nullable=False),
+    Column("pairs", Integer, nullable=False),
+    Column("gate", Float, nullable=False),
+    Column("off", Float, nullable=False),
+    Column("scores_json", Text, nullable=False),
+    Column("held_out", Integer, nullable=False),
+    Column("seconds", Float, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
 # Import jobs of memories (TMX, TSV, XLIFF): run by the server that accepted the upload;
 # `report_json` counts the pairs imported and those skipped, by reason.
 MEMORY_IMPORT_STATES = ("queued", "running", "done", "failed")

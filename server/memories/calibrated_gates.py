@@ -10,6 +10,12 @@ gate (`gate`); one missing or no longer valid is put on the wanted list that the
 background calibrator (server/serving/gate_calibrator.py) works through, and the
 settings' gate serves until it is done. Memories under MIN_PAIRS pairs are never
 calibrated: too few held-out pairs to score.
+
+Calibrations are also kept in the registry (model_store/memory_gate_rows.py), keyed by
+the backbone's fingerprint: the calibrator first looks there, so a calibration made by
+any replica, or before a restart, is used as soon as it holds under the same rules, and
+only one that no replica has made (or that no longer holds) is calibrated. The lookup
+in serving reads only this process's results: no database query per sentence.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import threading
 import weakref
 from dataclasses import dataclass
 
+from model_store import GateRecord
 from server.core.settings import RetrievalSettings
 
 MIN_PAIRS = 20  # smaller memories use the settings' gate
@@ -36,6 +43,17 @@ class Calibration:
     scores: tuple[tuple[float, float], ...]  # (gate, held-out BLEU) per candidate
     held_out: int  # pairs scored
     seconds: float  # what it cost
+
+    def record(self, backbone_fingerprint: str) -> GateRecord:
+        """The registry's row of it, for the backbone it was calibrated on."""
+        return GateRecord(self.memory_id, self.module_id, backbone_fingerprint, self.version,
+                          self.pairs, self.gate, self.off, self.scores, self.held_out,
+                          self.seconds)
+
+    @classmethod
+    def of_record(cls, record: GateRecord) -> Calibration:
+        return cls(record.memory_id, record.module_id, record.version, record.pairs,
+                   record.gate, record.off, record.scores, record.held_out, record.seconds)
 
 
 @dataclass(frozen=True)
@@ -60,6 +78,8 @@ class CalibratedGates:
         self._wanted: dict[Key, Wanted] = {}  # in the order asked
         self._running: set[Key] = set()  # taken by the calibrator, not finished yet
         self._engine: weakref.ref[object] | None = None  # the backbone calibrated with
+        self.made = 0  # calibrations run in this process
+        self.reused = 0  # and read from the registry instead
 
     def gate(self, memory_id: int, version: int, pairs: int, module_id: str | None,
              engine: object) -> GateChoice:
@@ -99,12 +119,17 @@ class CalibratedGates:
         with self._lock:
             self._running.discard((wanted.memory_id, wanted.module_id))
 
-    def put(self, calibration: Calibration, engine: object) -> None:
-        """A calibration made on `engine` (dropped when that is no longer the backbone)."""
+    def put(self, calibration: Calibration, engine: object, *, stored: bool = False) -> None:
+        """A calibration made on `engine` (dropped when that is no longer the backbone);
+        `stored`: read from the registry, not run here."""
         with self._lock:
             if self._engine is not None and self._engine() is not engine:
                 return  # the backbone changed while it ran
             self._engine = weakref.ref(engine)
+            if stored:
+                self.reused += 1
+            else:
+                self.made += 1
             self._found[(calibration.memory_id, calibration.module_id)] = calibration
 
     def found(self, memory_id: int, module_id: str | None) -> Calibration | None:

@@ -5,6 +5,11 @@ Calibration decodes through the direction's scheduler like any request (the engi
 on its own thread, batched with the traffic), one memory at a time, holding the module
 it calibrates for so that it is not unloaded midway. A memory removed, or a module no
 longer served, by the time its turn comes is skipped (serving asks again if needed).
+
+Before calibrating, the registry is asked (model_store/memory_gate_rows.py): a
+calibration another replica made, or this one before a restart, for the same memory,
+module and backbone fingerprint is used when it still holds, without decoding anything;
+each calibration made is written there for the others.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from server.core.settings import DecodingSettings
 from server.decoding.search import Hypothesis
 from server.engine.engine import SentenceJob
 from server.memories.book import MemoryBook
-from server.memories.calibrated_gates import Wanted
+from server.memories.calibrated_gates import Calibration, Wanted
 from server.scheduling.scheduler import Scheduler
 from server.serving.gate_calibration import calibrate
 from server.serving.request_limits import search_options
@@ -55,9 +60,21 @@ class GateCalibrator:
         return done
 
     async def calibrate_one(self, wanted: Wanted) -> bool:
-        engine, runtime = self.runtime.engine, self.runtime
+        """Whether it calibrated (False: skipped, or the registry's calibration holds)."""
+        engine, runtime, gates = self.runtime.engine, self.runtime, self.book.gates
         memory = self.book.view.by_id.get(wanted.memory_id)
-        if engine is None or memory is None:
+        if engine is None or memory is None or runtime.backbone is None:
+            return False
+        fingerprint = runtime.backbone.backbone_fingerprint  # the engine's (set together)
+        version, pairs = memory.version, len(memory.index)
+        row = await asyncio.to_thread(self.book.registry.memory_gate, wanted.memory_id,
+                                      wanted.module_id, fingerprint)
+        stored = Calibration.of_record(row) if row is not None else None
+        if stored is not None and gates.holds(stored, version, pairs):
+            gates.put(stored, engine, stored=True)
+            log.info("memory %s with module %s: gate %g, as calibrated on %d pairs "
+                     "(registry)", memory.record.name, wanted.module_id or "none",
+                     stored.gate, stored.pairs)
             return False
         held = [wanted.module_id] if wanted.module_id is not None else []
         if not runtime.hold(held):
@@ -65,11 +82,16 @@ class GateCalibrator:
         try:
             found = await calibrate(engine, memory.index, wanted.module_id,
                                     self.book.settings.retrieval, self._decode,
-                                    memory_id=wanted.memory_id, version=memory.version,
+                                    memory_id=wanted.memory_id, version=version,
                                     decoding=self.decoding)
         finally:
             runtime.release(held)
-        self.book.gates.put(found, engine)
+        gates.put(found, engine)
+        try:  # for the other replicas and the next start; this one has it already
+            await asyncio.to_thread(self.book.registry.put_memory_gate,
+                                    found.record(fingerprint))
+        except Exception:
+            log.exception("storing the gate of memory %d failed", wanted.memory_id)
         log.info("memory %s with module %s: gate %g (held-out BLEU %s; off %s; %d pairs, "
                  "%.1f s)", memory.record.name, wanted.module_id or "none", found.gate,
                  dict(found.scores), found.off, found.held_out, found.seconds)
