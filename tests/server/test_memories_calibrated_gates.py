@@ -1,7 +1,9 @@
 """Calibrated gates through HTTP on the tiny en->fr store: a memory in play is calibrated
 in the background for the module that decodes with it, the answers then use its own gate
-and say so, a memory grown past the threshold is calibrated again, and with calibration
-off every answer decodes with the settings' gate, as before calibration existed."""
+and say so, a memory grown past the threshold is calibrated again, a calibration one
+replica made is used by another and after a restart without calibrating again (it is
+kept in the registry), and with calibration off every answer decodes with the settings'
+gate, as before calibration existed."""
 
 from __future__ import annotations
 
@@ -9,10 +11,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from conftest import make_settings
 from fastapi.testclient import TestClient
+from test_corrections import build_store
 from test_gate_calibration import PAIRS
 from test_memories_api import add, client_for, create, translate
 
+from server.app import create_app
 from server.memories.book import MemoryBook
 
 TEXT = "Take seven tablets a day with water."
@@ -66,12 +71,57 @@ def test_serving_uses_the_memorys_calibrated_gate_until_it_grows(tmp_path: Path)
         assert shown["gates"] == [found.gate]
         assert found.gate in book.settings.retrieval.calibration_gates
         # grown by more than a tenth: the settings' gate until calibrated again
-        fill(client, [(f"Take {n} capsules a day.", f"Prenez {n} gélules par jour.")
-                      for n in range(1, 6)])
+        grow(client)
         assert not guided(client)["calibrated"]
         calibrated(client)
         again = book.gates.found(memory_id, module)
         assert again is not None and again.pairs == len(PAIRS) + 5
+
+
+def pairs_loaded(client: TestClient, name: str) -> int:
+    memory = book_of(client).view.by_name.get(name)
+    return 0 if memory is None else len(memory.index)
+
+
+def grow(client: TestClient) -> None:
+    """More than a tenth more pairs: the memory's calibration no longer holds."""
+    fill(client, [(f"Take {n} capsules a day.", f"Prenez {n} gélules par jour.")
+                  for n in range(1, 6)])
+
+
+def test_a_calibration_is_shared_by_replicas_and_kept_across_restarts(
+        tmp_path: Path) -> None:
+    root = build_store(tmp_path / "store")
+    with TestClient(create_app(make_settings(root))) as first, \
+            TestClient(create_app(make_settings(root))) as second:
+        memory_id = create(first, "leaflets")["id"]
+        fill(first, PAIRS)
+        shown = calibrated(first)
+        made = book_of(first).gates.found(memory_id, medical_module(first))
+        assert made is not None and book_of(first).gates.made == 1
+        stored = book_of(first).registry.memory_gates(memory_id)
+        assert [(r.module_id, r.pairs, r.gate) for r in stored] == [
+            (medical_module(first), len(PAIRS), made.gate)]
+        # the other replica (its memories in step through the registry) uses it as is
+        waited = time.monotonic() + WAIT_S
+        while pairs_loaded(second, "leaflets") < len(PAIRS):
+            assert time.monotonic() < waited, "the replica did not sync the memory"
+            time.sleep(0.05)
+        assert calibrated(second)["gates"] == shown["gates"]
+        gates = book_of(second).gates
+        assert (gates.made, gates.reused) == (0, 1)
+        assert gates.found(memory_id, medical_module(second)) == made
+    # a restart: the registry's calibration serves; grown past the threshold, it is
+    # calibrated again and the registry's row replaced
+    with TestClient(create_app(make_settings(root))) as restarted:
+        calibrated(restarted)
+        assert (book_of(restarted).gates.made, book_of(restarted).gates.reused) == (0, 1)
+        grow(restarted)
+        assert not guided(restarted)["calibrated"]
+        calibrated(restarted)
+        assert book_of(restarted).gates.made == 1
+        [row] = book_of(restarted).registry.memory_gates(memory_id)
+        assert row.pairs == len(PAIRS) + 5
 
 
 def test_with_calibration_off_answers_use_the_settings_gate(tmp_path: Path) -> None:
