@@ -36,8 +36,8 @@ def test_copy_moves_every_row_and_the_counter_goes_on(old_sqlite: str,
     try:
         assert copied == {"active": 2, "api_keys": 0, "artifacts": 4, "events": 9, "jobs": 2,
                           "glossaries": 0, "corrections": 0, "memories": 0, "memory_pairs": 0,
-                          "memory_changes": 0, "memory_imports": 0, "tenants": 0,
-                          "tenant_keys": 0, "tenant_resources": 0,
+                          "memory_changes": 0, "memory_imports": 0, "memory_gates": 0,
+                          "tenants": 0, "tenant_keys": 0, "tenant_resources": 0,
                           "tenant_resource_changes": 0}
         assert rows(target) == rows(source)
         target.set_active("module", "law", 1)
