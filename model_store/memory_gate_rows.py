@@ -82,6 +82,14 @@ class MemoryGateRows:
                                           memory_gates.c.backbone_fingerprint)).mappings()
             return [_record(row) for row in rows]
 
+    def backbone_memory_gates(self, backbone_fingerprint: str) -> list[GateRecord]:
+        """Every calibration made on one backbone (what a server loading it reads)."""
+        with self._read() as conn:
+            rows = conn.execute(select(memory_gates).where(
+                memory_gates.c.backbone_fingerprint == backbone_fingerprint)
+                .order_by(memory_gates.c.memory_id, memory_gates.c.module_id)).mappings()
+            return [_record(row) for row in rows]
+
 
 def _key(memory_id: int, module_id: str | None, backbone_fingerprint: str) -> Any:
     return ((memory_gates.c.memory_id == memory_id)

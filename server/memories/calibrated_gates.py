@@ -136,6 +136,11 @@ class CalibratedGates:
         with self._lock:
             return self._found.get((memory_id, module_id))
 
+    def follow(self, engine: object) -> None:
+        """Serve from `engine` from now on (its calibrations are yet to be put)."""
+        with self._lock:
+            self._follow(engine)
+
     def _follow(self, engine: object) -> None:
         """A new backbone invalidates every calibration (inside the lock)."""
         if self._engine is None or self._engine() is not engine:

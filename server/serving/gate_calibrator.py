@@ -9,7 +9,9 @@ longer served, by the time its turn comes is skipped (serving asks again if need
 Before calibrating, the registry is asked (model_store/memory_gate_rows.py): a
 calibration another replica made, or this one before a restart, for the same memory,
 module and backbone fingerprint is used when it still holds, without decoding anything;
-each calibration made is written there for the others.
+each calibration made is written there for the others. And once per engine loaded (at
+start, after being parked), the registry's calibrations for its backbone that hold are
+read at once, so that serving uses them from its first requests.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import weakref
 
 from server.core.settings import DecodingSettings
 from server.decoding.search import Hypothesis
@@ -39,13 +42,41 @@ class GateCalibrator:
         self.book, self.runtime, self.scheduler = book, runtime, scheduler
         self.decoding = decoding
         self.options = search_options(DecodingRequest(), decoding)
+        self._read_for: weakref.ref[object] | None = None  # the engine `read_stored` read for
 
     async def keep_calibrated(self, interval_s: float = 1.0) -> None:
         """Work through the wanted list every `interval_s` until cancelled; a failed
         calibration is logged (serving asks for it again)."""
         while True:
+            try:
+                await self.read_stored()
+            except Exception:  # the wanted list still reads them, one by one
+                log.exception("reading the stored memory gates failed")
             await asyncio.sleep(interval_s)
             await self.run_wanted()
+
+    async def read_stored(self) -> int:
+        """Once per engine: the registry's calibrations for its backbone that hold for the
+        memories as they are now; how many."""
+        engine, backbone, gates = self.runtime.engine, self.runtime.backbone, self.book.gates
+        if engine is None or backbone is None or not self.book.settings.retrieval.calibrate \
+                or (self._read_for is not None and self._read_for() is engine):
+            return 0
+        self._read_for = weakref.ref(engine)
+        rows = await asyncio.to_thread(self.book.registry.backbone_memory_gates,
+                                       backbone.backbone_fingerprint)
+        if self.runtime.engine is not engine:
+            return 0  # parked meanwhile
+        gates.follow(engine)
+        used = 0
+        for row in rows:
+            memory, stored = self.book.view.by_id.get(row.memory_id), Calibration.of_record(row)
+            if memory is not None and gates.holds(stored, memory.version, len(memory.index)):
+                gates.put(stored, engine, stored=True)
+                used += 1
+        if used:
+            log.info("%d memory gates read from the registry", used)
+        return used
 
     async def run_wanted(self) -> int:
         """Calibrate every memory asked for since the last call; how many were."""

@@ -41,6 +41,8 @@ def test_a_calibration_is_stored_per_module_and_backbone_and_replaced(store: Sto
     assert [(r.module_id, r.backbone_fingerprint, r.gate)
             for r in registry.memory_gates(memory.id)] == [
         (None, FINGERPRINT, 0.5), ("medical@1", FINGERPRINT, 1.5), ("medical@1", OTHER, 1.0)]
+    assert [(r.memory_id, r.module_id) for r in registry.backbone_memory_gates(OTHER)] == [
+        (memory.id, "medical@1")]
     # another process (a replica) reads the same rows
     other = Registry(registry.url)
     try:

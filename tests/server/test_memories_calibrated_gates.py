@@ -111,10 +111,15 @@ def test_a_calibration_is_shared_by_replicas_and_kept_across_restarts(
         gates = book_of(second).gates
         assert (gates.made, gates.reused) == (0, 1)
         assert gates.found(memory_id, medical_module(second)) == made
-    # a restart: the registry's calibration serves; grown past the threshold, it is
+    # a restart: the registry's calibrations of the backbone are read once the engine is
+    # loaded, and serve from the first request; grown past the threshold, the memory is
     # calibrated again and the registry's row replaced
     with TestClient(create_app(make_settings(root))) as restarted:
-        calibrated(restarted)
+        waited = time.monotonic() + WAIT_S
+        while book_of(restarted).gates.reused < 1:
+            assert time.monotonic() < waited, "the stored calibration was not read"
+            time.sleep(0.05)
+        assert guided(restarted)["calibrated"]
         assert (book_of(restarted).gates.made, book_of(restarted).gates.reused) == (0, 1)
         grow(restarted)
         assert not guided(restarted)["calibrated"]
