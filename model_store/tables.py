@@ -256,6 +256,8 @@ memory_gates = Table(
     Column("seconds", Float, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
 )
+# a server loading a backbone reads its calibrations (server/serving/gate_calibrator.py)
+Index("ix_memory_gates_backbone", memory_gates.c.backbone_fingerprint)
 
 # Import jobs of memories (TMX, TSV, XLIFF): run by the server that accepted the upload;
 # `report_json` counts the pairs imported and those skipped, by reason.

@@ -31,7 +31,9 @@ def upgrade() -> None:
         sa.Column("seconds", sa.Float, nullable=False),
         sa.Column("created_at", sa.DateTime, nullable=False),
     )
+    op.create_index("ix_memory_gates_backbone", "memory_gates", ["backbone_fingerprint"])
 
 
 def downgrade() -> None:
+    op.drop_index("ix_memory_gates_backbone", table_name="memory_gates")
     op.drop_table("memory_gates")
