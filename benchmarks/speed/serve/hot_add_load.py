@@ -7,9 +7,11 @@
 1. a scratch store with the built-in default model (benchmarks/speed/serve/hot_add.py's),
    `python -m server` on it with default settings (`--continuous`: with continuous
    batching);
-2. quiet: the polite client alone (`--requests` requests): one sentence per request from
-   an address of its own, a pause of `--pause` seconds between its answer and its next
-   request (a light user, far below its share of the engine): its p50;
+2. quiet: the polite client alone: one sentence per request from an address of its own,
+   a pause of `--pause` seconds between its answer and its next request (a light user, far
+   below its share of the engine); half of its `--requests` requests here, half after
+   step 4 (once the clients stopped and the sidecar ended), so that drifts of a shared
+   host's load fall on both sides: its p50;
 3. hot add on a quiet server: `POST /admin/domains` (the train and dev split of en-fr
    medical as a new domain), `python -m trainer --once` (the sidecar at its default
    niceness, `--threads` torch threads: by default the one CPU the server yields while a
@@ -138,8 +140,9 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def polite_alone(base_url: str, texts: Sequence[str], pause_s: float) -> dict[str, Any]:
-    """The polite client alone: `texts` one by one from its address, `pause_s` apart."""
+def polite_alone(base_url: str, texts: Sequence[str], pause_s: float) -> list[float]:
+    """The polite client alone: `texts` one by one from its address, `pause_s` apart; the
+    seconds of each."""
     seconds = []
     transport = httpx.HTTPTransport(local_address=POLITE_ADDRESS)
     with httpx.Client(base_url=base_url, transport=transport, timeout=900) as http:
@@ -148,7 +151,7 @@ def polite_alone(base_url: str, texts: Sequence[str], pause_s: float) -> dict[st
             assert http.post("/translate", json={"text": text}).status_code == 200
             seconds.append(time.perf_counter() - started)
             time.sleep(pause_s)
-    return {"requests": len(texts), **percentiles(seconds)}
+    return seconds
 
 
 def answered(answers: Sequence[tuple[float, float, int | str]]) -> dict[str, Any]:
@@ -206,7 +209,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     texts = polite_texts(args.data, max(args.requests, 40))
     with live_server(settings, args.out / "tmp" / "hot_add" / "server-load.log") as base_url:
         polite_alone(base_url, texts[:3], 0.0)  # warm-up
-        quiet = polite_alone(base_url, texts[:args.requests], args.pause)
+        half = args.requests // 2  # quiet before and after the rest: the host's drifts
+        quiet = polite_alone(base_url, texts[:half], args.pause)  # fall on both sides
         alone = hot_add(args, root, base_url, token, "hot-quiet")
         with (Clients(base_url, texts, busy_addresses(args.clients)) as busy,
               Clients(base_url, texts[:args.requests], [POLITE_ADDRESS],
@@ -216,13 +220,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             loaded = hot_add(args, root, base_url, token, "hot-loaded")
             batches = engine_batches(before, engine_reading(base_url),
                                      loaded["ended"] - loaded["started"])
+        quiet += polite_alone(base_url, texts[half:args.requests], args.pause)
     window = (loaded.pop("started"), loaded.pop("ended"))
     alone.pop("started"), alone.pop("ended")
     clients = answered(busy.between(*window))
     clients["requests_per_s"] = round(
         sum(status == 200 for _, _, status in busy.between(*window))
         / (window[1] - window[0]), 2)
-    return {"quiet": quiet, "hot_add_quiet": alone, "hot_add_loaded": loaded,
+    return {"quiet": {"requests": len(quiet), **percentiles(quiet)},
+            "hot_add_quiet": alone, "hot_add_loaded": loaded,
             "polite": answered(polite.between(*window)),
             "clients": {"count": args.clients, **clients},
             "failed": answered(busy.answers + polite.answers)["failed"],
