@@ -22,6 +22,8 @@
    upload -> published, every request's status, the polite client's p50 and the busy
    clients' own p50 and requests per second while the sidecar ran, and the engine's
    batches meanwhile (the server's /metrics: sentences per batch, the engine's busy share).
+   The clients are threads of the bench's process (httpx, ~1.4 ms of CPU a request): the
+   polite client's reading of its answers shares that process with the busy ones.
 
 Targets (issue: the sidecar costs serving at most its share): 0 failed requests, the
 polite client's p50 beside the sidecar and the busy clients within 3x of its p50 quiet,
