@@ -70,7 +70,7 @@ def hot_add_result(*, polite_ms: float, published_s: float, failed: int) -> dict
             "clients": {"count": 16, "requests": 900, "statuses": {"200": 899, "504": 1},
                         "failed": 1, "p50_ms": 640.0, "requests_per_s": 25.0},
             "failed": failed,
-            "engine_batches": {"unit": "batch", "count": 300, "sentences_per_unit": 15.2,
+            "engine_batches": {"unit": "batch", "count": 300, "size": 15.2,
                                "ms_per_unit": 640.0, "engine_busy_share": 0.97},
             "setup": {"threads": 1, "pairs": 5000, "quick": False, "training_cpus": 1,
                       "pause_s": 1.0, "continuous": False}}
@@ -102,6 +102,13 @@ def test_a_slow_polite_client_misses_and_a_clean_run_meets_the_rest() -> None:
     found = load_verdict(result)
     assert not found["polite_met"] and found["polite_ratio"] == 3.1
     assert found["publish_met"] and found["failed_met"]
+    result["verdict"], result["setup"]["continuous"] = found, True
+    result["engine_batches"] = {"unit": "step", "count": 9000, "size": 60.1,
+                                "ms_per_unit": 44.1, "engine_busy_share": 0.97}
+    text = load_markdown(result)
+    assert "| engine live steps: beam rows per step, ms per step (engine busy share) | - | " \
+        "60.1, 44.1 (0.97) |" in text
+    assert "the server (continuous batching) yields" in text
 
 
 def test_a_client_groups_answers_count_failures_and_time_only_answered_requests() -> None:
@@ -120,8 +127,8 @@ def reading(batches: float, sentences: float, steps: float, rows: float,
 
 def test_the_engine_batches_are_those_between_the_two_readings() -> None:
     found = engine_batches(reading(10, 100, 0, 0, 5.0), reading(30, 420, 0, 0, 14.0), 10.0)
-    assert found == {"unit": "batch", "count": 20, "sentences_per_unit": 16.0,
+    assert found == {"unit": "batch", "count": 20, "size": 16.0,
                      "ms_per_unit": 450.0, "engine_busy_share": 0.9}
     live = engine_batches(reading(0, 0, 100, 900, 2.0), reading(0, 0, 500, 7300, 10.0), 10.0)
-    assert live == {"unit": "step", "count": 400, "sentences_per_unit": 16.0,
+    assert live == {"unit": "step", "count": 400, "size": 16.0,
                     "ms_per_unit": 20.0, "engine_busy_share": 0.8}

@@ -186,7 +186,8 @@ def engine_reading(base_url: str) -> dict[str, float]:
 def engine_batches(before: dict[str, float], after: dict[str, float],
                    seconds: float) -> dict[str, Any]:
     """The engine's work between two readings `seconds` apart: batches (static batching)
-    or live steps (continuous), rows in each, time in each, the engine's busy share."""
+    or live steps (continuous), their size (a batch's sentences, a step's beam rows), time
+    in each, the engine's busy share."""
     done = {name: after[name] - before[name] for name in ENGINE_SAMPLES}
     busy = done["nmt_engine_busy_seconds_total"]
     batches, steps = (int(done["nmt_scheduler_batch_sentences_count"]),
@@ -195,7 +196,7 @@ def engine_batches(before: dict[str, float], after: dict[str, float],
     sentences = done["nmt_scheduler_batch_sentences_sum" if batches
                      else "nmt_engine_live_rows_sum"]
     return {"unit": "batch" if batches or not steps else "step", "count": units,
-            "sentences_per_unit": round(sentences / units, 1) if units else None,
+            "size": round(sentences / units, 1) if units else None,  # sentences; rows a step
             "ms_per_unit": round(1000 * busy / units, 1) if units else None,
             "engine_busy_share": round(busy / seconds, 2) if seconds > 0 else None}
 
@@ -259,6 +260,7 @@ def markdown(result: dict[str, Any]) -> str:
     v, c, p, setup = result["verdict"], result["clients"], result["polite"], result["setup"]
     b = result["engine_batches"]
     units = {"batch": "batches", "step": "live steps"}[b["unit"]]
+    size = {"batch": "sentences", "step": "beam rows"}[b["unit"]]
     met = {True: "met", False: "MISSED"}
     statuses = ", ".join(f"{k}: {n}" for k, n in sorted(c["statuses"].items()))
     polite_statuses = ", ".join(f"{k}: {n}" for k, n in sorted(p["statuses"].items()))
@@ -283,8 +285,8 @@ def markdown(result: dict[str, Any]) -> str:
         f"({result['hot_add_quiet']['sidecar_cpu_share']}) | "
         f"{result['hot_add_loaded']['sidecar_cpu_s']} "
         f"({result['hot_add_loaded']['sidecar_cpu_share']}) |",
-        f"| engine {units}: sentences per {b['unit']}, ms per {b['unit']} (engine busy "
-        f"share) | - | {b['sentences_per_unit']}, {b['ms_per_unit']} "
+        f"| engine {units}: {size} per {b['unit']}, ms per {b['unit']} (engine busy "
+        f"share) | - | {b['size']}, {b['ms_per_unit']} "
         f"({b['engine_busy_share']}) |", "",
         f"While the sidecar ran: the polite client {p['requests']} requests ({polite_statuses}),"
         f" the busy clients {c['requests']} ({statuses}); {b['count']} engine {units}.", "",
