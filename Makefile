@@ -173,9 +173,10 @@ bench-adversarial-compare: $(DEV_STAMP)
 bench-bulk-share: $(DEV_STAMP)
 	$(PY) -m benchmarks.speed.adversarial.bulk_share --data $(DATA) $(if $(CONTINUOUS),--continuous)
 
-# The sidecar's share: a hot add on a quiet server and beside 16 clients
+# The sidecar's share: a hot add on a quiet server and beside 16 busy clients, a polite
+# client measured alone and beside them
 bench-hot-add-load: $(DEV_STAMP)
-	$(PY) -m benchmarks.speed.serve.hot_add_load --data $(DATA) $(QUICK_FLAG)
+	$(PY) -m benchmarks.speed.serve.hot_add_load --data $(DATA) $(QUICK_FLAG) $(if $(CONTINUOUS),--continuous)
 
 bench-mixed-lengths: $(DEV_STAMP)
 	$(PY) -m benchmarks.speed.batching.mixed_lengths --data $(DATA) $(QUICK_FLAG)

@@ -46,11 +46,13 @@ def overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def run_sidecar(settings: SidecarSettings, *, once: bool) -> int:
     lower_priority(settings.trainer.niceness)
-    if settings.trainer.threads:
-        torch.set_num_threads(settings.trainer.threads)
+    threads = settings.torch_threads()
+    if threads:  # 0: torch's default
+        torch.set_num_threads(threads)
     stop = stop_on_signals()
     with settings.open_store() as store:
-        log.info("sidecar %s on %s", settings.trainer.worker_name, settings.store_dir)
+        log.info("sidecar %s on %s, %d torch thread(s)", settings.trainer.worker_name,
+                 settings.store_dir, torch.get_num_threads())
         processed = Sidecar(store, settings.trainer, stop=stop).run(once=once)
     log.info("sidecar stopped after %d job(s)", processed)
     return 0

@@ -15,12 +15,19 @@ process: where and at which priority it runs, its start, its replacement and its
   instead, it made that request wait 1.6-1.7 s here, against 36 ms for the next one.
 - If it dies, the next call starts another, and the call that saw it die runs its work in
   the calling thread; once closed, every call runs there.
+- It ends with the server process however that ends: a server killed outright (SIGKILL, the
+  OOM killer) runs no shutdown, and the worker, which holds its own ends of the pool's
+  pipes, would wait for work forever. A thread of the worker waits on the pipe the spawn
+  left open to its parent (`multiprocessing.parent_process().sentinel`, ready once the
+  parent is gone) and then exits. Not PR_SET_PDEATHSIG: it fires when the *thread* that
+  started the child ends, and the worker is started by short-lived threads.
 """
 
 from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -87,7 +94,7 @@ class TextWorker:
             if self._process is None:
                 self._process = ProcessPoolExecutor(
                     max_workers=1, mp_context=multiprocessing.get_context("spawn"),
-                    initializer=lower_process_to, initargs=(own_niceness(),))
+                    initializer=start_worker, initargs=(own_niceness(),))
             return self._process
 
     def _drop(self, process: ProcessPoolExecutor) -> None:
@@ -102,3 +109,20 @@ class TextWorker:
             process, self._process, self._closed = self._process, None, True
         if process is not None:
             process.shutdown(wait=False, cancel_futures=True)
+
+
+def start_worker(niceness: int) -> None:
+    """The worker process's initializer: the priority of the thread that hands it work, and
+    a watch that ends the process with its parent."""
+    lower_process_to(niceness)
+    threading.Thread(target=exit_with_parent, name="nmt-parent-watch", daemon=True).start()
+
+
+def exit_with_parent() -> None:
+    """In a spawned process: block until the parent process is gone, then exit at once
+    (nothing of the worker's is worth finishing for a server that is gone)."""
+    parent = multiprocessing.parent_process()
+    if parent is None:  # not a spawned child: nothing to watch
+        return
+    parent.join()  # its sentinel: the spawn pipe, at its end once the parent has exited
+    os._exit(0)
