@@ -1,35 +1,40 @@
-"""Two directions in one server against one direction alone, at the same load (issue #42).
+"""One, two and three directions in one server, at the same load (issues #42 and #66).
 
     python -m benchmarks.speed.serve.serve_directions [--data DIR] [--quick] [--tiny]
-                                                      [--levels N] [--out DIR]
+                                                      [--levels N] [--rounds N] [--out DIR]
     make bench-serve DIRECTIONS=1 [QUICK=1]
 
-A second direction is made by publishing a copy of the default direction's backbone
-(en->fr), with a copy of each of its active modules and its router, as another backbone
-(`bench-copy`, registered as en->de so that requests can name it: it translates English
-into French exactly as the original; the shipped fr->en direction would do as a second
-one, but its texts cost differently, so the ratio would mix the two directions' speeds).
-The server then holds these backbones, each with its own engine, modules and scheduler,
-batched separately (a batch never mixes backbones) and sharing the one engine thread: what
-serving two directions costs.
+The extra directions are copies of the default direction's backbone (en->fr), each with a
+copy of its active modules and its router, published as backbones of their own
+(`bench-copy`, `bench-copy-2`) under language pairs requests can name (direction_copies:
+en->de and en->eo while the store declares neither; a shipped en->de stays untouched and
+the copy takes the next free pair). A copy translates English into French exactly as the
+original: the real second and third directions have the same shape (the cost of serving
+a direction depends on its shape), but their texts cost differently, so the ratios would
+mix the directions' speeds. The server holds these backbones, each with its own engine,
+modules and scheduler, batched separately (a batch never mixes backbones) and sharing the
+one engine thread: what serving several directions costs.
 
 One live server, the same drawn requests (serve_load's: single and batch requests, domains
-mixed) and the same number of closed-loop clients, in interleaved rounds. The number is
-twice serve_load's saturation level (64 in the full plan): half of it, kept to one
-direction, fills that direction's queue as one direction's is filled at saturation, so the
-comparison is of two saturated directions against one (at 64 clients each direction of the
-split waits with about one batch's worth and runs smaller batches).
+mixed) and the same closed-loop clients in every run, side by side in interleaved rounds
+(each round runs the three in a rotated order: a drifting host weighs on all alike). The
+number of clients is three times serve_load's saturation level (192 in the full and quick
+plans): a third of it, kept to one direction, fills that direction's queue as one
+direction's is filled at saturation, so the three-direction run is of saturated directions.
 
 - *one*: every request to the default direction (no languages named);
-- *split*: every other request names the copy (`source: en, target: de`), the rest go to
-  the default direction; half the clients send the one kind, half the other (a client
-  keeps to its language pair, as a user or a document's job does).
+- *two*: every other request names the first copy (`source: en, target: de`);
+- *three*: requests go in turn to the default direction, the first and the second copy.
 
-The verdict is the median over rounds of split / one target tokens/s (steady window, as
-serve_load counts them); the target is >= 0.9x. Each round also checks that the copy
-answers a request as the original does (same weights: the same translation), and reports
-each run's engine batches from the server's metrics (sentences per batch, the share of the
-run the engine spent decoding), which tell smaller batches from an idle engine.
+Every client keeps to the requests of one residue modulo 6, so it keeps to one language
+pair in every run (as a user or a document's job does) and sends the same texts in each.
+The verdict is the median over rounds of three / two target tokens/s (steady window, as
+serve_load counts them), target >= 0.9x ("serving three directions costs each no more than
+two did"); two / one (issue #42's verdict, the same target) is reported beside it. Each
+round also checks that every copy answers its requests as the original does (same weights:
+the same translations), and reports each run's engine batches from the server's metrics
+(sentences per batch, the share of the run the engine spent decoding), which tell smaller
+batches from an idle engine.
 Writes results/serve_directions.{json,md} (`--tiny`: results/tmp/).
 """
 
@@ -41,9 +46,8 @@ import platform
 import statistics
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
 
 import torch
 
@@ -52,9 +56,13 @@ from benchmarks.report_files import results_dir, write_report
 from benchmarks.speed.data import read_test_sets
 from benchmarks.speed.model import quiet_libraries
 from benchmarks.speed.serve.config import LoadPlan, ServeConfig, choose_plan, load_arguments
+from benchmarks.speed.serve.direction_copies import (
+    CopyDirection,
+    add_copy_directions,
+    spread,
+)
 from benchmarks.speed.serve.loadgen import (
     LevelRun,
-    LoadRequest,
     build_requests,
     run_level,
     served_domains,
@@ -69,62 +77,31 @@ from benchmarks.speed.serve.loadstats import (
 )
 from benchmarks.speed.serve.store import StoreSpec, seed_store, text_sets, token_counter
 
-COPY = "bench-copy"
-COPY_LANGUAGES = {"source": "en", "target": "de"}  # a label requests can name
-TARGET = 0.9  # split / one (issue #42)
+ARMS = ("one", "two", "three")  # a run's name: how many directions share its load
+WAYS = {"one": 1, "two": 2, "three": 3}
+GROUPS = 6  # client groups: a multiple of every run's direction count
+TARGET = 0.9  # three / two (issue #66), two / one (issue #42)
 
 
-def add_copy_direction(spec: StoreSpec) -> str:
-    """Publish a copy of the store's default backbone, with its active modules and router,
-    as backbone COPY; returns the original's name."""
-    with spec.open() as store:
-        original = store.load_backbone(spec.backbone)
-        name = original.manifest.name
-        copy = store.publish("backbone", COPY, original.files,
-                             config=original.manifest.config,
-                             provenance={"languages": COPY_LANGUAGES, "copy_of": name})
-        store.activate("backbone", COPY, copy.version)
-        fingerprint = copy.backbone_fingerprint
-        for domain, version in store.active_domains(name).items():
-            _copy(store, "module", domain, version, name, fingerprint)
-        for classifier, version in store.registry.active_versions(
-                "classifier", backbone=name).items():
-            _copy(store, "classifier", classifier, version, name, fingerprint)
-    return name
+@dataclass(frozen=True)
+class Run:
+    """One run of a round: its load over `ways` directions."""
 
-
-def _copy(store: Any, kind: str, name: str, version: int, backbone: str,
-          fingerprint: str | None) -> None:
-    loaded = store.load(kind, name, version, backbone=backbone)
-    published = store.publish(kind, name, loaded.files, config=loaded.manifest.config,
-                              backbone_fingerprint=fingerprint, backbone=COPY)
-    store.activate(kind, name, published.version, backbone=COPY)
-
-
-def split(requests: Sequence[LoadRequest]) -> list[LoadRequest]:
-    """Every other request to the copy direction (the same texts and domains)."""
-    return [replace(r, body=r.body | {"source": COPY_LANGUAGES["source"],
-                                      "target": COPY_LANGUAGES["target"]}) if i % 2 else r
-            for i, r in enumerate(requests)]
+    tokens_per_s: float
+    errors: int
+    sentences_per_batch: float  # engine batches
+    busy: float  # share of the run's wall time the engine spent in batches
 
 
 @dataclass(frozen=True)
 class Round:
     number: int
-    one_tokens_per_s: float
-    split_tokens_per_s: float
-    one_errors: int
-    split_errors: int
-    compared: int  # requests answered in both runs
-    identical: int  # ... with the same translations
-    one_batch: float = 0.0  # sentences per engine batch
-    split_batch: float = 0.0
-    one_busy: float = 0.0  # share of the run's wall time the engine spent in batches
-    split_busy: float = 0.0
+    order: list[str]  # the runs, in the order they ran
+    runs: dict[str, Run]
+    identical: dict[str, list[int]]  # copy backbone -> [identical, compared] answers
 
-    @property
-    def ratio(self) -> float:
-        return self.split_tokens_per_s / max(self.one_tokens_per_s, 1e-9)
+    def ratio(self, split: str, base: str) -> float:
+        return self.runs[split].tokens_per_s / max(self.runs[base].tokens_per_s, 1e-9)
 
 
 def translations(run: LevelRun, count: int) -> dict[int, list[str]]:
@@ -132,48 +109,68 @@ def translations(run: LevelRun, count: int) -> dict[int, list[str]]:
             for o in run.outcomes if o.status == 200}
 
 
+def copy_answers(runs: dict[str, LevelRun], copies: Sequence[CopyDirection],
+                 count: int) -> dict[str, list[int]]:
+    """Per copy, [identical, compared]: its answers in the split runs against the default
+    direction's answers to the same requests in the run `one`."""
+    alone = translations(runs["one"], count)
+    found = {copy.backbone: [0, 0] for copy in copies}
+    for arm in ARMS[1:]:
+        ways = WAYS[arm]
+        for index, answer in translations(runs[arm], count).items():
+            if index % ways == 0 or index not in alone:
+                continue
+            tally = found[copies[index % ways - 1].backbone]
+            tally[0] += answer == alone[index]
+            tally[1] += 1
+    return found
+
+
+def rotated(number: int) -> list[str]:
+    """The runs of round `number`, rotated so each runs first, second and third in turn."""
+    shift = (number - 1) % len(ARMS)
+    return list(ARMS[shift:] + ARMS[:shift])
+
+
 def measure(spec: StoreSpec, sets: dict[str, list[str]], plan: LoadPlan,
-            config: ServeConfig, *, clients: int, log: Path,
-            count_tokens: TokenCounter) -> list[Round]:
+            config: ServeConfig, *, clients: int, copies: Sequence[CopyDirection],
+            log: Path, count_tokens: TokenCounter) -> list[Round]:
     timeout_s = config.request_timeout_s + 30
     with live_server(spec.environment() | config.environment(), log) as base_url:
         served = served_domains(base_url)
-        one = build_requests(sets, served, count=plan.distinct_requests)
-        both = split(one)
-        print(f"server ready at {base_url}; domains: {', '.join(served)}", flush=True)
-        warm_up(base_url, one, timeout_s=timeout_s)
-        warm_up(base_url, both, timeout_s=timeout_s)
-        groups = 2  # clients keep to one direction: even requests the default, odd the copy
+        # a multiple of GROUPS: each client keeps to one residue, hence to one direction
+        count = max(plan.distinct_requests - plan.distinct_requests % GROUPS, GROUPS)
+        base = build_requests(sets, served, count=count)
+        requests = {arm: spread(base, copies[:WAYS[arm] - 1]) for arm in ARMS}
+        print(f"server ready at {base_url}; domains: {', '.join(served)}; copies: "
+              + ", ".join(f"{c.backbone} ({c.label})" for c in copies), flush=True)
+        warm_up(base_url, requests["three"], count=6, timeout_s=timeout_s)
         rounds = []
         for number in range(1, plan.pairs + 1):
-            order = [("one", one), ("split", both)]
-            if number % 2 == 0:  # ABBA: a drifting host weighs on both alike
-                order.reverse()
+            order = rotated(number)
             runs: dict[str, LevelRun] = {}
             shapes: dict[str, BatchShape] = {}
-            for label, requests in order:
+            for arm in order:
                 before = batch_shape(base_url)
-                runs[label] = asyncio.run(run_level(
-                    base_url, requests, concurrency=clients, max_requests=plan.round_requests,
-                    max_seconds=plan.max_seconds, timeout_s=timeout_s, groups=groups))
-                shapes[label] = batch_shape(base_url).since(before)
-            stats = {label: summarise(runs[label], one if label == "one" else both,
-                                      count_tokens=count_tokens) for label in runs}
-            alone = translations(runs["one"], len(one))
-            mixed = translations(runs["split"], len(both))
-            common = [i for i in mixed if i in alone and i % 2]  # copy-direction answers
-            rounds.append(Round(
-                number, served_speed(stats["one"]), served_speed(stats["split"]),
-                sum(stats["one"].errors.values()), sum(stats["split"].errors.values()),
-                len(common), sum(alone[i] == mixed[i] for i in common),
-                shapes["one"].sentences_per_batch, shapes["split"].sentences_per_batch,
-                busy_share(shapes["one"], runs["one"]), busy_share(shapes["split"],
-                                                                   runs["split"])))
+                runs[arm] = asyncio.run(run_level(
+                    base_url, requests[arm], concurrency=clients,
+                    max_requests=plan.round_requests, max_seconds=plan.max_seconds,
+                    timeout_s=timeout_s, groups=GROUPS))
+                shapes[arm] = batch_shape(base_url).since(before)
+            measured = {}
+            for arm, run in runs.items():
+                stats = summarise(run, requests[arm], count_tokens=count_tokens)
+                measured[arm] = Run(served_speed(stats), sum(stats.errors.values()),
+                                    shapes[arm].sentences_per_batch, busy_share(shapes[arm], run))
+            rounds.append(Round(number, order, measured, copy_answers(runs, copies, count)))
             last = rounds[-1]
-            print(f"  round {number}/{plan.pairs}: one {last.one_tokens_per_s:,.1f} tokens/s, "
-                  f"split {last.split_tokens_per_s:,.1f}: {last.ratio:.2f}x; sentences per "
-                  f"batch {last.one_batch:.1f} / {last.split_batch:.1f}, engine busy "
-                  f"{last.one_busy:.0%} / {last.split_busy:.0%}", flush=True)
+            print(f"  round {number}/{plan.pairs} ({', '.join(order)}): "
+                  + ", ".join(f"{arm} {last.runs[arm].tokens_per_s:,.1f}" for arm in ARMS)
+                  + f" tokens/s; three / two {last.ratio('three', 'two'):.2f}x, two / one "
+                  f"{last.ratio('two', 'one'):.2f}x; sentences per batch "
+                  + " / ".join(f"{last.runs[arm].sentences_per_batch:.1f}" for arm in ARMS)
+                  + "; engine busy "
+                  + " / ".join(f"{last.runs[arm].busy:.0%}" for arm in ARMS), flush=True)
     return rounds
 
 
@@ -181,31 +178,51 @@ def busy_share(shape: BatchShape, run: LevelRun) -> float:
     return shape.engine_s / run.wall_s if run.wall_s else 0.0
 
 
+def median_ratio(rounds: Sequence[Round], split: str, base: str) -> float:
+    return statistics.median(r.ratio(split, base) for r in rounds)
+
+
+def verdict(ratio: float) -> str:
+    return "meets" if ratio >= TARGET else "misses"
+
+
 def table(rounds: Sequence[Round], *, description: str) -> str:
-    ratio = statistics.median(r.ratio for r in rounds)
-    verdict = "meets" if ratio >= TARGET else "misses"
-    lines = ["# Two directions in one server against one alone (issue #42)", "",
+    three, two = median_ratio(rounds, "three", "two"), median_ratio(rounds, "two", "one")
+    copies = list(rounds[0].identical)
+    lines = ["# One, two and three directions in one server, at the same load", "",
              description, "",
-             f"**Split / one: {ratio:.2f}x** (median of {len(rounds)} rounds; target >= "
-             f"{TARGET}x: {verdict} it).", "",
-             "| round | one direction, tokens/s | split over two, tokens/s | ratio | errors "
-             "(one / split) | copy answers identical | sentences per batch (one / split) "
-             "| engine busy (one / split) |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    lines += [f"| {r.number} | {r.one_tokens_per_s:,.1f} | {r.split_tokens_per_s:,.1f} | "
-              f"{r.ratio:.2f}x | {r.one_errors} / {r.split_errors} | "
-              f"{r.identical} of {r.compared} | {r.one_batch:.1f} / {r.split_batch:.1f} | "
-              f"{r.one_busy:.0%} / {r.split_busy:.0%} |" for r in rounds]
+             f"**Three / two: {three:.2f}x** (median of {len(rounds)} rounds; target >= "
+             f"{TARGET}x: {verdict(three)} it). Two / one: {two:.2f}x (target >= {TARGET}x: "
+             f"{verdict(two)} it); three / one: "
+             f"{median_ratio(rounds, 'three', 'one'):.2f}x.", "",
+             "| round | order | one, tokens/s | two, tokens/s | three, tokens/s | three / two "
+             "| two / one | errors (one / two / three) | "
+             + " | ".join(f"{c} answers identical" for c in copies)
+             + " | sentences per batch (one / two / three) | engine busy (one / two / three) |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|" + "---:|" * len(copies) + "---:|---:|"]
+    for r in rounds:
+        runs = [r.runs[arm] for arm in ARMS]
+        lines.append(
+            f"| {r.number} | {', '.join(r.order)} | "
+            + " | ".join(f"{run.tokens_per_s:,.1f}" for run in runs)
+            + f" | {r.ratio('three', 'two'):.2f}x | {r.ratio('two', 'one'):.2f}x | "
+            + " / ".join(str(run.errors) for run in runs) + " | "
+            + " | ".join(f"{same} of {compared}" for same, compared in r.identical.values())
+            + " | " + " / ".join(f"{run.sentences_per_batch:.1f}" for run in runs)
+            + " | " + " / ".join(f"{run.busy:.0%}" for run in runs) + " |")
     return "\n".join(lines) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = load_arguments("python -m benchmarks.speed.serve.serve_directions",
-                          __doc__).parse_args(argv)
+    parser = load_arguments("python -m benchmarks.speed.serve.serve_directions", __doc__)
+    parser.add_argument("--rounds", type=int, help="interleaved rounds (overrides the plan)")
+    args = parser.parse_args(argv)
     mode, plan = choose_plan(args)
-    # twice serve_load's saturation level: each direction of the split saturated (the
-    # module docstring says why; `--levels N` sets it)
-    clients = plan.levels[-1] if args.levels else plan.levels[-1] * 2
+    if args.rounds:
+        plan = replace(plan, pairs=args.rounds)
+    # three times serve_load's saturation level: each direction of the three saturated
+    # (the module docstring says why; `--levels N` sets it)
+    clients = plan.levels[-1] if args.levels else plan.levels[-1] * len(ARMS)
     config = ServeConfig(beam_size=args.beam_size, continuous=args.continuous)
     quiet_libraries()
     sets = text_sets(args.data, per_set=plan.texts_per_set)
@@ -213,24 +230,31 @@ def main(argv: Sequence[str] | None = None) -> int:
              else "synthetic") + f" ({sum(map(len, sets.values()))} texts)"
     with tempfile.TemporaryDirectory(prefix="serve-directions-") as scratch:
         spec = seed_store(Path(scratch) / "store", tiny=args.tiny, data=args.data)
-        original = add_copy_direction(spec)
+        original, copies = add_copy_directions(spec, len(ARMS) - 1)
         spec = replace(spec, backbone=original)  # the default direction
-        rounds = measure(spec, sets, plan, config, clients=clients,
+        rounds = measure(spec, sets, plan, config, clients=clients, copies=copies,
                          log=Path(scratch) / "server.log", count_tokens=token_counter(spec))
+    named = ", ".join(f"`{c.backbone}` ({c.label})" for c in copies)
     description = (
-        f"Live `python -m server` on loopback serving `{original}` and `{COPY}` (a copy of "
-        f"it with its modules and router: two backbones, batched separately), {mode} plan: "
-        f"{clients} closed-loop clients in both runs (in the split run, half keep to each "
-        f"direction: each direction's queue as full as one direction's at serve_load's "
-        f"saturation level, {clients // 2}), "
-        f"at most {plan.round_requests} requests or "
-        f"{plan.max_seconds:g} s per run, beam {config.beam_size}, texts: {texts}; rounds "
-        f"alternate which run goes first. Host: {platform.processor() or platform.machine()}"
+        f"Live `python -m server` on loopback serving `{original}` and copies of it with "
+        f"its modules and router, {named} (three backbones, batched separately), {mode} "
+        f"plan: {clients} closed-loop clients in every run (in the split runs, an equal "
+        f"share keeps to each direction: in the three-direction run each direction's queue "
+        f"is about as full as one direction's at {clients // len(ARMS)} clients), at most "
+        f"{plan.round_requests} requests or {plan.max_seconds:g} s per run, beam "
+        f"{config.beam_size}, texts: {texts}; each round runs one, two and three "
+        f"directions in a rotated order. Host: {platform.processor() or platform.machine()}"
         f", {os.cpu_count()} CPUs, torch {torch.__version__}, shared with other work.")
-    rows = [{**r.__dict__, "ratio": r.ratio} for r in rounds]
+    rows = [asdict(r) | {"three_over_two": r.ratio("three", "two"),
+                         "two_over_one": r.ratio("two", "one")} for r in rounds]
     text = table(rounds, description=description)
     write_report(results_dir(args.out, tiny=args.tiny), "serve_directions",
-                 {"description": description, "rows": rows}, text)
+                 {"description": description,
+                  "copies": [{"backbone": c.backbone, "source": c.pair.source,
+                              "target": c.pair.target} for c in copies],
+                  "three_over_two": median_ratio(rounds, "three", "two"),
+                  "two_over_one": median_ratio(rounds, "two", "one"),
+                  "rows": rows}, text)
     print(text)
     return 0
 
