@@ -32,6 +32,7 @@ Writes <out>/memory_retrieval[-<direction>][-subset].json and .md.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import time
 from collections.abc import Sequence
@@ -206,7 +207,9 @@ class Bench:
                               [t for _, t in pairs]) for d, pairs in dev.items()}
             gains = {d: round(scores[d] - adapter[d], 2) for d in scores}
             worst = min(gains, key=lambda d: gains[d])
-            grid.append({"point": label_of(point), "settings": point.model_dump(),
+            shown = label_of(point).replace(f"gate={point.gate:g}", "gate=calibrated") \
+                if point.calibrate else label_of(point)
+            grid.append({"point": shown, "settings": point.model_dump(),
                          "dev_bleu": round(statistics.mean(scores.values()), 2),
                          "per_domain": scores,
                          "gain": round(statistics.mean(gains.values()), 2),
@@ -368,9 +371,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return {**head, "dev_limit": args.dev_limit, "selection": selection,
             "domains": domains, "mean": mean, "mean_novel": mean_novel,
             "general": general_rows, "speed": speed_rows, "gates": bench.gates,
-            "stored_bytes_per_memory_besides_text": 0, "host_note": args.note,
+            "stored_bytes_per_memory_besides_text": stored_bytes(bench.gates),
+            "host_note": args.note,
             "stored_note": "bounded cache of recently forced pairs, per backbone, is shared "
                            "by every memory"}
+
+
+def stored_bytes(gates: dict[str, dict[str, Any]]) -> int:
+    """What a memory stores besides its text: its calibrations (a registry row per module
+    it decodes with: the gate and the held-out scores), at most two modules here."""
+    sizes = [len(json.dumps(found)) for found in gates.values()]
+    return 2 * max(sizes) if sizes else 0
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -67,7 +67,8 @@ def markdown(r: dict[str, Any]) -> str:
               f"{g['memories off']} | {g['memories on']} |" for g in r["general"]]
     lines += ["", *speed_lines(r)]
     lines += ["", f"Stored per memory besides its text: {r['stored_bytes_per_memory_besides_text']}"
-              " bytes (datastores are built per request from the retrieved pairs; a "
+              " bytes (its calibrated gates, one registry row per module it decodes with; "
+              "datastores are built per request from the retrieved pairs; a "
               f"{r['stored_note']})."]
     if r.get("host_note"):
         lines += ["", r["host_note"]]
