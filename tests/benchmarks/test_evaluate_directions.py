@@ -63,7 +63,7 @@ def test_eval_of_fr_en_reads_its_backbone_modules_and_router(setup: Path) -> Non
         module = store.load("module", "medical", backbone=FR_EN_NAME).manifest
     meta = result["meta"]
     assert meta["direction"] == "fr-en" and meta["options"]["direction"] == \
-        {"source": "fr", "target": "en", "pair": "en-fr"}
+        {"source": "fr", "target": "en", "pair": "en-fr", "router_from": None}
     assert meta["backbone"]["fingerprint"] == fr_en.backbone_fingerprint
     assert meta["classifier"] == "router v1"
     assert result["parameters"]["served"]["medical"]["artifact"] == f"medical v{module.version}"
