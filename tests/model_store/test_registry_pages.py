@@ -4,13 +4,12 @@ index, never the whole table (SQLite's query plans; PostgreSQL runs the same que
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import pytest
-from sqlalchemy import event
 from tiny_artifacts import publish_module
 
-from model_store import Manifest, Registry, Store
+from model_store import Manifest, Store
+from tests.model_store.query_plans import query_plans
 
 NAMES = [f"client-{i:03d}" for i in range(23)]
 
@@ -52,30 +51,6 @@ def test_pages_follow_the_cursor_through_every_name_once(many: Store) -> None:
         registry.artifact_page("module", limit=0)
 
 
-def plans(registry: Registry, calls: list[Any]) -> list[tuple[str, list[str]]]:
-    """(statement, its query plan) of every statement `calls` ran (SQLite)."""
-    ran: list[tuple[str, Any]] = []
-
-    def record(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
-        if statement.lstrip().upper().startswith("SELECT"):
-            ran.append((statement, parameters))
-
-    event.listen(registry.engine, "before_cursor_execute", record)
-    try:
-        for call in calls:
-            call()
-    finally:
-        event.remove(registry.engine, "before_cursor_execute", record)
-    found = []
-    with registry.engine.connect() as conn:
-        for statement, parameters in ran:
-            raw = conn.connection.driver_connection
-            assert raw is not None
-            rows = raw.execute("EXPLAIN QUERY PLAN " + statement, parameters).fetchall()
-            found.append((statement, [str(row[-1]) for row in rows]))
-    return found
-
-
 def test_hot_lookups_read_an_index_not_the_table(many: Store) -> None:
     registry = many.registry
     if registry.dialect != "sqlite":
@@ -93,7 +68,7 @@ def test_hot_lookups_read_an_index_not_the_table(many: Store) -> None:
         lambda: registry.artifact_page("module", after=NAMES[3], limit=5),
         lambda: many.record("module", name),
     ]
-    found = plans(registry, calls)
+    found = query_plans(registry, calls)
     assert len(found) >= len(calls)
     full_scans = [(statement, plan) for statement, plan in found for step in plan
                   if re.match(r"SCAN (artifacts|active)\b(?! USING (COVERING )?INDEX)", step)]

@@ -13,11 +13,12 @@ from functools import partial
 from typing import Any, TypeVar
 
 import pytest
-from sqlalchemy import event, update
+from sqlalchemy import update
 
 from model_store import NewPair, Page, Registry, Viewer
 from model_store.tables import api_keys, jobs
 from server.core.tenancy import Kind, TenantScope
+from tests.model_store.query_plans import query_plans
 
 T = TypeVar("T")
 BACKBONE = "b"
@@ -188,26 +189,3 @@ def test_pages_read_an_index_not_the_table(registry: Registry) -> None:
     assert sorted_whole == []
 
 
-def query_plans(registry: Registry, calls: list[Callable[[], object]]
-                ) -> list[tuple[str, list[str]]]:
-    """(statement, SQLite's query plan) of every SELECT that `calls` ran."""
-    ran: list[tuple[str, Any]] = []
-
-    def record(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
-        if statement.lstrip().upper().startswith("SELECT"):
-            ran.append((statement, parameters))
-
-    event.listen(registry.engine, "before_cursor_execute", record)
-    try:
-        for call in calls:
-            call()
-    finally:
-        event.remove(registry.engine, "before_cursor_execute", record)
-    found = []
-    with registry.engine.connect() as conn:
-        raw = conn.connection.driver_connection
-        assert raw is not None
-        for statement, parameters in ran:
-            rows = raw.execute("EXPLAIN QUERY PLAN " + statement, parameters).fetchall()
-            found.append((statement, [str(row[-1]) for row in rows]))
-    return found
