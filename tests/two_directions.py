@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
+
+from fastapi.testclient import TestClient
 
 from model_store import Store
 from server.engine.artifacts import module_files
@@ -38,3 +41,11 @@ def build_two_directions(root: Path, *, german: bool = False) -> Path:
                                           backbone_fingerprint=backbone.backbone_fingerprint)
                 store.activate("module", domain, published.version, backbone=name)
     return root
+
+
+def translate(client: TestClient, **body: Any) -> dict[str, Any]:
+    """A `/translate` answer that must succeed."""
+    response = client.post("/translate", json=body)
+    assert response.status_code == 200, response.text
+    answer: dict[str, Any] = response.json()
+    return answer

@@ -5,24 +5,15 @@ and a backbone without one by the documented prior."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from conftest import make_client
-from fastapi.testclient import TestClient
 
 from server.quality.estimator import Estimator
 from server.quality.estimators import QUALITY_DIR, write_estimator
-from tests.two_directions import EN_FR, ENGLISH, FR_EN, FRENCH, build_two_directions
+from tests.two_directions import EN_FR, ENGLISH, FR_EN, FRENCH, build_two_directions, translate
 
 # a constant estimator (every weight 0): its score cannot come from the prior by chance
 CONSTANT = 0.777
-
-
-def translate(client: TestClient, **body: Any) -> dict[str, Any]:
-    response = client.post("/translate", json=body)
-    assert response.status_code == 200, response.text
-    answer: dict[str, Any] = response.json()
-    return answer
 
 
 def test_each_direction_uses_its_own_backbones_estimator(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from conftest import admin_headers, make_client, module_archive
 from fastapi.testclient import TestClient
 
 from model_store import Store
-from tests.two_directions import EN_FR, ENGLISH, FR_EN, FRENCH, build_two_directions
+from tests.two_directions import EN_FR, ENGLISH, FR_EN, FRENCH, build_two_directions, translate
 
 GERMAN = "Der Patient nimmt jeden Tag eine Tablette mit einem Glas Wasser ein."
 
@@ -28,13 +28,6 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def both(root: Path) -> Iterator[TestClient]:
     with make_client(root, backbone=EN_FR) as client:
         yield client
-
-
-def translate(client: TestClient, **body: Any) -> dict[str, Any]:
-    response = client.post("/translate", json=body)
-    assert response.status_code == 200, response.text
-    answer: dict[str, Any] = response.json()
-    return answer
 
 
 def alone(root: Path, backbone: str, requests: list[dict[str, Any]]) -> list[str]:

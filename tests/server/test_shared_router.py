@@ -9,7 +9,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from conftest import KEYWORDS, make_client
@@ -19,7 +18,7 @@ from fasttext_tiny import classifier_bytes
 from model_store import Store
 from server.engine.artifacts import module_files
 from tests.tiny import random_module, tiny_config
-from tests.two_directions import EN_DE, EN_FR, FR_EN, build_two_directions
+from tests.two_directions import EN_DE, EN_FR, FR_EN, build_two_directions, translate
 
 MEDICAL = "The patient takes one tablet every day."  # keywords: patient, tablet
 ROUTED = {"source": "en", "target": "de", "explain": True}
@@ -64,13 +63,6 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def client(root: Path) -> Iterator[TestClient]:
     with make_client(root, backbone=EN_FR) as client:
         yield client
-
-
-def translate(client: TestClient, **body: Any) -> dict[str, Any]:
-    response = client.post("/translate", json=body)
-    assert response.status_code == 200, response.text
-    answer: dict[str, Any] = response.json()
-    return answer
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> None:

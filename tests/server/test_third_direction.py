@@ -9,13 +9,20 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from conftest import make_client
 from fastapi.testclient import TestClient
 
-from tests.two_directions import EN_DE, EN_FR, ENGLISH, FRENCH, GERMAN, build_two_directions
+from tests.two_directions import (
+    EN_DE,
+    EN_FR,
+    ENGLISH,
+    FRENCH,
+    GERMAN,
+    build_two_directions,
+    translate,
+)
 
 # the default direction first, then the others by backbone name
 SERVED = "en->fr, en->de, fr->en"
@@ -37,13 +44,6 @@ def german_alone(root: Path) -> Iterator[TestClient]:
     """A server of the en->de backbone alone: what every door must answer for en->de."""
     with make_client(root, backbone=EN_DE, all_backbones=False) as client:
         yield client
-
-
-def translate(client: TestClient, **body: Any) -> dict[str, Any]:
-    response = client.post("/translate", json=body)
-    assert response.status_code == 200, response.text
-    answer: dict[str, Any] = response.json()
-    return answer
 
 
 def alone(client: TestClient, text: str) -> str:
