@@ -21,6 +21,7 @@ from benchmarks.speed.serve.direction_copies import (
 from benchmarks.speed.serve.loadgen import SINGLE, LevelRun, LoadRequest, Outcome
 from benchmarks.speed.serve.serve_directions import ARMS, copy_answers, main, rotated
 from benchmarks.speed.serve.store import StoreSpec, seed_tiny_store
+from server.execution.placement import plan_placement
 from server.textproc.languages import LanguagePair
 
 COPIES = [CopyDirection("bench-copy", LanguagePair("en", "de")),
@@ -113,3 +114,16 @@ def test_a_tiny_run_serves_one_two_and_three_directions(tmp_path: Path) -> None:
         assert 2 * identical > compared
     text = (tmp_path / "serve_directions.md").read_text()
     assert "**Three / two:" in text and "Two / one:" in text
+
+
+@pytest.mark.slow
+def test_a_tiny_run_with_the_servers_cpu_placement(tmp_path: Path) -> None:
+    """`make bench-serve DIRECTIONS=1 FRONT_CPUS=1`: the server placed on CPUs, the load
+    generator on the front's, the report named after the placement."""
+    placement = plan_placement(1)
+    assert main(["--tiny", "--rounds", "1", "--beam-size", "1", "--front-cpus", "1",
+                 "--out", str(tmp_path)]) == 0
+    report = json.loads((tmp_path / "serve_directions-front-cpus-1.json").read_text())
+    assert all(run["errors"] == 0 for run in report["rows"][0]["runs"].values())
+    if placement is not None:  # a host with one CPU places nothing
+        assert "NMT_EXECUTION__FRONT_CPUS=1" in report["description"]

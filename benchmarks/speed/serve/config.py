@@ -81,6 +81,9 @@ def load_arguments(prog: str, doc: str) -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--continuous", action="store_true",
                         help="serve with continuous batching")
+    parser.add_argument("--front-cpus", type=int, default=0,
+                        help="serve with NMT_EXECUTION__FRONT_CPUS=N "
+                             "(server/execution/placement.py)")
     parser.add_argument("--out", type=Path,
                         help="results directory (default: results/; --tiny: results/tmp/)")
     return parser

@@ -2,7 +2,8 @@
 
     python -m benchmarks.speed.serve.serve_directions [--data DIR] [--quick] [--tiny]
                                                       [--levels N] [--rounds N] [--out DIR]
-    make bench-serve DIRECTIONS=1 [QUICK=1]
+                                                      [--front-cpus N] [--continuous]
+    make bench-serve DIRECTIONS=1 [QUICK=1] [FRONT_CPUS=N] [CONTINUOUS=1]
 
 The extra directions are copies of the default direction's backbone (en->fr), each with a
 copy of its active modules and its router, published as backbones of their own
@@ -35,7 +36,10 @@ round also checks that every copy answers its requests as the original does (sam
 the same translations), and reports each run's engine batches from the server's metrics
 (sentences per batch, the share of the run the engine spent decoding), which tell smaller
 batches from an idle engine.
-Writes results/serve_directions.{json,md} (`--tiny`: results/tmp/).
+`--front-cpus N` serves with the server's CPU placement and runs the load generator on
+the front's CPUs (as serve_load does).
+Writes results/serve_directions.{json,md} (`--front-cpus N`: serve_directions-front-cpus-N,
+`--continuous`: ...-continuous; `--tiny`: results/tmp/).
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ from benchmarks.report_files import results_dir, write_report
 from benchmarks.speed.data import read_test_sets
 from benchmarks.speed.model import quiet_libraries
 from benchmarks.speed.serve.config import LoadPlan, ServeConfig, choose_plan, load_arguments
+from benchmarks.speed.serve.cpu_placement import front_cpus, on_cpus, placement_note
 from benchmarks.speed.serve.direction_copies import (
     CopyDirection,
     add_copy_directions,
@@ -76,6 +81,7 @@ from benchmarks.speed.serve.loadstats import (
     summarise,
 )
 from benchmarks.speed.serve.store import StoreSpec, seed_store, text_sets, token_counter
+from server.execution.settings import ExecutionSettings
 
 ARMS = ("one", "two", "three")  # a run's name: how many directions share its load
 WAYS = {"one": 1, "two": 2, "three": 3}
@@ -136,6 +142,7 @@ def measure(spec: StoreSpec, sets: dict[str, list[str]], plan: LoadPlan,
             config: ServeConfig, *, clients: int, copies: Sequence[CopyDirection],
             log: Path, count_tokens: TokenCounter) -> list[Round]:
     timeout_s = config.request_timeout_s + 30
+    front = front_cpus(config)
     with live_server(spec.environment() | config.environment(), log) as base_url:
         served = served_domains(base_url)
         # a multiple of GROUPS: each client keeps to one residue, hence to one direction
@@ -152,10 +159,11 @@ def measure(spec: StoreSpec, sets: dict[str, list[str]], plan: LoadPlan,
             shapes: dict[str, BatchShape] = {}
             for arm in order:
                 before = batch_shape(base_url)
-                runs[arm] = asyncio.run(run_level(
-                    base_url, requests[arm], concurrency=clients,
-                    max_requests=plan.round_requests, max_seconds=plan.max_seconds,
-                    timeout_s=timeout_s, groups=GROUPS))
+                with on_cpus(front):
+                    runs[arm] = asyncio.run(run_level(
+                        base_url, requests[arm], concurrency=clients,
+                        max_requests=plan.round_requests, max_seconds=plan.max_seconds,
+                        timeout_s=timeout_s, groups=GROUPS))
                 shapes[arm] = batch_shape(base_url).since(before)
             measured = {}
             for arm, run in runs.items():
@@ -223,7 +231,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # three times serve_load's saturation level: each direction of the three saturated
     # (the module docstring says why; `--levels N` sets it)
     clients = plan.levels[-1] if args.levels else plan.levels[-1] * len(ARMS)
-    config = ServeConfig(beam_size=args.beam_size, continuous=args.continuous)
+    config = ServeConfig(beam_size=args.beam_size,
+                         execution=ExecutionSettings(front_cpus=args.front_cpus),
+                         continuous=args.continuous)
     quiet_libraries()
     sets = text_sets(args.data, per_set=plan.texts_per_set)
     texts = (f"{args.data} en-fr test sets" if read_test_sets(args.data, per_set=1)
@@ -244,11 +254,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{plan.round_requests} requests or {plan.max_seconds:g} s per run, beam "
         f"{config.beam_size}, texts: {texts}; each round runs one, two and three "
         f"directions in a rotated order. Host: {platform.processor() or platform.machine()}"
-        f", {os.cpu_count()} CPUs, torch {torch.__version__}, shared with other work.")
+        f", {os.cpu_count()} CPUs, torch {torch.__version__}, shared with other work."
+        + placement_note(config, offline=False))
     rows = [asdict(r) | {"three_over_two": r.ratio("three", "two"),
                          "two_over_one": r.ratio("two", "one")} for r in rounds]
     text = table(rounds, description=description)
-    write_report(results_dir(args.out, tiny=args.tiny), "serve_directions",
+    stem = "serve_directions" + (f"-front-cpus-{args.front_cpus}" if args.front_cpus else "")
+    stem += "-continuous" if args.continuous else ""
+    write_report(results_dir(args.out, tiny=args.tiny), stem,
                  {"description": description,
                   "copies": [{"backbone": c.backbone, "source": c.pair.source,
                               "target": c.pair.target} for c in copies],

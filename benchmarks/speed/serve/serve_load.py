@@ -51,6 +51,7 @@ from benchmarks.report_files import results_dir
 from benchmarks.speed.data import read_test_sets
 from benchmarks.speed.model import quiet_libraries
 from benchmarks.speed.serve.config import LoadPlan, ServeConfig, choose_plan, load_arguments
+from benchmarks.speed.serve.cpu_placement import on_cpus, placement_note
 from benchmarks.speed.serve.loadgen import (
     LevelRun,
     LoadRequest,
@@ -88,23 +89,8 @@ from benchmarks.speed.serve.store import (
 )
 from server.engine.engine import Engine
 from server.execution.allocator import keep_freed_memory
-from server.execution.placement import Placement, pin_this_thread, plan_placement, this_threads_cpus
+from server.execution.placement import Placement, plan_placement
 from server.execution.settings import ExecutionSettings
-
-
-@contextlib.contextmanager
-def on_cpus(cpus: frozenset[int] | None) -> Iterator[None]:
-    """Run the block with this thread on `cpus` (None: where it is); threads it starts
-    meanwhile (an offline engine's OpenMP team) keep them."""
-    if cpus is None:
-        yield
-        return
-    before = this_threads_cpus()
-    pin_this_thread(cpus)
-    try:
-        yield
-    finally:
-        pin_this_thread(before)
 
 
 async def run_levels(base_url: str, requests: Sequence[LoadRequest], plan: LoadPlan, *,
@@ -241,20 +227,8 @@ def metadata(plan: LoadPlan, config: ServeConfig, *, mode: str, data: str,
             "versions": {"torch": torch.__version__}, "torch_threads": torch.get_num_threads()}
 
 
-def placement_note(config: ServeConfig) -> str:
-    placement = plan_placement(config.execution.front_cpus)
-    if placement is None:
-        return ""
-    return (f" CPU placement (`NMT_EXECUTION__FRONT_CPUS={config.execution.front_cpus}`): "
-            f"{placement.describe()}; the load generator on the front's CPUs, the offline "
-            f"engine on the engine's with as many threads.")
-
-
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = load_arguments("python -m benchmarks.speed.serve.serve_load", __doc__)
-    parser.add_argument("--front-cpus", type=int, default=0,
-                        help="serve with NMT_EXECUTION__FRONT_CPUS=N "
-                             "(server/execution/placement.py)")
     return parser.parse_args(argv)
 
 
