@@ -21,7 +21,9 @@ grows with its rows, and a short request's answer takes as many steps as its len
 this bound is what keeps it within a few times its time alone beside a bulk request. A
 request that would miss its deadline under that bound (what is left of it, at the
 measured rate, with admission's margin) but can still make it takes the free budget
-again: admission promised it its deadline.
+again: admission promised it its deadline. While a light client's sentence is live (a
+client under its share, server/scheduling/light_clients.py), the others' sentences beyond
+`light_step_tokens` are parked and do not join.
 """
 
 from __future__ import annotations
