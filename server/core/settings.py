@@ -194,7 +194,7 @@ class SchedulerSettings(BaseModel):
     light_step_tokens: int = Field(
         384, ge=0,
         description="continuous batching: while a sentence of a light client (one with work "
-                    "in the server less than half of recent time, i.e. under its share) is "
+                    "in the server under 4/5 of recent time, i.e. under its share) is "
                     "live, the live rows cost at most this: the other clients' sentences "
                     "beyond it are parked (kept, resumed where they left off) and do not "
                     "join; at least one of them always steps; 0: off")

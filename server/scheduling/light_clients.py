@@ -9,7 +9,7 @@ many of those long steps as its length: 7x its time alone beside 16 busy clients
 - presence: per client, the share of recent time it had work in the server (queued or
   live), an exponential average over PRESENCE_S. A client is *light* below
   LIGHT_PRESENCE (a new client is light until it has been present for about
-  PRESENCE_S x ln 2; a client sending back to back stays near 1);
+  PRESENCE_S x ln 5; a client sending back to back stays near 1);
 - the budget: while a light client's sentence is live, the live rows cost at most
   `light_step_tokens` (SchedulerSettings). The light sentences come first; then the
   other clients' live sentences in the order they joined, as long as they fit; at least
@@ -27,7 +27,10 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 PRESENCE_S = 5.0  # the time constant of a client's presence
-LIGHT_PRESENCE = 0.5  # below it (the share of recent time with work in the server): light
+# Below it (the share of recent time with work in the server): light. Not 1/2: the time
+# present includes the client's own answers' latency, so a polite client slowed by a
+# loaded host (2.7 s answers, 1 s pauses: 0.73) would stay at its share, and slow.
+LIGHT_PRESENCE = 0.8
 MAX_TRACKED = 10_000  # clients remembered; an absent one past it is forgotten (= new)
 
 
