@@ -191,6 +191,13 @@ class SchedulerSettings(BaseModel):
                     "cost at most this (or one sentence); on a CPU a step's time "
                     "grows with its rows, so this bounds how much a bulk request slows a "
                     "short one's every step")
+    light_step_tokens: int = Field(
+        384, ge=0,
+        description="continuous batching: while a sentence of a light client (one with work "
+                    "in the server under 4/5 of recent time, i.e. under its share) is "
+                    "live, the live rows cost at most this: the other clients' sentences "
+                    "beyond it are parked (kept, resumed where they left off) and do not "
+                    "join; at least one of them always steps; 0: off")
 
 
 class AccessSettings(BaseModel):

@@ -38,6 +38,7 @@ from server.engine.engine import (
 )
 from server.engine.knn_store import lead_member
 from server.engine.live_graphs import LiveGraphs
+from server.engine.live_parking import ParkedRows, park_rows, parked_rows, resume_rows
 from server.engine.live_rows import LiveRows
 from server.engine.residency import Lease
 from server.engine.slots import BatchHooks, ModuleBank, runs_of
@@ -55,6 +56,7 @@ class LiveStats:
     joins: int = 0
     leaves: int = 0  # finished sentences
     cancelled: int = 0
+    parks: int = 0  # sentences parked (live_parking.py)
     step_seconds: float = 0.0
     first_step_seconds: float = 0.0  # summed: a sentence's join to the end of its 1st step
     first_steps: int = 0
@@ -92,6 +94,8 @@ class LiveDecoder:
         self.group_keys: list[RowKey] = []  # per group: its member's module slot
         self.group_owner: list[int] = []  # per group: its sentence's ticket
         self.cancelled: set[int] = set()
+        # Parked sentences (live_parking.py): kept, skipped by the steps until resumed.
+        self.parked: dict[int, tuple[_Entry, ParkedRows, list[RowKey]]] = {}
         self.stats = LiveStats()
         self._tickets = itertools.count()
         self._hooks: BatchHooks | None = None
@@ -110,12 +114,48 @@ class LiveDecoder:
 
     @property
     def live(self) -> int:
-        """Sentences in the batch."""
-        return len(self.entries)
+        """Sentences in the batch, parked ones included."""
+        return len(self.entries) + len(self.parked)
 
     @property
     def row_count(self) -> int:
+        """Rows a step decodes (parked rows not included)."""
         return self.rows.count
+
+    @property
+    def parked_row_count(self) -> int:
+        return sum(parked_rows(rows, self.rows.group) for _, rows, _ in self.parked.values())
+
+    @torch.inference_mode()
+    def park(self, tickets: Sequence[int]) -> None:
+        """These live sentences sit out the steps, their state kept, until `resume`."""
+        for ticket in tickets:
+            entry = self.entries.get(ticket)
+            if entry is None or ticket in self.cancelled:
+                continue
+            keys = [self.group_keys[g] for g in entry.groups]
+            saved, moved = park_rows(self.rows, entry.groups)
+            self._moved(moved)
+            del self.entries[ticket]
+            self.parked[ticket] = (entry, saved, keys)
+            self.stats.parks += 1
+            self._step_hook_stale = self._step_hook_stale or bool(entry.guides)
+        self._hooks_stale = True
+
+    @torch.inference_mode()
+    def resume(self, tickets: Sequence[int]) -> None:
+        """Parked sentences decode again from the next step, where they left off."""
+        for ticket in tickets:
+            parked = self.parked.pop(ticket, None)
+            if parked is None:
+                continue
+            entry, saved, keys = parked
+            entry.groups = resume_rows(self.rows, saved)
+            self.group_keys += keys
+            self.group_owner += [ticket] * len(keys)
+            self.entries[ticket] = entry
+            self._step_hook_stale = self._step_hook_stale or bool(entry.guides)
+        self._hooks_stale = True
 
     @torch.inference_mode()
     def join(self, jobs: Sequence[SentenceJob]) -> list[int]:
@@ -181,6 +221,9 @@ class LiveDecoder:
         """The sentence leaves before the next step (its client went away)."""
         if ticket in self.entries:
             self.cancelled.add(ticket)
+        elif ticket in self.parked:
+            self.engine.modules.release(self.parked.pop(ticket)[0].lease)
+            self.stats.cancelled += 1
 
     @torch.inference_mode()
     def step(self) -> list[tuple[int, list[Hypothesis]]]:
@@ -190,6 +233,8 @@ class LiveDecoder:
             self._remove(sorted(self.cancelled))
             self.stats.cancelled += len(self.cancelled)
             self.cancelled.clear()
+        if not self.entries and self.parked:
+            self.resume(list(self.parked))  # parked rows never wait on an idle batch
         if not self.entries:
             return []
         started = time.perf_counter()
@@ -324,7 +369,16 @@ class LiveDecoder:
         if not tickets:
             return
         leaving = [g for t in tickets for g in self.entries[t].groups]
-        moved = self.rows.remove(leaving)
+        self._moved(self.rows.remove(leaving))
+        for ticket in tickets:
+            entry = self.entries.pop(ticket)
+            self._step_hook_stale = self._step_hook_stale or bool(entry.guides)
+            self.engine.modules.release(entry.lease)
+        self._hooks_stale = True
+
+    def _moved(self, moved: dict[int, int]) -> None:
+        """Groups moved into the places of removed ones (`LiveRows.remove`): their owners
+        and keys follow them."""
         for old, new in moved.items():
             owner = self.entries[self.group_owner[old]]
             owner.groups = [new if g == old else g for g in owner.groups]
@@ -332,8 +386,3 @@ class LiveDecoder:
             self.group_owner[new] = self.group_owner[old]
         del self.group_keys[self.rows.groups:]
         del self.group_owner[self.rows.groups:]
-        for ticket in tickets:
-            entry = self.entries.pop(ticket)
-            self._step_hook_stale = self._step_hook_stale or bool(entry.guides)
-            self.engine.modules.release(entry.lease)
-        self._hooks_stale = True

@@ -43,28 +43,33 @@ class StepReport:
 
 
 class LiveInbox(Generic[T]):
-    """Joins and cancellations posted by the event loop, taken by the engine thread before
-    its next step. A join carries the poster's own tag (`T`), returned with its tickets."""
+    """Joins, cancellations and the tickets to keep parked, posted by the event loop, taken
+    by the engine thread before its next step. A join carries the poster's own tag (`T`),
+    returned with its tickets. `hold` is the whole set of tickets parked from then on (the
+    latest posted wins; None: unchanged)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._joins: list[tuple[Join, T]] = []
         self._cancels: list[int] = []
+        self._hold: frozenset[int] | None = None
 
-    def post(self, joins: Sequence[tuple[Join, T]], cancels: Sequence[int] = ()) -> None:
+    def post(self, joins: Sequence[tuple[Join, T]], cancels: Sequence[int] = (),
+             hold: frozenset[int] | None = None) -> None:
         with self._lock:
             self._joins += joins
             self._cancels += cancels
+            self._hold = self._hold if hold is None else hold
 
-    def take(self) -> tuple[list[tuple[Join, T]], list[int]]:
+    def take(self) -> tuple[list[tuple[Join, T]], list[int], frozenset[int] | None]:
         with self._lock:
-            joins, cancels = self._joins, self._cancels
-            self._joins, self._cancels = [], []
-        return joins, cancels
+            joins, cancels, hold = self._joins, self._cancels, self._hold
+            self._joins, self._cancels, self._hold = [], [], None
+        return joins, cancels, hold
 
     def __bool__(self) -> bool:
         with self._lock:
-            return bool(self._joins or self._cancels)
+            return bool(self._joins or self._cancels or self._hold is not None)
 
 
 class LiveBatches:
@@ -75,13 +80,15 @@ class LiveBatches:
         self._tickets = itertools.count()
 
     def advance(self, joins: Sequence[tuple[Sequence[SentenceJob], SearchOptions]],
-                cancels: Sequence[int]) -> StepReport:
+                cancels: Sequence[int], hold: frozenset[int] | None = None) -> StepReport:
         started = time.perf_counter()
         report = StepReport()
         for ticket in cancels:
             where = self.owner.pop(ticket, None)
             if where is not None and where[0] in self.decoders:
                 self.decoders[where[0]].cancel(where[1])
+        if hold is not None:
+            self._hold(hold)
         for jobs, options in joins:
             report.joined.append(self._join(jobs, options))
         for key, decoder in list(self.decoders.items()):
@@ -115,17 +122,35 @@ class LiveBatches:
         bound on one engine call; other work on the engine thread runs in between)."""
         started = time.perf_counter()
         while True:
-            taken, cancels = inbox.take()
-            if not taken and not cancels and not self.row_count:
+            taken, cancels, hold = inbox.take()
+            if not taken and not cancels and not self.live:
                 return
-            report = self.advance([join for join, _ in taken], cancels)
+            report = self.advance([join for join, _ in taken], cancels, hold)
             publish(report, [tag for _, tag in taken])
             if time.perf_counter() - started >= max_s:
                 return
 
     @property
     def row_count(self) -> int:
+        """Rows the next step decodes (parked rows not included)."""
         return sum(decoder.row_count for decoder in self.decoders.values())
+
+    @property
+    def live(self) -> int:
+        """Live sentences, parked ones included."""
+        return sum(decoder.live for decoder in self.decoders.values())
+
+    def _hold(self, hold: frozenset[int]) -> None:
+        """Park the live sentences of `hold` (the scheduler's tickets), resume the parked
+        ones not in it."""
+        park: dict[tuple[int, SearchOptions], list[int]] = {}
+        for ticket, (key, local) in self.owner.items():
+            if ticket in hold:
+                park.setdefault(key, []).append(local)
+        for key, decoder in self.decoders.items():
+            mine = set(park.get(key, []))
+            decoder.resume([local for local in decoder.parked if local not in mine])
+            decoder.park([local for local in park.get(key, []) if local in decoder.entries])
 
     def _join(self, jobs: Sequence[SentenceJob], options: SearchOptions) -> list[int] | Exception:
         try:

@@ -132,6 +132,12 @@ class LiveRows:
         self.groups = end
         return list(range(start, end))
 
+    def reserve(self, groups: int, source: int, positions: int) -> None:
+        """Capacity for `groups` groups, sources of `source` tokens and `positions`
+        positions (parked rows coming back, server/engine/live_parking.py)."""
+        self._reserve(groups, source)
+        self._reserve_positions(positions)
+
     def _reserve(self, groups: int, source: int) -> None:
         if groups * self.group > self.self_kv.shape[2]:
             rows = _grown(groups * self.group, self.self_kv.shape[2], ROW_CHUNK)

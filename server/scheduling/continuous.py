@@ -21,7 +21,9 @@ grows with its rows, and a short request's answer takes as many steps as its len
 this bound is what keeps it within a few times its time alone beside a bulk request. A
 request that would miss its deadline under that bound (what is left of it, at the
 measured rate, with admission's margin) but can still make it takes the free budget
-again: admission promised it its deadline.
+again: admission promised it its deadline. While a light client's sentence is live (a
+client under its share, server/scheduling/light_clients.py), the others' sentences beyond
+`light_step_tokens` are parked and do not join.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from server.execution.engine_thread import EngineThread
 from server.scheduling.admission import ADMISSION_MARGIN
 from server.scheduling.batching import BatchLimits, Lane, Pending, form_batch
 from server.scheduling.fair_share import client_lanes, served_turns
+from server.scheduling.light_clients import ClientPresence, LiveSentence, parked_tickets
 from server.scheduling.module_reads import Residency
 from server.scheduling.scheduler import Scheduler
 
@@ -82,12 +85,15 @@ class ContinuousScheduler(Scheduler):
         self._contended_until = 0.0  # monotonic: requests shared the engine until then
         self._window_start = time.monotonic()
         self._window_cost = 0
+        self._presence = ClientPresence()
+        self._light: set[str] = set()  # clients with work in the server that are light
+        self._hold: frozenset[int] = frozenset()  # tickets parked (light_clients.py)
 
     def _fail_waiting(self, error: Exception) -> None:
         for item in [*self._tickets.values(), *self._posted]:
             if not item.future.done():
                 item.future.set_exception(error)
-        self._tickets, self._posted = {}, []
+        self._tickets, self._posted, self._hold = {}, [], frozenset()
         self._inbox.take()
         super()._fail_waiting(error)
 
@@ -132,7 +138,7 @@ class ContinuousScheduler(Scheduler):
             for item in [*self._tickets.values(), *self._posted]:
                 if not item.future.done():
                     item.future.set_exception(error)
-            self._tickets, self._posted = {}, []
+            self._tickets, self._posted, self._hold = {}, [], frozenset()
             self._inbox.take()
         finally:
             self._stepping = False
@@ -154,7 +160,11 @@ class ContinuousScheduler(Scheduler):
     def _feed(self) -> None:
         """Post who joins and who leaves next to the engine thread's inbox."""
         self._feed_soon = False
-        self.heartbeat = time.monotonic()
+        self.heartbeat = now = time.monotonic()
+        present = {lane.client for lane in self._lanes.values()}
+        present.update(item.client for item in [*self._tickets.values(), *self._posted])
+        self._presence.update(present, now)
+        self._light = {client for client in present if self._presence.light(client, now)}
         joiners = [item for item in self._take_joiners() if not item.future.done()]
         cancels = [t for t, item in self._tickets.items() if item.future.done()]
         for ticket in cancels:
@@ -162,10 +172,13 @@ class ContinuousScheduler(Scheduler):
         groups: dict[SearchOptions, list[Pending]] = {}
         for item in joiners:
             groups.setdefault(item.options, []).append(item)
-        if groups or cancels:
+        hold = self._parking(joiners)
+        if groups or cancels or hold != self._hold:
             self._posted += joiners
             self._inbox.post([(([i.job for i in items], options), items)
-                              for options, items in groups.items()], cancels)
+                              for options, items in groups.items()], cancels,
+                             hold if hold != self._hold else None)
+            self._hold = hold
         self._running = [*self._tickets.values(), *self._posted]
 
     def _on_reports(self, reports: list[StepReport], joined: list[list[Pending]]) -> None:
@@ -219,6 +232,13 @@ class ContinuousScheduler(Scheduler):
             self._contended_until = now + CONTENDED_S
         contended = now < self._contended_until
         urgent = self._urgent(now) if contended else set()
+        # a light client's sentence is live or waiting: the others' join within its budget
+        light_budget = settings.light_step_tokens
+        lightened = light_budget > 0 and bool(self._light & (held.keys() | waiting))
+        stepping = sum(item.cost for ticket, item in self._tickets.items()
+                       if ticket not in self._hold) + sum(i.cost for i in self._posted)
+        others = any(item.client not in self._light for ticket, item in self._tickets.items()
+                     if ticket not in self._hold)  # at least one of them always steps
         joiners: list[Pending] = []
         for options in dict.fromkeys(item.options for item in self._queue.values()):
             lanes = [lane for lane in client_lanes(self._lanes.values(), self._served)
@@ -237,6 +257,11 @@ class ContinuousScheduler(Scheduler):
                 if (contended and mine and mine + item.cost > settings.live_request_tokens
                         and item.request not in urgent):
                     continue  # its live rows hold their share: the step stays short
+                if lightened and item.client not in self._light:
+                    if self._hold or others and stepping + item.cost > light_budget:
+                        continue  # parked sentences resume first; light steps stay short
+                    others = True
+                stepping += item.cost
                 live_modules |= item.modules
                 held[item.client] = held.get(item.client, 0) + item.cost
                 live.add(item.request)
@@ -246,6 +271,19 @@ class ContinuousScheduler(Scheduler):
         self._turn = served_turns(self._served, [item.client for item in joiners], self._turn)
         self._report_depth()
         return joiners
+
+    def _parking(self, joiners: list[Pending]) -> frozenset[int]:
+        """The live sentences to park while a light client's sentence is live."""
+        budget = self.settings.light_step_tokens
+        if not budget or not self._light:
+            return frozenset()
+        now = time.monotonic()
+        live = [LiveSentence(ticket, item.client, item.request, item.cost)
+                for ticket, item in self._tickets.items()]
+        joining = [LiveSentence(-1, item.client, item.request, item.cost)
+                   for item in [*self._posted, *joiners]]
+        urgent = self._urgent(now) if now < self._contended_until else set()
+        return parked_tickets(live, joining, self._light, budget=budget, urgent=urgent)
 
     def _urgent(self, now: float) -> set[int]:
         """Requests whose share would make them miss their deadline: what is left of them,
