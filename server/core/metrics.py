@@ -59,6 +59,9 @@ class Metrics:
                                   "sentences that joined a live batch", registry=r)
         self.live_leaves = Counter("nmt_engine_live_leaves_total",
                                    "sentences that finished in a live batch", registry=r)
+        self.live_parks = Counter("nmt_engine_live_parks_total",
+                                  "live sentences parked while a light client's sentence "
+                                  "stepped (server/scheduling/light_clients.py)", registry=r)
         self.live_first_step_seconds = Histogram(
             "nmt_engine_live_first_step_seconds",
             "a sentence's wait from its queueing to the end of its first decoding step",

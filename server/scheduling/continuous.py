@@ -178,6 +178,8 @@ class ContinuousScheduler(Scheduler):
             self._inbox.post([(([i.job for i in items], options), items)
                               for options, items in groups.items()], cancels,
                              hold if hold != self._hold else None)
+            if self.metrics is not None:
+                self.metrics.live_parks.inc(len(hold - self._hold))
             self._hold = hold
         self._running = [*self._tickets.values(), *self._posted]
 

@@ -107,6 +107,9 @@ def test_a_light_sentence_steps_beside_busy_clients_with_their_rows_parked(
         await asyncio.gather(*tasks)
         (decoder,) = scheduler.live.decoders.values()
         assert decoder.stats.parks > 0  # busy sentences sat out the light ones' steps
+        metrics = scheduler.metrics
+        assert metrics is not None
+        assert metrics.live_parks._value.get() > 0  # noqa: SLF001  (what /metrics shows)
         assert not decoder.parked and decoder.live == 0
 
     run(engine, body, max_batch_tokens=4096, light_step_tokens=40)
