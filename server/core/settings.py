@@ -193,8 +193,8 @@ class SchedulerSettings(BaseModel):
                     "short one's every step")
     light_step_tokens: int = Field(
         384, ge=0,
-        description="continuous batching: while a sentence of a light client (one with work "
-                    "in the server under 4/5 of recent time, i.e. under its share) is "
+        description="continuous batching: while a sentence of a light client (one whose "
+                    "recent work in the server is under half the clients' mean) is "
                     "live, the live rows cost at most this: the other clients' sentences "
                     "beyond it are parked (kept, resumed where they left off) and do not "
                     "join; at least one of them always steps; 0: off")

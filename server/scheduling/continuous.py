@@ -43,7 +43,7 @@ from server.execution.engine_thread import EngineThread
 from server.scheduling.admission import ADMISSION_MARGIN
 from server.scheduling.batching import BatchLimits, Lane, Pending, form_batch
 from server.scheduling.fair_share import client_lanes, served_turns
-from server.scheduling.light_clients import ClientPresence, LiveSentence, parked_tickets
+from server.scheduling.light_clients import ClientLoads, LiveSentence, parked_tickets
 from server.scheduling.module_reads import Residency
 from server.scheduling.scheduler import Scheduler
 
@@ -85,7 +85,7 @@ class ContinuousScheduler(Scheduler):
         self._contended_until = 0.0  # monotonic: requests shared the engine until then
         self._window_start = time.monotonic()
         self._window_cost = 0
-        self._presence = ClientPresence()
+        self._loads = ClientLoads()
         self._light: set[str] = set()  # clients with work in the server that are light
         self._hold: frozenset[int] = frozenset()  # tickets parked (light_clients.py)
 
@@ -161,10 +161,13 @@ class ContinuousScheduler(Scheduler):
         """Post who joins and who leaves next to the engine thread's inbox."""
         self._feed_soon = False
         self.heartbeat = now = time.monotonic()
-        present = {lane.client for lane in self._lanes.values()}
-        present.update(item.client for item in [*self._tickets.values(), *self._posted])
-        self._presence.update(present, now)
-        self._light = {client for client in present if self._presence.light(client, now)}
+        levels: dict[str, float] = {}  # each client's work in the server
+        for lane in self._lanes.values():
+            levels[lane.client] = levels.get(lane.client, 0.0) + lane.cost
+        for item in [*self._tickets.values(), *self._posted]:
+            levels[item.client] = levels.get(item.client, 0.0) + item.cost
+        self._loads.update(levels, now)
+        self._light = self._loads.light(levels.keys(), now)
         joiners = [item for item in self._take_joiners() if not item.future.done()]
         cancels = [t for t, item in self._tickets.items() if item.future.done()]
         for ticket in cancels:

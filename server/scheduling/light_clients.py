@@ -2,14 +2,16 @@
 
 A client sending back to back always has work in the server: under round robin it gets
 its share of the engine, and its every step is as long as everybody's. A client that
-sends a sentence now and then (a person at a form, a polite script) uses less than its
-share; on a CPU, where a step's time grows with its rows, its one sentence still took as
-many of those long steps as its length: 7x its time alone beside 16 busy clients.
+asks for less than the others (a person at a form, a polite script, or a client sending
+one sentence at a time beside a bulk batch) still waits out those long steps: on a CPU,
+where a step's time grows with its rows, its one sentence took 7x its time alone beside
+16 busy clients.
 
-- presence: per client, the share of recent time it had work in the server (queued or
-  live), an exponential average over PRESENCE_S. A client is *light* below
-  LIGHT_PRESENCE (a new client is light until it has been present for about
-  PRESENCE_S x ln 5; a client sending back to back stays near 1);
+- load: per client, its work in the server (the cost of its queued and live sentences:
+  source tokens x beam x members), an exponential average over LOAD_S. A client with
+  work is *light* while its load is below LIGHT_SHARE of the mean load of the clients
+  with work (a new client has none yet: light; clients that all send alike are none
+  light; a client alone is never light: nobody's steps are longer than its own);
 - the budget: while a light client's sentence is live, the live rows cost at most
   `light_step_tokens` (SchedulerSettings). The light sentences come first; then the
   other clients' live sentences in the order they joined, as long as they fit; at least
@@ -18,63 +20,67 @@ many of those long steps as its length: 7x its time alone beside 16 busy clients
   steps), and sentences of the other clients do not join; as the stepping ones finish,
   the parked ones resume first, oldest first, so nobody starves. When no light sentence
   is live every parked sentence resumes.
+
+Why the load and not the time a client has work: a client that sends one sentence after
+another beside a bulk batch has work all the time, yet asks for a sliver of the engine.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
-PRESENCE_S = 5.0  # the time constant of a client's presence
-# Below it (the share of recent time with work in the server): light. Not 1/2: the time
-# present includes the client's own answers' latency, so a polite client slowed by a
-# loaded host (2.7 s answers, 1 s pauses: 0.73) would stay at its share, and slow.
-LIGHT_PRESENCE = 0.8
-MAX_TRACKED = 10_000  # clients remembered; an absent one past it is forgotten (= new)
+LOAD_S = 5.0  # the time constant of a client's load
+LIGHT_SHARE = 0.5  # light: a load below this share of the mean of the clients with work
+MAX_TRACKED = 10_000  # clients remembered; an idle one past it is forgotten (= new)
 
 
 @dataclass
-class _Presence:
+class _Load:
     value: float  # the average at `since`
     since: float
-    present: bool
+    level: float  # the client's work in the server from `since` on
 
 
-class ClientPresence:
-    """Each client's presence: updated on the transitions only (work arrives for a client
-    with none, a client's last work leaves), read at any time."""
+class ClientLoads:
+    """Each client's load: updated when a client's work in the server changes, read at
+    any time."""
 
-    def __init__(self, time_constant_s: float = PRESENCE_S) -> None:
+    def __init__(self, time_constant_s: float = LOAD_S) -> None:
         self.time_constant_s = time_constant_s
-        self._clients: dict[str, _Presence] = {}
-        self._present: set[str] = set()
+        self._clients: dict[str, _Load] = {}
+        self._working: set[str] = set()
 
-    def update(self, present: set[str], now: float) -> None:
-        """The clients with work in the server from `now` on."""
-        for client in present - self._present:
-            self._set(client, now, True)
-        for client in self._present - present:
-            self._set(client, now, False)
-        self._present = set(present)
+    def update(self, levels: Mapping[str, float], now: float) -> None:
+        """The clients' work in the server from `now` on (a client not named has none)."""
+        working = {client for client, level in levels.items() if level > 0}
+        for client in working | self._working:
+            level = levels.get(client, 0.0)
+            state = self._clients.get(client)
+            if state is None or state.level != level:
+                self._clients[client] = _Load(self.load(client, now), now, level)
+        self._working = working
         if len(self._clients) > MAX_TRACKED:
-            for client in [c for c, p in self._clients.items() if c not in present
-                           and self.presence(c, now) < 0.01]:
+            for client in [c for c in self._clients
+                           if c not in working and self.load(c, now) < 1e-3]:
                 del self._clients[client]
 
-    def presence(self, client: str, now: float) -> float:
-        """The share of recent time `client` had work in the server (0 for a new one)."""
+    def load(self, client: str, now: float) -> float:
+        """`client`'s recent work in the server (0 for a new one)."""
         state = self._clients.get(client)
         if state is None:
             return 0.0
         kept = math.exp(-max(0.0, now - state.since) / self.time_constant_s)
-        return state.value * kept + (1.0 - kept if state.present else 0.0)
+        return state.value * kept + state.level * (1.0 - kept)
 
-    def light(self, client: str, now: float) -> bool:
-        return self.presence(client, now) < LIGHT_PRESENCE
-
-    def _set(self, client: str, now: float, present: bool) -> None:
-        self._clients[client] = _Presence(self.presence(client, now), now, present)
+    def light(self, clients: Collection[str], now: float) -> set[str]:
+        """The `clients` (those with work) whose load is below LIGHT_SHARE of their mean."""
+        if len(clients) < 2:
+            return set()
+        loads = {client: self.load(client, now) for client in clients}
+        mean = sum(loads.values()) / len(loads)
+        return {client for client, load in loads.items() if load < LIGHT_SHARE * mean}
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,7 @@ from server.engine.engine import Engine, Member, SentenceJob
 from server.scheduling.clients import CLIENT
 from server.scheduling.continuous import ContinuousScheduler
 from server.scheduling.light_clients import (
-    LIGHT_PRESENCE,
-    ClientPresence,
+    ClientLoads,
     LiveSentence,
     parked_tickets,
 )
@@ -39,19 +38,29 @@ async def until_stepped(scheduler: ContinuousScheduler, steps: int) -> None:
         await asyncio.sleep(0.0005)
 
 
-def test_presence_is_the_recent_share_of_time_with_work() -> None:
-    presence = ClientPresence(time_constant_s=1.0)
-    assert presence.presence("new", 0.0) == 0.0 and presence.light("new", 0.0)
+def test_a_client_asking_for_less_than_the_others_is_light() -> None:
+    loads = ClientLoads(time_constant_s=1.0)
+    assert loads.load("new", 0.0) == 0.0
     now = 0.0
-    for _ in range(40):  # "busy" always present, "polite" a quarter of the time
-        presence.update({"busy", "polite"}, now)
-        presence.update({"busy"}, now + 0.25)
+    for _ in range(40):  # "busy" has one sentence in all the time, "polite" a quarter
+        loads.update({"busy": 100, "polite": 100}, now)
+        loads.update({"busy": 100}, now + 0.25)
         now += 1.0
-    assert presence.presence("busy", now) == pytest.approx(1.0)
-    assert not presence.light("busy", now)
-    assert 0.1 < presence.presence("polite", now) < LIGHT_PRESENCE
-    presence.update(set(), now)  # everybody leaves: presence decays
-    assert presence.presence("busy", now + 3.0) < 0.06
+    assert loads.load("busy", now) == pytest.approx(100.0)
+    assert 10 < loads.load("polite", now) < 50
+    assert loads.light({"busy", "polite"}, now) == {"polite"}
+    # one sentence at a time, back to back, beside a bulk batch: there all the time, light
+    for _ in range(40):
+        loads.update({"bulk": 5000, "sequential": 60}, now)
+        now += 1.0
+    assert loads.light({"bulk", "sequential"}, now) == {"sequential"}
+    # clients that send alike are none light; a client alone is never light
+    assert loads.light({"bulk"}, now) == set()
+    loads.update({"a": 100, "b": 100}, now)
+    assert loads.light({"a", "b"}, now + 5.0) == set()
+    assert loads.light({"new", "a"}, now + 5.0) == {"new"}  # no load yet: light
+    loads.update({}, now + 5.0)  # everybody leaves: loads decay
+    assert loads.load("bulk", now + 8.0) < 0.06 * 5000
 
 
 def sentence(ticket: int, client: str, cost: int = 100) -> LiveSentence:
@@ -77,7 +86,7 @@ def test_a_light_sentence_steps_beside_busy_clients_with_their_rows_parked(
     static_polite = engine.translate([POLITE], BEAM)[0]
 
     async def body(scheduler: ContinuousScheduler) -> None:
-        scheduler._presence = ClientPresence(time_constant_s=0.05)  # noqa: SLF001
+        scheduler._loads = ClientLoads(time_constant_s=0.05)  # noqa: SLF001
         stop = asyncio.Event()
         rounds: dict[str, int] = {}
 
@@ -124,9 +133,9 @@ def test_busy_clients_progress_while_light_sentences_are_always_live(
     static_busy = engine.translate(BUSY, BEAM)
 
     async def body(scheduler: ContinuousScheduler) -> None:
-        presence = scheduler._presence = ClientPresence(time_constant_s=0.5)  # noqa: SLF001
+        loads = scheduler._loads = ClientLoads(time_constant_s=0.5)  # noqa: SLF001
         # the busy clients have been at work for a while: at their share from the start
-        presence.update({f"busy{i}" for i in range(len(BUSY))}, time.monotonic() - 10)
+        loads.update({f"busy{i}": 100 for i in range(len(BUSY))}, time.monotonic() - 10)
         stop = asyncio.Event()
 
         light: list[asyncio.Future] = []
