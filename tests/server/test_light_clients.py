@@ -1,4 +1,4 @@
-"""Light clients (server/scheduling/light_clients.py): a client's presence, the sentences
+"""Light clients (server/scheduling/light_clients.py): a client's load, the sentences
 parked while a light client's sentence is live, and the continuous scheduler over a real
 tiny engine: a light client's sentence runs beside busy clients whose extra rows sit out
 its steps, everybody's output is the static batch's, nobody starves."""
