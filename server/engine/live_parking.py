@@ -55,20 +55,10 @@ def resume_rows(rows: LiveRows, parked: ParkedRows) -> list[int]:
     """Append the parked groups at the tail of the live rows, at the age they were parked;
     returns their new group numbers (in the order they were parked)."""
     added, source = parked.cross.shape[1], parked.cross.shape[3]
-    rows.reserve(rows.groups + added, source, parked.age + 1)
-    start, end = rows.groups, rows.groups + added
-    first, last = start * rows.group, end * rows.group
+    start, end = rows.append(added, source, parked.age, parked.source_lengths)
     rows.cross[:, start:end, :, :source] = parked.cross
-    bias = rows.cross_bias[start:end]
-    bias.fill_(-float("inf"))
-    bias[..., :source] = parked.cross_bias
-    rows.self_kv[: parked.age, :, first:last] = parked.history
-    rows.ages[first:last] = parked.age
-    rows.self_bias[first:last].fill_(-float("inf"))
-    rows.self_bias[first:last, ..., : parked.age + 1] = 0.0
-    rows.source_lengths += parked.source_lengths
-    rows.group_ages += [parked.age] * added
-    rows.groups = end
+    rows.cross_bias[start:end, ..., :source] = parked.cross_bias
+    rows.self_kv[: parked.age, :, start * rows.group: end * rows.group] = parked.history
     return list(range(start, end))
 
 

@@ -116,27 +116,31 @@ class LiveRows:
         heads, src_len, head_dim], `mask` [groups, 1, 1, src_len] (True = a real token).
         Their rows start at position 0; returns the new groups' numbers."""
         added, length = mask.shape[0], mask.shape[-1]
-        self._reserve(self.groups + added, length)
-        start, end = self.groups, self.groups + added
+        start, end = self.append(added, length, 0, mask[:, 0, 0].sum(-1).tolist())
         for layer, (k, v) in enumerate(cross):
             self.cross[2 * layer, start:end, :, :length] = k
             self.cross[2 * layer + 1, start:end, :, :length] = v
-        bias = self.cross_bias[start:end]
-        bias.fill_(-float("inf"))
-        bias[..., :length].masked_fill_(mask, 0.0)
-        self.ages[start * self.group: end * self.group] = 0
-        self.self_bias[start * self.group: end * self.group].fill_(-float("inf"))
-        self.self_bias[start * self.group: end * self.group, ..., 0] = 0.0
-        self.source_lengths += mask[:, 0, 0].sum(-1).tolist()
-        self.group_ages += [0] * added
-        self.groups = end
+        self.cross_bias[start:end, ..., :length].masked_fill_(mask, 0.0)
         return list(range(start, end))
 
-    def reserve(self, groups: int, source: int, positions: int) -> None:
-        """Capacity for `groups` groups, sources of `source` tokens and `positions`
-        positions (parked rows coming back, server/engine/live_parking.py)."""
-        self._reserve(groups, source)
-        self._reserve_positions(positions)
+    def append(self, added: int, source: int, age: int,
+               source_lengths: list[int]) -> tuple[int, int]:
+        """Room for `added` groups at the tail, sources of `source` tokens, their rows at
+        position `age` (0: new; parked rows coming back, server/engine/live_parking.py,
+        keep theirs): sources masked out and positions up to `age` open until the caller
+        writes them. Returns the groups' range [start, end)."""
+        self._reserve(self.groups + added, source)
+        self._reserve_positions(age + 1)
+        start, end = self.groups, self.groups + added
+        first, last = start * self.group, end * self.group
+        self.cross_bias[start:end].fill_(-float("inf"))
+        self.ages[first:last] = age
+        self.self_bias[first:last].fill_(-float("inf"))
+        self.self_bias[first:last, ..., : age + 1] = 0.0
+        self.source_lengths += source_lengths
+        self.group_ages += [age] * added
+        self.groups = end
+        return start, end
 
     def _reserve(self, groups: int, source: int) -> None:
         if groups * self.group > self.self_kv.shape[2]:
