@@ -141,7 +141,7 @@ class SchedulerSettings(BaseModel):
         4096, ge=1, description="token budget of one batch: source tokens x beam x members")
     max_request_batch_tokens: int = Field(
         1024, ge=1,
-        description="while other requests wait, one request's share of a batch beyond its "
+        description="while other clients wait, one client's share of a batch beyond its "
                     "first sentence: a large request runs as short batches interleaved "
                     "with the others' work (alone, it fills whole batches)")
     lookahead_batches: int = Field(
@@ -187,7 +187,7 @@ class SchedulerSettings(BaseModel):
                            "of batches that run until their longest sentence ends")
     live_request_tokens: int = Field(
         512, ge=1,
-        description="continuous batching, while requests contend: one request's live rows "
+        description="continuous batching, while clients contend: one client's live rows "
                     "cost at most this (or one sentence); on a CPU a step's time "
                     "grows with its rows, so this bounds how much a bulk request slows a "
                     "short one's every step")

@@ -15,7 +15,7 @@ Per row: a sentence whose client went away (its future cancelled) or whose deadl
 passed leaves at the next step; a request with nothing live always gets its first waiting
 sentence in even when the live rows fill the budget (one sentence of overshoot, while
 the live rows cost under 1.5x the budget), so a short request never waits for a bulk request's
-sentences to finish. While requests contend (and for CONTENDED_S after), one request's
+sentences to finish. While clients contend (and for CONTENDED_S after), one client's
 live rows cost at most `live_request_tokens` (or one sentence): on a CPU a step's time
 grows with its rows, and a short request's answer takes as many steps as its length, so
 this bound is what keeps it within a few times its time alone beside a bulk request. A
@@ -82,7 +82,7 @@ class ContinuousScheduler(Scheduler):
         self._inbox: LiveInbox[list[Pending]] = LiveInbox()
         self._stepping = False  # the engine thread is stepping the live rows
         self._feed_soon = False
-        self._contended_until = 0.0  # monotonic: requests shared the engine until then
+        self._contended_until = 0.0  # monotonic: clients shared the engine until then
         self._window_start = time.monotonic()
         self._window_cost = 0
         self._loads = ClientLoads()
@@ -208,7 +208,7 @@ class ContinuousScheduler(Scheduler):
     def _take_joiners(self) -> list[Pending]:
         """Who joins before the next step: the fair selection over the budget the live
         rows leave free; requests with nothing live may overshoot it by one sentence.
-        While contended, a request's live rows cost at most its share."""
+        While clients contend, a client's live rows cost at most its share."""
         now = time.monotonic()
         self._expire(now)
         self._expire_live(now)
@@ -233,7 +233,7 @@ class ContinuousScheduler(Scheduler):
         floor = -OVERSHOOT * settings.max_batch_tokens  # how far `free` may go below 0
         live_modules = frozenset().union(*(i.modules for i in self._tickets.values()),
                                          *(i.modules for i in self._posted))
-        if len(waiting | held.keys()) > 1 or len(self._lanes.keys() | live) > 1:
+        if len(waiting | held.keys()) > 1:  # clients: one client's requests share freely
             self._contended_until = now + CONTENDED_S
         contended = now < self._contended_until
         urgent = self._urgent(now) if contended else set()

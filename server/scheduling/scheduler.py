@@ -1,7 +1,7 @@
 """Async micro-batching of sentences from many requests into engine batches.
 
 Policy lives here and in server/scheduling/batching.py (which sentences form a batch:
-round-robin over requests, a request's share while others wait, length buckets, module
+round-robin over clients, a client's share while other clients wait, length buckets, module
 groups, the token budget and the module slots), mechanism in the engine:
 - a batch holds sentences with identical `SearchOptions` (any mix of domains/modules);
 - the oldest waiting sentence decides when a batch runs: as soon as compatible work fills
@@ -86,7 +86,7 @@ class Scheduler(Admission):
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._running: list[Pending] = []  # the batch in the engine now
-        self._last_requests = 0  # distinct requests in the last batch
+        self._last_clients = 0  # distinct clients in the last batch
         self._served: dict[str, int] = {}  # client -> the turn of its last batched sentence
         self._turn = 0  # sentences batched
         self._engine_free_at = 0.0  # monotonic time the last batch ended
@@ -272,7 +272,8 @@ class Scheduler(Admission):
 
     def _take_batch(self) -> list[Pending]:
         """The next batch of the oldest sentence's search options (see batching.py).
-        A request's share is capped while others wait or shared the last batch."""
+        A client's share is capped while other clients wait or shared the last batch
+        (one client's many requests alone fill whole batches)."""
         self._expire(time.monotonic())
         if not self._queue:
             return []
@@ -280,14 +281,15 @@ class Scheduler(Admission):
         settings = self.settings
         lanes = client_lanes([lane for lane in self._lanes.values() if lane.options == options],
                              self._served)
-        contended = len(self._lanes) > 1 or self._last_requests > 1  # requests, any client
+        waiting = {lane.client for lane in self._lanes.values()}  # any search options
+        contended = len(waiting) > 1 or self._last_clients > 1
         limits = BatchLimits(settings.max_batch_tokens, self.max_modules,
                              settings.max_request_batch_tokens if contended
                              else settings.max_batch_tokens, settings.lookahead_batches)
         batch = form_batch(lanes, limits, held_back=self._needs_reload)
         for key, _ in batch:
             self._remove(key)
-        self._last_requests = len({item.request for _, item in batch})
+        self._last_clients = len({item.client for _, item in batch})
         self._turn = served_turns(self._served, [item.client for _, item in batch], self._turn)
         self._report_depth()
         return [item for _, item in batch]

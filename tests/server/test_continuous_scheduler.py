@@ -23,6 +23,7 @@ from server.engine.engine import Engine, EngineOptions, Member, SentenceJob
 from server.engine.live_batches import LiveBatches, LiveInbox, StepReport
 from server.execution.engine_thread import EngineThread
 from server.scheduling.batching import Pending
+from server.scheduling.clients import CLIENT
 from server.scheduling.continuous import ContinuousScheduler
 from tests.server.conftest import build_store, make_client
 from tests.tiny import tiny_backbone_files
@@ -222,21 +223,24 @@ def test_the_engine_steps_back_to_back_taking_joins_from_its_inbox(engine: Engin
         [h.tokens for h in hyps] for hyps in static]
 
 
-@pytest.mark.parametrize(("seconds_needed", "urgent"), [(None, False), (50.0, True),
-                                                       (70.0, False)])
-def test_while_requests_contend_a_bulk_requests_live_rows_hold_their_share(
-        engine: Engine, seconds_needed: float | None, urgent: bool) -> None:
-    """Beside another request, a bulk request's live rows cost at most
+@pytest.mark.parametrize(("seconds_needed", "urgent", "one_client"),
+                         [(None, False, False), (50.0, True, False), (70.0, False, False),
+                          (None, True, True)])
+def test_while_clients_contend_a_bulk_requests_live_rows_hold_their_share(
+        engine: Engine, seconds_needed: float | None, urgent: bool, one_client: bool) -> None:
+    """Beside another client's request, a bulk request's live rows cost at most
     `live_request_tokens` (the budget would take them all), unless the rate measured says
-    it would then miss its deadline and can still make it; either way it gets every
-    answer, the static batch's."""
+    it would then miss its deadline and can still make it; two requests of one client
+    share freely. Either way it gets every answer, the static batch's."""
     bulk_jobs = LONG * 8  # 24 sentences of 14 budget tokens
     static = engine.translate(bulk_jobs, BEAM)
 
     async def body(scheduler: ContinuousScheduler) -> None:
         longer = SentenceJob(LONG[0].source_ids, (Member(None),), 120)
+        CLIENT.set("other")
         (other,) = scheduler.submit([longer], BEAM, deadline=later())
         await until_live(scheduler)
+        CLIENT.set("other" if one_client else "bulk")
         bulk = scheduler.submit(bulk_jobs, BEAM, deadline=later())
         if seconds_needed:  # the rate measured (once admitted): 336 tokens take this long
             # of the 60 s left; 50 s fits without admission's margin, 70 s not at all

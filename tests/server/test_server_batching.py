@@ -151,6 +151,25 @@ def test_a_bulk_request_runs_as_short_batches_while_a_small_one_waits() -> None:
     assert sum(len(shape) for shape in shapes) == 43
 
 
+def test_one_clients_many_requests_alone_fill_whole_batches() -> None:
+    """Shares are between clients: many concurrent requests of one client (64 users
+    behind one address or key) are not held to a share while no other client waits."""
+    gate = threading.Event()
+    engine = FakeEngine(gate=gate)
+
+    async def body(scheduler: Scheduler) -> None:
+        CLIENT.set("one")
+        first = scheduler.submit([job(4, "first")], GREEDY, deadline=later())
+        await asyncio.to_thread(engine.started.wait, 5)  # queued behind a running batch
+        many = [scheduler.submit([job(4, "many")], GREEDY, deadline=later())
+                for _ in range(24)]
+        gate.set()
+        await asyncio.gather(*first, *[f for futures in many for f in futures])
+
+    run(engine, body, max_batch_tokens=32, max_request_batch_tokens=8, max_queue=100)
+    assert [len(batch) for batch in engine.batches] == [1, 8, 8, 8]
+
+
 def test_the_batch_after_a_busy_engine_waits_for_the_answered_clients_to_return() -> None:
     """At saturation: the sentence that waited behind a batch does not leave alone the
     moment that batch ends; the client the batch answered sends its next request into
