@@ -157,13 +157,13 @@ bench-engine: $(DEV_STAMP)
 	$(PY) -m benchmarks.speed.engine.engine_speed --data $(DATA) $(QUICK_FLAG)
 
 bench-serve: $(DEV_STAMP)
-	$(PY) -m benchmarks.speed.serve.$(if $(DIRECTIONS),serve_directions,serve_load) --data $(DATA) $(QUICK_FLAG) $(if $(FRONT_CPUS),--front-cpus $(FRONT_CPUS)) $(if $(CONTINUOUS),--continuous)
+	$(PY) -m benchmarks.speed.serve.$(if $(DIRECTIONS),serve_directions,serve_load) --data $(DATA) $(QUICK_FLAG) $(if $(FRONT_CPUS),--front-cpus $(FRONT_CPUS)) $(if $(STATIC),--static)
 
 bench-ray: $(DEV_STAMP)
 	$(PY) -m benchmarks.speed.serve.ray_replicas --data $(DATA) $(QUICK_FLAG)
 
 bench-adversarial: $(DEV_STAMP)
-	$(PY) -m benchmarks.speed.adversarial.adversarial --data $(DATA) $(QUICK_FLAG) $(if $(CONTINUOUS),--continuous)
+	$(PY) -m benchmarks.speed.adversarial.adversarial --data $(DATA) $(QUICK_FLAG) $(if $(STATIC),--static)
 
 bench-adversarial-compare: $(DEV_STAMP)
 	$(PY) -m benchmarks.speed.adversarial.adversarial_compare --data $(DATA) $(QUICK_FLAG)
@@ -171,12 +171,12 @@ bench-adversarial-compare: $(DEV_STAMP)
 # Bulk clients (a 64 x 900-character batch client and the LibreTranslate client) beside a
 # polite client and 40 documents: every legal request answered
 bench-bulk-share: $(DEV_STAMP)
-	$(PY) -m benchmarks.speed.adversarial.bulk_share --data $(DATA) $(if $(CONTINUOUS),--continuous)
+	$(PY) -m benchmarks.speed.adversarial.bulk_share --data $(DATA) $(if $(STATIC),--static)
 
 # The sidecar's share: a hot add on a quiet server and beside 16 busy clients, a polite
 # client measured alone and beside them
 bench-hot-add-load: $(DEV_STAMP)
-	$(PY) -m benchmarks.speed.serve.hot_add_load --data $(DATA) $(QUICK_FLAG) $(if $(CONTINUOUS),--continuous)
+	$(PY) -m benchmarks.speed.serve.hot_add_load --data $(DATA) $(QUICK_FLAG) $(if $(STATIC),--static)
 
 bench-mixed-lengths: $(DEV_STAMP)
 	$(PY) -m benchmarks.speed.batching.mixed_lengths --data $(DATA) $(QUICK_FLAG)

@@ -31,6 +31,11 @@ class ServerFailed(RuntimeError):
     """The server exited or did not become ready; the message carries its log's tail."""
 
 
+def batching_environment(*, static: bool) -> dict[str, str]:
+    """The server's batching, always explicit: continuous (the default) or static."""
+    return {"NMT_SCHEDULER__CONTINUOUS": "false" if static else "true"}
+
+
 def ends_with_parent() -> None:
     """A `preexec_fn`: the kernel sends the child SIGKILL when the thread that started it
     ends (Linux; elsewhere nothing). Start children from the bench's main thread, whose

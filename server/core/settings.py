@@ -182,9 +182,9 @@ class SchedulerSettings(BaseModel):
                                   "kept this long")
     retry_after_s: int = Field(1, ge=0, description="Retry-After of a 429 answer, seconds")
     continuous: bool = Field(
-        False, description="continuous batching: sentences join and leave the running batch "
-                           "at every decoding step (server/scheduling/continuous.py) instead "
-                           "of batches that run until their longest sentence ends")
+        True, description="continuous batching: sentences join and leave the running batch "
+                          "at every decoding step (server/scheduling/continuous.py); false: "
+                          "static batches that run until their longest sentence ends")
     live_request_tokens: int = Field(
         512, ge=1,
         description="continuous batching, while clients contend: one client's live rows "

@@ -1,6 +1,6 @@
 """While the training sidecar trains, the engine yields it CPUs (`training_cpus`, Linux).
 
-Measured on a 2-core host beside 16 clients (benchmarks/results/hot_add_load.md): the
+Measured on a 2-core host beside 16 clients (benchmarks/results/hot_add_load-static.md): the
 sidecar, 10 nice levels below a saturated engine, got ~25% of one CPU, and its two torch
 threads waited for each other at every op's barrier while one of them was preempted, so
 the work after training (gate, router, quality refit: ~20 s quiet) took ~650 s and the

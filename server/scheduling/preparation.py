@@ -8,7 +8,7 @@ Small requests (at most `SMALL_CHARS` characters, a few sentences, about a milli
 are prepared at once on the event loop, so they never queue behind the preparation of
 large ones (measured beside clients that send 100,000-character requests in a loop, a
 one-sentence request queued behind one thread otherwise waited for several of them:
-benchmarks/results/adversarial.md). Threads of their own cost more than their work: at
+benchmarks/results/adversarial-static.md). Threads of their own cost more than their work: at
 saturation (64 clients, levels of 1,200 requests) the serving threads spent 1.14-1.29 ms
 of CPU per request with a small request's text work done inline (here and in
 `Translator`) against 1.64-1.65 ms with its three hand-offs to threads, and each hand-off

@@ -46,7 +46,7 @@ from typing import Any
 
 import httpx
 
-from benchmarks.live_server import live_server
+from benchmarks.live_server import batching_environment, live_server
 from benchmarks.report_files import results_dir, write_report
 from benchmarks.speed.adversarial.adversaries import ADVERSARIES, Adversary, Outcome, bulk_batch
 from benchmarks.speed.data import read_test_sets
@@ -264,9 +264,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=60, help="polite requests per phase")
     parser.add_argument("--no-bulk", action="store_true", help="skip the bulk phase")
     parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument("--continuous", action="store_true",
-                        help="the server with continuous batching (NMT_SCHEDULER__CONTINUOUS); "
-                             "writes adversarial-continuous.*")
+    parser.add_argument("--static", action="store_true",
+                        help="the server with static batches (NMT_SCHEDULER__CONTINUOUS=false; "
+                             "the default: continuous batching); writes adversarial-static.*")
     args = parser.parse_args(argv)
     count = 10 if args.quick else args.requests
     data = args.data if args.data.is_dir() else None
@@ -277,14 +277,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         spec: StoreSpec = (seed_tiny_store(root / "store") if args.tiny
                            else seed_default_store(root / "store"))
         bulk_body = None if args.no_bulk else bulk_batch(polite_texts(data, 400))
-        environment = spec.environment()
-        if args.continuous:
-            environment["NMT_SCHEDULER__CONTINUOUS"] = "true"
+        environment = spec.environment() | batching_environment(static=args.static)
         with live_server(environment, root / "server.log") as base_url:
             phases = asyncio.run(measure(base_url, texts, bulk_body=bulk_body, warm=3,
                                          rounds=2 if args.quick else 4))
-    results = report(phases, tiny=args.tiny, data=data, continuous=args.continuous)
-    name = "adversarial-continuous" if args.continuous else "adversarial"
+    results = report(phases, tiny=args.tiny, data=data, continuous=not args.static)
+    name = "adversarial-static" if args.static else "adversarial"
     write_report(out, name, results, markdown(results))
     print(markdown(results))
     return 0
@@ -302,7 +300,7 @@ def report(phases: dict[str, Phase], *, tiny: bool, data: Path | None,
             "texts": str(data) if data is not None else "synthetic",
             "load_average": " ".join(f"{x:.1f}" for x in os.getloadavg()),
             "note": ("Measured side by side in one run, one server with default settings"
-                     + (" and continuous batching" if continuous else "")
+                     + (" (continuous batching)" if continuous else " and static batches")
                      + ", the adversaries in a process of their own; absolute times vary "
                      "with the phases of the shared 2-core host: read the ratios.")}
     return {"meta": meta, "phases": summaries,

@@ -23,7 +23,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from benchmarks.live_server import live_server
+from benchmarks.live_server import batching_environment, live_server
 from benchmarks.locations import RESULTS_DIR
 from benchmarks.report_files import write_report
 from benchmarks.speed.adversarial.adversarial import (
@@ -125,9 +125,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         spec = seed_default_store(root / "store")
         urls: dict[str, str] = {}
         for server in SERVERS:
-            environment = spec.environment()
-            if server == "continuous":
-                environment["NMT_SCHEDULER__CONTINUOUS"] = "true"
+            environment = spec.environment() | batching_environment(
+                static=server == "static")
             urls[server] = servers.enter_context(
                 live_server(environment, root / f"{server}.log"))
         phases = asyncio.run(measure(urls, texts, bulk_body=bulk_body, warm=3,

@@ -1,10 +1,10 @@
 """Bulk clients beside a polite client and documents: every legal request answered.
 
     python -m benchmarks.speed.adversarial.bulk_share [--data DIR] [--requests N]
-        [--items N] [--batches N] [--documents N] [--continuous] [--out DIR]
+        [--items N] [--batches N] [--documents N] [--static] [--out DIR]
 
-One server with default settings (the built-in default model; `--continuous`: with
-continuous batching), four kinds of clients, each from an address of its own (the server
+One server with default settings (the built-in default model, continuous batching;
+`--static`: static batches), four kinds of clients, each from an address of its own (the server
 tells clients apart by address when they send no API key: 127.0.0.1 to 127.0.0.4):
 
 - bulk: `/translate/batch` of `--items` (64) texts of about 900 characters of held-out
@@ -21,7 +21,7 @@ the bulk clients within 3x of quiet; no bulk request refused or failed (429, 504
 error of the LibreTranslate client); bulk throughput (both bulk clients' characters per
 second) beside the polite client at least 0.6x the bulk alone; every document completes.
 
-Writes results/bulk_share.json and .md (`--continuous`: bulk_share-continuous.*).
+Writes results/bulk_share.json and .md (`--static`: bulk_share-static.*).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ import httpx
 from libretranslatepy import LibreTranslateAPI
 
 from benchmarks.documents import corpus
-from benchmarks.live_server import ends_with_parent, live_server
+from benchmarks.live_server import batching_environment, ends_with_parent, live_server
 from benchmarks.report_files import results_dir, write_report
 from benchmarks.speed.adversarial.adversarial import percentiles, polite_texts
 from benchmarks.speed.adversarial.adversaries import bulk_batch
@@ -269,7 +269,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--items", type=int, default=64, help="texts per bulk batch")
     parser.add_argument("--batches", type=int, default=2, help="bulk batches, at least")
     parser.add_argument("--documents", type=int, default=40)
-    parser.add_argument("--continuous", action="store_true")
+    parser.add_argument("--static", action="store_true",
+                        help="static batches (the default: continuous batching)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     data = args.data if args.data.is_dir() else None
@@ -279,13 +280,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="nmt-bulk-share-") as scratch:
         root = Path(scratch)
         paths = corpus.build(data, root / "documents", lines=8)
-        environment = seed_default_store(root / "store").environment()
-        if args.continuous:
-            environment["NMT_SCHEDULER__CONTINUOUS"] = "true"
+        environment = (seed_default_store(root / "store").environment()
+                       | batching_environment(static=args.static))
         with live_server(environment, root / "server.log") as base_url:
             phases = asyncio.run(measure(base_url, texts, politely, paths,
                                          batches=args.batches, count=args.documents))
-    setup = (f"One server with default settings{' and continuous batching' * args.continuous}"
+    setup = (f"One server with default settings{' and static batches' * args.static}"
              f", the built-in default model; bulk: {args.items} texts of about 900 "
              f"characters ({sum(map(len, texts))} characters) per batch, at least "
              f"{args.batches} batches per phase, beside the LibreTranslate client "
@@ -295,7 +295,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = {"meta": {"setup": setup, "items": args.items, "batches": args.batches},
                "phases": phases}
     results["verdict"] = verdict(phases)
-    name = "bulk_share-continuous" if args.continuous else "bulk_share"
+    name = "bulk_share-static" if args.static else "bulk_share"
     write_report(results_dir(args.out, tiny=False), name, results, markdown(results))
     print(markdown(results))
     return 0

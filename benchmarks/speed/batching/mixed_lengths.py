@@ -4,8 +4,8 @@
                                              [--seconds S] [--rounds N] [--out DIR]
 
 1. seed one store (the built-in default model, or `--tiny`: a toy backbone) and start two
-   servers on it, identical but for `NMT_SCHEDULER__CONTINUOUS`: static batches (the
-   default) and continuous batching;
+   servers on it, identical but for `NMT_SCHEDULER__CONTINUOUS`: static batches and
+   continuous batching (the default);
 2. sentences of 1 to 80 source tokens, uniform in tokens, cut from the words of the en-fr
    test sets of `--data` (synthetic words without it), one per /translate request
    (domain "generic": every request the same plain backbone);
@@ -38,7 +38,7 @@ from typing import Any
 
 import aiohttp
 
-from benchmarks.live_server import live_server
+from benchmarks.live_server import batching_environment, live_server
 from benchmarks.report_files import results_dir, write_report
 from benchmarks.speed.data import read_test_sets, training_lines
 from benchmarks.speed.model import quiet_libraries, synthetic_lines
@@ -175,7 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with ExitStack() as stack:
             urls = {name: stack.enter_context(live_server(
                 spec.environment() | SETTINGS
-                | ({"NMT_SCHEDULER__CONTINUOUS": "true"} if name == "continuous" else {}),
+                | batching_environment(static=name == "static"),
                 root / f"{name}.log")) for name in SERVERS}
             for round_ in range(rounds):
                 order = SERVERS if round_ % 2 == 0 else SERVERS[::-1]

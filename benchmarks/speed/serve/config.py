@@ -8,6 +8,7 @@ import argparse
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from benchmarks.live_server import batching_environment
 from server.core.settings import DecodingSettings, EngineSettings, SchedulerSettings
 from server.engine.engine import EngineOptions
 from server.execution.settings import ExecutionSettings
@@ -51,13 +52,12 @@ class ServeConfig:
     max_length: int = DecodingSettings().max_length
     engine: EngineSettings = field(default_factory=EngineSettings)
     execution: ExecutionSettings = field(default_factory=ExecutionSettings)
-    continuous: bool = False  # NMT_SCHEDULER__CONTINUOUS
+    continuous: bool = True  # NMT_SCHEDULER__CONTINUOUS (false: static batches)
 
     def environment(self) -> dict[str, str]:
         placed = ({"NMT_EXECUTION__FRONT_CPUS": str(self.execution.front_cpus)}
                   if self.execution.front_cpus else {})
-        if self.continuous:
-            placed["NMT_SCHEDULER__CONTINUOUS"] = "true"
+        placed |= batching_environment(static=not self.continuous)
         return placed | {"NMT_DECODING__BEAM_SIZE": str(self.beam_size),
                 "NMT_DECODING__MAX_BEAM_SIZE": str(max(self.beam_size,
                                                        DecodingSettings().max_beam_size)),
@@ -79,8 +79,8 @@ def load_arguments(prog: str, doc: str) -> argparse.ArgumentParser:
     parser.add_argument("--levels", help="comma-separated client counts (overrides the plan)")
     parser.add_argument("--beam-size", type=int, default=ServeConfig().beam_size)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--continuous", action="store_true",
-                        help="serve with continuous batching")
+    parser.add_argument("--static", action="store_true",
+                        help="serve with static batches (the default: continuous batching)")
     parser.add_argument("--front-cpus", type=int, default=0,
                         help="serve with NMT_EXECUTION__FRONT_CPUS=N "
                              "(server/execution/placement.py)")

@@ -1,12 +1,12 @@
 """The sidecar's share: a hot add on a quiet server and beside 16 clients, in one run.
 
     python -m benchmarks.speed.serve.hot_add_load --data ../shared/data [--clients 16]
-        [--requests N] [--pause S] [--pairs N] [--quick] [--threads N] [--continuous]
+        [--requests N] [--pause S] [--pairs N] [--quick] [--threads N] [--static]
         [--out DIR]
 
 1. a scratch store with the built-in default model (benchmarks/speed/serve/hot_add.py's),
-   `python -m server` on it with default settings (`--continuous`: with continuous
-   batching);
+   `python -m server` on it with default settings (continuous batching; `--static`:
+   static batches);
 2. quiet: the polite client alone: one sentence per request from an address of its own,
    a pause of `--pause` seconds between its answer and its next request (a light user, far
    below its share of the engine); half of its `--requests` requests here, half after
@@ -29,7 +29,7 @@ Targets (issue: the sidecar costs serving at most its share): 0 failed requests,
 polite client's p50 beside the sidecar and the busy clients within 3x of its p50 quiet,
 the domain published within 2x of its time on the quiet server. The busy clients' p50
 against the polite client's quiet p50 is reported beside them. Writes
-results/hot_add_load.json and .md (`--continuous`: hot_add_load-continuous.*).
+results/hot_add_load.json and .md (`--static`: hot_add_load-static.*).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from typing import Any
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from benchmarks.live_server import live_server
+from benchmarks.live_server import batching_environment, live_server
 from benchmarks.locations import DEFAULT_DATA, RESULTS_DIR
 from benchmarks.report_files import write_report
 from benchmarks.speed.adversarial.adversarial import percentiles, polite_texts
@@ -207,8 +207,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     settings = {"NMT_STORE_DIR": str(root), "NMT_ADMIN_TOKEN": token,
                 "NMT_BUILTIN_ARTIFACTS": "true", "NMT_BACKBONE": args.backbone,
                 "NMT_EXECUTION__TRAINING_CPUS": str(args.training_cpus)}
-    if args.continuous:
-        settings["NMT_SCHEDULER__CONTINUOUS"] = "true"
+    settings |= batching_environment(static=args.static)
     texts = polite_texts(args.data, max(args.requests, 40))
     with live_server(settings, args.out / "tmp" / "hot_add" / "server-load.log") as base_url:
         polite_alone(base_url, texts[:3], 0.0)  # warm-up
@@ -238,7 +237,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "engine_batches": batches,
             "setup": {"threads": args.threads, "pairs": args.pairs, "quick": args.quick,
                       "training_cpus": args.training_cpus, "pause_s": args.pause,
-                      "continuous": args.continuous}}
+                      "continuous": not args.static}}
 
 
 def verdict(result: dict[str, Any]) -> dict[str, Any]:
@@ -316,13 +315,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="the server's NMT_EXECUTION__TRAINING_CPUS (0: never yield)")
     parser.add_argument("--backbone", default="default-en-fr")
     parser.add_argument("--quick", action="store_true", help=f"job config {QUICK_JOB}")
-    parser.add_argument("--continuous", action="store_true",
-                        help="the server with continuous batching (NMT_SCHEDULER__CONTINUOUS)")
+    parser.add_argument("--static", action="store_true",
+                        help="the server with static batches (NMT_SCHEDULER__CONTINUOUS=false; "
+                             "the default: continuous batching)")
     args = parser.parse_args(argv)
     args.store_dir, args.builtin = None, True  # what hot_add.py's helpers read
     result = run(args)
     result["verdict"] = verdict(result)
-    name = "hot_add_load-continuous" if args.continuous else "hot_add_load"
+    name = "hot_add_load-static" if args.static else "hot_add_load"
     write_report(args.out, name, result, markdown(result))
     print(markdown(result))
     return 0

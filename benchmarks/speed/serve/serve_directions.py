@@ -2,8 +2,8 @@
 
     python -m benchmarks.speed.serve.serve_directions [--data DIR] [--quick] [--tiny]
                                                       [--levels N] [--rounds N] [--out DIR]
-                                                      [--front-cpus N] [--continuous]
-    make bench-serve DIRECTIONS=1 [QUICK=1] [FRONT_CPUS=N] [CONTINUOUS=1]
+                                                      [--front-cpus N] [--static]
+    make bench-serve DIRECTIONS=1 [QUICK=1] [FRONT_CPUS=N] [STATIC=1]
 
 The extra directions are copies of the default direction's backbone (en->fr), each with a
 copy of its active modules and its router, published as backbones of their own
@@ -39,7 +39,7 @@ batches from an idle engine.
 `--front-cpus N` serves with the server's CPU placement and runs the load generator on
 the front's CPUs (as serve_load does).
 Writes results/serve_directions.{json,md} (`--front-cpus N`: serve_directions-front-cpus-N,
-`--continuous`: ...-continuous; `--tiny`: results/tmp/).
+`--static`: ...-static; `--tiny`: results/tmp/).
 """
 
 from __future__ import annotations
@@ -233,7 +233,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     clients = plan.levels[-1] if args.levels else plan.levels[-1] * len(ARMS)
     config = ServeConfig(beam_size=args.beam_size,
                          execution=ExecutionSettings(front_cpus=args.front_cpus),
-                         continuous=args.continuous)
+                         continuous=not args.static)
     quiet_libraries()
     sets = text_sets(args.data, per_set=plan.texts_per_set)
     texts = (f"{args.data} en-fr test sets" if read_test_sets(args.data, per_set=1)
@@ -260,7 +260,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "two_over_one": r.ratio("two", "one")} for r in rounds]
     text = table(rounds, description=description)
     stem = "serve_directions" + (f"-front-cpus-{args.front_cpus}" if args.front_cpus else "")
-    stem += "-continuous" if args.continuous else ""
+    stem += "-static" if args.static else ""
     write_report(results_dir(args.out, tiny=args.tiny), stem,
                  {"description": description,
                   "copies": [{"backbone": c.backbone, "source": c.pair.source,

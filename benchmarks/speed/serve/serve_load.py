@@ -1,7 +1,7 @@
 """Serving throughput and latency of a live server, against the engine offline.
 
     python -m benchmarks.speed.serve.serve_load [--data DIR] [--quick] [--tiny] [--levels 1,4,16]
-                                    [--beam-size N] [--front-cpus N] [--continuous]
+                                    [--beam-size N] [--front-cpus N] [--static]
                                     [--out DIR]
 
 1. seed a temporary store: the package's built-in artifacts layered under an empty root
@@ -237,10 +237,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     mode, plan = choose_plan(args)
     config = ServeConfig(beam_size=args.beam_size,
                          execution=ExecutionSettings(front_cpus=args.front_cpus),
-                         continuous=args.continuous)
+                         continuous=not args.static)
     out = results_dir(args.out, tiny=args.tiny)
     stem = f"serve_load-front-cpus-{args.front_cpus}" if args.front_cpus else "serve_load"
-    stem += "-continuous" if args.continuous else ""
+    stem += "-static" if args.static else ""
     quiet_libraries()
     sets = text_sets(args.data, per_set=plan.texts_per_set)
     described = (f"{args.data} en-fr test sets" if read_test_sets(args.data, per_set=1)
