@@ -106,7 +106,7 @@ def test_a_tiny_run_serves_one_two_and_three_directions(tmp_path: Path) -> None:
     for run in row["runs"].values():
         assert run["errors"] == 0
         assert run["tokens_per_s"] > 0
-        assert run["sentences_per_batch"] >= 1
+        assert run["sentences_per_batch"] == 0  # continuous batching: no static batches
     for identical, compared in row["identical"].values():  # same weights, same answers
         # (batches of other partners may flip a near tie: most, not all, must match; a
         # copy with other weights or another direction's answers would match almost none)
@@ -118,12 +118,13 @@ def test_a_tiny_run_serves_one_two_and_three_directions(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_a_tiny_run_with_the_servers_cpu_placement(tmp_path: Path) -> None:
-    """`make bench-serve DIRECTIONS=1 FRONT_CPUS=1`: the server placed on CPUs, the load
-    generator on the front's, the report named after the placement."""
+    """`make bench-serve DIRECTIONS=1 FRONT_CPUS=1 STATIC=1`: the server placed on CPUs
+    with static batches, the load generator on the front's, the report named after both."""
     placement = plan_placement(1)
     assert main(["--tiny", "--rounds", "1", "--beam-size", "1", "--front-cpus", "1",
-                 "--out", str(tmp_path)]) == 0
-    report = json.loads((tmp_path / "serve_directions-front-cpus-1.json").read_text())
+                 "--static", "--out", str(tmp_path)]) == 0
+    report = json.loads((tmp_path / "serve_directions-front-cpus-1-static.json").read_text())
     assert all(run["errors"] == 0 for run in report["rows"][0]["runs"].values())
+    assert all(run["sentences_per_batch"] >= 1 for run in report["rows"][0]["runs"].values())
     if placement is not None:  # a host with one CPU places nothing
         assert "NMT_EXECUTION__FRONT_CPUS=1" in report["description"]

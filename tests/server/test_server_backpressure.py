@@ -33,7 +33,9 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
 
 def test_full_queue_is_429_with_retry_after(tmp_path: Path) -> None:
     root = build_store(tmp_path / "store", domains=("law",), classifier=False)
-    with make_client(root, scheduler={"max_queue": 2, "retry_after_s": 2}) as client:
+    # static batches: the blocked engine call holds the one running batch
+    with make_client(root, scheduler={"max_queue": 2, "retry_after_s": 2,
+                                      "continuous": False}) as client:
         scheduler = client.app.state.scheduler  # type: ignore[attr-defined]
         responses: list[Any] = []
 

@@ -142,7 +142,8 @@ def test_a_client_is_its_key_else_its_address() -> None:
 @contextmanager
 def live(tmp_path: Path, **scheduler: Any) -> Iterator[tuple[str, FastAPI]]:
     root = build_store(tmp_path / "store", domains=("law",), classifier=False)
-    app = create_app(make_settings(root, scheduler={"max_wait_ms": 2.0, **scheduler}))
+    app = create_app(make_settings(root, scheduler={"max_wait_ms": 2.0, "continuous": False,
+                                                    **scheduler}))  # batches counted
     with serving(app) as url:
         yield url, app
 

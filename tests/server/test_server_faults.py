@@ -1,6 +1,8 @@
 """Fault injection in a running app: the engine raising, a stuck engine call, the
 scheduler's batching loop crashing, and a drain for shutdown. The faults are injected into
-the real engine and scheduler of a real app (the wrapped calls still do the real work)."""
+the real engine and scheduler of a real app (the wrapped calls still do the real work),
+with continuous batching (the default: a live step fails or sticks, the join loop crashes)
+and with static batches (a batch's engine call, the batch forming)."""
 
 from __future__ import annotations
 
@@ -16,18 +18,33 @@ from conftest import make_settings
 from fastapi.testclient import TestClient
 
 from server.app import create_app
+from server.engine.live import LiveDecoder
 
 TEXT = {"text": "The patient takes one tablet a day.", "domain": "medical"}
 
 
-@pytest.fixture
-def client(store_root: Path) -> Iterator[TestClient]:
+@pytest.fixture(params=["continuous", "static"])
+def client(store_root: Path, request: pytest.FixtureRequest) -> Iterator[TestClient]:
     # A 500 is an answer to check here, not an exception to re-raise in the test.
     # 2 s: short enough for the stuck-call test, long enough that a heartbeat a loaded
     # 2-core host delays does not fail liveness in the tests that expect it alive
-    app = create_app(make_settings(store_root, liveness_stall_s=2.0))
+    app = create_app(make_settings(store_root, liveness_stall_s=2.0,
+                                   scheduler={"continuous": request.param == "continuous"}))
     with TestClient(app, raise_server_exceptions=False) as client:
         yield client
+
+
+def engine_call(client: TestClient, monkeypatch: pytest.MonkeyPatch,
+                wrapper: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    """Wrap what the engine thread runs for the scheduler: a live step (continuous
+    batching) or a static batch's `Engine.translate`."""
+    if client.app.state.settings.scheduler.continuous:  # type: ignore[attr-defined]
+        real = LiveDecoder.step
+        wrapped = wrapper(lambda *args: real(*args))
+        monkeypatch.setattr(LiveDecoder, "step", lambda self: wrapped(self))
+    else:
+        engine = client.app.state.runtime.engine  # type: ignore[attr-defined]
+        monkeypatch.setattr(engine, "translate", wrapper(engine.translate))
 
 
 def wait_until(predicate: Callable[[], bool], *, timeout: float = 30) -> None:
@@ -43,17 +60,17 @@ def live(client: TestClient) -> Any:
 
 def test_an_engine_error_fails_its_batch_only(client: TestClient,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    engine = client.app.state.runtime.engine  # type: ignore[attr-defined]
-    real = engine.translate
     calls = []
 
-    def failing_once(*args: Any) -> Any:
-        calls.append(1)
-        if len(calls) == 1:
-            raise RuntimeError("CUDA error: an illegal memory access was encountered")
-        return real(*args)
+    def failing_once(real: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any) -> Any:
+            calls.append(1)
+            if len(calls) == 1:
+                raise RuntimeError("CUDA error: an illegal memory access was encountered")
+            return real(*args)
+        return call
 
-    monkeypatch.setattr(engine, "translate", failing_once)
+    engine_call(client, monkeypatch, failing_once)
 
     failed = client.post("/translate", json=TEXT)
     assert failed.status_code == 500
@@ -65,15 +82,15 @@ def test_an_engine_error_fails_its_batch_only(client: TestClient,
 
 def test_a_stuck_engine_call_fails_liveness_until_it_returns(
         client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
-    engine = client.app.state.runtime.engine  # type: ignore[attr-defined]
-    real = engine.translate
     release = threading.Event()
 
-    def stuck(*args: Any) -> Any:
-        release.wait(60)
-        return real(*args)
+    def stuck(real: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any) -> Any:
+            release.wait(60)
+            return real(*args)
+        return call
 
-    monkeypatch.setattr(engine, "translate", stuck)
+    engine_call(client, monkeypatch, stuck)
     assert live(client).status_code == 200
     with ThreadPoolExecutor(1) as pool:
         pending = pool.submit(client.post, "/translate", json=TEXT)
@@ -97,7 +114,8 @@ def test_a_crashed_batching_loop_fails_liveness_and_waiting_requests(
     def broken() -> list[Any]:
         raise KeyError("a bug in batch forming")
 
-    monkeypatch.setattr(scheduler, "_take_batch", broken)
+    continuous = client.app.state.settings.scheduler.continuous  # type: ignore[attr-defined]
+    monkeypatch.setattr(scheduler, "_take_joiners" if continuous else "_take_batch", broken)
 
     started = time.monotonic()
     response = client.post("/translate", json=TEXT)

@@ -37,7 +37,8 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, FastAPI]]:
     root = build_store(tmp_path_factory.mktemp("live") / "store")
-    app = create_app(make_settings(root, scheduler={"max_wait_ms": 5.0}))
+    # static batches: the tests count the batches concurrent clients share
+    app = create_app(make_settings(root, scheduler={"max_wait_ms": 5.0, "continuous": False}))
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
                                            log_level="warning", lifespan="on"))
