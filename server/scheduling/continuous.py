@@ -315,6 +315,9 @@ class ContinuousScheduler(Scheduler):
                 urgent.add(request)
         return urgent
 
+    def _has_work(self) -> bool:
+        return bool(self._lanes or self._tickets or self._posted)
+
     def _work_ahead(self, cost: int) -> int:
         """Processor sharing over every request, live ones included: a new request joins
         the live rows at the next step instead of waiting for them to finish."""
@@ -372,7 +375,9 @@ class ContinuousScheduler(Scheduler):
             if self._window_cost:
                 self._measure(self._window_cost, now - self._window_start)
             self._window_start, self._window_cost = now, 0
-        if not self._tickets:
+        if not self._tickets:  # the live rows are gone: a short run still sets the floor
+            if self._window_cost and now > self._window_start:
+                self._measure(self._window_cost, now - self._window_start)
             self._window_start, self._window_cost = now, 0
 
 

@@ -142,21 +142,21 @@ def test_a_bulk_batch_beside_a_polite_client_is_answered_after_it(
     assert finished == ["polite", "bulk"]
 
 
-@pytest.fixture(scope="module")
-def static_law_client(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    root = build_store(tmp_path_factory.mktemp("bulk-static") / "store", domains=("law",),
+@pytest.fixture(scope="module", params=["continuous", "static"])
+def both_law_clients(tmp_path_factory: pytest.TempPathFactory,
+                     request: pytest.FixtureRequest) -> Any:
+    root = build_store(tmp_path_factory.mktemp("bulk-both") / "store", domains=("law",),
                        classifier=False)
-    with make_client(root, scheduler={"continuous": False}) as client:
+    with make_client(root, scheduler={"continuous": request.param == "continuous"}) as client:
         yield client
 
 
 def test_a_deadline_the_client_cannot_get_is_refused_with_why_and_when(
-        static_law_client: TestClient) -> None:
-    """Behind queued work, a request whose own deadline (X-NMT-Deadline) cannot be met is refused at
-    once: 504 `deadline_unreachable`, the reason, and a Retry-After (static batches: with
-    continuous batching the work behind a blocked step is not queued, and such a request
-    ends 504 `timeout` at its deadline instead)."""
-    law_client = static_law_client
+        both_law_clients: TestClient) -> None:
+    """Behind queued work (continuous batching: work posted to a step, even one short run
+    measured), a request whose own deadline (X-NMT-Deadline) cannot be met is refused at
+    once: 504 `deadline_unreachable`, the reason, and a Retry-After."""
+    law_client = both_law_clients
     scheduler = law_client.app.state.scheduler  # type: ignore[attr-defined]
     assert batch(law_client).status_code == 200  # the engine's rate is measured
     answers: list[Any] = []
