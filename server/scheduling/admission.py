@@ -81,7 +81,7 @@ class Admission:
         if throughput is None:
             # nothing well filled measured yet: alone, a request runs in full batches and
             # is how the rate gets measured; beside others, the floor is the safe guess
-            if self._throughput_floor is None or not self._has_work():
+            if self._throughput_floor is None or not (self._lanes or self._running):
                 return
             throughput = self._throughput_floor
         estimate = self._work_ahead(cost) / throughput
@@ -94,10 +94,6 @@ class Admission:
                 f" s), which it asked for; retry after the queue drains (Retry-After), ask "
                 f"for longer, send less at once, or a batch with \"async\": true",
                 retry_after=max(self.settings.retry_after_s, drain))
-
-    def _has_work(self) -> bool:
-        """Work queued or running that a new request would wait beside."""
-        return bool(self._lanes or self._running)
 
     def _work_ahead(self, cost: int) -> int:
         """Budget tokens computed before a new request of `cost` finishes: the running

@@ -315,9 +315,6 @@ class ContinuousScheduler(Scheduler):
                 urgent.add(request)
         return urgent
 
-    def _has_work(self) -> bool:
-        return bool(self._lanes or self._tickets or self._posted)
-
     def _work_ahead(self, cost: int) -> int:
         """Processor sharing over every request, live ones included: a new request joins
         the live rows at the next step instead of waiting for them to finish."""
@@ -371,11 +368,8 @@ class ContinuousScheduler(Scheduler):
         of at least MEASURE_S while rows were live."""
         self._window_cost += cost
         now = time.monotonic()
-        if now - self._window_start >= MEASURE_S:
-            if self._window_cost:
-                self._measure(self._window_cost, now - self._window_start)
-            self._window_start, self._window_cost = now, 0
-        if not self._tickets:  # the live rows are gone: a short run still sets the floor
+        # a window long enough, or the live rows gone (a short run still sets the floor)
+        if now - self._window_start >= MEASURE_S or not self._tickets:
             if self._window_cost and now > self._window_start:
                 self._measure(self._window_cost, now - self._window_start)
             self._window_start, self._window_cost = now, 0

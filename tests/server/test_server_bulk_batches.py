@@ -145,17 +145,21 @@ def test_a_bulk_batch_beside_a_polite_client_is_answered_after_it(
 @pytest.fixture(scope="module", params=["continuous", "static"])
 def both_law_clients(tmp_path_factory: pytest.TempPathFactory,
                      request: pytest.FixtureRequest) -> Any:
-    root = build_store(tmp_path_factory.mktemp("bulk-both") / "store", domains=("law",),
+    """`law_client` (continuous batching, the default), then one with static batches."""
+    if request.param == "continuous":
+        yield request.getfixturevalue("law_client")
+        return
+    root = build_store(tmp_path_factory.mktemp("bulk-static") / "store", domains=("law",),
                        classifier=False)
-    with make_client(root, scheduler={"continuous": request.param == "continuous"}) as client:
+    with make_client(root, scheduler={"continuous": False}) as client:
         yield client
 
 
 def test_a_deadline_the_client_cannot_get_is_refused_with_why_and_when(
         both_law_clients: TestClient) -> None:
-    """Behind queued work (continuous batching: work posted to a step, even one short run
-    measured), a request whose own deadline (X-NMT-Deadline) cannot be met is refused at
-    once: 504 `deadline_unreachable`, the reason, and a Retry-After."""
+    """Behind queued work, a request whose own deadline (X-NMT-Deadline) cannot be met is
+    refused at once: 504 `deadline_unreachable`, the reason, and a Retry-After (continuous
+    batching too: even a short live run measures the rate admission falls back on)."""
     law_client = both_law_clients
     scheduler = law_client.app.state.scheduler  # type: ignore[attr-defined]
     assert batch(law_client).status_code == 200  # the engine's rate is measured

@@ -39,9 +39,7 @@ def engine_call(client: TestClient, monkeypatch: pytest.MonkeyPatch,
     """Wrap what the engine thread runs for the scheduler: a live step (continuous
     batching) or a static batch's `Engine.translate`."""
     if client.app.state.settings.scheduler.continuous:  # type: ignore[attr-defined]
-        real = LiveDecoder.step
-        wrapped = wrapper(lambda *args: real(*args))
-        monkeypatch.setattr(LiveDecoder, "step", lambda self: wrapped(self))
+        monkeypatch.setattr(LiveDecoder, "step", wrapper(LiveDecoder.step))  # self in args
     else:
         engine = client.app.state.runtime.engine  # type: ignore[attr-defined]
         monkeypatch.setattr(engine, "translate", wrapper(engine.translate))
