@@ -85,6 +85,7 @@ class ContinuousScheduler(Scheduler):
         self._contended_until = 0.0  # monotonic: clients shared the engine until then
         self._window_start = time.monotonic()
         self._window_cost = 0
+        self._window_opens_run = True  # the window began when rows went live after idle
         self._loads = ClientLoads()
         self._light: set[str] = set()  # clients with work in the server that are light
         self._hold: frozenset[int] = frozenset()  # tickets parked (light_clients.py)
@@ -103,6 +104,9 @@ class ContinuousScheduler(Scheduler):
             if not self._tickets and not self._posted:
                 await self._wait_for_work()
                 self.heartbeat = time.monotonic()
+                # idle time is no engine time: the rate's window opens with the run
+                self._window_start, self._window_cost = self.heartbeat, 0
+                self._window_opens_run = True
             self._feed()
             if self._tickets or self._posted:
                 await self._run_engine()
@@ -365,14 +369,19 @@ class ContinuousScheduler(Scheduler):
 
     def _measure_window(self, cost: int) -> None:
         """Throughput for admission: the finished sentences' cost per second of windows
-        of at least MEASURE_S while rows were live."""
+        of at least MEASURE_S while rows were live. A run shorter than that is one window
+        (it still sets the rate floor); the short tail of a longer run is left out: one
+        step's finishes over a moment would read as an engine many times faster."""
         self._window_cost += cost
         now = time.monotonic()
-        # a window long enough, or the live rows gone (a short run still sets the floor)
-        if now - self._window_start >= MEASURE_S or not self._tickets:
-            if self._window_cost and now > self._window_start:
+        if not self._window_cost or now <= self._window_start:
+            return  # nothing finished yet: the window stays open (long sentences)
+        long_enough = now - self._window_start >= MEASURE_S
+        if long_enough or not self._tickets:
+            if long_enough or self._window_opens_run:
                 self._measure(self._window_cost, now - self._window_start)
             self._window_start, self._window_cost = now, 0
+            self._window_opens_run = False
 
 
 def _no_batches(jobs: Sequence[SentenceJob],

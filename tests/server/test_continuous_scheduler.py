@@ -10,6 +10,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TypeVar
 
 import pytest
@@ -22,6 +23,7 @@ from server.engine.artifacts import build_engine
 from server.engine.engine import Engine, EngineOptions, Member, SentenceJob
 from server.engine.live_batches import LiveBatches, LiveInbox, StepReport
 from server.execution.engine_thread import EngineThread
+from server.scheduling import continuous as continuous_module
 from server.scheduling.batching import Pending
 from server.scheduling.clients import CLIENT
 from server.scheduling.continuous import ContinuousScheduler
@@ -115,6 +117,37 @@ def test_cancelled_and_expired_sentences_leave_at_the_next_step(engine: Engine) 
         assert not engine.modules.in_use
 
     run(engine, body)
+
+
+def test_the_measured_rate_is_the_runs_not_a_moment_at_its_tail(
+        engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Admission's rate floor comes from windows of at least MEASURE_S, or from a whole
+    run shorter than that; the last rows finishing just after a window closed are no
+    window of their own (their cost over a moment read as a many times faster engine
+    and let a deadline through that the queue could not meet)."""
+    clock = [0.0]
+    monkeypatch.setattr(continuous_module, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    settings = SchedulerSettings.model_validate({"continuous": True})
+    scheduler = ContinuousScheduler(LiveBatches(lambda: engine), EngineThread(), settings,
+                                    max_modules=4)
+    scheduler.engine_thread.shutdown()  # never started: the window is driven by hand
+    loop = asyncio.new_event_loop()
+    live = Pending(0, SHORT, BEAM, 10, 0.0, 60.0, loop.create_future())
+    loop.close()
+    scheduler._tickets = {0: live}  # noqa: SLF001 - rows live since the run opened at 0 s
+    scheduler._window_start, scheduler._window_opens_run = 0.0, True  # noqa: SLF001
+    clock[0] = 0.7
+    scheduler._measure_window(0)  # long sentences: nothing finished, the window waits
+    clock[0] = 1.0
+    scheduler._measure_window(1000)  # one window: 1,000 tokens a second
+    clock[0] = 1.01
+    scheduler._tickets = {}  # noqa: SLF001 - the last rows finish at the next step
+    scheduler._measure_window(300)
+    assert scheduler._throughput_floor == pytest.approx(1000.0)  # noqa: SLF001
+    scheduler._window_start, scheduler._window_opens_run = 5.0, True  # noqa: SLF001
+    clock[0] = 5.2
+    scheduler._measure_window(100)  # a whole run shorter than MEASURE_S still counts
+    assert scheduler._recent_rate == pytest.approx(0.7 * 1000 + 0.3 * 500)  # noqa: SLF001
 
 
 def test_a_sentence_the_engine_refuses_fails_alone(engine: Engine) -> None:

@@ -168,8 +168,9 @@ def test_a_deadline_the_client_cannot_get_is_refused_with_why_and_when(
         waiting = threading.Thread(target=lambda: answers.append(batch(law_client)))
         waiting.start()
         wait_for(lambda: scheduler.depth > 0 or bool(scheduler._running), timeout=60)
+        # a few sentences: their own cost alone outlasts the deadline at any real rate
         refused = law_client.post("/translate", headers={"X-NMT-Deadline": "0.001"},
-                                  json={"text": "The court ruled.", "domain": "law"})
+                                  json={"text": bulk_text(1, chars=400), "domain": "law"})
     waiting.join(120)
     assert refused.status_code == 504
     error = refused.json()["error"]
