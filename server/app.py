@@ -117,7 +117,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.document_jobs = DocumentJobs(
         job_root(settings.store_dir, settings.documents.jobs_dir), documents)
     await app.state.document_jobs.start()
-    app.state.batch_jobs = BatchJobs[Any](ttl_s=settings.scheduler.batch_job_ttl_s)
+    app.state.batch_jobs = BatchJobs[Any](ttl_s=settings.scheduler.batch_job_ttl_s,
+                                          per_client=settings.scheduler.max_batch_jobs)
     books = [d.memories for d in opened if d.memories is not None]
     app.state.memory_imports = MemoryImports(
         store.registry, settings.memories, after=lambda: [book.sync() for book in books])

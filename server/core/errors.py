@@ -83,6 +83,12 @@ class RateLimited(Busy):
     code = "rate_limited"
 
 
+class TooManyJobs(Busy):
+    """A client has as many unfinished /translate/batch jobs as one client may (429)."""
+
+    code = "too_many_jobs"
+
+
 class DeadlineUnreachable(Busy):
     """The deadline the client asked for (`X-NMT-Deadline`) cannot be met behind the work
     queued now (504 with Retry-After: when the queue will have drained)."""

@@ -180,6 +180,8 @@ class SchedulerSettings(BaseModel):
     batch_job_ttl_s: float = Field(
         3600.0, gt=0, description="a finished /translate/batch job (and its results) is "
                                   "kept this long")
+    max_batch_jobs: int = Field(8, ge=1, description="unfinished /translate/batch jobs of "
+                                                     "one client; beyond them 429")
     retry_after_s: int = Field(1, ge=0, description="Retry-After of a 429 answer, seconds")
     continuous: bool = Field(
         True, description="continuous batching: sentences join and leave the running batch "

@@ -9,7 +9,9 @@ yields every result in the items' order as soon as it and those before it are do
 Jobs live in this process's memory, unlike document jobs (server/documents/jobs.py),
 whose payload is a file on disk that survives a restart: a batch's texts and results
 are small JSON, and a client whose job was lost with a restart sends the batch again.
-A finished job is forgotten `ttl_s` after it finished.
+A finished job is forgotten `ttl_s` after it finished. A client may have `per_client`
+unfinished jobs at once (each holds its texts in memory and keeps items in the scheduler):
+one more is refused with 429 until one of them finishes.
 """
 
 from __future__ import annotations
@@ -17,18 +19,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Literal, TypeVar
 
-from server.core.errors import NotFound, ServingError
+from server.core.errors import NotFound, ServingError, TooManyJobs
 from server.core.tenancy import current_scope
+from server.scheduling.clients import CLIENT
 
 log = logging.getLogger(__name__)
 R = TypeVar("R")
 AHEAD = 4  # items of one batch in the scheduler at once: a share, never the whole batch
+UNPACED_RETRY_S = 10  # Retry-After when none of the client's jobs has finished an item yet
 JobState = Literal["queued", "running", "done", "failed"]
 ItemWork = Callable[[], Awaitable[R]]
 
@@ -63,6 +68,7 @@ class BatchJob(Generic[R]):
     updated_at: float = field(default_factory=time.time)
     finished_at: float | None = None  # monotonic
     tenant: str | None = None  # the tenant whose request started it (tenancy.py)
+    client: str = ""  # who started it (server/scheduling/clients.py)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
@@ -71,22 +77,40 @@ class BatchJob(Generic[R]):
 
 
 class BatchJobs(Generic[R]):
-    def __init__(self, *, ttl_s: float) -> None:
+    def __init__(self, *, ttl_s: float, per_client: int) -> None:
         self.ttl_s = ttl_s
+        self.per_client = per_client
         self._jobs: dict[str, BatchJob[R]] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
 
     def submit(self, work: Sequence[ItemWork[R]]) -> BatchJob[R]:
         """Start a job over `work` (one callable per item) and return it at once."""
         self._forget_expired()
+        client = CLIENT.get()
+        unfinished = sum(not job.finished and job.client == client
+                         for job in self._jobs.values())
+        if unfinished >= self.per_client:
+            raise TooManyJobs(
+                f"this client has {unfinished} unfinished batch jobs, as many as one client "
+                f"may have (NMT_SCHEDULER__MAX_BATCH_JOBS); follow them to their end at "
+                f"their Location, then send more", retry_after=self.retry_after_s(client))
         job: BatchJob[R] = BatchJob(uuid.uuid4().hex, len(work),
-                                    tenant=current_scope().tenant)
+                                    tenant=current_scope().tenant, client=client)
         self._jobs[job.id] = job
         task = asyncio.get_running_loop().create_task(self._run(job, work),
                                                       name=f"batch-job-{job.id}")
         self._tasks[job.id] = task
         task.add_done_callback(lambda _: self._tasks.pop(job.id, None))
         return job
+
+    def retry_after_s(self, client: str) -> int:
+        """Seconds until one of the client's jobs is likely done: its oldest running job's
+        pace so far (items done per second) over the items it has left."""
+        now = time.time()
+        waits = [(job.total - len(job.results)) * (now - job.created_at) / len(job.results)
+                 for job in self._jobs.values()
+                 if job.client == client and not job.finished and job.results]
+        return max(1, math.ceil(min(waits))) if waits else UNPACED_RETRY_S
 
     def get(self, job_id: str) -> BatchJob[R]:
         """The job, when the request's scope started it (another tenant's job is as

@@ -10,6 +10,7 @@ import json
 import threading
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -61,6 +62,13 @@ def batch(client: TestClient, **extra: Any) -> Any:
                        json={"domain": "law", "items": ITEMS, **extra}, **{})
 
 
+def finished_job(client: TestClient, location: str) -> Any:
+    job = client.get(location, params={"wait": 60}).json()
+    while job["state"] not in ("done", "failed"):  # a slow host: wait again
+        job = client.get(location, params={"wait": 60}).json()
+    return job
+
+
 def test_an_async_batch_is_a_job_whose_results_equal_the_synchronous_ones(
         law_client: TestClient) -> None:
     synchronous = batch(law_client)
@@ -70,9 +78,7 @@ def test_an_async_batch_is_a_job_whose_results_equal_the_synchronous_ones(
     job = accepted.json()
     assert accepted.headers["Location"] == f"/translate/batch/jobs/{job['id']}"
     assert job["progress"]["total"] == len(ITEMS)
-    done = law_client.get(accepted.headers["Location"], params={"wait": 60}).json()
-    while done["state"] not in ("done", "failed"):  # a slow host: wait again
-        done = law_client.get(accepted.headers["Location"], params={"wait": 60}).json()
+    done = finished_job(law_client, accepted.headers["Location"])
     assert done["state"] == "done", done["error"]
     assert done["progress"] == {"done": len(ITEMS), "total": len(ITEMS), "fraction": 1.0}
     assert done["results"] == synchronous.json()["results"]
@@ -82,6 +88,29 @@ def test_an_unknown_batch_job_is_404(law_client: TestClient) -> None:
     response = law_client.get("/translate/batch/jobs/0123456789abcdef")
     assert response.status_code == 404
     assert response.json()["error"]["code"] == "not_found"
+
+
+def test_a_client_past_its_unfinished_batch_jobs_is_refused_until_one_ends(
+        tmp_path: Path) -> None:
+    """Each job holds its texts and keeps items in the scheduler: a client may have
+    NMT_SCHEDULER__MAX_BATCH_JOBS unfinished, one more is a 429 that says why and when
+    (another client is not affected), and once one ends the client may send again."""
+    root = build_store(tmp_path / "store", domains=("law",), classifier=False)
+    with make_client(root, scheduler={"max_batch_jobs": 2}) as client:
+        with engine_blocked(client):
+            first, second = (batch(client, **{"async": True}) for _ in range(2))
+            refused = batch(client, **{"async": True})
+            other = client.post("/translate/batch", headers={"X-API-Key": "another client"},
+                                json={"domain": "law", "items": ITEMS, "async": True})
+        assert [first.status_code, second.status_code, other.status_code] == [202] * 3
+        assert refused.status_code == 429
+        error = refused.json()["error"]
+        assert error["code"] == "too_many_jobs"
+        assert "NMT_SCHEDULER__MAX_BATCH_JOBS" in error["message"]
+        assert int(refused.headers["Retry-After"]) >= 1
+        for accepted in (first, second, other):
+            assert finished_job(client, accepted.headers["Location"])["state"] == "done"
+        assert batch(client, **{"async": True}).status_code == 202
 
 
 @pytest.mark.parametrize("how", ["field", "accept"])
