@@ -21,7 +21,11 @@
    rounds (N polite requests per phase in all), so the shared machine's load drifts fall
    on every phase alike;
 6. targets: the polite median under the mix within 3x of quiet; every adversarial request
-   answered within 10 s with a 4xx or a 200. The bulk phase is reported beside them.
+   answered within 10 s with a 4xx or a 2xx (202: a job). The bulk phase is reported
+   beside them; the bulk client follows each job its batch became to its end.
+
+The polite client sends from 127.0.0.3, the adversaries from 127.0.0.1: the server tells
+clients without API keys apart by address, as it would clients on other machines.
 
 Writes results/adversarial.json (per phase and client: counts, statuses, latency
 percentiles) and .md (`--tiny`: results/tmp/).
@@ -57,6 +61,10 @@ SYNTHETIC = ["The patient takes one tablet a day.", "Click the button to open th
              "The council adopted this regulation.", "We will meet tomorrow morning."]
 TARGET_RATIO = 3.0
 TARGET_ANSWER_S = 10.0
+BULK = "bulk 64 x 900 chars"
+# the polite client's own address (the adversaries send from 127.0.0.1): without API keys
+# the server tells clients apart by address, and a polite client is not the adversaries
+POLITE_ADDRESS = "127.0.0.3"
 
 
 @dataclass(frozen=True)
@@ -98,13 +106,22 @@ async def loop(adversary: Adversary, client: httpx.AsyncClient, base_url: str,
 
 
 async def bulk(client: httpx.AsyncClient, _base_url: str, body: dict[str, object]) -> Outcome:
+    """One bulk batch to its end: a batch past the server's async size is a job (202),
+    which the client follows until it is done (200) or failed (no status, its error)."""
     started = time.perf_counter()
     try:
         answer = await client.post("/translate/batch", json=body)
+        if answer.status_code != 202:
+            return Outcome(BULK, answer.status_code, time.perf_counter() - started)
+        job = answer.json()
+        while job["state"] not in ("done", "failed"):
+            job = (await client.get(answer.headers["Location"], params={"wait": 60})).json()
     except httpx.HTTPError as error:
-        return Outcome("bulk 64 x 900 chars", None, time.perf_counter() - started,
-                       type(error).__name__)
-    return Outcome("bulk 64 x 900 chars", answer.status_code, time.perf_counter() - started)
+        return Outcome(BULK, None, time.perf_counter() - started, type(error).__name__)
+    if job["state"] == "failed":
+        return Outcome(BULK, None, time.perf_counter() - started,
+                       f"job failed: {job['error']['code']}")
+    return Outcome(BULK, 200, time.perf_counter() - started, "a job, followed to its end")
 
 
 def adversary_clients(bulk_body: dict[str, object] | None) -> tuple[Adversary, ...]:
@@ -151,7 +168,10 @@ async def run_phase(base_url: str, name: str, texts: Sequence[str], *, adversari
             process.start()
             await asyncio.to_thread(started.wait, 120)
             await asyncio.sleep(1.0)  # the adversaries are at work before the first polite
-        async with httpx.AsyncClient(base_url=base_url, timeout=120.0) as client:
+        # a client of its own: the server tells clients without a key apart by address
+        transport = httpx.AsyncHTTPTransport(local_address=POLITE_ADDRESS)
+        async with httpx.AsyncClient(base_url=base_url, timeout=120.0,
+                                     transport=transport) as client:
             latencies, statuses = await polite_client(client, texts)
         if process is not None:
             stop.set()  # each client finishes the request it is in, then stops
@@ -204,7 +224,7 @@ def summary(phase: Phase) -> dict[str, Any]:
 
 
 def answered_in_time(entry: dict[str, Any]) -> bool:
-    ok = all(s == "200" or s.startswith("4") for s in entry["statuses"])
+    ok = all(s.startswith(("2", "4")) for s in entry["statuses"])  # 202: a job
     return ok and float(entry["max_s"]) <= TARGET_ANSWER_S
 
 
