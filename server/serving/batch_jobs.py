@@ -104,8 +104,8 @@ class BatchJobs(Generic[R]):
         return job
 
     def retry_after_s(self, client: str) -> int:
-        """Seconds until one of the client's jobs is likely done: its oldest running job's
-        pace so far (items done per second) over the items it has left."""
+        """Seconds until one of the client's jobs is likely done: each running job's items
+        left at its pace so far (items done per second), the soonest of them."""
         now = time.time()
         waits = [(job.total - len(job.results)) * (now - job.created_at) / len(job.results)
                  for job in self._jobs.values()
