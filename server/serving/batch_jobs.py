@@ -93,7 +93,7 @@ class BatchJobs(Generic[R]):
             raise TooManyJobs(
                 f"this client has {unfinished} unfinished batch jobs, as many as one client "
                 f"may have (NMT_SCHEDULER__MAX_BATCH_JOBS); follow them to their end at "
-                f"their Location, then send more", retry_after=self.retry_after_s(client))
+                f"their Location, then send more", retry_after=self._retry_after_s(client))
         job: BatchJob[R] = BatchJob(uuid.uuid4().hex, len(work),
                                     tenant=current_scope().tenant, client=client)
         self._jobs[job.id] = job
@@ -103,7 +103,7 @@ class BatchJobs(Generic[R]):
         task.add_done_callback(lambda _: self._tasks.pop(job.id, None))
         return job
 
-    def retry_after_s(self, client: str) -> int:
+    def _retry_after_s(self, client: str) -> int:
         """Seconds until one of the client's jobs is likely done: each running job's items
         left at its pace so far (items done per second), the soonest of them."""
         now = time.time()

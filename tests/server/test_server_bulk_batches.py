@@ -98,7 +98,7 @@ def test_a_client_past_its_unfinished_batch_jobs_is_refused_until_one_ends(
     root = build_store(tmp_path / "store", domains=("law",), classifier=False)
     with make_client(root, scheduler={"max_batch_jobs": 2}) as client:
         with engine_blocked(client):
-            first, second = (batch(client, **{"async": True}) for _ in range(2))
+            first, second = [batch(client, **{"async": True}) for _ in range(2)]
             refused = batch(client, **{"async": True})
             other = client.post("/translate/batch", headers={"X-API-Key": "another client"},
                                 json={"domain": "law", "items": ITEMS, "async": True})
