@@ -16,6 +16,7 @@ from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from launch.settings import ProcessSettings
+from server.core.memory_settings import MemorySettings
 from server.core.settings import (
     AccessSettings,
     CorrectionSettings,
@@ -24,7 +25,6 @@ from server.core.settings import (
     DocumentSettings,
     EngineSettings,
     LimitSettings,
-    MemorySettings,
     QualitySettings,
     RoutingSettings,
     SchedulerSettings,

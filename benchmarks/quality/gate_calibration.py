@@ -31,7 +31,8 @@ from benchmarks.quality.models import load_models
 from benchmarks.quality.retrieval_runner import Runner, bleu, memory_of
 from benchmarks.report_files import write_report
 from model_store import Store
-from server.core.settings import DecodingSettings, RetrievalSettings
+from server.core.memory_settings import RetrievalSettings
+from server.core.settings import DecodingSettings
 from server.serving.gate_calibration import calibrate, direct_decode
 from trainer.recipes.directions import DIRECTIONS
 

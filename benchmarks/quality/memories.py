@@ -39,7 +39,7 @@ from benchmarks.quality.data import read_pairs
 from benchmarks.quality.text.pipeline import environment
 from benchmarks.report_files import write_report
 from model_store import PairRecord, Registry
-from server.core.settings import MemorySettings
+from server.core.memory_settings import MemorySettings
 from server.memories.book import MemoryBook
 from server.memories.imports import MemoryImports, Upload
 from server.memories.index import PairIndex, entry

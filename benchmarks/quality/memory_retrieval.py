@@ -56,11 +56,8 @@ from benchmarks.quality.retrieval_runner import (
 from benchmarks.quality.work_cache import WorkCache
 from benchmarks.report_files import write_report
 from model_store import Store
-from server.core.settings import (
-    DecodingSettings,
-    RetrievalSettings,
-    RoutingSettings,
-)
+from server.core.memory_settings import RetrievalSettings
+from server.core.settings import DecodingSettings, RoutingSettings
 from server.memories.index import PairIndex
 from trainer.recipes.directions import DIRECTIONS, Direction
 

@@ -12,7 +12,7 @@ import sacrebleu
 
 from benchmarks.quality.data import read_pairs
 from benchmarks.quality.models import Models
-from server.core.settings import MemorySettings, RetrievalSettings
+from server.core.memory_settings import MemorySettings, RetrievalSettings
 from server.decoding.knn import Neighbours
 from server.decoding.search import SearchOptions
 from server.engine.engine import Member, SentenceJob

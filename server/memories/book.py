@@ -37,7 +37,7 @@ from model_store import MemoryRecord, PairRecord, Registry
 from model_store.memory_rows import CONTENT_CHANGES
 from model_store.notify import ChangeWaiter, SleepingWaiter
 from server.core.errors import NotFound
-from server.core.settings import MemorySettings
+from server.core.memory_settings import MemorySettings
 from server.core.tenancy import current_scope
 from server.memories.calibrated_gates import CalibratedGates
 from server.memories.document_matches import Hit, Lookup

@@ -25,7 +25,7 @@ import weakref
 from dataclasses import dataclass
 
 from model_store import GateRecord
-from server.core.settings import RetrievalSettings
+from server.core.memory_settings import RetrievalSettings
 
 MIN_PAIRS = 20  # smaller memories use the settings' gate
 

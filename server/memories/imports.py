@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import IO, Literal
 
 from model_store import MemoryImport, MemoryRecord, NewPair, NotFoundError, Registry
-from server.core.settings import MemorySettings
+from server.core.memory_settings import MemorySettings
 from server.memories.normalisation import normalised, source_key
 from server.memories.read_units import (
     EMPTY,

@@ -31,7 +31,8 @@ from dataclasses import replace
 
 import sacrebleu
 
-from server.core.settings import DecodingSettings, RetrievalSettings
+from server.core.memory_settings import RetrievalSettings
+from server.core.settings import DecodingSettings
 from server.decoding.knn import Neighbours, Pair
 from server.decoding.search import Hypothesis, SearchOptions
 from server.engine.engine import Engine, Member, SentenceJob

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from server.core.settings import RetrievalSettings
+from server.core.memory_settings import RetrievalSettings
 from server.decoding.knn import KnnParams, KnnReport, Neighbours, Pair
 from server.engine.engine import Engine, SentenceJob
 from server.memories.book import Loaded, MemoryBook, MemoryChoice

@@ -13,7 +13,7 @@ from benchmarks.quality.gate_calibration import markdown as gate_markdown
 from benchmarks.quality.memory_retrieval import grid_of, label_of, pick
 from benchmarks.quality.memory_retrieval_report import CONFIGURATIONS, markdown
 from benchmarks.quality.work_cache import WorkCache, fingerprint
-from server.core.settings import RetrievalSettings
+from server.core.memory_settings import RetrievalSettings
 
 
 def test_a_part_is_computed_once_and_reused_by_a_later_run(tmp_path: Path) -> None:

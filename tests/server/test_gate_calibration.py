@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 from test_corrections import build_store
 
 from server.app import create_app
-from server.core.settings import RetrievalSettings
+from server.core.memory_settings import RetrievalSettings
 from server.decoding.search import SearchOptions
 from server.engine.engine import Engine
 from server.memories.calibrated_gates import MIN_PAIRS, CalibratedGates, Calibration

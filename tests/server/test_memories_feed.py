@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from model_store import NewPair, Registry
-from server.core.settings import MemorySettings
+from server.core.memory_settings import MemorySettings
 from server.memories.book import MemoryBook, MemoryChoice
 from server.memories.normalisation import source_key
 

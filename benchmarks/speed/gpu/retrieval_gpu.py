@@ -33,7 +33,7 @@ from benchmarks.quality.models import load_models
 from benchmarks.quality.retrieval_runner import Runner, memory_of, speed
 from benchmarks.report_files import write_report
 from model_store import BUILTIN_DIR, Store
-from server.core.settings import RetrievalSettings
+from server.core.memory_settings import RetrievalSettings
 from server.engine.engine import EngineOptions
 from trainer.recipes.directions import DIRECTIONS
 
