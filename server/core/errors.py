@@ -84,7 +84,7 @@ class RateLimited(Busy):
 
 
 class TooManyJobs(Busy):
-    """A client has as many unfinished /translate/batch jobs as one client may (429)."""
+    """A client has as many unfinished batch (or document) jobs as one client may (429)."""
 
     code = "too_many_jobs"
 

@@ -271,6 +271,9 @@ class DocumentSettings(BaseModel):
     job_ttl_s: float = Field(24 * 3600.0, gt=0,
                              description="finished jobs and their files are deleted after")
     running_jobs: int = Field(2, ge=1, le=64, description="document jobs translated at once")
+    max_client_jobs: int = Field(
+        8, ge=1, description="unfinished document jobs of one client (its API key, else its "
+                             "address); one more is refused with 429 until one finishes")
     job_timeout_s: float = Field(
         3600.0, gt=0, description="a job still unfinished this long after it was submitted "
                                   "fails")

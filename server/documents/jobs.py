@@ -11,7 +11,10 @@ fails with the reason instead of looping. A graceful stop puts running jobs back
 queue. Each attempt claims the job with a file created exclusively (`claim.<attempt>`),
 so replicas sharing the directory never run one job twice. Finished jobs, their files
 included, are deleted `job_ttl_s` after they finished; a job still unfinished
-`job_timeout_s` after it was submitted fails.
+`job_timeout_s` after it was submitted fails. A client may have `max_client_jobs`
+unfinished jobs (each holds its upload on disk and a place in the queue): one more is
+refused with 429 until one of them finishes. Replicas sharing the directory count each
+other's jobs too (the count is read from it).
 
 This is not the training sidecar's job table (model_store `jobs`): those jobs run in
 another process and are claimed by trainers; these run inside the server that accepted
@@ -33,7 +36,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from server.core.errors import Conflict, NotFound, ServingError
+from server.core.errors import Conflict, NotFound, ServingError, TooManyJobs
+from server.core.job_pace import soonest_done_s
 from server.core.tenancy import current_scope
 from server.documents.direction import detection_summary
 from server.documents.service import (
@@ -43,6 +47,7 @@ from server.documents.service import (
     routing_summary,
 )
 from server.operations.replica import replica_name
+from server.scheduling.clients import CLIENT
 from server.textproc.languages import Detection
 
 log = logging.getLogger(__name__)
@@ -74,6 +79,7 @@ class DocumentJob:
     attempts: int = 0
     owner: str | None = None  # replica (host:pid) running it
     tenant: str | None = None  # the tenant whose request submitted it (tenancy.py)
+    client: str = ""  # who submitted it (server/scheduling/clients.py: a key's hash)
     created_at: float = 0.0  # epoch seconds
     updated_at: float = 0.0
 
@@ -132,23 +138,38 @@ class DocumentJobs:
         self.changed: dict[str, asyncio.Event] = {}
         self.sweeper: asyncio.Task[None] | None = None
         self.me = replica_name()
+        self.submitting = asyncio.Lock()  # a client's count and its new job, one at a time
 
     # -- the public side ----------------------------------------------------------------
     async def submit(self, document: OpenedDocument, data: bytes, *,
                      detected: Detection | None = None) -> DocumentJob:
-        job_id = uuid.uuid4().hex
-        now = time.time()
-        shown = None if detected is None else detection_summary(detected)
-        job = DocumentJob(id=job_id, filename=document.filename,
-                          output_name=document.output_name,
-                          media_type=document.format.media_type,
-                          options=asdict(document.options), total=len(document.segments),
-                          chars=document.chars, detected=shown, created_at=now,
-                          updated_at=now, tenant=current_scope().tenant)
-        files = JobFiles(self.root, job_id)
-        await asyncio.to_thread(self._create, files, job, data)
+        client = CLIENT.get()
+        async with self.submitting:
+            await asyncio.to_thread(self._check_room, client)
+            job_id = uuid.uuid4().hex
+            now = time.time()
+            shown = None if detected is None else detection_summary(detected)
+            job = DocumentJob(id=job_id, filename=document.filename,
+                              output_name=document.output_name,
+                              media_type=document.format.media_type,
+                              options=asdict(document.options), total=len(document.segments),
+                              chars=document.chars, detected=shown, created_at=now,
+                              updated_at=now, tenant=current_scope().tenant, client=client)
+            files = JobFiles(self.root, job_id)
+            await asyncio.to_thread(self._create, files, job, data)
         self._start(job_id)
         return job
+
+    def _check_room(self, client: str) -> None:
+        """`TooManyJobs` when the client has as many unfinished jobs as it may."""
+        mine = [job for job in self._all() if job.client == client and not job.finished]
+        if len(mine) >= self.settings.max_client_jobs:
+            raise TooManyJobs(
+                f"this client has {len(mine)} unfinished document jobs, as many as one "
+                "client may have (NMT_DOCUMENTS__MAX_CLIENT_JOBS); follow them to their "
+                "end at their Location, then send more",
+                retry_after=soonest_done_s(((job.total, job.done, job.created_at)
+                                            for job in mine), time.time()))
 
     def get(self, job_id: str) -> DocumentJob:
         """The job, when the request's scope submitted it (another tenant's job is

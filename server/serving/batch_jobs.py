@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -27,13 +26,13 @@ from dataclasses import dataclass, field
 from typing import Generic, Literal, TypeVar
 
 from server.core.errors import NotFound, ServingError, TooManyJobs
+from server.core.job_pace import soonest_done_s
 from server.core.tenancy import current_scope
 from server.scheduling.clients import CLIENT
 
 log = logging.getLogger(__name__)
 R = TypeVar("R")
 AHEAD = 4  # items of one batch in the scheduler at once: a share, never the whole batch
-UNPACED_RETRY_S = 10  # Retry-After when none of the client's jobs has finished an item yet
 JobState = Literal["queued", "running", "done", "failed"]
 ItemWork = Callable[[], Awaitable[R]]
 
@@ -104,13 +103,10 @@ class BatchJobs(Generic[R]):
         return job
 
     def _retry_after_s(self, client: str) -> int:
-        """Seconds until one of the client's jobs is likely done: each running job's items
-        left at its pace so far (items done per second), the soonest of them."""
-        now = time.time()
-        waits = [(job.total - len(job.results)) * (now - job.created_at) / len(job.results)
-                 for job in self._jobs.values()
-                 if job.client == client and not job.finished and job.results]
-        return max(1, math.ceil(min(waits))) if waits else UNPACED_RETRY_S
+        """Seconds until one of the client's running jobs is likely done."""
+        return soonest_done_s(((job.total, len(job.results), job.created_at)
+                               for job in self._jobs.values()
+                               if job.client == client and not job.finished), time.time())
 
     def get(self, job_id: str) -> BatchJob[R]:
         """The job, when the request's scope started it (another tenant's job is as

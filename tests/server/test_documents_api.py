@@ -16,6 +16,7 @@ import pytest
 from conftest import make_client
 from fastapi.testclient import TestClient
 from test_libretranslate import build_store
+from test_server_bulk_batches import engine_blocked
 
 SRT = ("1\r\n00:00:01,000 --> 00:00:02,500\r\nThe patient takes <i>one tablet</i>\r\n"
        "every day.\r\n\r\n2\r\n00:00:03,000 --> 00:00:04,000\r\nAsk the doctor "
@@ -188,6 +189,33 @@ def test_a_large_file_becomes_a_job_with_progress_and_a_result(tmp_path: Path) -
         assert report["units"] == report["scored"] == 60
         assert report == json.loads(same.headers["x-nmt-quality"])
         assert done["quality"] == report  # the job's status says it too
+
+
+def test_a_client_past_its_unfinished_document_jobs_is_refused_until_one_ends(
+        tmp_path: Path) -> None:
+    """Each job holds its upload on disk and a place in the queue: a client may have
+    NMT_DOCUMENTS__MAX_CLIENT_JOBS unfinished, one more is a 429 that says why and when
+    and leaves nothing behind (another client is not affected), and once its jobs end the
+    client may send again."""
+    root = build_store(tmp_path / "store")
+    lines = "".join(f"The patient takes tablet number {i}.\n" for i in range(20)).encode()
+    settings = {"sync_chars": 100, "chunk_chars": 300, "max_client_jobs": 2}
+    with make_client(root, documents=settings) as client:
+        with engine_blocked(client):
+            first, second, refused = [post(client, "long.txt", lines) for _ in range(3)]
+            other = client.post("/translate/file", files={"file": ("long.txt", lines)},
+                                headers={"X-API-Key": "another client"})
+        assert [first.status_code, second.status_code, other.status_code] == [202] * 3
+        assert refused.status_code == 429
+        error = refused.json()["error"]
+        assert error["code"] == "too_many_jobs"
+        assert "NMT_DOCUMENTS__MAX_CLIENT_JOBS" in error["message"]
+        assert int(refused.headers["Retry-After"]) >= 1
+        assert len(list((root / "document-jobs").iterdir())) == 3
+        for accepted in (first, second, other):
+            done = client.get(accepted.headers["location"], params={"wait": 60}).json()
+            assert done["state"] == "done", done
+        assert post(client, "long.txt", lines).status_code == 202
 
 
 def test_unknown_and_unfinished_jobs(client: TestClient) -> None:
