@@ -107,6 +107,7 @@ def test_a_tiny_run_serves_one_two_and_three_directions(tmp_path: Path) -> None:
         assert run["errors"] == 0
         assert run["tokens_per_s"] > 0
         assert run["sentences_per_batch"] == 0  # continuous batching: no static batches
+        assert run["rows_per_step"] >= 1  # ... but live steps of beam rows
     for identical, compared in row["identical"].values():  # same weights, same answers
         # (batches of other partners may flip a near tie: most, not all, must match; a
         # copy with other weights or another direction's answers would match almost none)
@@ -114,6 +115,7 @@ def test_a_tiny_run_serves_one_two_and_three_directions(tmp_path: Path) -> None:
         assert 2 * identical > compared
     text = (tmp_path / "serve_directions.md").read_text()
     assert "**Three / two:" in text and "Two / one:" in text
+    assert "beam rows a live step" in text and " rows | " in text
 
 
 @pytest.mark.slow

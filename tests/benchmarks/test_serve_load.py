@@ -245,6 +245,10 @@ def test_batch_shapes_read_from_the_servers_metrics() -> None:
     shape = served_shape(metrics.render().decode()).since(before)
     assert (shape.batches, shape.sentences, shape.engine_s) == (2, 5, 8.0)
     assert shape.sentences_per_batch == 2.5 and shape.mean_spread == pytest.approx(1.25)
+    for rows in (8, 4, 6):  # continuous batching's live steps
+        metrics.live_rows.observe(rows)
+    live = served_shape(metrics.render().decode()).since(before)
+    assert (live.live_steps, live.live_rows, live.rows_per_step) == (3, 18, 6.0)
     offline_shape = BatchShape().add(4, 1.0, 0.5)
     pair = Pair(450.0, 500.0, 440.0, shape, offline_shape, served_wall_s=10.0)
     # 8 s of engine in a 10 s level: 440 tokens/s over the level, 550 per engine second

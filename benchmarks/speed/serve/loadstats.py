@@ -29,7 +29,7 @@ import math
 import statistics
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -154,23 +154,31 @@ class BatchShape:
     sentences: int = 0
     spread_sum: float = 0.0
     engine_s: float = 0.0  # seconds the engine spent decoding these batches
+    live_steps: int = 0  # continuous batching: decoder steps over the live rows ...
+    live_rows: int = 0  # ... and the beam rows they stepped
 
     @property
     def sentences_per_batch(self) -> float:
         return self.sentences / self.batches if self.batches else 0.0
 
     @property
+    def rows_per_step(self) -> float:
+        return self.live_rows / self.live_steps if self.live_steps else 0.0
+
+    @property
     def mean_spread(self) -> float:
         return self.spread_sum / self.batches if self.batches else 0.0
 
     def add(self, sentences: int, spread: float, engine_s: float = 0.0) -> BatchShape:
-        return BatchShape(self.batches + 1, self.sentences + sentences,
-                          self.spread_sum + spread, self.engine_s + engine_s)
+        return replace(self, batches=self.batches + 1, sentences=self.sentences + sentences,
+                       spread_sum=self.spread_sum + spread, engine_s=self.engine_s + engine_s)
 
     def since(self, earlier: BatchShape) -> BatchShape:
         return BatchShape(self.batches - earlier.batches, self.sentences - earlier.sentences,
                           self.spread_sum - earlier.spread_sum,
-                          self.engine_s - earlier.engine_s)
+                          self.engine_s - earlier.engine_s,
+                          self.live_steps - earlier.live_steps,
+                          self.live_rows - earlier.live_rows)
 
 
 def served_shape(metrics_text: str) -> BatchShape:
@@ -182,7 +190,9 @@ def served_shape(metrics_text: str) -> BatchShape:
     return BatchShape(int(values.get("nmt_scheduler_batch_sentences_count", 0)),
                       int(values.get("nmt_scheduler_batch_sentences_sum", 0)),
                       values.get("nmt_scheduler_batch_length_spread_sum", 0.0),
-                      values.get("nmt_engine_busy_seconds_total", 0.0))
+                      values.get("nmt_engine_busy_seconds_total", 0.0),
+                      int(values.get("nmt_engine_live_rows_count", 0)),
+                      int(values.get("nmt_engine_live_rows_sum", 0)))
 
 
 def batch_shape(base_url: str) -> BatchShape:

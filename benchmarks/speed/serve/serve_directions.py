@@ -34,8 +34,9 @@ serve_load counts them), target >= 0.9x ("serving three directions costs each no
 two did"); two / one (issue #42's verdict, the same target) is reported beside it. Each
 round also checks that every copy answers its requests as the original does (same weights:
 the same translations), and reports each run's engine batches from the server's metrics
-(sentences per batch, the share of the run the engine spent decoding), which tell smaller
-batches from an idle engine.
+(sentences per static batch, or beam rows per live step with continuous batching; the
+share of the run the engine spent decoding), which tell smaller batches from an idle
+engine.
 `--front-cpus N` serves with the server's CPU placement and runs the load generator on
 the front's CPUs (as serve_load does).
 Writes results/serve_directions.{json,md} (`--front-cpus N`: serve_directions-front-cpus-N,
@@ -95,8 +96,16 @@ class Run:
 
     tokens_per_s: float
     errors: int
-    sentences_per_batch: float  # engine batches
+    sentences_per_batch: float  # static batches (0: none ran)
     busy: float  # share of the run's wall time the engine spent in batches
+    rows_per_step: float = 0.0  # continuous batching's live steps (0: none ran)
+
+    @property
+    def engine_unit(self) -> str:
+        """What one engine call held: a static batch's sentences, or a live step's rows."""
+        if self.sentences_per_batch:
+            return f"{self.sentences_per_batch:.1f}"
+        return f"{self.rows_per_step:.1f} rows" if self.rows_per_step else "-"
 
 
 @dataclass(frozen=True)
@@ -169,14 +178,15 @@ def measure(spec: StoreSpec, sets: dict[str, list[str]], plan: LoadPlan,
             for arm, run in runs.items():
                 stats = summarise(run, requests[arm], count_tokens=count_tokens)
                 measured[arm] = Run(served_speed(stats), sum(stats.errors.values()),
-                                    shapes[arm].sentences_per_batch, busy_share(shapes[arm], run))
+                                    shapes[arm].sentences_per_batch, busy_share(shapes[arm], run),
+                                    shapes[arm].rows_per_step)
             rounds.append(Round(number, order, measured, copy_answers(runs, copies, count)))
             last = rounds[-1]
             print(f"  round {number}/{plan.pairs} ({', '.join(order)}): "
                   + ", ".join(f"{arm} {last.runs[arm].tokens_per_s:,.1f}" for arm in ARMS)
                   + f" tokens/s; three / two {last.ratio('three', 'two'):.2f}x, two / one "
-                  f"{last.ratio('two', 'one'):.2f}x; sentences per batch "
-                  + " / ".join(f"{last.runs[arm].sentences_per_batch:.1f}" for arm in ARMS)
+                  f"{last.ratio('two', 'one'):.2f}x; per engine call "
+                  + " / ".join(last.runs[arm].engine_unit for arm in ARMS)
                   + "; engine busy "
                   + " / ".join(f"{last.runs[arm].busy:.0%}" for arm in ARMS), flush=True)
     return rounds
@@ -206,7 +216,8 @@ def table(rounds: Sequence[Round], *, description: str) -> str:
              "| round | order | one, tokens/s | two, tokens/s | three, tokens/s | three / two "
              "| two / one | errors (one / two / three) | "
              + " | ".join(f"{c} answers identical" for c in copies)
-             + " | sentences per batch (one / two / three) | engine busy (one / two / three) |",
+             + " | sentences a batch, or beam rows a live step (one / two / three) "
+             "| engine busy (one / two / three) |",
              "|---:|---|---:|---:|---:|---:|---:|---:|" + "---:|" * len(copies) + "---:|---:|"]
     for r in rounds:
         runs = [r.runs[arm] for arm in ARMS]
@@ -216,7 +227,7 @@ def table(rounds: Sequence[Round], *, description: str) -> str:
             + f" | {r.ratio('three', 'two'):.2f}x | {r.ratio('two', 'one'):.2f}x | "
             + " / ".join(str(run.errors) for run in runs) + " | "
             + " | ".join(f"{same} of {compared}" for same, compared in r.identical.values())
-            + " | " + " / ".join(f"{run.sentences_per_batch:.1f}" for run in runs)
+            + " | " + " / ".join(run.engine_unit for run in runs)
             + " | " + " / ".join(f"{run.busy:.0%}" for run in runs) + " |")
     return "\n".join(lines) + "\n"
 
