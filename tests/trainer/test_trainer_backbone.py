@@ -43,6 +43,13 @@ def test_backbone_trains_from_scratch_and_resumes_exactly(tmp_path: Path,
                  on_progress=lambda p: losses.append(p.loss))
     assert done.finished and done.stop_reason == "max_epochs"
     assert losses[-1] < 0.8 * losses[0]
+    # the same budget again does nothing; a larger one trains on from where it stopped
+    same = train(backbone_trainable(fresh_backbone()), data, settings, tmp_path / "whole")
+    assert same.step == done.step
+    more = TrainSettings(**{**settings.__dict__, "max_epochs": settings.max_epochs + 1})
+    longer = train(backbone_trainable(fresh_backbone()), data, more, tmp_path / "whole")
+    assert longer.finished and longer.stop_reason == "max_epochs"
+    assert longer.epoch == done.epoch + 1 and longer.step > done.step
 
     resumed = fresh_backbone()
     steps = iter(range(1000))

@@ -192,6 +192,10 @@ def main() -> None:
     parser.add_argument("--max-steps", type=int, default=SETTINGS.max_steps,
                         help="step budget of the backbone stage (the first budget spent "
                              "stops it)")
+    parser.add_argument("--max-epochs", type=int, default=SETTINGS.max_epochs,
+                        help="epoch budget of the backbone stage (a run that spent it goes on "
+                             "when given a larger one: en->de's smaller data spends 8 epochs "
+                             "in ~13,000 steps)")
     parser.add_argument("--eval-every", type=int, default=SETTINGS.eval_every,
                         help="backbone stage: steps between two dev loss evaluations")
     parser.add_argument("--warm-start", default=None, metavar="BACKBONE",
@@ -308,6 +312,7 @@ def run_stages(args: argparse.Namespace, stages: tuple[str, ...],
             warm_start(args.run_dir, args.out, backbone=args.warm_start, recipe=BACKBONE)
         settings = TrainSettings(**{**SETTINGS.__dict__, "max_minutes": args.max_minutes,
                                     "max_steps": args.max_steps,
+                                    "max_epochs": args.max_epochs,
                                     "eval_every": args.eval_every,
                                     "temperature": args.temperature,
                                     **cooldown(args.run_dir, args.cooldown_from,

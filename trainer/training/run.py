@@ -46,7 +46,9 @@ def _restore(checkpoints: Checkpoints, trainable: Trainable,
 
 
 def _budget_extended(progress: Progress, settings: TrainSettings) -> bool:
-    """A run stopped by its time or step budget continues when given a larger one."""
+    """A run stopped by its time, step or epoch budget continues when given a larger one."""
+    if progress.stop_reason == "max_epochs":
+        return progress.epoch < settings.max_epochs
     if progress.stop_reason == "max_minutes":
         return progress.elapsed_s < settings.max_minutes * 60
     if progress.stop_reason == "max_steps":
