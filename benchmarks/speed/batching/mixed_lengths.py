@@ -2,10 +2,12 @@
 
     python -m benchmarks.speed.batching.mixed_lengths [--data DIR] [--tiny] [--quick] [--rate R]
                                              [--seconds S] [--rounds N] [--out DIR]
+                                             [--device cuda --dtype float16]
 
 1. seed one store (the built-in default model, or `--tiny`: a toy backbone) and start two
    servers on it, identical but for `NMT_SCHEDULER__CONTINUOUS`: static batches and
-   continuous batching (the default);
+   continuous batching (the default), on `--device` in `--dtype` (the CPU in float32
+   unless told; benchmarks/speed/gpu/gpu_serve_run.sh's `mixed` part runs it on a GPU);
 2. sentences of 1 to 80 source tokens, uniform in tokens, cut from the words of the en-fr
    test sets of `--data` (synthetic words without it), one per /translate request
    (domain "generic": every request the same plain backbone);
@@ -157,7 +159,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=15.0, help="arrivals per round")
     parser.add_argument("--rounds", type=int, default=2, help="rounds per server")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--device", default="cpu", help="the servers' engine device")
+    parser.add_argument("--dtype", default="float32", help="the servers' engine dtype")
     args = parser.parse_args(argv)
+    engine = {"NMT_ENGINE__DEVICE": args.device, "NMT_ENGINE__DTYPE": args.dtype}
     rounds, seconds = (1, min(args.seconds, 5.0)) if args.quick else (args.rounds, args.seconds)
     data = args.data if args.data.is_dir() else None
     quiet_libraries()
@@ -174,7 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         collected: dict[str, list[dict[str, Any]]] = {name: [] for name in SERVERS}
         with ExitStack() as stack:
             urls = {name: stack.enter_context(live_server(
-                spec.environment() | SETTINGS
+                spec.environment() | SETTINGS | engine
                 | batching_environment(static=name == "static"),
                 root / f"{name}.log")) for name in SERVERS}
             for round_ in range(rounds):
@@ -188,12 +193,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "meta": {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
                  "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
                  "load_average": " ".join(f"{x:.1f}" for x in os.getloadavg()),
-                 "model": "tiny toy model" if args.tiny else "built-in default model",
+                 "model": ("tiny toy model" if args.tiny else "built-in default model")
+                 + f" on {args.device}, {args.dtype}",
                  "texts": str(data) if data else "synthetic", "rate": args.rate,
                  "seconds": seconds, "rounds": rounds,
                  "note": "Measured side by side in one run: both servers up at once, rounds "
-                         "alternating between them; absolute numbers move with the shared "
-                         "2-core host's load: read the ratios."},
+                         "alternating between them; absolute numbers move with the host's "
+                         "load: read the ratios."},
         "servers": servers,
         "ratios": {"tokens_per_s": continuous["tokens_per_s"] / max(static["tokens_per_s"],
                                                                      1e-9),

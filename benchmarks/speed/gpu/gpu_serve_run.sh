@@ -11,6 +11,10 @@
 #                  device slots
 #   retrieval  65  benchmarks/speed/gpu/retrieval_gpu.py: tokens/s with and without a
 #                  memory at batch 32 and 1, beam 1 and 4
+#   mixed      60  benchmarks/speed/batching/mixed_lengths.py on the GPU: continuous
+#                  against static batching on mixed-length traffic (Poisson arrivals,
+#                  synthetic sentences of 1-80 tokens). Not in the default PARTS: the four
+#                  above fill the call; name it in PARTS (with a part it replaces) to run it
 # PARTS=serve,tenants (say) runs only those; <PART>_TIMEOUT=seconds changes a limit.
 # Results: $OUT/checks.txt (card, driver, torch, each part's exit and seconds, the tests'
 # summary), each benchmark's markdown, and results.tar.xz (every part's json, markdown and
@@ -42,6 +46,7 @@ TESTS_TIMEOUT=${TESTS_TIMEOUT:-100}
 SERVE_TIMEOUT=${SERVE_TIMEOUT:-230}
 TENANTS_TIMEOUT=${TENANTS_TIMEOUT:-140}
 RETRIEVAL_TIMEOUT=${RETRIEVAL_TIMEOUT:-65}
+MIXED_TIMEOUT=${MIXED_TIMEOUT:-60}
 WORK=$(mktemp -d /tmp/gpu-serve-run.XXXXXX)  # every part's files, bundled into $OUT
 DATA=$WORK/data  # the retrieval part's memory and test set
 mkdir -p "$OUT" /tmp/site "$DATA"
@@ -79,6 +84,7 @@ if [ "$DEVICE" = cpu ]; then  # the rehearsal: every part's code path, tiny
   TENANTS=(--modules 10 --spreads 10 --requests 8 --rounds 2 --clients 2 --slots 4
            --registry-modules 20)
   RETRIEVAL=(--device cpu --beams 1 --sentences 4 --repeats 1 --memory-pairs 400)
+  MIXED=(--device cpu --tiny --quick --rate 10)
 else
   . benchmarks/speed/gpu/gpu_cublas12.sh
   SERVE=(--device "$DEVICE" --dtype float16)
@@ -86,6 +92,8 @@ else
            --requests 240 --rounds 4 --clients 16 --registry-modules 0
            --store /tmp/tenants-store)
   RETRIEVAL=(--device "$DEVICE" --dtype float16 --beams 1,4 --sentences 48 --repeats 2)
+  # a GPU serves far more than the CPU's 40 requests/s: arrivals must outrun both servers
+  MIXED=(--device "$DEVICE" --dtype float16 --rate 300 --seconds 10 --rounds 1)
 fi
 # after the cuBLAS 12 links: CTranslate2's CUDA build loads them when imported
 CT2=$($PY -c "import ctranslate2" 2>/dev/null && echo "" || echo --no-ct2)
@@ -113,6 +121,10 @@ else
     echo "=== retrieval skipped: no .whl/medical.tar.xz (nor RETRIEVAL_DATA)" >>"$CHECKS" ;;
   esac
 fi
+
+part mixed "$MIXED_TIMEOUT" $PY -m benchmarks.speed.batching.mixed_lengths "${MIXED[@]}" \
+  --out "$WORK/mixed"
+cp "$WORK"/mixed/mixed_lengths.md "$OUT/" 2>/dev/null
 
 bundle
 rm -rf "$WORK"
