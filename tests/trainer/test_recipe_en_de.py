@@ -96,7 +96,8 @@ def backbone_args(tmp_path: Path, **overrides: object) -> argparse.Namespace:
     values: dict[str, object] = dict(
         data=tmp_path / "data", run_dir=tmp_path / "run", out=tmp_path / "builtin",
         snapshot=tmp_path / "snapshot-en-de", warm_start=None, max_minutes=5.0, max_steps=3,
-        eval_every=2, temperature=1.0, cooldown_from=None, cooldown_steps=0)
+        max_epochs=recipe.SETTINGS.max_epochs, eval_every=2, temperature=1.0,
+        cooldown_from=None, cooldown_steps=0)
     values.update(overrides)
     return argparse.Namespace(**values)
 
