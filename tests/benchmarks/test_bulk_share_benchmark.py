@@ -132,3 +132,13 @@ def test_the_engine_batches_are_those_between_the_two_readings() -> None:
     live = engine_batches(reading(0, 0, 100, 900, 2.0), reading(0, 0, 500, 7300, 10.0), 10.0)
     assert live == {"unit": "step", "count": 400, "size": 16.0,
                     "ms_per_unit": 20.0, "engine_busy_share": 0.8}
+
+
+def test_a_run_without_documents_states_the_phase_was_left_out() -> None:
+    """--documents 0 (the GPU serve run's bulk part): no documents phase, no verdict on it."""
+    found = phases(polite_ms=250.0, beside=700.0, statuses=[200, 200])
+    del found["bulk + documents"]
+    result = verdict(found)
+    assert result["documents_met"] is None and result["bulk_refused_met"]
+    text = markdown({"meta": {"setup": "a run"}, "phases": found, "verdict": result})
+    assert "documents beside the bulk clients: not run" in text and "MISSED" not in text

@@ -1,7 +1,8 @@
 """Bulk clients beside a polite client and documents: every legal request answered.
 
     python -m benchmarks.speed.adversarial.bulk_share [--data DIR] [--requests N]
-        [--items N] [--batches N] [--documents N] [--static] [--out DIR]
+        [--items N] [--batches N] [--documents N] [--static] [--device D --dtype T]
+        [--out DIR]
 
 One server with default settings (the built-in default model, continuous batching;
 `--static`: static batches), four kinds of clients, each from an address of its own (the server
@@ -13,7 +14,8 @@ tells clients apart by address when they send no API key: 127.0.0.1 to 127.0.0.4
   translating the same texts one per request through `/libretranslate`, in a loop;
 - polite: one sentence per request, sequential;
 - documents: `--documents` (40) files of 14 formats (benchmarks/documents/corpus.py),
-  sequential, a 202 job followed to its end (a bulk batch past the async size too).
+  sequential, a 202 job followed to its end (a bulk batch past the async size too);
+  `--documents 0` leaves that phase out (a GPU host lacks the document converters' tools).
 
 Phases, side by side in one run: quiet (polite alone), bulk alone (both bulk clients,
 `--batches` bulk batches), bulk + polite, bulk + documents. Targets: polite p50 beside
@@ -21,7 +23,9 @@ the bulk clients within 3x of quiet; no bulk request refused or failed (429, 504
 error of the LibreTranslate client); bulk throughput (both bulk clients' characters per
 second) beside the polite client at least 0.6x the bulk alone; every document completes.
 
-Writes results/bulk_share.json and .md (`--static`: bulk_share-static.*).
+`--device cuda --dtype float16` serves on a GPU (benchmarks/speed/gpu/gpu_serve_run.sh's
+`bulk` part). Writes results/bulk_share.json and .md (`--static`: bulk_share-static.*; on
+another device than the CPU: bulk_share-gpu.*).
 """
 
 from __future__ import annotations
@@ -205,6 +209,8 @@ async def measure(base_url: str, texts: list[str], politely: list[str], paths: l
                                    lambda: polite(base_url, politely))
     phases["bulk + polite"] = {"bulk": bulk, "polite": mine}
     progress(phases, "bulk + polite")
+    if count == 0:
+        return phases
     bulk, files = await beside_bulk(base_url, texts, 0, lambda: asyncio.to_thread(
         documents, base_url, paths, count))
     phases["bulk + documents"] = {"bulk": bulk, "documents": files}
@@ -227,12 +233,14 @@ def verdict(phases: dict[str, Any]) -> dict[str, Any]:
     share = (phases["bulk + polite"]["bulk"]["chars_per_s"]
              / max(1e-9, phases["bulk alone"]["bulk"]["chars_per_s"]))
     bulk_refused = sum(refused(phases[name]["bulk"]) for name in phases if "bulk" in phases[name])
-    files = phases["bulk + documents"]["documents"]
+    files = phases.get("bulk + documents", {}).get("documents")
     return {"polite_ratio": round(ratio, 2), "polite_ratio_met": ratio <= TARGET_RATIO,
             "bulk_refused": bulk_refused, "bulk_refused_met": bulk_refused == 0,
             "throughput_ratio": round(share, 2),
             "throughput_met": share >= TARGET_THROUGHPUT,
-            "documents_met": files["completed"] == files["documents"]}
+            # None: the phase was left out (--documents 0)
+            "documents_met": (None if files is None
+                              else files["completed"] == files["documents"])}
 
 
 def markdown(results: dict[str, Any]) -> str:
@@ -248,7 +256,7 @@ def markdown(results: dict[str, Any]) -> str:
         lines.append(f"| {name} | {p['p50_ms'] if p else '-'} | {p['p95_ms'] if p else '-'} "
                      f"| {p['errors'] if p else '-'} | {statuses} | {libre} | "
                      f"{b['chars_per_s'] if b else '-'} |")
-    files = phases["bulk + documents"]["documents"]
+    files = phases.get("bulk + documents", {}).get("documents")
     met = {True: "met", False: "MISSED"}
     lines += ["", f"- polite p50 beside the bulk clients: {v['polite_ratio']:.2f}x quiet "
               f"(target <= {TARGET_RATIO:g}x: {met[v['polite_ratio_met']]});",
@@ -258,7 +266,8 @@ def markdown(results: dict[str, Any]) -> str:
               f"alone (target >= {TARGET_THROUGHPUT:g}x: {met[v['throughput_met']]});",
               f"- documents beside the bulk clients: {files['completed']} of "
               f"{files['documents']} completed (median {files['median_s']} s; "
-              f"{met[v['documents_met']]}).", ""]
+              f"{met[v['documents_met']]})." if files is not None else
+              "- documents beside the bulk clients: not run (`--documents 0`).", ""]
     return "\n".join(lines)
 
 
@@ -271,6 +280,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--documents", type=int, default=40)
     parser.add_argument("--static", action="store_true",
                         help="static batches (the default: continuous batching)")
+    parser.add_argument("--device", default="cpu", help="the server's engine device")
+    parser.add_argument("--dtype", default="float32", help="the server's engine dtype")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     data = args.data if args.data.is_dir() else None
@@ -279,15 +290,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     texts, politely = bulk_texts(data, args.items), polite_texts(data, args.requests)
     with tempfile.TemporaryDirectory(prefix="nmt-bulk-share-") as scratch:
         root = Path(scratch)
-        paths = corpus.build(data, root / "documents", lines=8)
+        paths = corpus.build(data, root / "documents", lines=8) if args.documents else []
         environment = (seed_default_store(root / "store").environment()
-                       | batching_environment(static=args.static))
+                       | batching_environment(static=args.static)
+                       | {"NMT_ENGINE__DEVICE": args.device, "NMT_ENGINE__DTYPE": args.dtype})
         with live_server(environment, root / "server.log") as base_url:
             phases = asyncio.run(measure(base_url, texts, politely, paths,
                                          batches=args.batches, count=args.documents))
     setup = (f"One server with default settings{' and static batches' * args.static}"
-             f", the built-in default model; bulk: {args.items} texts of about 900 "
-             f"characters ({sum(map(len, texts))} characters) per batch, at least "
+             f", the built-in default model on {args.device} ({args.dtype}); bulk: "
+             f"{args.items} texts of about 900 characters ({sum(map(len, texts))} "
+             "characters) per batch, at least "
              f"{args.batches} batches per phase, beside the LibreTranslate client "
              f"(libretranslatepy, default timeout); {args.requests} polite requests; "
              f"{args.documents} documents of {len(paths)} formats. Absolute times vary "
@@ -295,7 +308,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = {"meta": {"setup": setup, "items": args.items, "batches": args.batches},
                "phases": phases}
     results["verdict"] = verdict(phases)
-    name = "bulk_share-static" if args.static else "bulk_share"
+    name = ("bulk_share" + "-static" * args.static
+            + ("-gpu" if args.device != "cpu" else ""))
     write_report(results_dir(args.out, tiny=False), name, results, markdown(results))
     print(markdown(results))
     return 0

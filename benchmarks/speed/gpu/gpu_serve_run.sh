@@ -13,8 +13,12 @@
 #                  memory at batch 32 and 1, beam 1 and 4
 #   mixed      60  benchmarks/speed/batching/mixed_lengths.py on the GPU: continuous
 #                  against static batching on mixed-length traffic (Poisson arrivals,
-#                  synthetic sentences of 1-80 tokens). Not in the default PARTS: the four
-#                  above fill the call; name it in PARTS (with a part it replaces) to run it
+#                  synthetic sentences of 1-80 tokens)
+#   bulk       90  benchmarks/speed/adversarial/bulk_share.py on the GPU: bulk batches and
+#                  the LibreTranslate client beside a polite client, every bulk request
+#                  answered (no documents phase: the GPU host lacks the converters' tools)
+# mixed and bulk are not in the default PARTS: the four above fill the call; name them in
+# PARTS (in place of parts already measured) to run them.
 # PARTS=serve,tenants (say) runs only those; <PART>_TIMEOUT=seconds changes a limit.
 # Results: $OUT/checks.txt (card, driver, torch, each part's exit and seconds, the tests'
 # summary), each benchmark's markdown, and results.tar.xz (every part's json, markdown and
@@ -25,7 +29,8 @@
 #   python -m benchmarks.speed.gpu.gpu_wheels
 # and, for the CTranslate2 ceiling, `.whl/ct2.tar.xz` as gpu_device_run.sh's header says
 # (without it the ceiling is skipped). The retrieval part reads the medical memory and test
-# set from `.whl/medical.tar.xz` (without it that part is skipped):
+# set from `.whl/medical.tar.xz` (without it that part is skipped; the bulk part takes its
+# prose from the same test set, else synthetic text):
 #   tar cJf .whl/medical.tar.xz -C ../shared/data/en-fr domains/medical/train.en \
 #     domains/medical/train.fr domains/medical/test.en domains/medical/test.fr
 # The call carries `.whl`; the working tree plus `.whl` must stay under 64 MiB (move
@@ -47,6 +52,7 @@ SERVE_TIMEOUT=${SERVE_TIMEOUT:-230}
 TENANTS_TIMEOUT=${TENANTS_TIMEOUT:-140}
 RETRIEVAL_TIMEOUT=${RETRIEVAL_TIMEOUT:-65}
 MIXED_TIMEOUT=${MIXED_TIMEOUT:-60}
+BULK_TIMEOUT=${BULK_TIMEOUT:-90}
 WORK=$(mktemp -d /tmp/gpu-serve-run.XXXXXX)  # every part's files, bundled into $OUT
 DATA=$WORK/data  # the retrieval part's memory and test set
 mkdir -p "$OUT" /tmp/site "$DATA"
@@ -85,6 +91,7 @@ if [ "$DEVICE" = cpu ]; then  # the rehearsal: every part's code path, tiny
            --registry-modules 20)
   RETRIEVAL=(--device cpu --beams 1 --sentences 4 --repeats 1 --memory-pairs 400)
   MIXED=(--device cpu --tiny --quick --rate 10)
+  BULK=(--device cpu --dtype float32 --requests 4 --items 4 --batches 1)
 else
   . benchmarks/speed/gpu/gpu_cublas12.sh
   SERVE=(--device "$DEVICE" --dtype float16)
@@ -94,6 +101,7 @@ else
   RETRIEVAL=(--device "$DEVICE" --dtype float16 --beams 1,4 --sentences 48 --repeats 2)
   # a GPU serves far more than the CPU's 40 requests/s: arrivals must outrun both servers
   MIXED=(--device "$DEVICE" --dtype float16 --rate 300 --seconds 10 --rounds 1)
+  BULK=(--device "$DEVICE" --dtype float16 --requests 40 --items 64 --batches 2)
 fi
 # after the cuBLAS 12 links: CTranslate2's CUDA build loads them when imported
 CT2=$($PY -c "import ctranslate2" 2>/dev/null && echo "" || echo --no-ct2)
@@ -125,6 +133,12 @@ fi
 part mixed "$MIXED_TIMEOUT" $PY -m benchmarks.speed.batching.mixed_lengths "${MIXED[@]}" \
   --out "$WORK/mixed"
 cp "$WORK"/mixed/mixed_lengths.md "$OUT/" 2>/dev/null
+
+# bulk_share reads <data>/en-fr/domains/<domain>/test.en: the medical set, where it is
+mkdir -p "$DATA/bulk" && ln -sfn "$DATA" "$DATA/bulk/en-fr"
+part bulk "$BULK_TIMEOUT" $PY -m benchmarks.speed.adversarial.bulk_share "${BULK[@]}" \
+  --documents 0 --data "$DATA/bulk" --out "$WORK/bulk"
+cp "$WORK"/bulk/bulk_share*.md "$OUT/" 2>/dev/null
 
 bundle
 rm -rf "$WORK"

@@ -40,6 +40,9 @@ PRESENT = frozenset({
     "requests", "urllib3", "charset-normalizer", "tqdm", "pyyaml", "markupsafe", "aiohttp",
     "aiosignal", "frozenlist", "multidict", "yarl", "propcache", "attrs", "sniffio",
     "psycopg", "psycopg-binary"})
+# Clients the serve run's benchmarks drive the server with, beside the runtime: the bulk
+# part's LibreTranslate client (pinned in pyproject.toml's dev extras).
+BENCH_CLIENTS = ("libretranslatepy",)
 
 
 def normalise(name: str) -> str:
@@ -47,9 +50,12 @@ def normalise(name: str) -> str:
 
 
 def runtime_requirements(pyproject: Path = REPO / "pyproject.toml") -> list[str]:
-    """The exact pins of the server's runtime dependencies, less what the image has."""
-    dependencies = tomllib.loads(pyproject.read_text())["project"]["dependencies"]
-    pins = [d.split(";")[0].strip() for d in dependencies]
+    """The exact pins of the server's runtime dependencies and of the benchmarks' clients,
+    less what the image has."""
+    project = tomllib.loads(pyproject.read_text())["project"]
+    clients = [d for d in project["optional-dependencies"]["dev"]
+               if normalise(d.split("==")[0]) in BENCH_CLIENTS]
+    pins = [d.split(";")[0].strip() for d in [*project["dependencies"], *clients]]
     return [p for p in pins if normalise(p.split("==")[0]) not in PRESENT]
 
 
