@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from sqlalchemy import Connection, insert, select, update
 
-from .tables import memory_imports
+from .tables import memories, memory_imports
 
 ImportState = Literal["queued", "running", "done", "failed"]
 STALE_AFTER = timedelta(minutes=10)
@@ -73,6 +73,19 @@ class MemoryImportRows:
         with self._write() as conn:
             conn.execute(update(memory_imports).where(memory_imports.c.id == job_id)
                          .values(values))
+
+    def unfinished_memory_imports(self, owner: str) -> list[MemoryImport]:
+        """The queued and running jobs of `owner`'s memories (the shared ones, or a
+        tenant's), less those whose server was lost (stale rows)."""
+        fresh = datetime.now(UTC) - STALE_AFTER
+        query = (select(memory_imports)
+                 .join(memories, memories.c.id == memory_imports.c.memory_id)
+                 .where(memories.c.owner == owner,
+                        memory_imports.c.state.in_(("queued", "running")),
+                        memory_imports.c.updated_at > fresh)
+                 .order_by(memory_imports.c.created_at))
+        with self._read() as conn:
+            return [_job(row) for row in conn.execute(query).mappings()]
 
     def get_memory_import(self, job_id: str) -> MemoryImport | None:
         with self._read() as conn:

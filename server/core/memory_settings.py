@@ -82,6 +82,10 @@ class MemorySettings(BaseModel):
     sync_import_bytes: int = Field(
         256 * 1024, ge=0, description="uploads up to this size are imported before the "
                                       "answer; larger ones become an import job (202)")
+    max_owner_imports: int = Field(
+        4, ge=1, description="unfinished import jobs the shared memories, or one tenant's, "
+                             "may have (each holds its upload on disk until its turn); one "
+                             "more is 429 too_many_jobs")
     max_pairs: int = Field(2_000_000, ge=1, description="most pairs in one memory")
     max_segment_chars: int = Field(
         10_000, ge=1, description="a unit whose source or target is longer is skipped")

@@ -8,7 +8,9 @@ cannot be pairs are skipped and counted by reason in the job's report; a file wi
 pair at all (wrong languages, no units) fails saying what it holds. Jobs run one at a
 time per server, on a worker thread; their rows (model_store/memory_import_rows.py) say
 how far they are to every replica. A small upload (NMT_MEMORIES__SYNC_IMPORT_BYTES) is
-imported before the answer, beside the queue.
+imported before the answer, beside the queue. The shared memories, and each tenant's, may
+have NMT_MEMORIES__MAX_OWNER_IMPORTS unfinished jobs: a queued job holds its upload on
+disk, so one more is refused (429, with when the soonest is likely done) and not kept.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from dataclasses import dataclass
 from typing import IO, Literal
 
 from model_store import MemoryImport, MemoryRecord, NewPair, NotFoundError, Registry
+from server.core.errors import TooManyJobs
+from server.core.job_pace import soonest_done_s
 from server.core.memory_settings import MemorySettings
 from server.memories.normalisation import normalised, source_key
 from server.memories.read_units import (
@@ -45,6 +49,7 @@ EXTENSIONS: dict[str, Format] = {".tmx": "tmx", ".tsv": "tsv", ".tab": "tsv", ".
 DUPLICATE = "duplicate"  # the same source and target earlier in the file
 SAVE_EVERY_S = 0.5
 READ_SHARE = 0.9  # of the progress: reading; the rest: storing
+PACE_PARTS = 1000  # a job's progress (0 to 1) in parts, for the pace of the soonest done
 
 
 class Stopped(Exception):
@@ -72,15 +77,23 @@ class MemoryImports:
         self.settings = settings
         self.after = after  # called once a job stored its pairs (this replica's sync)
         self._turn = asyncio.Semaphore(1)
+        self._submitting = asyncio.Lock()  # an owner's count and its new job, one at a time
         self._tasks: set[asyncio.Task[None]] = set()
         self._stopping = threading.Event()
 
     async def submit(self, memory: MemoryRecord, upload: Upload) -> MemoryImport:
         """A job for `upload`: finished before the answer when the file is small, else
-        queued (its row says how far it is)."""
-        job = await asyncio.to_thread(self.registry.create_memory_import, memory.id,
-                                      format=upload.format, mode=upload.mode,
-                                      filename=upload.filename)
+        queued (its row says how far it is). `TooManyJobs` (the upload closed) when the
+        memory's owner has as many unfinished jobs as it may."""
+        async with self._submitting:
+            try:
+                await asyncio.to_thread(self._check_room, memory.owner)
+            except TooManyJobs:
+                upload.file.close()
+                raise
+            job = await asyncio.to_thread(self.registry.create_memory_import, memory.id,
+                                          format=upload.format, mode=upload.mode,
+                                          filename=upload.filename)
         if upload.size <= self.settings.sync_import_bytes:  # small: never behind a queue
             try:
                 await asyncio.to_thread(self.run_job, job, memory, upload)
@@ -93,6 +106,17 @@ class MemoryImports:
             task.add_done_callback(self._tasks.discard)
         found = await asyncio.to_thread(self.registry.get_memory_import, job.id)
         return found or job
+
+    def _check_room(self, owner: str) -> None:
+        unfinished = self.registry.unfinished_memory_imports(owner)
+        if len(unfinished) >= self.settings.max_owner_imports:
+            raise TooManyJobs(
+                f"these memories have {len(unfinished)} unfinished import jobs, as many as "
+                "they may have (NMT_MEMORIES__MAX_OWNER_IMPORTS); follow them at "
+                "GET /admin/memory-imports/{id} to their end, then upload more",
+                retry_after=soonest_done_s(
+                    ((PACE_PARTS, int(job.progress * PACE_PARTS), job.created_at.timestamp())
+                     for job in unfinished), time.time()))
 
     async def stop(self) -> None:
         """Queued and running jobs end failed; nothing of theirs is stored."""

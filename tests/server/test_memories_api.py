@@ -299,6 +299,31 @@ def test_a_large_file_is_a_job_with_progress_and_replace_mode_replaces(
         assert client.get("/admin/memory-imports/nope", headers=H).status_code == 404
 
 
+def test_an_owner_past_its_unfinished_imports_is_refused_until_one_ends(
+        tmp_path: Path) -> None:
+    """The shared memories may have 2 unfinished imports here: two queued by another
+    replica (rows in the shared registry) fill it, a third upload is 429 with why and when
+    and leaves no job behind; once one ends the upload is accepted."""
+    with client_for(tmp_path, memories={"max_owner_imports": 2}) as client:
+        memory = create(client)
+        registry = client.app.state.store.registry  # type: ignore[attr-defined]
+        elsewhere = [registry.create_memory_import(memory["id"], format="tmx",
+                                                   mode="append", filename=f"{n}.tmx")
+                     for n in range(2)]
+        refused = upload(client, "acme", toolkit_tmx())
+        assert refused.status_code == 429, refused.text
+        assert refused.json()["error"]["code"] == "too_many_jobs"
+        assert "NMT_MEMORIES__MAX_OWNER_IMPORTS" in refused.json()["error"]["message"]
+        assert int(refused.headers["Retry-After"]) >= 1
+        assert [job.id for job in registry.unfinished_memory_imports("shared")] == \
+            [job.id for job in elsewhere]  # the refused upload made no job
+        assert pairs_of(client, "acme") == 0
+        registry.update_memory_import(elsewhere[0].id, state="done", progress=1.0)
+        accepted = upload(client, "acme", toolkit_tmx())
+        assert accepted.status_code == 200 and accepted.json()["state"] == "done"
+        assert pairs_of(client, "acme") == len(TOOLKIT_PAIRS)
+
+
 def test_export_is_tmx_that_imports_back(client: TestClient) -> None:
     create(client)
     upload(client, "acme", python_tmx_file())
