@@ -12,6 +12,8 @@ A request picks its direction with `source` and `target`; without them it uses t
 default direction (the server's as before directions existed). `source: "auto"` detects
 the language of the request's texts (`detect_source`) before the direction is picked; a
 language that no served backbone translates is refused (400) with the served directions.
+Two backbones of the same pair (an imported en->de beside the package's): the pair goes to
+the one the operator published or imported, not the built-in one.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from model_store import Store
+from model_store.layering import BUILTIN_SCHEME
 from server.core.errors import NotReady, UnsupportedLanguage
 from server.core.metrics import Metrics
 from server.engine.live_batches import LiveBatches
@@ -98,6 +101,18 @@ class Direction:
         """Loaded, or unloaded by the residency limit and loaded again on demand."""
         return self.runtime.available
 
+    def shipped(self, known: dict[tuple[str, int], bool]) -> bool:
+        """Whether its backbone's loaded version is one the package ships (built in);
+        `known` keeps the answers by name and version (a version's location never moves)."""
+        backbone = self.runtime.backbone
+        if backbone is None:
+            return False
+        key = (backbone.name, backbone.version)
+        if key not in known:
+            record = self.runtime.store.record("backbone", backbone.name, backbone.version)
+            known[key] = record.location.startswith(BUILTIN_SCHEME)
+        return known[key]
+
 
 @dataclass(frozen=True)
 class Choice:
@@ -114,6 +129,7 @@ class Directions:
         self.all = list(directions)
         self.default = self.all[0]
         self.detectors = detectors
+        self._shipped: dict[tuple[str, int], bool] = {}  # Direction.shipped's answers
 
     def by_name(self, backbone: str) -> Direction | None:
         return next((d for d in self.all if d.name == backbone), None)
@@ -165,6 +181,9 @@ class Directions:
         """The served direction from `source` into `target` (either may be None: any)."""
         matches = [d for pair, d in self.served()
                    if source in (None, pair.source) and target in (None, pair.target)]
+        if len(matches) > 1 and matches[0] is not self.default \
+                and len({d.pair for d in matches}) == 1:  # naming the pair cannot choose
+            matches = [d for d in matches if not d.shipped(self._shipped)] or matches
         if len(matches) == 1 or (matches and matches[0] is self.default):
             return matches[0]
         what = _wanted(source, target, detected)
