@@ -101,18 +101,6 @@ class Direction:
         """Loaded, or unloaded by the residency limit and loaded again on demand."""
         return self.runtime.available
 
-    def shipped(self, known: dict[tuple[str, int], bool]) -> bool:
-        """Whether its backbone's loaded version is one the package ships (built in);
-        `known` keeps the answers by name and version (a version's location never moves)."""
-        backbone = self.runtime.backbone
-        if backbone is None:
-            return False
-        key = (backbone.name, backbone.version)
-        if key not in known:
-            record = self.runtime.store.record("backbone", backbone.name, backbone.version)
-            known[key] = record.location.startswith(BUILTIN_SCHEME)
-        return known[key]
-
 
 @dataclass(frozen=True)
 class Choice:
@@ -129,7 +117,8 @@ class Directions:
         self.all = list(directions)
         self.default = self.all[0]
         self.detectors = detectors
-        self._shipped: dict[tuple[str, int], bool] = {}  # Direction.shipped's answers
+        # built in or not, by backbone name and version (a version's location never moves)
+        self._shipped: dict[tuple[str, int], bool] = {}
 
     def by_name(self, backbone: str) -> Direction | None:
         return next((d for d in self.all if d.name == backbone), None)
@@ -183,7 +172,7 @@ class Directions:
                    if source in (None, pair.source) and target in (None, pair.target)]
         if len(matches) > 1 and matches[0] is not self.default \
                 and len({d.pair for d in matches}) == 1:  # naming the pair cannot choose
-            matches = [d for d in matches if not d.shipped(self._shipped)] or matches
+            matches = [d for d in matches if not self._shipped_with(d)] or matches
         if len(matches) == 1 or (matches and matches[0] is self.default):
             return matches[0]
         what = _wanted(source, target, detected)
@@ -200,6 +189,18 @@ class Directions:
         raise UnsupportedLanguage(f"no served backbone translates {what}; served "
                                   f"directions: {self.describe()}",
                                   field="source" if source is not None else "target")
+
+    def _shipped_with(self, direction: Direction) -> bool:
+        """Whether the direction's loaded backbone version is one the package ships; read
+        from the registry once per version."""
+        backbone = direction.runtime.backbone
+        if backbone is None:
+            return False
+        key = (backbone.name, backbone.version)
+        if key not in self._shipped:
+            record = direction.runtime.store.record("backbone", backbone.name, backbone.version)
+            self._shipped[key] = record.location.startswith(BUILTIN_SCHEME)
+        return self._shipped[key]
 
     def _damaged(self, source: str | None, target: str | None) -> str:
         """Why the directions from `source` into `target` that failed to load are not
