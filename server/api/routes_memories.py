@@ -150,6 +150,7 @@ async def import_file(name: str, request: Request, response: Response, admin: Me
     (202)."""
     _changes(name)
     memory = await asyncio.to_thread(admin.get, name)
+    await admin.imports.check_room(memory.owner)  # before the body is read
     upload = await receive_upload(request, limit=settings.memories.max_import_bytes,
                                   format=format, mode=mode, filename=filename)
     job = await admin.imports.submit(memory, upload)

@@ -107,6 +107,12 @@ class MemoryImports:
         found = await asyncio.to_thread(self.registry.get_memory_import, job.id)
         return found or job
 
+    async def check_room(self, owner: str) -> None:
+        """`TooManyJobs` when `owner` has no room for another import: asked before an upload
+        is read, so a refused client is not made to send (nor the server to spool) the file
+        for nothing. `submit` checks again, the authoritative check."""
+        await asyncio.to_thread(self._check_room, owner)
+
     def _check_room(self, owner: str) -> None:
         unfinished = self.registry.unfinished_memory_imports(owner)
         if len(unfinished) >= self.settings.max_owner_imports:

@@ -304,7 +304,8 @@ def test_an_owner_past_its_unfinished_imports_is_refused_until_one_ends(
     """The shared memories may have 2 unfinished imports here: two queued by another
     replica (rows in the shared registry) fill it, a third upload is 429 with why and when
     and leaves no job behind; once one ends the upload is accepted."""
-    with client_for(tmp_path, memories={"max_owner_imports": 2}) as client:
+    with client_for(tmp_path, memories={"max_owner_imports": 2,
+                                        "max_import_bytes": 2**20}) as client:
         memory = create(client)
         registry = client.app.state.store.registry  # type: ignore[attr-defined]
         elsewhere = [registry.create_memory_import(memory["id"], format="tmx",
@@ -315,6 +316,9 @@ def test_an_owner_past_its_unfinished_imports_is_refused_until_one_ends(
         assert refused.json()["error"]["code"] == "too_many_jobs"
         assert "NMT_MEMORIES__MAX_OWNER_IMPORTS" in refused.json()["error"]["message"]
         assert int(refused.headers["Retry-After"]) >= 1
+        # refused before its body is read: a file past the size limit is 429, not 413
+        oversized = upload(client, "acme", b"<tmx>" + b" " * (2**20) + b"</tmx>")
+        assert oversized.status_code == 429, oversized.text
         assert [job.id for job in registry.unfinished_memory_imports("shared")] == \
             [job.id for job in elsewhere]  # the refused upload made no job
         assert pairs_of(client, "acme") == 0
