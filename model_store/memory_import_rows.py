@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, delete, insert, select, update
 
 from .tables import memories, memory_imports
 
@@ -57,6 +57,21 @@ class MemoryImportRows:
             conn.execute(insert(memory_imports).values(row))
         return _job(row)
 
+    def claim_memory_import(self, memory_id: int, *, owner: str, limit: int, format: str,
+                            mode: str, filename: str) -> MemoryImport | None:
+        """`create_memory_import` within `owner`'s bound of `limit` unfinished imports over
+        every replica, or None (no row left behind). The row is written first, then the
+        owner's unfinished rows are counted, its own included: of replicas claiming at
+        once, the last to count sees every other's committed row, so the bound is never
+        passed without a lock shared by the replicas (claims that overlap exactly may all
+        give up; their clients are told to retry)."""
+        job = self.create_memory_import(memory_id, format=format, mode=mode, filename=filename)
+        if len(self.unfinished_memory_imports(owner)) <= limit:
+            return job
+        with self._write() as conn:
+            conn.execute(delete(memory_imports).where(memory_imports.c.id == job.id))
+        return None
+
     def update_memory_import(self, job_id: str, *, state: ImportState | None = None,
                              progress: float | None = None,
                              report: dict[str, Any] | None = None,
@@ -83,7 +98,7 @@ class MemoryImportRows:
                  .where(memories.c.owner == owner,
                         memory_imports.c.state.in_(("queued", "running")),
                         memory_imports.c.updated_at > fresh)
-                 .order_by(memory_imports.c.created_at))
+                 .order_by(memory_imports.c.created_at, memory_imports.c.id))
         with self._read() as conn:
             return [_job(row) for row in conn.execute(query).mappings()]
 

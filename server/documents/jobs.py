@@ -157,6 +157,7 @@ class DocumentJobs:
                               updated_at=now, tenant=current_scope().tenant, client=client)
             files = JobFiles(self.root, job_id)
             await asyncio.to_thread(self._create, files, job, data)
+            await asyncio.to_thread(self._keep_within_room, files, client)
         self._start(job_id)
         return job
 
@@ -170,6 +171,18 @@ class DocumentJobs:
                 "end at their Location, then send more",
                 retry_after=soonest_done_s(((job.total, job.done, job.created_at)
                                             for job in mine), time.time()))
+
+    def _keep_within_room(self, files: JobFiles, client: str) -> None:
+        """The check again once the job is written, its own counted: of replicas that
+        checked at once, the last to count sees the others' jobs, so the bound is never
+        passed (one over it removes its job and is refused)."""
+        mine = [job for job in self._all() if job.client == client and not job.finished]
+        if len(mine) > self.settings.max_client_jobs:
+            shutil.rmtree(files.dir, ignore_errors=True)
+            self._check_room(client)
+            raise TooManyJobs("another replica took this client's last place for "
+                              "unfinished document jobs (NMT_DOCUMENTS__MAX_CLIENT_JOBS); "
+                              "send again in a moment", retry_after=1)
 
     def get(self, job_id: str) -> DocumentJob:
         """The job, when the request's scope submitted it (another tenant's job is

@@ -88,12 +88,10 @@ class MemoryImports:
         async with self._submitting:
             try:
                 await asyncio.to_thread(self._check_room, memory.owner)
+                job = await asyncio.to_thread(self._claim, memory, upload)
             except TooManyJobs:
                 upload.file.close()
                 raise
-            job = await asyncio.to_thread(self.registry.create_memory_import, memory.id,
-                                          format=upload.format, mode=upload.mode,
-                                          filename=upload.filename)
         if upload.size <= self.settings.sync_import_bytes:  # small: never behind a queue
             try:
                 await asyncio.to_thread(self.run_job, job, memory, upload)
@@ -112,6 +110,19 @@ class MemoryImports:
         is read, so a refused client is not made to send (nor the server to spool) the file
         for nothing. `submit` checks again, the authoritative check."""
         await asyncio.to_thread(self._check_room, owner)
+
+    def _claim(self, memory: MemoryRecord, upload: Upload) -> MemoryImport:
+        """The job's row, or `TooManyJobs` when another replica took the owner's last place
+        since `_check_room` looked."""
+        job = self.registry.claim_memory_import(
+            memory.id, owner=memory.owner, limit=self.settings.max_owner_imports,
+            format=upload.format, mode=upload.mode, filename=upload.filename)
+        if job is None:
+            self._check_room(memory.owner)  # raises, with the jobs that filled it
+            raise TooManyJobs("another import took these memories' last place for "
+                              "unfinished imports (NMT_MEMORIES__MAX_OWNER_IMPORTS); "
+                              "upload again in a moment", retry_after=1)
+        return job
 
     def _check_room(self, owner: str) -> None:
         unfinished = self.registry.unfinished_memory_imports(owner)

@@ -4,6 +4,7 @@ change feed replicas follow, all-or-nothing imports, import job rows."""
 from __future__ import annotations
 
 import hashlib
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -115,6 +116,47 @@ def test_import_job_rows_keep_progress_and_report(store: Store) -> None:
     done = registry.get_memory_import(job.id)
     assert done is not None and done.report == {"pairs": 3, "skipped": {}}
     assert registry.get_memory_import("nope") is None
+
+
+def test_claims_keep_an_owners_bound_when_replicas_claim_at_once(
+        store: Store, registry_url: str) -> None:
+    """Replica A has written its row but not counted yet when replica B (another registry
+    on the same database) claims the owner's last place: B counts A's row and gives its own
+    up, A keeps its place. Claims one after another fill the bound exactly; eight threads
+    claiming at once never pass it, and a refused claim leaves no row."""
+    registry = store.registry
+    memory = registry.create_memory("acme", backbone="b")
+    first = registry.claim_memory_import(memory.id, owner="shared", limit=2, format="tmx",
+                                         mode="append", filename="1.tmx")
+    assert first is not None
+    racing = registry.create_memory_import(memory.id, format="tmx", mode="append",
+                                           filename="a.tmx")  # A, between write and count
+    other = Registry(registry_url)
+    try:
+        assert other.claim_memory_import(memory.id, owner="shared", limit=2, format="tmx",
+                                         mode="append", filename="b.tmx") is None
+    finally:
+        other.close()
+    assert [job.id for job in registry.unfinished_memory_imports("shared")] == [
+        first.id, racing.id]
+    for job in (first, racing):
+        registry.update_memory_import(job.id, state="done")
+
+    def claim(number: int) -> str | None:
+        job = registry.claim_memory_import(memory.id, owner="shared", limit=3,
+                                           format="tmx", mode="append",
+                                           filename=f"{number}.tmx")
+        return None if job is None else job.id
+
+    serial = [claim(n) for n in range(4)]
+    assert all(serial[:3]) and serial[3] is None
+    for job_id in serial[:3]:
+        registry.update_memory_import(str(job_id), state="done")
+    with ThreadPoolExecutor(8) as pool:
+        won = [job_id for job_id in pool.map(claim, range(8)) if job_id is not None]
+    assert len(won) <= 3
+    assert sorted(job.id for job in registry.unfinished_memory_imports("shared")) == \
+        sorted(won)
 
 
 def test_a_copied_registry_keeps_its_memories_and_their_ids_go_on(

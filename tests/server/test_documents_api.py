@@ -218,6 +218,37 @@ def test_a_client_past_its_unfinished_document_jobs_is_refused_until_one_ends(
         assert post(client, "long.txt", lines).status_code == 202
 
 
+def test_a_job_another_replica_writes_meanwhile_counts_before_the_answer(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Replicas share the jobs folder: another replica writes a job of this client after
+    this one checked its room and before it wrote its own. Counted again once written,
+    the client's jobs would pass the bound: this replica's job is removed and the upload
+    refused (429), the other replica's job kept."""
+    root = build_store(tmp_path / "store")
+    lines = "".join(f"The patient takes tablet number {i}.\n" for i in range(20)).encode()
+    settings = {"sync_chars": 100, "chunk_chars": 300, "max_client_jobs": 2}
+    with make_client(root, documents=settings) as client, engine_blocked(client):
+        first = post(client, "long.txt", lines)
+        assert first.status_code == 202
+        jobs = client.app.state.document_jobs  # type: ignore[attr-defined]
+        written = jobs._create
+        folder = root / "document-jobs"
+
+        def another_replica_first(files, job, data):  # type: ignore[no-untyped-def]
+            copy = folder / ("f" * 32)
+            state = json.loads(_job_file(root, first.json()["id"]).read_text())
+            copy.mkdir()
+            (copy / "job.json").write_text(json.dumps({**state, "id": copy.name}))
+            written(files, job, data)
+
+        monkeypatch.setattr(jobs, "_create", another_replica_first)
+        refused = post(client, "long.txt", lines)
+        assert refused.status_code == 429, refused.text
+        assert refused.json()["error"]["code"] == "too_many_jobs"
+        assert sorted(p.name for p in folder.iterdir()) == sorted([first.json()["id"],
+                                                                   "f" * 32])
+
+
 def test_unknown_and_unfinished_jobs(client: TestClient) -> None:
     assert client.get("/translate/file/jobs/" + "0" * 32).status_code == 404
     assert client.get("/translate/file/jobs/..%2F..%2Fetc").status_code == 404
