@@ -33,6 +33,8 @@ from trainer.recipes.default_stages import (
 )
 from trainer.recipes.direction_publication import publish_direction, publish_direction_router
 from trainer.recipes.directions import EN_FR, FR_EN
+from trainer.recipes.model_card import backbone_origin
+from trainer.recipes.warm_start import WARM_START_FILE
 from trainer.recipes.publication import adapter_files
 from trainer.recipes.router_stage import generic_examples, sister_pair_examples
 
@@ -82,6 +84,29 @@ def test_publish_puts_fr_en_beside_en_fr_and_leaves_en_fr_as_it_was(tmp_path: Pa
     assert publish_direction(tmp_path / "data", run_dir, builtin, FR_EN,
                              snapshot=tmp_path / "no-snapshot") == []
     assert files_of(builtin).keys() == after.keys()
+
+
+def test_a_warm_start_survives_publication_and_a_restore_elsewhere(tmp_path: Path) -> None:
+    """The run's warm start goes into the published backbone's provenance, and a run dir
+    restored from that backbone (another machine, no training checkpoint) gets it back, so
+    republishing its modules there keeps the model card's "warm-started from" line."""
+    builtin = tmp_path / "builtin"
+    build_en_fr(builtin, tmp_path / "factory")
+    run_dir = fr_en_run_dir(tmp_path)
+    record = {"backbone": f"backbones/{BACKBONE_NAME}/v1", "steps": 7, "pieces": 120,
+              "embeddings_copied": 60}
+    (run_dir / WARM_START_FILE).write_text(json.dumps(record))
+    publish_direction(tmp_path / "data", run_dir, builtin, FR_EN,
+                      snapshot=tmp_path / "no-snapshot")
+    with Store.open(tmp_path / "serving", builtin_dir=builtin) as store:
+        assert store.load_backbone(FR_EN_NAME).manifest.provenance["warm_start"] == record
+
+    elsewhere = tmp_path / "elsewhere"
+    assert restore_run_dir(elsewhere, builtin, snapshot=tmp_path / "no-snapshot",
+                           backbone=FR_EN_NAME)
+    assert json.loads((elsewhere / WARM_START_FILE).read_text()) == record
+    assert f"warm-started from the published `backbones/{BACKBONE_NAME}/v1`" in \
+        backbone_origin(elsewhere)
 
 
 def test_a_store_over_the_built_ins_registers_both_directions_apart(tmp_path: Path) -> None:

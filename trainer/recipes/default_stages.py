@@ -26,6 +26,7 @@ from server.engine.backbone import Backbone
 from server.engine.tokenizer import Tokenizer
 from trainer.recipes.directions import EN_FR, Direction
 from trainer.recipes.snapshot import load_snapshot, position
+from trainer.recipes.warm_start import restore_warm_start
 from trainer.training.data import Corpus, encode_pairs
 from trainer.training.evaluate import evaluate_texts
 from trainer.training.loop import Checkpoints, Progress, ShouldStop, TrainSettings
@@ -122,6 +123,8 @@ def restore_run_dir(run_dir: Path, builtin: Path, *, snapshot: Path,
         parts, spm_bytes, progress = saved.parts, saved.spm, saved.progress
         source = f"the snapshot in {snapshot}"
     _write_run_dir(run_dir, parts, spm_bytes, progress, source)
+    if source.startswith("the published"):
+        restore_warm_start(run_dir, provenance)  # how it began, for its model card
     return True
 
 

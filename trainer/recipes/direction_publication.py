@@ -46,6 +46,7 @@ from trainer.recipes.router_stage import (
     sister_pairs_of,
 )
 from trainer.recipes.snapshot import remove_if_superseded
+from trainer.recipes.warm_start import warm_start_provenance
 
 log = logging.getLogger("trainer.recipes.default_en_fr")
 DIRECTIONS_DIR = "directions"  # model_store/layering.py's layout
@@ -68,7 +69,8 @@ def publish_direction(data_dir: Path, run_dir: Path, out: Path, direction: Direc
         backbone = _active_with(store, "backbone", name, files, backbone=None)
         if backbone is None:
             backbone = store.publish("backbone", name, files, config=model.config.to_dict(),
-                                     provenance=_provenance(direction, progress))
+                                     provenance=_provenance(direction, progress) |
+                                     warm_start_provenance(run_dir))
             new.append(backbone)
         else:
             log.info("backbone unchanged: keeping %s", backbone.label)

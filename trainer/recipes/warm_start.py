@@ -24,6 +24,7 @@ import logging
 import tempfile
 from dataclasses import asdict, replace
 from pathlib import Path
+from typing import Any
 
 import sentencepiece as spm
 import torch
@@ -40,6 +41,21 @@ log = logging.getLogger("trainer.recipes.default_en_fr")
 EMBEDDING = "embed.weight"  # shared_embeddings="all": the one matrix (server/engine/backbone.py)
 WARM_START_FILE = "warm_start.json"  # in the run dir: where its first weights came from
 WORD_START = "\u2581"  # sentencepiece's word-boundary mark
+
+
+def warm_start_provenance(run_dir: Path) -> dict[str, Any]:
+    """What a published backbone's provenance keeps of the run's warm start (`warm_start`:
+    the record of warm_start.json), so a run dir restored from it on another machine still
+    says how the backbone began (its model card's first line)."""
+    path = run_dir / WARM_START_FILE
+    return {"warm_start": json.loads(path.read_text())} if path.exists() else {}
+
+
+def restore_warm_start(run_dir: Path, provenance: dict[str, Any]) -> None:
+    """The inverse of `warm_start_provenance`, for a run dir restored from a publication."""
+    record = provenance.get("warm_start")
+    if isinstance(record, dict) and not (run_dir / WARM_START_FILE).exists():
+        (run_dir / WARM_START_FILE).write_text(json.dumps(record, indent=1))
 
 
 def carried_embeddings(old: Tensor, old_vocabulary: spm.SentencePieceProcessor,
