@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import torch
 
 from model_store import Store
 from server.quality.estimator import Estimator
@@ -29,6 +30,7 @@ from trainer.recipes.default_stages import (
     ROUTER_NAME,
     domain_corpus,
     load_trained_backbone,
+    restore_adapters,
     restore_run_dir,
 )
 from trainer.recipes.direction_publication import publish_direction, publish_direction_router
@@ -96,6 +98,8 @@ def test_a_warm_start_survives_publication_and_a_restore_elsewhere(tmp_path: Pat
     record = {"backbone": f"backbones/{BACKBONE_NAME}/v1", "steps": 7, "pieces": 120,
               "embeddings_copied": 60}
     (run_dir / WARM_START_FILE).write_text(json.dumps(record))
+    result = run_dir / "adapters" / "medical" / "result.json"
+    result.write_text(json.dumps(json.loads(result.read_text()) | {"lr": 0.003}))
     publish_direction(tmp_path / "data", run_dir, builtin, FR_EN,
                       snapshot=tmp_path / "no-snapshot")
     with Store.open(tmp_path / "serving", builtin_dir=builtin) as store:
@@ -107,6 +111,26 @@ def test_a_warm_start_survives_publication_and_a_restore_elsewhere(tmp_path: Pat
     assert json.loads((elsewhere / WARM_START_FILE).read_text()) == record
     assert f"warm-started from the published `backbones/{BACKBONE_NAME}/v1`" in \
         backbone_origin(elsewhere)
+
+    # its published adapters come back for the publish stage: republished, nothing changes
+    for made in run_dir.glob("train.*"):  # the encoded set `--stage restore` prepares
+        shutil.copy(made, elsewhere / made.name)
+    assert restore_adapters(elsewhere, builtin, backbone=FR_EN_NAME) == ["medical"]
+    put_back = json.loads((elsewhere / "adapters" / "medical" / "result.json").read_text())
+    trained = json.loads((run_dir / "adapters" / "medical" / "result.json").read_text())
+    assert {k: put_back[k] for k in ("config", "lr", "pairs", "steps", "dev")} == \
+        {k: trained[k] for k in ("config", "lr", "pairs", "steps", "dev")}
+    assert publish_direction(tmp_path / "data", elsewhere, builtin, FR_EN,
+                             snapshot=tmp_path / "no-snapshot") == []
+    assert "| medical |" in (builtin / "MODEL_CARD-fr-en.md").read_text()
+    # a backbone trained on from it is another one: its adapters are not the published ones
+    shutil.rmtree(elsewhere / "adapters")
+    checkpoint = elsewhere / "backbone" / "checkpoint.pt"
+    saved = torch.load(checkpoint, weights_only=True)
+    name = "encoder.layers.0.ffn.fc1.weight"
+    saved["model"][name] = saved["model"][name] + 0.5
+    torch.save(saved, checkpoint)
+    assert restore_adapters(elsewhere, builtin, backbone=FR_EN_NAME) == []
 
 
 def test_a_store_over_the_built_ins_registers_both_directions_apart(tmp_path: Path) -> None:

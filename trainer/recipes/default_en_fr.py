@@ -32,6 +32,7 @@ from trainer.recipes.default_stages import (
     BACKBONE_NAME,
     backbone_progress,
     backbone_progress_path,
+    restore_adapters,
     restore_from_snapshot,
     restore_run_dir,
     train_adapter,
@@ -266,6 +267,8 @@ def publish(data_dir: Path, run_dir: Path, out: Path, direction: Direction, *,
     """The publish stage: the run dir's next built-in versions (en->fr stays the default
     direction), then the quality estimator refitted for them (it belongs to the backbone
     and modules just published)."""
+    # adapters retrained on the published backbone go out beside the others, kept as they are
+    restore_adapters(run_dir, out, backbone=direction.backbone_name)
     if direction == EN_FR:
         publish_builtin(data_dir, run_dir, out, snapshot=snapshot)
     else:

@@ -21,7 +21,13 @@ from contract.artifacts import (
 )
 from contract.backbone import BackboneConfig
 from model_store import Store
-from server.engine.artifacts import BackboneParts, backbone_parts
+from model_store.hashing import sha256_hex
+from server.engine.artifacts import (
+    BackboneParts,
+    backbone_files,
+    backbone_parts,
+    module_params,
+)
 from server.engine.backbone import Backbone
 from server.engine.tokenizer import Tokenizer
 from trainer.recipes.directions import EN_FR, Direction
@@ -126,6 +132,60 @@ def restore_run_dir(run_dir: Path, builtin: Path, *, snapshot: Path,
     if source.startswith("the published"):
         restore_warm_start(run_dir, provenance)  # how it began, for its model card
     return True
+
+
+def published_backbone_files(run_dir: Path, model: Backbone) -> dict[str, bytes]:
+    """The backbone's artifact files as publish writes them: the matrices int8 with per-row
+    scales, the rest float16 (server/engine/row_int8.quantize_rows: within 0.1 BLEU of
+    float16, benchmarks/results/compact_weights.md), so both directions fit the repository."""
+    spm_bytes = (run_dir / "spm.model").read_bytes()
+    return backbone_files(model.config, model.state_dict(), source_spm=spm_bytes,
+                          target_spm=spm_bytes, int8_rows=True)
+
+
+def published_hashes(run_dir: Path, model: Backbone) -> dict[str, str]:
+    """Equal to a published backbone's file hashes when the run dir's backbone is that one."""
+    return {path: sha256_hex(data)
+            for path, data in published_backbone_files(run_dir, model).items()}
+
+
+def restore_adapters(run_dir: Path, builtin: Path, *, backbone: str) -> list[str]:
+    """When the run dir's backbone is the published one: put its published adapters back
+    in the run dir (weights dequantized from their int8 files, `result.json` from their
+    manifests) for every domain the run dir has none of, so the publish stage, which
+    publishes what the run dir holds, keeps them as they are (unchanged files: no new
+    version) beside the ones retrained here, and the model card lists all. Returns the
+    domains put back (none for a backbone trained further: its adapters are retrained)."""
+    restored: list[str] = []
+    if not builtin.is_dir() or not (run_dir / "backbone" / "checkpoint.pt").exists():
+        return restored
+    model, _ = load_trained_backbone(run_dir)
+    with tempfile.TemporaryDirectory() as tmp, Store.open(Path(tmp), builtin_dir=builtin) as store:
+        if store.registry.get_active("backbone", backbone) is None or \
+                store.load_backbone(backbone).manifest.file_hashes != \
+                published_hashes(run_dir, model):
+            return restored
+        for domain in sorted(store.active_domains(backbone)):
+            out_dir = run_dir / "adapters" / domain
+            if (out_dir / "result.json").exists():
+                continue
+            loaded = store.load("module", domain, backbone=backbone)
+            manifest, provenance = loaded.manifest, loaded.manifest.provenance
+            out_dir.mkdir(parents=True, exist_ok=True)
+            save_file({k: v.contiguous() for k, v in module_params(loaded.files).items()},
+                      str(out_dir / MODULE_WEIGHTS_FILE))
+            summary = {"domain": domain, "config": dict(manifest.config),
+                       "pairs": provenance.get("pairs"), "dev": manifest.scores.get("dev"),
+                       "backbone_dev": manifest.scores.get("backbone_dev"),
+                       "steps": provenance.get("steps"), "stop_reason": f"published "
+                       f"{manifest.label}", "train_seconds": provenance.get("train_seconds")}
+            if "lr" in provenance:  # recorded since 2026-11-30 (the model card's column)
+                summary["lr"] = provenance["lr"]
+            (out_dir / "result.json").write_text(json.dumps(summary, indent=1))
+            restored.append(domain)
+    if restored:
+        log.info("adapters put back from the published ones: %s", ", ".join(restored))
+    return restored
 
 
 def restore_from_snapshot(run_dir: Path, snapshot: Path) -> bool:

@@ -167,7 +167,8 @@ def _publish_adapter(store: Store, result_path: Path, fingerprint: str,
                             f"{{{direction.source},{direction.target}}} "
                             f"({direction.source} side first)",
                     "pairs": result["pairs"], "steps": result["steps"],
-                    "train_seconds": result["train_seconds"]},
+                    "train_seconds": result["train_seconds"],
+                    **({"lr": result["lr"]} if "lr" in result else {})},
         scores={"dev": result["dev"], "backbone_dev": result["backbone_dev"]})]
 
 

@@ -23,13 +23,14 @@ from contract.backbone import BackboneConfig
 from contract.manifest import MANIFEST_FILE
 from model_store import ArtifactKind, Manifest, Store
 from model_store.hashing import sha256_hex
-from server.engine.artifacts import backbone_files, module_files
+from server.engine.artifacts import module_files
 from server.engine.backbone import Backbone
 from trainer.recipes.default_stages import (
     BACKBONE_NAME,
     ROUTER_NAME,
     backbone_progress,
     load_trained_backbone,
+    published_backbone_files,
 )
 from trainer.recipes.model_card import write_model_card
 from trainer.recipes.router_stage import (
@@ -90,12 +91,7 @@ def keep_created_at(version: Path, created_at: datetime) -> None:
 
 
 def _published_files(run_dir: Path, model: Backbone) -> dict[str, bytes]:
-    """The backbone's artifact files as publish writes them: the matrices int8 with per-row
-    scales, the rest float16 (server/engine/row_int8.quantize_rows: within 0.1 BLEU of
-    float16, benchmarks/results/compact_weights.md), so both directions fit the repository."""
-    spm_bytes = (run_dir / "spm.model").read_bytes()
-    return backbone_files(model.config, model.state_dict(), source_spm=spm_bytes,
-                          target_spm=spm_bytes, int8_rows=True)
+    return published_backbone_files(run_dir, model)
 
 
 def adapter_files(adapter_dir: Path) -> dict[str, bytes]:
