@@ -36,9 +36,9 @@ from trainer.recipes.default_stages import (
 from trainer.recipes.direction_publication import publish_direction, publish_direction_router
 from trainer.recipes.directions import EN_FR, FR_EN
 from trainer.recipes.model_card import backbone_origin
-from trainer.recipes.warm_start import WARM_START_FILE
 from trainer.recipes.publication import adapter_files
 from trainer.recipes.router_stage import generic_examples, sister_pair_examples
+from trainer.recipes.warm_start import WARM_START_FILE
 
 
 def shipped(builtin: Path) -> list[str]:
