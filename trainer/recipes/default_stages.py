@@ -177,8 +177,9 @@ def restore_adapters(run_dir: Path, builtin: Path, *, backbone: str) -> list[str
             summary = {"domain": domain, "config": dict(manifest.config),
                        "pairs": provenance.get("pairs"), "dev": manifest.scores.get("dev"),
                        "backbone_dev": manifest.scores.get("backbone_dev"),
-                       "steps": provenance.get("steps"), "stop_reason": f"published "
-                       f"{manifest.label}", "train_seconds": provenance.get("train_seconds")}
+                       "steps": provenance.get("steps"),
+                       "stop_reason": f"published {manifest.label}",
+                       "train_seconds": provenance.get("train_seconds")}
             if "lr" in provenance:  # recorded since 2026-11-30 (the model card's column)
                 summary["lr"] = provenance["lr"]
             (out_dir / "result.json").write_text(json.dumps(summary, indent=1))
