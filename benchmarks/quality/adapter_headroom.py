@@ -25,40 +25,35 @@ from typing import Any
 import torch
 
 from benchmarks.quality.data import read_pairs
+from benchmarks.quality.evaluation.reliance import reference_nll
 from benchmarks.report_files import write_report
 from model_store import BUILTIN_DIR, Store
-from server.engine.artifacts import backbone_parts
+from server.engine.artifacts import BackboneParts, backbone_parts
 from server.engine.backbone import Backbone
+from server.engine.engine import load_backbone as load_backbone_tensors
 from trainer.recipes.directions import DIRECTIONS, EN_FR, Direction
-from trainer.recipes.training_set import DOMAINS, MAX_LEN
-from trainer.training.data import encode_pairs, iterate_batches, token_batches
-from trainer.training.loop import translation_loss
+from trainer.recipes.training_set import DOMAINS
+from trainer.training.data import encode_for_backbone
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 SPLITS = ("train", "dev", "test")
 
 
-def load_backbone(direction: Direction) -> tuple[Backbone, Any]:
-    """The built-in backbone of `direction`, in float32, and its target tokenizer."""
+def load_backbone(direction: Direction) -> tuple[Backbone, BackboneParts]:
+    """The built-in backbone of `direction`, in float32, and its parts (tokenizers, config)."""
     with tempfile.TemporaryDirectory() as tmp, \
             Store.open(Path(tmp), builtin_dir=BUILTIN_DIR) as store:
         loaded = store.load_backbone(direction.backbone_name)
     parts = backbone_parts(loaded.files)
-    model = Backbone(parts.config)
-    model.load_state_dict(parts.tensors, strict=False)
-    return model.eval(), parts.target_tokenizer
+    return load_backbone_tensors(parts.config, parts.tensors).eval(), parts
 
 
-def nll_per_token(model: Backbone, tokenizer: Any, pairs: list[tuple[str, str]]) -> float:
-    encoded = encode_pairs(pairs, tokenizer.processor, max_len=MAX_LEN)
-    total, tokens = 0.0, 0
-    with torch.inference_mode():
-        batches = token_batches(encoded, max_tokens=6000, seed=0, epoch=0)
-        for _, batch in iterate_batches(encoded, batches):
-            count = int((batch.tgt_out != batch.pad_id).sum())
-            loss = translation_loss(model(batch.src, batch.tgt_in), batch, 0.0)
-            total, tokens = total + float(loss) * count, tokens + count
-    return total / tokens
+def nll_per_token(model: Backbone, parts: BackboneParts, pairs: list[tuple[str, str]]) -> float:
+    """Mean teacher-forced NLL per reference token (the evaluation's source-reliance
+    measure, benchmarks/quality/evaluation/reliance.py)."""
+    data = encode_for_backbone(pairs, parts.source_tokenizer, parts.target_tokenizer,
+                               parts.config, max_len=parts.config.max_positions - 1)
+    return reference_nll(model, data.source, data.target, data.specials)
 
 
 def adapter_gain(direction: Direction) -> float | None:
@@ -68,19 +63,19 @@ def adapter_gain(direction: Direction) -> float | None:
     if not path.exists():
         return None
     known = json.loads(path.read_text())["known_domains"]
-    return round(known["adapter-true"]["average"]["bleu"]
-                 - known["generic"]["average"]["bleu"], 2)
+    return round(float(known["adapter-true"]["average"]["bleu"])
+                 - float(known["generic"]["average"]["bleu"]), 2)
 
 
 def measure(data: Path, pairs: int) -> dict[str, Any]:
     rows: dict[str, Any] = {}
     for direction in DIRECTIONS.values():
-        model, tokenizer = load_backbone(direction)
+        model, parts = load_backbone(direction)
         domains = {}
         for domain in DOMAINS:
             folder = data / direction.pair / "domains" / domain
             domains[domain] = {split: round(nll_per_token(
-                model, tokenizer, read_pairs(folder, split, direction)[:pairs]), 3)
+                model, parts, read_pairs(folder, split, direction)[:pairs]), 3)
                 for split in SPLITS}
         gaps = [row["dev"] - row["train"] for row in domains.values()]
         rows[direction.name] = {"backbone": direction.backbone_name, "domains": domains,

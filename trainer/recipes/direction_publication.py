@@ -8,9 +8,10 @@ the layout of docs/DIRECTIONS.md:
     directions/default-fr-en/classifiers/router/v<n>/
     MODEL_CARD-fr-en.md
 
-The files are written as en-fr's are (publication.py's `_published_files`, `adapter_files`):
-only where to put them and what their provenance says differ. Every name is looked up
-within this direction's backbone: both directions have a `medical` module and a `router`.
+The files are written as en-fr's are (default_stages.py's `published_backbone_files`,
+publication.py's `adapter_files`): only where to put them and what their provenance says
+differ. Every name is looked up within this direction's backbone: both directions have a
+`medical` module and a `router`.
 """
 
 from __future__ import annotations
@@ -24,13 +25,17 @@ from typing import Any
 from contract.artifacts import CLASSIFIER_MODEL_FILE
 from model_store import ArtifactKind, Manifest, Store
 from model_store.hashing import sha256_hex
-from trainer.recipes.default_stages import ROUTER_NAME, backbone_progress, load_trained_backbone
+from trainer.recipes.default_stages import (
+    ROUTER_NAME,
+    backbone_progress,
+    load_trained_backbone,
+    published_backbone_files,
+)
 from trainer.recipes.directions import Direction
 from trainer.recipes.model_card import write_model_card
 from trainer.recipes.publication import (
     CALIBRATION_SCORES,
     _adapter_sizes,
-    _published_files,
     adapter_files,
     averaged_steps,
     gpu_run,
@@ -62,7 +67,7 @@ def publish_direction(data_dir: Path, run_dir: Path, out: Path, direction: Direc
     name = direction.backbone_name
     model, _ = load_trained_backbone(run_dir)
     progress = backbone_progress(run_dir)
-    files = _published_files(run_dir, model)
+    files = published_backbone_files(run_dir, model)
     builtin = out if out.is_dir() else None
     with tempfile.TemporaryDirectory() as tmp, Store.open(Path(tmp), builtin_dir=builtin) as store:
         new: list[Manifest] = []

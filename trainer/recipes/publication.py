@@ -60,7 +60,7 @@ def publish_builtin(data_dir: Path, run_dir: Path, out: Path, *, snapshot: Path)
     no further along than the published backbone is removed."""
     model, tokenizer = load_trained_backbone(run_dir)
     progress = backbone_progress(run_dir)
-    files = _published_files(run_dir, model)
+    files = published_backbone_files(run_dir, model)
     builtin = out if out.is_dir() else None
     with tempfile.TemporaryDirectory() as tmp, Store.open(Path(tmp), builtin_dir=builtin) as store:
         active = store.registry.get_active("backbone", BACKBONE_NAME)
@@ -88,10 +88,6 @@ def keep_created_at(version: Path, created_at: datetime) -> None:
     path = version / MANIFEST_FILE
     manifest = Manifest.from_json(path.read_bytes())
     path.write_bytes(manifest.model_copy(update={"created_at": created_at}).to_json())
-
-
-def _published_files(run_dir: Path, model: Backbone) -> dict[str, bytes]:
-    return published_backbone_files(run_dir, model)
 
 
 def adapter_files(adapter_dir: Path) -> dict[str, bytes]:
@@ -129,7 +125,8 @@ def publish_router(run_dir: Path, out: Path) -> None:
         fingerprint = store.record("backbone", BACKBONE_NAME, version).manifest \
             .backbone_fingerprint
         same_backbone = model is not None and _active_with(
-            store, "backbone", BACKBONE_NAME, _published_files(run_dir, model)) is not None
+            store, "backbone", BACKBONE_NAME,
+            published_backbone_files(run_dir, model)) is not None
         _publish_router(store, run_dir / "classifier", fingerprint)
         published = install_published(Path(tmp), out)
     if model is not None and same_backbone:
