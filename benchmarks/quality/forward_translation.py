@@ -116,7 +116,9 @@ def markdown(report: dict[str, Any]) -> str:
              "a new adapter of the published one's configuration trained on the domain's real "
              f"train pairs plus these (peak rate {report['lr']}, at most {report['steps']} "
              "steps, best dev checkpoint). Dev BLEU: greedy, the domain's dev split, as the "
-             "recipe selects adapters.", "",
+             "recipe selects adapters. The published adapters learnt from the real pairs "
+             "alone, within the recipe's budgets (docs/DIRECTIONS.md; often fewer steps): part "
+             "of a difference can be the longer budget, not the synthetic pairs.", "",
              "| domain | real pairs | synthetic pairs | backbone dev | published adapter dev "
              "| adapter on real + synthetic dev | difference |",
              "|---|---:|---:|---:|---:|---:|---:|"]
