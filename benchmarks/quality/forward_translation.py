@@ -23,12 +23,14 @@ import argparse
 import logging
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from benchmarks.quality.adapter_headroom import load_backbone
+from benchmarks.locations import DEFAULT_DATA, RESULTS_DIR
+from benchmarks.quality.adapter_headroom import SPLITS, load_backbone
 from benchmarks.quality.data import read_pairs
 from benchmarks.report_files import write_report
 from model_store import BUILTIN_DIR, Store
@@ -36,6 +38,7 @@ from server.engine.artifacts import BackboneParts, module_params
 from server.engine.backbone import Backbone
 from server.engine.families import Params, get_family
 from server.engine.single import SingleModuleHooks
+from trainer.recipes.default_en_fr import ADAPTER_SETTINGS
 from trainer.recipes.directions import DIRECTIONS, Direction
 from trainer.recipes.training_set import DOMAINS, MAX_LEN
 from trainer.training.data import encode_for_backbone
@@ -44,8 +47,6 @@ from trainer.training.loop import TrainSettings
 from trainer.training.modules import train_module
 
 log = logging.getLogger(__name__)
-RESULTS = Path(__file__).resolve().parents[1] / "results"
-SPLITS = ("train", "dev", "test")
 
 
 def published_module(direction: Direction, domain: str) -> tuple[dict[str, Any], Params]:
@@ -136,23 +137,26 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--from-pair", default="en-fr",
                         help="the data folder whose same-domain train sources are translated")
     parser.add_argument("--domains", nargs="+", choices=DOMAINS, default=["law", "it"])
-    parser.add_argument("--data", type=Path, default=Path("../shared/data"))
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--steps", type=int, default=1200)
     parser.add_argument("--minutes", type=float, default=40.0)
     parser.add_argument("--beam", type=int, default=1)
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--out", type=Path, default=RESULTS_DIR)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     torch.set_num_threads(args.threads)
     direction = DIRECTIONS[args.direction]
-    source, target = args.from_pair.split("-")
-    other = Direction(direction.source, target if source == direction.source else source,
-                      pair=args.from_pair)
-    settings = TrainSettings(lr=args.lr, warmup_steps=100, max_tokens=5000, max_epochs=20,
-                             max_steps=args.steps, max_minutes=args.minutes, eval_every=50,
-                             patience=6, log_every=25, checkpoint_every_s=120.0)
+    languages = args.from_pair.split("-")
+    if len(languages) != 2 or direction.source not in languages:
+        parser.error(f"--from-pair {args.from_pair!r}: a pair folder with "
+                     f"{direction.source!r} on one side, such as en-fr")
+    other = Direction(direction.source, next(lang for lang in languages
+                                             if lang != direction.source), pair=args.from_pair)
+    # the recipe's adapter settings (its evaluation, patience, batches), another budget
+    settings = replace(ADAPTER_SETTINGS, lr=args.lr, max_steps=args.steps,
+                       max_minutes=args.minutes)
     model, parts = load_backbone(direction)
     report = {"direction": direction.name, "from_pair": args.from_pair,
               "source_language": direction.source, "beam": args.beam, "lr": args.lr,
