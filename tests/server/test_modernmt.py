@@ -10,12 +10,14 @@ import csv
 import io
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 import requests
 from conftest import TOKEN, admin_headers, make_settings
+from fastapi.testclient import TestClient
 from modernmt import ModernMT, ModernMTException
 from test_corrections import build_store
 from tmx_files import TOOLKIT_PAIRS, toolkit_tmx
@@ -214,3 +216,40 @@ def test_a_form_without_its_boundary_is_a_400(base: str) -> None:
     answer = httpx.get(f"{base}/translate", timeout=60,
                        headers={"Content-Type": "multipart/form-data"})
     assert answer.status_code == 400 and "boundary" in answer.json()["error"]["message"]
+
+
+def test_a_tmx_import_past_the_owners_unfinished_imports_is_refused_before_its_body(
+        tmp_path: Path) -> None:
+    """With the shared memories' one unfinished import taken (by another replica), a TMX
+    through the ModernMT door is a 429 with Retry-After, even one past the size limit (its
+    body never read: not a 413), and leaves no job; a pair, as a form too, is still
+    added; once the import ends, the TMX is accepted."""
+    settings = make_settings(build_store(tmp_path / "store"),
+                             memories={"max_owner_imports": 1, "max_import_bytes": 2**20})
+    with TestClient(create_app(settings)) as client:
+        made = client.post("/modernmt/memories", headers=WEBLATE, json={"name": "busy"})
+        memory_id = made.json()["data"]["id"]
+        registry = client.app.state.store.registry  # type: ignore[attr-defined]
+        elsewhere = registry.create_memory_import(memory_id, format="tmx", mode="append",
+                                                  filename="other.tmx")
+
+        def send(tmx: bytes) -> httpx.Response:
+            return client.post(f"/modernmt/memories/{memory_id}/content", headers=WEBLATE,
+                               files={"tmx": ("memory.tmx", tmx, "application/xml")})
+
+        for tmx in (toolkit_tmx(), b"<tmx>" + b" " * 2**20 + b"</tmx>"):
+            refused = send(tmx)
+            assert refused.status_code == 429, refused.text
+            assert refused.json()["error"]["type"] == "TooManyRequestsException"
+            assert "NMT_MEMORIES__MAX_OWNER_IMPORTS" in refused.json()["error"]["message"]
+            assert int(refused.headers["Retry-After"]) >= 1
+        assert [job.id for job in registry.unfinished_memory_imports("shared")] == [
+            elsewhere.id]
+        pair = client.post(f"/modernmt/memories/{memory_id}/content", headers=WEBLATE,
+                           files={"sentence": (None, "Wash your hands."),
+                                  "translation": (None, "Lavez-vous les mains.")})
+        assert pair.status_code == 200 and pair.json()["data"]["progress"] == 1.0, pair.text
+        registry.update_memory_import(elsewhere.id, state="done", progress=1.0)
+        accepted = send(toolkit_tmx())
+        assert accepted.status_code == 200, accepted.text
+        assert client.get(f"/modernmt/memories/{memory_id}", headers=WEBLATE).status_code == 200

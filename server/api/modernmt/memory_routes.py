@@ -16,7 +16,7 @@ from server.api.modernmt import answers
 from server.api.modernmt.deps import MEMORY_LISTING, MemoryKeyDep, MmtMemoriesDep
 from server.api.modernmt.errors import ModernMTRoute, bad_request, envelope, not_found
 from server.api.modernmt.memories import glossaries_of, glossary_name, glossary_tables, pair_of
-from server.api.modernmt.params import memory_id, read_params, spooled
+from server.api.modernmt.params import may_carry_a_file, memory_id, read_params, spooled
 from server.api.modernmt.schemas import ERRORS
 from server.api.modernmt.translating import language
 from server.api.tenant_claims import claim_created
@@ -114,8 +114,11 @@ async def replace_content(memory: str, request: Request, memories: MmtMemoriesDe
 
 async def _content(memory: str, request: Request, memories: MmtMemoriesDep,
                    settings: SettingsDep, *, replace: bool) -> JSONResponse:
-    params = await read_params(request)
     found = await asyncio.to_thread(memories.changed, memory_id(memory))
+    if may_carry_a_file(request, settings.memories.max_segment_chars):
+        # before the body is read, as the native import does; submit checks again
+        await found.admin.imports.check_room(found.record.owner)
+    params = await read_params(request)
     if "tmx" in params.files:
         if params.text("compression") not in (None, ""):
             raise bad_request("compressed uploads are not supported: send the TMX as is")

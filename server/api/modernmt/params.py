@@ -18,6 +18,9 @@ from starlette.formparsers import MultiPartException
 from server.api.modernmt.errors import ModernMTError, bad_request
 
 MAX_HINTS = 8  # as many memories as the native `memory` option names
+# a form of one pair: two texts of at most max_segment_chars (4 UTF-8 bytes a character
+# at most) plus the tuid, the languages and the form's boundaries
+PAIR_FORM_SLACK = 64 * 1024
 
 
 @dataclass
@@ -133,6 +136,17 @@ def _is_id(text: str) -> bool:
 
 
 SPOOL_BYTES = 1024 * 1024
+
+
+def may_carry_a_file(request: Request, max_segment_chars: int) -> bool:
+    """Whether the body may be a file rather than one pair: a multipart form longer than
+    any form of one pair, or of unknown length. Asked before the form is read, so that a
+    refused import spools nothing."""
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind != "multipart/form-data":
+        return False
+    length = request.headers.get("content-length", "")
+    return not length.isdigit() or int(length) > 8 * max_segment_chars + PAIR_FORM_SLACK
 
 
 async def spooled(upload: UploadFile, limit: int, name: str) -> tuple[IO[bytes], int]:
