@@ -16,12 +16,13 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from sqlalchemy import Connection, delete, insert, select, update
+from sqlalchemy import Connection, Select, func, insert, select, update
 
 from .tables import memories, memory_imports
 
 ImportState = Literal["queued", "running", "done", "failed"]
 STALE_AFTER = timedelta(minutes=10)
+IMPORT_CLAIM_LOCK_KEY = 0x6E6D_7469_6D63_6C6D  # "nmtimclm": any fixed 64-bit number
 INTERRUPTED = "interrupted: the server running the import stopped; upload the file again"
 
 
@@ -49,10 +50,7 @@ class MemoryImportRows:
 
     def create_memory_import(self, memory_id: int, *, format: str, mode: str,
                              filename: str) -> MemoryImport:
-        now = datetime.now(UTC)
-        row = {"id": str(uuid.uuid4()), "memory_id": memory_id, "state": "queued",
-               "progress": 0.0, "format": format, "mode": mode, "filename": filename[:255],
-               "report_json": "{}", "error": None, "created_at": now, "updated_at": now}
+        row = _new_row(memory_id, format=format, mode=mode, filename=filename)
         with self._write() as conn:
             conn.execute(insert(memory_imports).values(row))
         return _job(row)
@@ -60,17 +58,18 @@ class MemoryImportRows:
     def claim_memory_import(self, memory_id: int, *, owner: str, limit: int, format: str,
                             mode: str, filename: str) -> MemoryImport | None:
         """`create_memory_import` within `owner`'s bound of `limit` unfinished imports over
-        every replica, or None (no row left behind). The row is written first, then the
-        owner's unfinished rows are counted, its own included: of replicas claiming at
-        once, the last to count sees every other's committed row, so the bound is never
-        passed without a lock shared by the replicas (claims that overlap exactly may all
-        give up; their clients are told to retry)."""
-        job = self.create_memory_import(memory_id, format=format, mode=mode, filename=filename)
-        if len(self.unfinished_memory_imports(owner)) <= limit:
-            return job
+        every replica, or None (no row written). The count and the new row are one
+        transaction that one claimant holds at a time (SQLite's BEGIN IMMEDIATE; on
+        PostgreSQL an advisory lock), so the bound is never passed and a claim is refused
+        only when the bound is full, however many replicas claim at once."""
+        row = _new_row(memory_id, format=format, mode=mode, filename=filename)
         with self._write() as conn:
-            conn.execute(delete(memory_imports).where(memory_imports.c.id == job.id))
-        return None
+            if conn.dialect.name == "postgresql":
+                conn.execute(select(func.pg_advisory_xact_lock(IMPORT_CLAIM_LOCK_KEY)))
+            if len(conn.execute(_unfinished(owner)).all()) >= limit:
+                return None
+            conn.execute(insert(memory_imports).values(row))
+        return _job(row)
 
     def update_memory_import(self, job_id: str, *, state: ImportState | None = None,
                              progress: float | None = None,
@@ -92,15 +91,8 @@ class MemoryImportRows:
     def unfinished_memory_imports(self, owner: str) -> list[MemoryImport]:
         """The queued and running jobs of `owner`'s memories (the shared ones, or a
         tenant's), less those whose server was lost (stale rows)."""
-        fresh = datetime.now(UTC) - STALE_AFTER
-        query = (select(memory_imports)
-                 .join(memories, memories.c.id == memory_imports.c.memory_id)
-                 .where(memories.c.owner == owner,
-                        memory_imports.c.state.in_(("queued", "running")),
-                        memory_imports.c.updated_at > fresh)
-                 .order_by(memory_imports.c.created_at, memory_imports.c.id))
         with self._read() as conn:
-            return [_job(row) for row in conn.execute(query).mappings()]
+            return [_job(row) for row in conn.execute(_unfinished(owner)).mappings()]
 
     def get_memory_import(self, job_id: str) -> MemoryImport | None:
         with self._read() as conn:
@@ -113,6 +105,24 @@ class MemoryImportRows:
                 datetime.now(UTC) - job.updated_at > STALE_AFTER:
             return replace(job, state="failed", error=INTERRUPTED)
         return job
+
+
+def _new_row(memory_id: int, *, format: str, mode: str, filename: str) -> dict[str, Any]:
+    now = datetime.now(UTC)
+    return {"id": str(uuid.uuid4()), "memory_id": memory_id, "state": "queued",
+            "progress": 0.0, "format": format, "mode": mode, "filename": filename[:255],
+            "report_json": "{}", "error": None, "created_at": now, "updated_at": now}
+
+
+def _unfinished(owner: str) -> Select[Any]:
+    """The unfinished rows of `owner`'s memories, oldest first (stale rows left out)."""
+    fresh = datetime.now(UTC) - STALE_AFTER
+    return (select(memory_imports)
+            .join(memories, memories.c.id == memory_imports.c.memory_id)
+            .where(memories.c.owner == owner,
+                   memory_imports.c.state.in_(("queued", "running")),
+                   memory_imports.c.updated_at > fresh)
+            .order_by(memory_imports.c.created_at, memory_imports.c.id))
 
 
 def _job(row: Any) -> MemoryImport:

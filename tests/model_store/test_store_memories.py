@@ -120,17 +120,18 @@ def test_import_job_rows_keep_progress_and_report(store: Store) -> None:
 
 def test_claims_keep_an_owners_bound_when_replicas_claim_at_once(
         store: Store, registry_url: str) -> None:
-    """Replica A has written its row but not counted yet when replica B (another registry
-    on the same database) claims the owner's last place: B counts A's row and gives its own
-    up, A keeps its place. Claims one after another fill the bound exactly; eight threads
-    claiming at once never pass it, and a refused claim leaves no row."""
+    """Replica B (another registry on the same database) claims when replica A's claim
+    and another row fill the owner's places: B is refused and writes no row. Claims one
+    after another fill the bound exactly; so do eight threads claiming at once (one
+    claimant at a time counts and writes, so overlapping claims neither pass the bound nor
+    all give up), and a refused claim leaves no row."""
     registry = store.registry
     memory = registry.create_memory("acme", backbone="b")
     first = registry.claim_memory_import(memory.id, owner="shared", limit=2, format="tmx",
                                          mode="append", filename="1.tmx")
     assert first is not None
     racing = registry.create_memory_import(memory.id, format="tmx", mode="append",
-                                           filename="a.tmx")  # A, between write and count
+                                           filename="a.tmx")  # another replica's
     other = Registry(registry_url)
     try:
         assert other.claim_memory_import(memory.id, owner="shared", limit=2, format="tmx",
@@ -154,7 +155,7 @@ def test_claims_keep_an_owners_bound_when_replicas_claim_at_once(
         registry.update_memory_import(str(job_id), state="done")
     with ThreadPoolExecutor(8) as pool:
         won = [job_id for job_id in pool.map(claim, range(8)) if job_id is not None]
-    assert len(won) <= 3
+    assert len(won) == 3
     assert sorted(job.id for job in registry.unfinished_memory_imports("shared")) == \
         sorted(won)
 
