@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from benchmarks.locations import DEFAULT_DATA, RESULTS_DIR
 from benchmarks.quality.data import read_pairs
 from benchmarks.quality.evaluation.reliance import reference_nll
 from benchmarks.report_files import write_report
@@ -35,7 +36,6 @@ from trainer.recipes.directions import DIRECTIONS, EN_FR, Direction
 from trainer.recipes.training_set import DOMAINS
 from trainer.training.data import encode_for_backbone
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
 SPLITS = ("train", "dev", "test")
 
 
@@ -59,7 +59,7 @@ def nll_per_token(model: Backbone, parts: BackboneParts, pairs: list[tuple[str, 
 def adapter_gain(direction: Direction) -> float | None:
     """The adapters' average test BLEU gain over the backbone in the direction's eval."""
     name = "eval.json" if direction == EN_FR else f"eval-{direction.name}.json"
-    path = RESULTS / name
+    path = RESULTS_DIR / name
     if not path.exists():
         return None
     known = json.loads(path.read_text())["known_domains"]
@@ -108,9 +108,9 @@ def markdown(rows: dict[str, Any], pairs: int) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=Path("../shared/data"))
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--pairs", type=int, default=500)
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--out", type=Path, default=RESULTS_DIR)
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)

@@ -11,7 +11,7 @@ from starlette.datastructures import UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 from starlette.requests import Request
 
-from server.api.uploads import capped
+from server.api.uploads import capped, media_type
 from server.core.errors import InvalidInput, TooLarge
 
 MULTIPART_SLACK = 64 * 1024  # form fields and part headers beside the file itself
@@ -27,7 +27,7 @@ class DocumentUpload:
 async def read_document_upload(request: Request, *, limit: int, fields: tuple[str, ...],
                                usage: str) -> DocumentUpload:
     """The form's `file` part and its text `fields` (422 for anything else)."""
-    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    content_type = media_type(request)
     if content_type != "multipart/form-data":
         raise InvalidInput(f"unsupported content type {content_type or 'none'!r}: {usage}",
                            field="body")

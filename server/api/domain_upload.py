@@ -10,6 +10,7 @@ from starlette.datastructures import FormData, UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 from starlette.requests import Request
 
+from server.api.uploads import media_type
 from server.core.errors import InvalidInput, TooLarge
 from server.serving.admin_jobs import DomainUpload
 
@@ -19,7 +20,7 @@ USAGE = ("send multipart/form-data with the fields name, train (a file), dev (a 
 
 
 async def read_domain_upload(request: Request, *, limit: int) -> DomainUpload:
-    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    content_type = media_type(request)
     if content_type != "multipart/form-data":
         raise InvalidInput(f"unsupported content type {content_type or 'none'!r}: {USAGE}",
                            field="body")

@@ -17,6 +17,8 @@ from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException
 from starlette.formparsers import MultiPartException
 
+from server.api.uploads import media_type
+
 
 @dataclass(frozen=True)
 class DoorRules:
@@ -31,8 +33,8 @@ class DoorRules:
 
 async def read_door_values(request: Request, rules: DoorRules) -> dict[str, Any]:
     """The request's parameters by name."""
-    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if media_type == "application/json" or media_type.endswith("+json"):
+    kind = media_type(request)
+    if kind == "application/json" or kind.endswith("+json"):
         body = await request.body()
         try:
             values = json.loads((body or b"{}") if rules.empty_json_is_empty else body)

@@ -15,6 +15,7 @@ from fastapi import Request
 from pydantic import ValidationError
 
 from server.api.schemas_glossaries import GlossaryUpload
+from server.api.uploads import media_type
 from server.core.errors import InvalidInput, TooLarge
 from server.serving.tbx import read_tbx
 from server.textproc.glossary import parse_table
@@ -37,7 +38,7 @@ async def read_glossary_upload(request: Request, *, limit: int, default_for: str
     """The entries, forbidden target terms and the domain the glossary is the default of
     (a JSON body's own, or `default_for`, the query's, for a table or a TBX file)."""
     data = await _read_body(request, limit=limit)
-    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    content_type = media_type(request)
     if content_type in TABLE_TYPES:
         _refuse_json_table(data, content_type)
         return GlossaryUploaded(parse_table(data, delimiter=TABLE_TYPES[content_type],

@@ -8,7 +8,7 @@ from typing import Literal
 
 from fastapi import Request
 
-from server.api.uploads import multipart_file, spool_body
+from server.api.uploads import media_type, multipart_file, spool_body
 from server.core.errors import InvalidInput, TooLarge
 from server.memories.imports import Format, Upload, format_of
 
@@ -24,7 +24,7 @@ async def receive_upload(request: Request, *, limit: int, format: Format | None,
                          filename: str | None) -> Upload:
     """The uploaded file, spooled (memory, then disk) while its size stays under
     `limit` (413 past it)."""
-    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    content_type = media_type(request)
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise TooLarge(f"upload of {declared} bytes; at most {limit} "

@@ -25,9 +25,15 @@ ARCHIVE_TYPES = ("application/gzip", "application/x-gzip", "application/x-tar",
                  "application/octet-stream", "application/x-compressed-tar")
 
 
+def media_type(request: Request) -> str:
+    """The body's media type, lower case, without its parameters (`boundary`, `charset`);
+    "" when the request names none."""
+    return request.headers.get("content-type", "").split(";")[0].strip().lower()
+
+
 async def receive_archive(request: Request, *, limit: int) -> IO[bytes]:
     """The uploaded archive as a file positioned at its start; the caller closes it."""
-    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    content_type = media_type(request)
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise TooLarge(f"upload of {declared} bytes; at most {limit}", field="body")

@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException
 from starlette.formparsers import MultiPartException
 
 from server.api.modernmt.errors import ModernMTError, bad_request
+from server.api.uploads import media_type
 
 MAX_HINTS = 8  # as many memories as the native `memory` option names
 # a form of one pair: two texts of at most max_segment_chars (4 UTF-8 bytes a character
@@ -57,7 +58,7 @@ async def read_params(request: Request) -> Params:
     for name in request.query_params:
         many = request.query_params.getlist(name)
         values[name] = many if len(many) > 1 else many[0]
-    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    kind = media_type(request)
     files: dict[str, UploadFile] = {}
     if kind == "application/json":
         body = await request.body()
@@ -142,8 +143,7 @@ def may_carry_a_file(request: Request, max_segment_chars: int) -> bool:
     """Whether the body may be a file rather than one pair: a multipart form longer than
     any form of one pair, or of unknown length. Asked before the form is read, so that a
     refused import spools nothing."""
-    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if kind != "multipart/form-data":
+    if media_type(request) != "multipart/form-data":
         return False
     length = request.headers.get("content-length", "")
     return not length.isdigit() or int(length) > 8 * max_segment_chars + PAIR_FORM_SLACK
